@@ -1,0 +1,1 @@
+"""fake_server package."""

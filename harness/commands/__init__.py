@@ -1,0 +1,18 @@
+"""One module per ``codex-harness`` subcommand.
+
+Each module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; the
+exit code follows the project's rule (see :mod:`harness.exitcodes`).
+"""
+
+# Order is the order of ``codex-harness --help``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "harness.commands.run",
+    "harness.commands.latency",
+    "harness.commands.scenarios",
+    "harness.commands.show",
+    "harness.commands.diff",
+    "harness.commands.fuzz",
+    "harness.commands.schema",
+    "harness.commands.trace",
+    "harness.commands.validate_release",
+)

@@ -1,0 +1,163 @@
+"""Newline-delimited JSON framing (sans-IO): bytes in, messages and typed errors out.
+
+One JSON object per line, ``\\n`` only (never split on U+2028 or ``\\r``). A line longer than the
+cap is discarded as it streams in, never buffered, and reported once with its size. Every bad line
+becomes a :class:`WireError`; the decoder always carries on with the next line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+import orjson
+
+from harness.messages import Message, classify
+
+DEFAULT_MAX_LINE: Final = 32 * 1024 * 1024
+_SAMPLE: Final = 120  # bytes of a bad line kept for the report
+
+
+class WireErrorKind(StrEnum):
+    OVERSIZED_LINE = "oversized_line"
+    INVALID_UTF8 = "invalid_utf8"
+    INVALID_JSON = "invalid_json"
+    NOT_AN_OBJECT = "not_an_object"
+    NOT_A_MESSAGE = "not_a_message"
+    TRUNCATED_AT_EOF = "truncated_at_eof"
+
+
+@dataclass(frozen=True, slots=True)
+class WireError:
+    """A line that did not yield a message. ``size`` is the line's length in bytes."""
+
+    kind: WireErrorKind
+    detail: str
+    size: int
+    sample: bytes
+
+    def describe(self) -> str:
+        return f"{self.kind}: {self.detail} ({self.size} bytes: {self.sample[:60]!r})"
+
+
+Item = Message | WireError
+
+
+def encode(message: Message) -> bytes:
+    """One frame as a wire line. orjson escapes control characters, so the line has one ``\\n``."""
+    return orjson.dumps(message.frame) + b"\n"
+
+
+def encode_frame(frame: dict) -> bytes:
+    """Write an arbitrary frame (faults use this to send frames no message type would build)."""
+    return orjson.dumps(frame) + b"\n"
+
+
+def parse_line(line: bytes) -> Item | None:
+    """Parse one line without its ``\\n``. Blank lines give ``None`` (nothing to report)."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        if not line.strip():
+            return None
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            return WireError(WireErrorKind.INVALID_UTF8, str(uexc), len(line), bytes(line[:_SAMPLE]))
+        return WireError(WireErrorKind.INVALID_JSON, str(exc), len(line), bytes(line[:_SAMPLE]))
+    if not isinstance(obj, dict):
+        return WireError(
+            WireErrorKind.NOT_AN_OBJECT, f"JSON {type(obj).__name__}, not an object", len(line), bytes(line[:_SAMPLE])
+        )
+    result = classify(obj)
+    if isinstance(result, str):
+        return WireError(WireErrorKind.NOT_A_MESSAGE, result, len(line), bytes(line[:_SAMPLE]))
+    return result
+
+
+class LineDecoder:
+    """Reassembles lines across reads and parses them.
+
+    ``feed`` returns what the bytes completed; ``feed_eof`` reports a final line that never got
+    its ``\\n`` (it is not used as a frame: a writer that died mid-line must not be trusted).
+    """
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        if max_line < 1:
+            raise ValueError("max_line must be positive")
+        self.max_line = max_line
+        self._buf = bytearray()
+        self._discarding = False
+        self._discarded = 0  # bytes of the oversized line seen so far
+        self._discard_sample = b""
+
+    def feed(self, data: bytes) -> list[Item]:
+        out: list[Item] = []
+        start = 0
+        cap = self.max_line
+        find = data.find
+        while (nl := find(b"\n", start)) >= 0:
+            if self._discarding:
+                out.append(self._oversized(self._discarded + nl - start))
+            elif self._buf:
+                self._buf += data[start:nl]
+                if len(self._buf) > cap:
+                    self._discard_sample = bytes(self._buf[:_SAMPLE])
+                    out.append(self._oversized(len(self._buf)))
+                else:
+                    item = parse_line(bytes(self._buf))
+                    if item is not None:
+                        out.append(item)
+                self._buf.clear()
+            elif nl - start > cap:
+                self._discard_sample = data[start : start + _SAMPLE]
+                out.append(self._oversized(nl - start))
+            else:
+                item = parse_line(data[start:nl])
+                if item is not None:
+                    out.append(item)
+            start = nl + 1
+        rest = len(data) - start
+        if rest:
+            if self._discarding:
+                self._discarded += rest
+            elif len(self._buf) + rest > cap:
+                # Over the cap without a newline: stop buffering, only count from here on.
+                self._discarding = True
+                self._discarded = len(self._buf) + rest
+                self._discard_sample = (bytes(self._buf) + data[start : start + _SAMPLE])[:_SAMPLE]
+                self._buf.clear()
+            else:
+                self._buf += data[start:] if start else data
+        return out
+
+    def feed_eof(self) -> list[Item]:
+        out: list[Item] = []
+        if self._discarding:
+            out.append(self._oversized(self._discarded))
+        elif self._buf.strip():
+            line = bytes(self._buf)
+            out.append(
+                WireError(
+                    WireErrorKind.TRUNCATED_AT_EOF,
+                    "final line has no newline at end of stream",
+                    len(line),
+                    line[:_SAMPLE],
+                )
+            )
+        self._buf.clear()
+        return out
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete line (never more than ``max_line``)."""
+        return len(self._buf)
+
+    def _oversized(self, size: int) -> WireError:
+        self._discarding = False
+        self._discarded = 0
+        sample, self._discard_sample = self._discard_sample, b""
+        return WireError(
+            WireErrorKind.OVERSIZED_LINE, f"line of {size} bytes exceeds the cap of {self.max_line}", size, sample
+        )
