@@ -1,0 +1,63 @@
+"""pytest plugin of codex-harness: options, markers and fixtures for suites that drive an app-server.
+
+Real-binary tests (marker ``real_codex``) run when a binary is selected with ``--codex PATH``,
+``CODEX_BIN`` or ``--real-codex`` (``codex`` on PATH), and are skipped with that reason otherwise.
+With ``CODEX_HARNESS_REQUIRE_REAL=1`` a missing binary is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.codex_bin import CodexNotFound, find_codex
+
+REQUIRE_REAL_ENV = "CODEX_HARNESS_REQUIRE_REAL"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("codex-harness")
+    group.addoption("--codex", metavar="PATH", default=None, help="real codex binary for real_codex tests")
+    group.addoption("--real-codex", action="store_true", help="use `codex` on PATH for real_codex tests")
+    group.addoption(
+        "--scenario-dir", metavar="DIR", action="append", default=[], help="also run the scenario files of DIR"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "real_codex: needs the real codex binary")
+    config.addinivalue_line("markers", "fuzz: hypothesis fault fuzzing")
+
+
+def _selected_codex(config: pytest.Config) -> tuple[Path | None, str]:
+    try:
+        path = find_codex(config.getoption("--codex"), use_path=config.getoption("--real-codex"))
+    except CodexNotFound as exc:
+        return None, str(exc)
+    if path is None:
+        return None, "no real codex selected (use --codex PATH, CODEX_BIN or --real-codex)"
+    return path, ""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    path, reason = _selected_codex(config)
+    if path is not None:
+        return
+    if os.environ.get(REQUIRE_REAL_ENV) == "1":
+        return  # every real_codex test takes the `codex_bin` fixture, which fails instead of skipping
+    for item in items:
+        if item.get_closest_marker("real_codex"):
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def codex_bin(pytestconfig: pytest.Config) -> Path:
+    """The selected real codex binary; fails (never skips) when CODEX_HARNESS_REQUIRE_REAL=1."""
+    path, reason = _selected_codex(pytestconfig)
+    if path is None:
+        if os.environ.get(REQUIRE_REAL_ENV) == "1":
+            pytest.fail(f"{REQUIRE_REAL_ENV}=1 but {reason}")
+        pytest.skip(reason)
+    return path
