@@ -1,0 +1,116 @@
+"""The ground truth of a scenario (its ``[expect]`` part), written as literal values.
+
+Contracts judge a session record against this and excuse only what it declares; ground truth
+never comes from harness code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from contracts.usage import UsageBuckets
+
+ResultStatus = Literal["completed", "aborted", "failed", "timeout"]
+TraceExpectation = Literal["closed", "unclosed", "violation", "none"]
+
+RESULT_STATUSES: tuple[str, ...] = ("completed", "aborted", "failed", "timeout")
+TRACE_EXPECTATIONS: tuple[str, ...] = ("closed", "unclosed", "violation", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectTurn:
+    """One turn's truth: the client's Result status and its usage per bucket (None: not checked)."""
+
+    status: ResultStatus
+    usage: UsageBuckets | None = None
+    #: ``turn.status`` of the server's turn/completed (completed / interrupted / failed), or "none"
+    #: when the server never sends one (crash, hang); None: not checked.
+    server_status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Allowance:
+    """A violation the scenario's faults legitimately cause, excused by the named contract.
+
+    ``what`` names the kind of violation (for example ``server_frames_invalid``,
+    ``wire_errors``, ``unknown_response_id``, ``late_events``); ``count`` is exact when given.
+    """
+
+    contract: str
+    what: str
+    count: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    turns: tuple[ExpectTurn, ...] = ()
+    #: verdict of the server's trace bundle when the target writes one
+    server_trace: TraceExpectation = "closed"
+    #: verdict of the client's own trace bundle (always closed for a correct client)
+    client_trace: TraceExpectation = "closed"
+    #: the server's exit status after the session (None: not checked); a crash fault sets it
+    server_exit: int | None = None
+    allow: tuple[Allowance, ...] = ()
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def allowance(self, contract: str, what: str) -> Allowance | None:
+        for item in self.allow:
+            if item.contract == contract and item.what == what:
+                return item
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "turns": [_turn_to_dict(t) for t in self.turns],
+            "server_trace": self.server_trace,
+            "client_trace": self.client_trace,
+        }
+        if self.server_exit is not None:
+            data["server_exit"] = self.server_exit
+        if self.allow:
+            data["allow"] = [
+                {
+                    k: v
+                    for k, v in (("contract", a.contract), ("what", a.what), ("count", a.count), ("reason", a.reason))
+                    if v is not None and v != ""
+                }
+                for a in self.allow
+            ]
+        if self.notes:
+            data["notes"] = dict(self.notes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Expect:
+        """Trusting constructor for saved records; scenario files go through the scenario loader's checks."""
+        return cls(
+            turns=tuple(
+                ExpectTurn(
+                    status=t["status"],
+                    usage=UsageBuckets.from_dict(t["usage"]) if t.get("usage") is not None else None,
+                    server_status=t.get("server_status"),
+                )
+                for t in data.get("turns", ())
+            ),
+            server_trace=data.get("server_trace", "closed"),
+            client_trace=data.get("client_trace", "closed"),
+            server_exit=data.get("server_exit"),
+            allow=tuple(
+                Allowance(a["contract"], a["what"], a.get("count"), a.get("reason", "")) for a in data.get("allow", ())
+            ),
+            notes=dict(data.get("notes", {})),
+        )
+
+
+def _turn_to_dict(turn: ExpectTurn) -> dict[str, Any]:
+    data: dict[str, Any] = {"status": turn.status}
+    if turn.usage is not None:
+        u = turn.usage
+        data["usage"] = {"input": u.input, "cache_read": u.cache_read, "cache_write": u.cache_write, "output": u.output}
+        if u.reasoning:
+            data["usage"]["reasoning"] = u.reasoning
+    if turn.server_status is not None:
+        data["server_status"] = turn.server_status
+    return data

@@ -1,0 +1,235 @@
+"""The session record: everything a contract needs, nothing it has to re-run.
+
+Wire transcript (every frame both ways with monotonic timestamps), each turn's Result, the client
+and server trace bundles, the server's exit status and stderr tail, the budgets the client ran
+with, and the scenario's ground truth. A record saves to a directory and loads back:
+
+    DIR/record.json      everything but the wire and the bundles
+    DIR/wire.jsonl       {"t", "dir", "msg"} per line, the format of the shared real transcripts
+                         (dir "c2s" / "s2c" / "note"; a line that was not a frame is {"_raw": ...})
+    DIR/stderr.txt       the server's stderr tail
+    DIR/client-trace/    the client's trace bundle
+    DIR/server-trace/    the server's trace bundle, when the target writes one
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from contracts.expect import Expect
+from contracts.usage import UsageBuckets
+
+Direction = Literal["c2s", "s2c", "note"]
+RECORD_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class WireEntry:
+    """One line of the transcript.
+
+    ``t`` is seconds on the session's monotonic clock (virtual under trio's MockClock).
+    ``frame`` is the parsed JSON object; for a line that was not a frame, ``frame`` is None,
+    ``error`` names the wire error kind and ``raw`` holds a bounded sample of the line.
+    ``dir == "note"`` marks an event that is not a line (kill sent, stdin closed, cancel asked);
+    ``note`` says which.
+    """
+
+    t: float
+    dir: Direction
+    frame: dict[str, Any] | None = None
+    error: str | None = None
+    raw: str | None = None
+    note: str | None = None
+    size: int | None = None  # bytes of the line, for wire errors
+
+    def to_json(self) -> dict[str, Any]:
+        if self.dir == "note":
+            msg: dict[str, Any] = {"note": self.note}
+        elif self.frame is not None:
+            msg = self.frame
+        else:
+            msg = {"_raw": self.raw, "_error": self.error, "_size": self.size}
+        return {"t": round(self.t, 6), "dir": self.dir, "msg": msg}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WireEntry:
+        msg = data.get("msg") or {}
+        direction = data["dir"]
+        if direction == "note":
+            return cls(float(data["t"]), "note", note=msg.get("note") if isinstance(msg, dict) else str(msg))
+        if isinstance(msg, dict) and "_raw" in msg:
+            return cls(
+                float(data["t"]),
+                direction,
+                error=msg.get("_error") or "raw_line",
+                raw=msg["_raw"],
+                size=msg.get("_size"),
+            )
+        return cls(float(data["t"]), direction, frame=msg)
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """Exactly one per turn the client started, on every path.
+
+    Times are on the same monotonic clock as the wire entries.
+    """
+
+    index: int  # 0-based, in the order the session started turns
+    status: Literal["completed", "aborted", "failed", "timeout"]
+    error: str | None = None
+    thread_id: str | None = None
+    turn_id: str | None = None
+    final_text: str = ""
+    #: usage per model; empty when every bucket is zero
+    usage: dict[str, UsageBuckets] = field(default_factory=dict)
+    #: ``turn.status`` of the consumed turn/completed, None when none arrived
+    server_status: str | None = None
+    #: how many turn/completed notifications for this turn the client consumed (must be <= 1)
+    completed_consumed: int = 0
+    started_at: float = 0.0  # turn/start sent
+    ended_at: float = 0.0  # Result delivered
+    cancel_at: float | None = None  # cancellation requested (scope cancelled or turn.cancel())
+    interrupt_sent_at: float | None = None
+    interrupt_answered_at: float | None = None
+    turn_completed_at: float | None = None
+    killed: bool = False  # the client killed the server's process group for this turn
+    kill_reason: str | None = None
+    items_closed_locally: list[str] = field(default_factory=list)  # open at turn/completed, closed as aborted
+    approvals_closed_locally: list[str] = field(default_factory=list)  # pending at the end, closed as cancelled
+
+    def total_usage(self) -> UsageBuckets:
+        total = UsageBuckets()
+        for buckets in self.usage.values():
+            total = total + buckets
+        return total
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["usage"] = {model: b.to_dict() for model, b in self.usage.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TurnResult:
+        data = dict(data)
+        data["usage"] = {m: UsageBuckets.from_dict(b) for m, b in (data.get("usage") or {}).items()}
+        return cls(**data)
+
+
+@dataclass(slots=True)
+class TeardownStep:
+    name: str  # close_stdin | wait_stdout_eof | wait_exit | kill
+    started_at: float
+    ended_at: float
+    outcome: str  # done | timeout | skipped | error: ...
+
+
+@dataclass(slots=True)
+class Budgets:
+    """What the client ran with, so latency checks judge against the real numbers."""
+
+    interrupt_s: float = 2.0  # one budget for the interrupt answer + turn/completed
+    teardown_s: float = 3.0  # bound of the whole teardown (every step)
+    request_s: float = 30.0  # per-request timeout
+
+
+@dataclass(slots=True)
+class SessionRecord:
+    scenario: str
+    target: str  # fake | fake-process | real
+    expect: Expect
+    wire: list[WireEntry] = field(default_factory=list)
+    results: list[TurnResult] = field(default_factory=list)
+    budgets: Budgets = field(default_factory=Budgets)
+    #: True when the clock was trio's MockClock: latencies are virtual, not measured
+    virtual_time: bool = False
+    client_trace: Path | None = None
+    server_trace: Path | None = None
+    server_exit: int | None = None
+    stderr_tail: str = ""
+    teardown: list[TeardownStep] = field(default_factory=list)
+    #: the client's own structured log records ("codex turn interrupted", ...) as dicts
+    log: list[dict[str, Any]] = field(default_factory=list)
+    #: exceptions that escaped the client, as text (a correct client has none)
+    client_errors: list[str] = field(default_factory=list)
+    server_version: str | None = None
+    schema_release: str = "0.171.0"
+    experimental_api: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    # --- persistence ---------------------------------------------------------------------------
+
+    def save(self, directory: str | Path) -> Path:
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "wire.jsonl", "wb") as fh:
+            for entry in self.wire:
+                fh.write(orjson.dumps(entry.to_json()) + b"\n")
+        (out / "stderr.txt").write_text(self.stderr_tail, encoding="utf-8")
+        client_trace = _copy_bundle(self.client_trace, out / "client-trace")
+        server_trace = _copy_bundle(self.server_trace, out / "server-trace")
+        body = {
+            "format": RECORD_FORMAT,
+            "scenario": self.scenario,
+            "target": self.target,
+            "expect": self.expect.to_dict(),
+            "results": [r.to_json() for r in self.results],
+            "budgets": asdict(self.budgets),
+            "virtual_time": self.virtual_time,
+            "client_trace": "client-trace" if client_trace else None,
+            "server_trace": "server-trace" if server_trace else None,
+            "server_exit": self.server_exit,
+            "teardown": [asdict(s) for s in self.teardown],
+            "log": self.log,
+            "client_errors": self.client_errors,
+            "server_version": self.server_version,
+            "schema_release": self.schema_release,
+            "experimental_api": self.experimental_api,
+            "meta": self.meta,
+        }
+        (out / "record.json").write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
+        return out
+
+    @classmethod
+    def load(cls, directory: str | Path) -> SessionRecord:
+        src = Path(directory)
+        body = orjson.loads((src / "record.json").read_bytes())
+        wire = [
+            WireEntry.from_json(orjson.loads(line)) for line in (src / "wire.jsonl").read_bytes().splitlines() if line
+        ]
+        stderr = src / "stderr.txt"
+        return cls(
+            scenario=body["scenario"],
+            target=body["target"],
+            expect=Expect.from_dict(body["expect"]),
+            wire=wire,
+            results=[TurnResult.from_json(r) for r in body.get("results", [])],
+            budgets=Budgets(**body.get("budgets", {})),
+            virtual_time=bool(body.get("virtual_time")),
+            client_trace=src / body["client_trace"] if body.get("client_trace") else None,
+            server_trace=src / body["server_trace"] if body.get("server_trace") else None,
+            server_exit=body.get("server_exit"),
+            stderr_tail=stderr.read_text(encoding="utf-8") if stderr.exists() else "",
+            teardown=[TeardownStep(**s) for s in body.get("teardown", [])],
+            log=list(body.get("log", [])),
+            client_errors=list(body.get("client_errors", [])),
+            server_version=body.get("server_version"),
+            schema_release=body.get("schema_release", "0.171.0"),
+            experimental_api=bool(body.get("experimental_api")),
+            meta=dict(body.get("meta", {})),
+        )
+
+
+def _copy_bundle(bundle: Path | None, dest: Path) -> Path | None:
+    if bundle is None or not Path(bundle).is_dir():
+        return None
+    if Path(bundle).resolve() != dest.resolve():
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(bundle, dest)
+    return dest

@@ -1,0 +1,1 @@
+"""The trio client under test: transport, session, turns, cancellation, usage, client trace."""
