@@ -1,0 +1,244 @@
+"""Pinned wire schemas, one directory per Codex release: ``schema/codex-cli-<version>/``.
+
+A release directory holds ``meta.json`` (the version and how the bundle was produced) and one
+zstd-compressed JSON document per bundle (``stable.json.zst``, ``experimental.json.zst``) mapping
+each file path that ``codex app-server generate-json-schema --out DIR`` wrote (``ClientRequest.json``,
+``v2/ThreadStartResponse.json``...) to its parsed schema. The JSON text is the same schema as the
+binary printed; only whitespace and key order are normalised.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, TypeAlias
+
+import orjson
+import zstandard
+
+Bundle: TypeAlias = Mapping[str, Any]
+
+SCHEMA_ROOT: Final = Path(__file__).resolve().parent / "schema"
+RELEASE_PREFIX: Final = "codex-cli-"
+META_FILE: Final = "meta.json"
+BUNDLE_FILES: Final = {False: "stable.json.zst", True: "experimental.json.zst"}
+
+# Far above a real bundle (about 6 MB uncompressed) and far below what would hurt a host.
+MAX_BUNDLE_BYTES: Final = 256 * 1024 * 1024
+MAX_SCHEMA_FILE_BYTES: Final = 64 * 1024 * 1024
+MAX_SCHEMA_FILES: Final = 20_000
+_ZSTD_LEVEL: Final = 19
+_VERSION_RE: Final = re.compile(r"^\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?$")
+
+
+class SchemaStoreError(Exception):
+    """A bundle or release that cannot be read or written, with the reason."""
+
+
+class ReleaseNotPinned(SchemaStoreError):
+    """No pinned schema for the requested release."""
+
+    def __init__(self, version: str, pinned: list[str]) -> None:
+        have = ", ".join(pinned) if pinned else "none"
+        super().__init__(
+            f"no pinned schema for codex-cli {version} (pinned releases: {have}); "
+            f"pin it with `codex-harness schema pin --codex PATH` using a codex {version} binary"
+        )
+        self.version = version
+        self.pinned = pinned
+
+
+def version_key(version: str) -> tuple[tuple[int, ...], str]:
+    """Sort key: numeric release triple first, then any suffix."""
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)(.*)", version)
+    if not match:
+        return ((-1,), version)
+    # A pre-release suffix ("-alpha") sorts before the plain release.
+    suffix = match.group(4)
+    return (tuple(int(part) for part in match.groups()[:3]), "~" if not suffix else suffix)
+
+
+def is_version(text: str) -> bool:
+    return bool(_VERSION_RE.match(text))
+
+
+def release_dir(version: str, root: Path | None = None) -> Path:
+    return (root or SCHEMA_ROOT) / f"{RELEASE_PREFIX}{version}"
+
+
+def pinned_releases(root: Path | None = None) -> list[str]:
+    """Versions with a pinned schema under ``root`` (default: the packaged store), oldest first."""
+    base = root or SCHEMA_ROOT
+    if not base.is_dir():
+        return []
+    versions = [
+        entry.name[len(RELEASE_PREFIX) :]
+        for entry in base.iterdir()
+        if entry.name.startswith(RELEASE_PREFIX) and (entry / META_FILE).is_file()
+    ]
+    return sorted(versions, key=version_key)
+
+
+def latest_release(root: Path | None = None) -> str:
+    """The newest pinned release."""
+    versions = pinned_releases(root)
+    if not versions:
+        raise SchemaStoreError(f"no pinned schema under {root or SCHEMA_ROOT}")
+    return versions[-1]
+
+
+def load_meta(version: str, root: Path | None = None) -> dict[str, Any]:
+    path = release_dir(version, root) / META_FILE
+    if not path.is_file():
+        raise ReleaseNotPinned(version, pinned_releases(root))
+    try:
+        meta = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise SchemaStoreError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise SchemaStoreError(f"{path}: not a JSON object")
+    return meta
+
+
+def load_bundle(version: str, experimental: bool = False, root: Path | None = None) -> Bundle:
+    """The bundle of a pinned release: relative file path → parsed schema. Cached per release."""
+    return _load_bundle_cached(version, experimental, (root or SCHEMA_ROOT).resolve())
+
+
+@functools.lru_cache(maxsize=16)
+def _load_bundle_cached(version: str, experimental: bool, root: Path) -> Bundle:
+    load_meta(version, root)  # a clear "not pinned" error before any file error
+    return read_bundle_file(release_dir(version, root) / BUNDLE_FILES[experimental])
+
+
+def read_bundle_file(path: Path) -> dict[str, Any]:
+    """Decompress and parse one ``*.json.zst`` bundle, refusing more than MAX_BUNDLE_BYTES."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SchemaStoreError(f"cannot read {path}: {exc}") from exc
+    try:
+        declared = zstandard.frame_content_size(data)
+        if declared < 0 or declared > MAX_BUNDLE_BYTES:
+            raise SchemaStoreError(f"{path}: declared size {declared} is unknown or above {MAX_BUNDLE_BYTES} bytes")
+        raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=MAX_BUNDLE_BYTES)
+        bundle = orjson.loads(raw)
+    except (zstandard.ZstdError, orjson.JSONDecodeError) as exc:
+        raise SchemaStoreError(f"{path}: corrupt bundle: {exc}") from exc
+    if not isinstance(bundle, dict) or not all(isinstance(v, dict) for v in bundle.values()):
+        raise SchemaStoreError(f"{path}: not a mapping of file paths to schemas")
+    return bundle
+
+
+def read_bundle_dir(directory: Path) -> dict[str, Any]:
+    """What ``generate-json-schema --out DIR`` wrote, as a bundle (paths with ``/``, sorted)."""
+    if not directory.is_dir():
+        raise SchemaStoreError(f"not a directory: {directory}")
+    bundle: dict[str, Any] = {}
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if not name.endswith(".json"):
+                continue
+            path = Path(dirpath) / name
+            rel = path.relative_to(directory).as_posix()
+            if len(bundle) >= MAX_SCHEMA_FILES:
+                raise SchemaStoreError(f"{directory}: more than {MAX_SCHEMA_FILES} schema files")
+            try:
+                if path.stat().st_size > MAX_SCHEMA_FILE_BYTES:
+                    raise SchemaStoreError(f"{path}: larger than {MAX_SCHEMA_FILE_BYTES} bytes")
+                bundle[rel] = orjson.loads(path.read_bytes())
+            except (OSError, orjson.JSONDecodeError) as exc:
+                raise SchemaStoreError(f"cannot read schema {path}: {exc}") from exc
+    if not bundle:
+        raise SchemaStoreError(f"no *.json schema files in {directory}")
+    return dict(sorted(bundle.items()))
+
+
+def encode_bundle(bundle: Bundle) -> bytes:
+    """The canonical compressed form (sorted keys, so the same schema always gives the same bytes)."""
+    raw = orjson.dumps(dict(bundle), option=orjson.OPT_SORT_KEYS)
+    return zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=True).compress(raw)
+
+
+def bundle_digest(bundle: Bundle) -> str:
+    return hashlib.sha256(orjson.dumps(dict(bundle), option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def write_release(
+    version: str,
+    stable: Bundle,
+    experimental: Bundle,
+    root: Path | None = None,
+    produced_by: Mapping[str, Any] | None = None,
+) -> Path:
+    """Store both bundles of ``version`` under ``root`` (default: the packaged store); returns the directory.
+
+    Files are written to a temporary name and renamed, so a reader never sees half a bundle.
+    """
+    if not is_version(version):
+        raise SchemaStoreError(f"not a release version: {version!r}")
+    target = release_dir(version, root)
+    meta: dict[str, Any] = {
+        "codex_version": version,
+        "bundles": {},
+        "produced_by": dict(produced_by or {}),
+    }
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for is_exp, bundle in ((False, stable), (True, experimental)):
+            name = BUNDLE_FILES[is_exp]
+            _atomic_write(target / name, encode_bundle(bundle))
+            meta["bundles"]["experimental" if is_exp else "stable"] = {
+                "file": name,
+                "schema_files": len(bundle),
+                "sha256": bundle_digest(bundle),
+            }
+        _atomic_write(target / META_FILE, orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    except OSError as exc:
+        raise SchemaStoreError(f"cannot write the schema of {version} to {target}: {exc}") from exc
+    _load_bundle_cached.cache_clear()
+    return target
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def checkout_schema_root() -> Path | None:
+    """The store of the source tree when running from a checkout (not an installed wheel), else None."""
+    repo = SCHEMA_ROOT.parent.parent
+    if (repo / "pyproject.toml").is_file() and (repo / "contracts" / "__init__.py").is_file():
+        return SCHEMA_ROOT
+    return None
+
+
+def open_bundle(spec: str | os.PathLike[str], experimental: bool = False) -> tuple[str, Bundle]:
+    """A bundle named by a pinned version or a directory; returns a label and the bundle.
+
+    A directory may be a release directory (``meta.json`` + ``*.json.zst``) or what
+    ``generate-json-schema --out`` wrote.
+    """
+    text = os.fspath(spec)
+    path = Path(text)
+    if path.is_dir():
+        if (path / META_FILE).is_file():
+            return str(path), read_bundle_file(path / BUNDLE_FILES[experimental])
+        return str(path), read_bundle_dir(path)
+    if is_version(text):
+        return text, load_bundle(text, experimental)
+    if path.exists():
+        raise SchemaStoreError(f"{text}: neither a pinned version nor a schema directory")
+    if text[:1].isdigit():
+        raise ReleaseNotPinned(text, pinned_releases())
+    pinned = ", ".join(pinned_releases()) or "none"
+    raise SchemaStoreError(f"{text}: no such directory and not a version (pinned releases: {pinned})")
