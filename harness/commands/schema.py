@@ -1,0 +1,291 @@
+"""``codex-harness schema``: pin a release's wire schema, diff two pinned releases."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import orjson
+
+from contracts import schema_store
+from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
+from harness.codex_bin import CodexNotFound, codex_version, find_codex
+from harness.exitcodes import FAILED, OK, UsageError
+
+NAME = "schema"
+HELP = "pin the wire schema of a codex binary, or diff two pinned releases"
+
+DEFAULT_TIMEOUT = 60.0
+_WIDTH = 100
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="schema_command", metavar="SUBCOMMAND", parser_class=type(parser))
+    sub.required = True
+    pin = sub.add_parser(
+        "pin",
+        help="generate and store the schema bundles of a codex binary under its version",
+        description=(
+            "Run `codex app-server generate-json-schema` (stable and --experimental) and store both bundles "
+            "under contracts/schema/codex-cli-<version>/ of the source tree (in a checkout) or under --out DIR. "
+            "Exit 0 when pinned, 1 when the binary failed to generate them, 3 on a usage error, a binary that "
+            "does not run or a target that is not writable."
+        ),
+    )
+    pin.add_argument("--codex", metavar="PATH", help="the codex binary (default: $CODEX_BIN)")
+    pin.add_argument("--out", metavar="DIR", type=Path, help="schema store to write to (required outside a checkout)")
+    pin.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per generation (default 60)")
+    pin.set_defaults(_run=run_pin)
+
+    diff = sub.add_parser(
+        "diff",
+        help="methods and fields added, removed and changed between two releases",
+        description=(
+            "Compare two schemas; OLD and NEW are pinned versions (e.g. 0.171.0) or directories (a pinned "
+            "release directory, or what generate-json-schema --out wrote). Exit 1 when a change can break a "
+            "client (removed method, field, enum value or variant; a type change; a newly required field in "
+            "something the client sends), 0 otherwise, 3 when a side cannot be read."
+        ),
+    )
+    diff.add_argument("old", metavar="OLD")
+    diff.add_argument("new", metavar="NEW")
+    diff.add_argument("--experimental", action="store_true", help="compare the experimental bundles")
+    diff.add_argument("--json", action="store_true", help="print the changes as JSON")
+    diff.add_argument("--limit", type=int, default=12, help="non-breaking lines shown per section (default 12)")
+    diff.set_defaults(_run=run_diff)
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(args._run(args))
+
+
+# --- pin --------------------------------------------------------------------------------------------
+
+
+def _run_bounded(argv: list[str], timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """Run in its own process group so a timeout kills the whole tree (the npm shim spawns the binary)."""
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _writable_target(root: Path) -> None:
+    probe = root
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write the schema store {root}: {probe} is not a writable directory")
+
+
+def generate(binary: Path, out_dir: Path, experimental: bool, timeout: float) -> dict[str, object]:
+    """One bundle from the binary; raises RuntimeError with the binary's own words when it fails."""
+    argv = [os.fspath(binary), "app-server", "generate-json-schema", "--out", os.fspath(out_dir)]
+    if experimental:
+        argv.insert(3, "--experimental")
+    try:
+        done = _run_bounded(argv, timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"`{' '.join(argv[1:4])}` did not finish within {timeout:g} s") from None
+    except OSError as exc:
+        raise UsageError(f"cannot run {binary}: {exc}") from exc
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip()[-400:]
+        raise RuntimeError(f"`{' '.join(argv[1:])}` exited {done.returncode}: {tail}")
+    return schema_store.read_bundle_dir(out_dir)
+
+
+def run_pin(args: argparse.Namespace) -> int:
+    try:
+        binary = find_codex(args.codex)
+    except CodexNotFound as exc:
+        raise UsageError(str(exc)) from exc
+    if binary is None:
+        raise UsageError("no codex binary: pass --codex PATH or set CODEX_BIN")
+    root = args.out if args.out is not None else schema_store.checkout_schema_root()
+    if root is None:
+        raise UsageError("not running from a source checkout: pass --out DIR to choose where the schema goes")
+    root = root.resolve()
+    _writable_target(root)
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    try:
+        version = codex_version(binary, timeout=args.timeout)
+    except CodexNotFound as exc:
+        raise UsageError(str(exc)) from exc
+    try:
+        with tempfile.TemporaryDirectory(prefix="codex-schema-") as tmp:
+            stable = generate(binary, Path(tmp) / "stable", False, args.timeout)
+            experimental = generate(binary, Path(tmp) / "experimental", True, args.timeout)
+    except (RuntimeError, schema_store.SchemaStoreError) as exc:
+        print(f"codex-harness schema pin: {exc}", file=sys.stderr)
+        return FAILED
+    previous = None
+    if version in schema_store.pinned_releases(root):
+        previous = schema_store.load_meta(version, root).get("bundles", {})
+    produced_by = {
+        "binary_version": version,
+        "commands": [
+            "codex app-server generate-json-schema --out DIR",
+            "codex app-server generate-json-schema --experimental --out DIR",
+        ],
+        "format": "zstd-compressed JSON object: path under DIR -> parsed schema (keys sorted)",
+    }
+    try:
+        target = schema_store.write_release(version, stable, experimental, root, produced_by)
+    except schema_store.SchemaStoreError as exc:
+        raise UsageError(str(exc)) from exc
+    digests = schema_store.load_meta(version, root)["bundles"]
+    state = "new" if previous is None else ("unchanged" if previous == digests else "updated")
+    print(
+        f"pinned codex-cli {version} ({state}): {len(stable)} stable and {len(experimental)} experimental "
+        f"schema files -> {target}"
+    )
+    return OK
+
+
+# --- diff -------------------------------------------------------------------------------------------
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    sides = []
+    for spec in (args.old, args.new):
+        try:
+            sides.append(schema_store.open_bundle(spec, args.experimental))
+        except schema_store.SchemaStoreError as exc:
+            raise UsageError(str(exc)) from exc
+    (old_label, old), (new_label, new) = sides
+    result = diff_bundles(old, new, old_label, new_label)
+    if args.json:
+        payload = {
+            "old": old_label,
+            "new": new_label,
+            "experimental": args.experimental,
+            "breaking": result.is_breaking,
+            "changes": [
+                {
+                    "kind": c.kind.value,
+                    "where": c.where,
+                    "name": c.name,
+                    "old": c.old,
+                    "new": c.new,
+                    "breaking": c.breaking,
+                }
+                for c in result.changes
+            ],
+        }
+        sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(format_diff(result, args.experimental, max(args.limit, 0)))
+    return FAILED if result.is_breaking else OK
+
+
+def _wrapped(prefix: str, names: list[str]) -> list[str]:
+    return textwrap.wrap(
+        ", ".join(names),
+        width=_WIDTH,
+        initial_indent=prefix,
+        subsequent_indent=" " * len(prefix),
+        break_on_hyphens=False,
+    )
+
+
+def _capped(names: list[str], cap: int) -> list[str]:
+    return names if len(names) <= cap else [*names[:cap], f"… {len(names) - cap} more"]
+
+
+def _line(change: Change) -> str:
+    mark = "  BREAKING" if change.breaking else ""
+    k = change.kind
+    if k is ChangeKind.FIELD_REMOVED:
+        return f"  - {change.where}.{change.name} ({change.old}){mark}"
+    if k is ChangeKind.FIELD_ADDED:
+        return f"  + {change.where}.{change.name}: {change.new}{mark}"
+    if k is ChangeKind.FIELD_TYPE_CHANGED:
+        return f"  ~ {change.where}.{change.name}: {change.old} -> {change.new}{mark}"
+    if k is ChangeKind.FIELD_NOW_REQUIRED:
+        return f"  ! {change.where}.{change.name} is now required{mark}"
+    if k is ChangeKind.FIELD_NOW_OPTIONAL:
+        return f"  ? {change.where}.{change.name} is now optional{mark}"
+    if k is ChangeKind.ENUM_VALUES_REMOVED:
+        return f"  - {change.where}: {change.name}{mark}"
+    if k is ChangeKind.ENUM_VALUES_ADDED:
+        return f"  + {change.where}: {change.name}{mark}"
+    if k is ChangeKind.VARIANT_REMOVED:
+        return f"  - {change.where} variant {change.name}{mark}"
+    if k is ChangeKind.VARIANT_ADDED:
+        return f"  + {change.where} variant {change.name}{mark}"
+    return f"  {k.value} {change.where} {change.name}{mark}"
+
+
+def _section(title: str, changes: list[Change], limit: int) -> list[str]:
+    if not changes:
+        return []
+    breaking = [c for c in changes if c.breaking]
+    other = [c for c in changes if not c.breaking]
+    lines = [f"{title} ({len(changes)}, {len(breaking)} breaking)"]
+    # Breaking changes are what a reviewer must see: three times the room of the others.
+    lines += [_line(c) for c in breaking[: limit * 3]]
+    lines += [_line(c) for c in other[:limit]]
+    hidden = max(len(breaking) - limit * 3, 0) + max(len(other) - limit, 0)
+    if hidden:
+        lines.append(f"  … {hidden} more (--limit N or --json for all)")
+    return lines
+
+
+def format_diff(result: SchemaDiff, experimental: bool = False, limit: int = 12) -> str:
+    """The reviewer's screen: verdict first, then methods, fields, enums and variants, types."""
+    bundle = "experimental" if experimental else "stable"
+    verdict = f"BREAKING ({len(result.breaking)} changes can break a client)" if result.is_breaking else "compatible"
+    lines = [f"schema diff {result.old_label} -> {result.new_label} ({bundle} bundle): {verdict}"]
+    if not result.changes:
+        lines.append("no changes")
+        return "\n".join(lines) + "\n"
+    removed = result.of_kind(ChangeKind.METHOD_REMOVED)
+    added = result.of_kind(ChangeKind.METHOD_ADDED)
+    if removed or added:
+        lines.append(f"methods ({len(added)} added, {len(removed)} removed)")
+        for union in dict.fromkeys(c.where for c in removed + added):
+            gone = [c.name for c in removed if c.where == union]
+            new = [c.name for c in added if c.where == union]
+            if gone:
+                lines += _wrapped(f"  - {union} (BREAKING): ", _capped(gone, limit * 6))
+            if new:
+                lines += _wrapped(f"  + {union}: ", _capped(new, limit * 3))
+    lines += _section(
+        "fields",
+        result.of_kind(
+            ChangeKind.FIELD_REMOVED,
+            ChangeKind.FIELD_TYPE_CHANGED,
+            ChangeKind.FIELD_NOW_REQUIRED,
+            ChangeKind.FIELD_ADDED,
+            ChangeKind.FIELD_NOW_OPTIONAL,
+        ),
+        limit,
+    )
+    lines += _section("enums", result.of_kind(ChangeKind.ENUM_VALUES_REMOVED, ChangeKind.ENUM_VALUES_ADDED), limit)
+    lines += _section("variants", result.of_kind(ChangeKind.VARIANT_REMOVED, ChangeKind.VARIANT_ADDED), limit)
+    types_added = [c.name for c in result.of_kind(ChangeKind.TYPE_ADDED)]
+    types_removed = [c.name for c in result.of_kind(ChangeKind.TYPE_REMOVED)]
+    if types_added or types_removed:
+        lines.append(f"types ({len(types_added)} added, {len(types_removed)} removed)")
+        for sign, names in (("-", types_removed), ("+", types_added)):
+            if names:
+                lines += _wrapped(f"  {sign} ", _capped(names, limit * 2))
+    return "\n".join(lines) + "\n"
