@@ -1,0 +1,35 @@
+"""Rollout-trace bundles: writer, strict bounded reader (replay), closure checker.
+
+Format and semantics: ``shared/reference/rollout-trace.md`` (codex-cli 0.171.0, envelope schema 3).
+"""
+
+from contracts.trace.errors import TraceInvalid, TraceLimitExceeded, TraceUnreadable, WindowAlreadyEnded, WriterClosed
+from contracts.trace.reader import ReadLimits, ReplayedTrace, Window, read_bundle
+from contracts.trace.writer import (
+    InferenceWindow,
+    Payload,
+    TerminalOperationWindow,
+    ThreadWindow,
+    ToolCallWindow,
+    TraceWriter,
+    TurnWindow,
+)
+
+__all__ = [
+    "InferenceWindow",
+    "Payload",
+    "ReadLimits",
+    "ReplayedTrace",
+    "TerminalOperationWindow",
+    "ThreadWindow",
+    "ToolCallWindow",
+    "TraceInvalid",
+    "TraceLimitExceeded",
+    "TraceUnreadable",
+    "TraceWriter",
+    "TurnWindow",
+    "Window",
+    "WindowAlreadyEnded",
+    "WriterClosed",
+    "read_bundle",
+]

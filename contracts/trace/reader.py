@@ -1,0 +1,897 @@
+"""Strict, bounded replay of a rollout-trace bundle (what ``codex debug trace-reduce`` accepts and rejects).
+
+``read_bundle(path)`` returns a :class:`ReplayedTrace`: rollout and recording status, every execution
+window with its start, end and every raw end event seen for it (so a second end is visible even though
+replay keeps the last), and the payload evidence the closure checker needs. Rejections raise
+:class:`TraceInvalid` with a message close to the reducer's.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from contracts.trace.errors import TraceInvalid, TraceLimitExceeded, TraceUnreadable
+from contracts.trace.format import (
+    CAPTURE_STATUSES,
+    CHECKED_SLOT_KINDS,
+    EVENT_LOG_NAME,
+    EVENT_REQUIRED_FIELDS,
+    EVENT_TYPES,
+    MANIFEST_FIELDS,
+    MANIFEST_NAME,
+    PAYLOAD_KINDS,
+    PAYLOAD_REF_FIELDS,
+    PAYLOAD_REF_LIST_FIELDS,
+    PAYLOADS_DIR_NAME,
+    SCHEMA_VERSION,
+    STATUS_ENUMS,
+    shard_name,
+)
+from contracts.trace.shards import DecodedShard, ShardInfo, decode_shard
+
+WINDOW_KINDS = (
+    "thread",
+    "codex_turn",
+    "inference_call",
+    "tool_call",
+    "terminal_operation",
+    "compaction_request",
+    "code_cell",
+)
+_RERUN_HINT = "Run the exact Codex executable that recorded this bundle"
+_MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """Bounds of one read; anything beyond them is a :class:`TraceLimitExceeded`, never an exhausted machine."""
+
+    max_manifest_bytes: int = _MiB
+    max_line_bytes: int = 64 * _MiB
+    max_log_bytes: int = 4096 * _MiB
+    max_events: int = 5_000_000
+    max_shard_file_bytes: int = 1024 * _MiB
+    max_shard_decompressed_bytes: int = 1024 * _MiB
+    max_bundle_decompressed_bytes: int = 4096 * _MiB
+    max_shards: int = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class EndMark:
+    """One raw terminal event of a window (all of them are kept, in log order)."""
+
+    seq: int
+    wall_time_unix_ms: int
+    status: str
+    event_type: str
+    has_result_payload: bool = False
+    implicit: bool = False  # an inference closed by its turn's end, not by an event of its own
+
+
+@dataclass(slots=True)
+class Window:
+    kind: str
+    id: str
+    started_seq: int
+    started_at_unix_ms: int
+    thread_id: str | None = None
+    codex_turn_id: str | None = None
+    label: str = ""
+    ended_seq: int | None = None
+    ended_at_unix_ms: int | None = None
+    status: str = "running"
+    ends: list[EndMark] = field(default_factory=list)
+
+    def end(self, mark: EndMark) -> None:
+        # Replay semantics: the last terminal event wins.
+        self.ends.append(mark)
+        self.ended_seq = mark.seq
+        self.ended_at_unix_ms = mark.wall_time_unix_ms
+        self.status = mark.status
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "thread_id": self.thread_id,
+            "codex_turn_id": self.codex_turn_id,
+            "label": self.label,
+            "execution": {
+                "started_at_unix_ms": self.started_at_unix_ms,
+                "started_seq": self.started_seq,
+                "ended_at_unix_ms": self.ended_at_unix_ms,
+                "ended_seq": self.ended_seq,
+                "status": self.status,
+            },
+            "end_events": [m.seq for m in self.ends if not m.implicit],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadRef:
+    raw_payload_id: str
+    kind: str
+    shard: int | None
+    capture: str  # complete | truncated | omitted
+    seq: int
+    slot: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolEvent:
+    seq: int
+    wall_time_unix_ms: int
+    event_type: str
+    payload_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WallTimeRegression:
+    seq: int
+    wall_time_unix_ms: int
+    previous_unix_ms: int
+
+
+@dataclass(slots=True)
+class ReplayedTrace:
+    path: Path
+    manifest: dict[str, Any]
+    status: str = "running"
+    ended_at_unix_ms: int | None = None
+    recording_status: str = "unclosed"
+    event_count: int = 0
+    log_bytes: int = 0
+    log_newline_terminated: bool = True
+    recording_completed_seq: int | None = None
+    rollout_ended: list[EndMark] = field(default_factory=list)
+    threads: dict[str, Window] = field(default_factory=dict)
+    codex_turns: dict[str, Window] = field(default_factory=dict)
+    inference_calls: dict[str, Window] = field(default_factory=dict)
+    tool_calls: dict[str, Window] = field(default_factory=dict)
+    terminal_operations: dict[str, Window] = field(default_factory=dict)
+    compaction_requests: dict[str, Window] = field(default_factory=dict)
+    code_cells: dict[str, Window] = field(default_factory=dict)
+    protocol_events: list[ProtocolEvent] = field(default_factory=list)
+    wall_time_regressions: list[WallTimeRegression] = field(default_factory=list)
+    payload_refs: dict[str, PayloadRef] = field(default_factory=dict)
+    shards: dict[int, ShardInfo] = field(default_factory=dict)
+    _bodies: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    @property
+    def trace_id(self) -> str:
+        return str(self.manifest["trace_id"])
+
+    @property
+    def rollout_id(self) -> str:
+        return str(self.manifest["rollout_id"])
+
+    @property
+    def started_at_unix_ms(self) -> int:
+        return int(self.manifest["started_at_unix_ms"])
+
+    @property
+    def partial_payloads(self) -> list[PayloadRef]:
+        return [r for r in self.payload_refs.values() if r.capture != "complete"]
+
+    def windows_of(self, kind: str) -> dict[str, Window]:
+        return {
+            "thread": self.threads,
+            "codex_turn": self.codex_turns,
+            "inference_call": self.inference_calls,
+            "tool_call": self.tool_calls,
+            "terminal_operation": self.terminal_operations,
+            "compaction_request": self.compaction_requests,
+            "code_cell": self.code_cells,
+        }[kind]
+
+    def windows(self) -> Iterator[Window]:
+        for kind in WINDOW_KINDS:
+            yield from self.windows_of(kind).values()
+
+    def payload_body(self, raw_payload_id: str) -> bytes | None:
+        """The stored body of a referenced protocol-event payload (others are verified, not kept)."""
+        return self._bodies.get(raw_payload_id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "rollout_id": self.rollout_id,
+            "started_at_unix_ms": self.started_at_unix_ms,
+            "ended_at_unix_ms": self.ended_at_unix_ms,
+            "status": self.status,
+            "recording_status": self.recording_status,
+            "events": self.event_count,
+            "windows": [w.to_json() for w in self.windows()],
+        }
+
+
+def _regular_file(path: Path, what: str, *, limit: int) -> int:
+    """Size of a regular file, refusing FIFOs/devices (which could never end) and oversize files."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError as exc:
+        raise TraceInvalid(f"open {what} {path}: No such file or directory") from exc
+    except OSError as exc:
+        raise TraceInvalid(f"open {what} {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceLimitExceeded(f"open {what} {path}: not a regular file")
+    if st.st_size > limit:
+        raise TraceLimitExceeded(f"{what} {path} is {st.st_size} bytes, over the limit of {limit}")
+    return st.st_size
+
+
+def _read_bounded(path: Path, what: str, limit: int) -> bytes:
+    _regular_file(path, what, limit=limit)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise TraceInvalid(f"read {what} {path}: {exc.strerror}") from exc
+    if len(data) > limit:
+        raise TraceLimitExceeded(f"{what} {path} grew past the limit of {limit} bytes")
+    return data
+
+
+def read_manifest(bundle: Path, limits: ReadLimits = ReadLimits()) -> dict[str, Any]:
+    data = _read_bounded(bundle / MANIFEST_NAME, "manifest", limits.max_manifest_bytes)
+    try:
+        manifest = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise TraceInvalid(f"parse manifest: {exc}") from exc
+    if not isinstance(manifest, dict):
+        raise TraceInvalid("parse manifest: invalid type, expected struct TraceBundleManifest")
+    for name in MANIFEST_FIELDS:
+        if name not in manifest:
+            raise TraceInvalid(f"parse manifest: missing field `{name}`")
+    version = manifest["schema_version"]
+    if type(version) is not int:
+        raise TraceInvalid("parse manifest: invalid type for `schema_version`, expected u32")
+    if version != SCHEMA_VERSION:
+        raise TraceInvalid(f"unsupported manifest schema {version} (expected {SCHEMA_VERSION}). {_RERUN_HINT}")
+    for name in ("trace_id", "rollout_id", "root_thread_id", "raw_event_log", "payloads_dir"):
+        if not isinstance(manifest[name], str):
+            raise TraceInvalid(f"parse manifest: invalid type for `{name}`, expected a string")
+    if type(manifest["started_at_unix_ms"]) is not int:
+        raise TraceInvalid("parse manifest: invalid type for `started_at_unix_ms`, expected i64")
+    return manifest
+
+
+def _parse_error(line: int, detail: str) -> TraceInvalid:
+    return TraceInvalid(f"parse trace event line {line}: {detail}", line=line)
+
+
+def _expect_str(value: Any, name: str, line: int) -> str:
+    if not isinstance(value, str):
+        raise _parse_error(line, f"invalid type for `{name}`, expected a string")
+    return value
+
+
+def _opt_str(value: Any, name: str, line: int) -> str | None:
+    if value is None:
+        return None
+    return _expect_str(value, name, line)
+
+
+def _expect_int(value: Any, name: str, line: int) -> int:
+    if type(value) is not int:
+        raise _parse_error(line, f"invalid type for `{name}`, expected an integer")
+    return value
+
+
+class _Replay:
+    """The replay state machine: one call to :meth:`apply` per event line (sans-IO)."""
+
+    def __init__(self, trace: ReplayedTrace) -> None:
+        self.t = trace
+        self.rollout_id = trace.rollout_id
+        self.expected_seq = 1
+        self.last_wall: int | None = None
+        self.model_visible_ids: set[str] = set()
+        self.turn_inferences: dict[str, list[Window]] = {}
+        self.ref_map = trace.payload_refs
+        self._owner_id: Any = None
+
+    # -- envelope --------------------------------------------------------------------------------
+    def apply(self, event: Any, line: int) -> None:
+        if not isinstance(event, dict):
+            raise _parse_error(line, "invalid type, expected struct RawTraceEvent")
+        for name in ("schema_version", "seq", "wall_time_unix_ms", "rollout_id", "payload"):
+            if name not in event:
+                raise _parse_error(line, f"missing field `{name}`")
+        version = _expect_int(event["schema_version"], "schema_version", line)
+        seq = _expect_int(event["seq"], "seq", line)
+        wall = _expect_int(event["wall_time_unix_ms"], "wall_time_unix_ms", line)
+        rollout = _expect_str(event["rollout_id"], "rollout_id", line)
+        thread_ctx = _opt_str(event.get("thread_id"), "thread_id", line)
+        turn_ctx = _opt_str(event.get("codex_turn_id"), "codex_turn_id", line)
+        payload = event["payload"]
+        if not isinstance(payload, dict):
+            raise _parse_error(line, "invalid type for `payload`, expected internally tagged enum")
+        etype = payload.get("type")
+        if etype is None:
+            raise _parse_error(line, "missing field `type`")
+        if etype not in EVENT_REQUIRED_FIELDS:
+            variants = ", ".join(f"`{v}`" for v in EVENT_TYPES)
+            raise _parse_error(line, f"unknown variant `{etype}`, expected one of {variants}")
+        for name in EVENT_REQUIRED_FIELDS[etype]:
+            if name not in payload:
+                raise _parse_error(line, f"missing field `{name}`")
+        enum = STATUS_ENUMS.get(etype)
+        if enum is not None and payload["status"] not in enum:
+            expected = ", ".join(f"`{v}`" for v in enum)
+            raise _parse_error(line, f"unknown variant `{payload['status']}`, expected one of {expected}")
+        refs = self._collect_refs(etype, payload, seq, line)
+        if version != SCHEMA_VERSION:
+            raise TraceInvalid(
+                f"unsupported trace event schema {version} at line {line} (expected {SCHEMA_VERSION}). {_RERUN_HINT}",
+                line=line,
+                seq=seq,
+            )
+        if seq != self.expected_seq:
+            raise TraceInvalid(f"missing or reordered trace event {self.expected_seq}", line=line, seq=seq)
+        self.expected_seq += 1
+        if rollout != self.rollout_id:
+            raise TraceInvalid("trace event belongs to another rollout", line=line, seq=seq)
+        if self.last_wall is not None and wall < self.last_wall:
+            self.t.wall_time_regressions.append(WallTimeRegression(seq, wall, self.last_wall))
+        self.last_wall = wall if self.last_wall is None else max(wall, self.last_wall)
+        if thread_ctx is not None and etype != "thread_started" and thread_ctx not in self.t.threads:
+            raise TraceInvalid(f"trace event referenced unknown thread {thread_ctx}", line=line, seq=seq)
+        for ref in refs:
+            self._register_ref(ref)
+        self.t.event_count += 1
+        getattr(self, "_on_" + etype)(payload, seq, wall, thread_ctx, turn_ctx)
+
+    # -- payload references ----------------------------------------------------------------------
+    def _collect_refs(self, etype: str, payload: dict[str, Any], seq: int, line: int) -> list[PayloadRef]:
+        refs: list[PayloadRef] = []
+        self._owner_id = payload.get("inference_call_id")
+        for slot in PAYLOAD_REF_FIELDS:
+            value = payload.get(slot)
+            if value is not None:
+                self._parse_ref(value, etype, slot, seq, line, refs, top=True)
+        for slot in PAYLOAD_REF_LIST_FIELDS:
+            value = payload.get(slot)
+            if value is None:
+                continue
+            if not isinstance(value, list):
+                raise _parse_error(line, f"invalid type for `{slot}`, expected a sequence")
+            for item in value:
+                self._parse_ref(item, etype, slot, seq, line, refs, top=True)
+        return refs
+
+    def _parse_ref(
+        self, value: Any, etype: str, slot: str, seq: int, line: int, refs: list[PayloadRef], *, top: bool
+    ) -> None:
+        if not isinstance(value, dict):
+            raise _parse_error(line, f"invalid type for `{slot}`, expected struct RawPayloadRef")
+        for name in ("raw_payload_id", "kind"):
+            if name not in value:
+                raise _parse_error(line, f"missing field `{name}`")
+        rid = _expect_str(value["raw_payload_id"], "raw_payload_id", line)
+        kind_obj = value["kind"]
+        kind = kind_obj.get("type") if isinstance(kind_obj, dict) else None
+        if kind not in PAYLOAD_KINDS:
+            expected = ", ".join(f"`{k}`" for k in PAYLOAD_KINDS)
+            raise _parse_error(line, f"unknown variant `{kind}`, expected one of {expected}")
+        shard = value.get("shard")
+        if shard is not None and (type(shard) is not int or shard < 1):
+            raise _parse_error(line, "invalid value for `shard`, expected a positive u32")
+        capture_obj = value.get("capture")
+        capture = "complete"
+        if capture_obj is not None:
+            capture = capture_obj.get("status") if isinstance(capture_obj, dict) else None
+            if capture not in CAPTURE_STATUSES:
+                expected = ", ".join(f"`{c}`" for c in CAPTURE_STATUSES)
+                raise _parse_error(line, f"unknown variant `{capture}`, expected one of {expected}")
+        if top:
+            expected_kind = CHECKED_SLOT_KINDS.get((etype, slot))
+            if expected_kind is not None and kind != expected_kind:
+                owner = self._owner_id
+                raise TraceInvalid(f"inference {owner} has mislabeled request evidence", line=line, seq=seq)
+        refs.append(PayloadRef(rid, kind, shard, capture, seq, slot))
+        parts = value.get("parts")
+        if parts is not None:
+            if not isinstance(parts, list):
+                raise _parse_error(line, "invalid type for `parts`, expected a sequence")
+            for part in parts:
+                self._parse_ref(part, etype, slot, seq, line, refs, top=False)
+
+    def _register_ref(self, ref: PayloadRef) -> None:
+        if ref.capture == "omitted":
+            if ref.shard is not None:
+                raise TraceInvalid(f"omitted payload has a shard: {ref.raw_payload_id}", seq=ref.seq)
+        elif ref.shard is None:
+            raise TraceInvalid("payload omitted by size limit", seq=ref.seq)
+        known = self.ref_map.get(ref.raw_payload_id)
+        if known is None:
+            self.ref_map[ref.raw_payload_id] = ref
+        elif (known.kind, known.shard, known.capture) != (ref.kind, ref.shard, ref.capture):
+            raise TraceInvalid(f"conflicting references for payload {ref.raw_payload_id}", seq=ref.seq)
+
+    # -- windows ---------------------------------------------------------------------------------
+    def _open(
+        self,
+        table: dict[str, Window],
+        kind: str,
+        wid: str,
+        seq: int,
+        wall: int,
+        *,
+        dup: str,
+        thread_id: str | None = None,
+        turn_id: str | None = None,
+        label: str = "",
+    ) -> Window:
+        if wid in table:
+            raise TraceInvalid(f"{dup} {wid}", seq=seq)
+        w = Window(kind, wid, seq, wall, thread_id=thread_id, codex_turn_id=turn_id, label=label)
+        table[wid] = w
+        return w
+
+    def _close(
+        self,
+        table: dict[str, Window],
+        wid: str,
+        seq: int,
+        wall: int,
+        status: str,
+        etype: str,
+        *,
+        unknown: str,
+        has_result: bool = False,
+    ) -> Window:
+        w = table.get(wid)
+        if w is None:
+            raise TraceInvalid(f"{unknown} {wid}", seq=seq)
+        w.end(EndMark(seq, wall, status, etype, has_result_payload=has_result))
+        return w
+
+    def _need_thread(self, thread_id: str, seq: int) -> None:
+        if thread_id not in self.t.threads:
+            raise TraceInvalid(f"trace event referenced unknown thread {thread_id}", seq=seq)
+
+    def _on_recording_completed(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        self.t.recording_completed_seq = seq
+
+    def _on_rollout_started(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        pass
+
+    def _on_rollout_ended(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        self.t.status = p["status"]
+        self.t.ended_at_unix_ms = wall
+        self.t.rollout_ended.append(EndMark(seq, wall, p["status"], "rollout_ended"))
+
+    def _on_thread_started(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        tid = _expect_str(p["thread_id"], "thread_id", seq)
+        self._open(
+            self.t.threads, "thread", tid, seq, wall, dup="duplicate thread start for", label=str(p["agent_path"])
+        )
+        if th is not None and th not in self.t.threads:
+            raise TraceInvalid(f"trace event referenced unknown thread {th}", seq=seq)
+
+    def _on_thread_ended(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        tid = _expect_str(p["thread_id"], "thread_id", seq)
+        self._close(
+            self.t.threads, tid, seq, wall, p["status"], "thread_ended", unknown="trace event referenced unknown thread"
+        )
+
+    def _on_thread_resumed(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        tid = _expect_str(p["thread_id"], "thread_id", seq)
+        self._need_thread(tid, seq)
+        w = self.t.threads[tid]
+        if w.ended_seq is None:
+            raise TraceInvalid(f"resumed thread {tid} has not ended", seq=seq)
+        # A resumed thread is open again until its next thread_ended; earlier ends no longer count as doubles.
+        w.ended_seq = None
+        w.ended_at_unix_ms = None
+        w.status = "running"
+        w.ends.clear()
+
+    def _on_codex_turn_started(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        tid = _expect_str(p["thread_id"], "thread_id", seq)
+        self._need_thread(tid, seq)
+        turn = _expect_str(p["codex_turn_id"], "codex_turn_id", seq)
+        self._open(
+            self.t.codex_turns, "codex_turn", turn, seq, wall, dup="duplicate codex turn start for", thread_id=tid
+        )
+        self.turn_inferences[turn] = []
+
+    def _on_codex_turn_ended(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        turn = _expect_str(p["codex_turn_id"], "codex_turn_id", seq)
+        status = p["status"]
+        self._close(
+            self.t.codex_turns,
+            turn,
+            seq,
+            wall,
+            status,
+            "codex_turn_ended",
+            unknown="codex turn end referenced unknown turn",
+        )
+        # An inference still open when its turn ends is closed by it, `cancelled` whatever the turn's status
+        # (observed: a SIGINT mid-stream, and an inference left open in a turn that completed).
+        for inference in self.turn_inferences.get(turn, ()):
+            if inference.ended_seq is None:
+                inference.end(EndMark(seq, wall, "cancelled", "codex_turn_ended", implicit=True))
+
+    def _on_history_item_accepted(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        if th is None:
+            raise TraceInvalid("history acceptance has no thread", seq=seq)
+
+    def _on_inference_started(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        tid = _expect_str(p["thread_id"], "thread_id", seq)
+        self._need_thread(tid, seq)
+        turn = _expect_str(p["codex_turn_id"], "codex_turn_id", seq)
+        if turn not in self.t.codex_turns:
+            raise TraceInvalid(f"inference start referenced unknown Codex turn {turn}", seq=seq)
+        cid = _expect_str(p["inference_call_id"], "inference_call_id", seq)
+        w = self._open(
+            self.t.inference_calls,
+            "inference_call",
+            cid,
+            seq,
+            wall,
+            dup="duplicate inference start for",
+            thread_id=tid,
+            turn_id=turn,
+            label=str(p["model"]),
+        )
+        self.turn_inferences.setdefault(turn, []).append(w)
+
+    def _inference_end(self, p: dict[str, Any], seq: int, wall: int, status: str, etype: str) -> None:
+        cid = _expect_str(p["inference_call_id"], "inference_call_id", seq)
+        w = self.t.inference_calls.get(cid)
+        if w is None:
+            raise TraceInvalid(f"inference completion referenced unknown call {cid}", seq=seq)
+        mark = EndMark(seq, wall, status, etype)
+        if w.ended_seq is None:
+            w.end(mark)
+        else:
+            w.ends.append(mark)  # observed: an inference keeps its first end (unlike tool calls and turns)
+
+    def _on_inference_completed(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        self._inference_end(p, seq, wall, "completed", "inference_completed")
+
+    def _on_inference_failed(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        self._inference_end(p, seq, wall, "failed", "inference_failed")
+
+    def _on_inference_cancelled(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        self._inference_end(p, seq, wall, "cancelled", "inference_cancelled")
+
+    def _on_tool_call_started(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        if th is None or tu is None:
+            raise TraceInvalid("tool call start did not include thread or Codex turn context", seq=seq)
+        if tu not in self.t.codex_turns:
+            raise TraceInvalid(f"tool call start referenced unknown Codex turn {tu}", seq=seq)
+        call = _expect_str(p["tool_call_id"], "tool_call_id", seq)
+        kind = p["kind"]
+        label = str(kind.get("type")) if isinstance(kind, dict) else str(kind)
+        self._open(
+            self.t.tool_calls,
+            "tool_call",
+            call,
+            seq,
+            wall,
+            dup="duplicate tool call start for",
+            thread_id=th,
+            turn_id=tu,
+            label=label,
+        )
+        visible = p.get("model_visible_call_id")
+        if visible is not None:
+            visible = _expect_str(visible, "model_visible_call_id", seq)
+            if visible in self.model_visible_ids:
+                raise TraceInvalid(f"duplicate tool call for model-visible call id {visible}", seq=seq)
+            self.model_visible_ids.add(visible)
+
+    def _on_tool_call_ended(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        call = _expect_str(p["tool_call_id"], "tool_call_id", seq)
+        self._close(
+            self.t.tool_calls,
+            call,
+            seq,
+            wall,
+            p["status"],
+            "tool_call_ended",
+            unknown="tool call end referenced unknown call",
+            has_result=p.get("result_payload") is not None,
+        )
+
+    def _on_tool_call_runtime_started(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        call = _expect_str(p["tool_call_id"], "tool_call_id", seq)
+        tool = self.t.tool_calls.get(call)
+        if tool is None:
+            raise TraceInvalid(f"tool call runtime referenced unknown call {call}", seq=seq)
+        kind = p["kind"]
+        label = str(kind.get("type")) if isinstance(kind, dict) else str(kind)
+        self._open(
+            self.t.terminal_operations,
+            "terminal_operation",
+            call,
+            seq,
+            wall,
+            dup="duplicate tool call runtime start for",
+            thread_id=tool.thread_id,
+            turn_id=tool.codex_turn_id,
+            label=label,
+        )
+
+    def _on_tool_call_runtime_ended(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        call = _expect_str(p["tool_call_id"], "tool_call_id", seq)
+        self._close(
+            self.t.terminal_operations,
+            call,
+            seq,
+            wall,
+            p["status"],
+            "tool_call_runtime_ended",
+            unknown="tool call runtime end referenced unknown call",
+        )
+
+    def _on_mcp_tool_call_correlation_assigned(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        pass
+
+    def _on_stdin_target_resolved(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        pass
+
+    def _on_code_cell_started(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        if th is None:
+            raise TraceInvalid("code cell start has no thread", seq=seq)
+        cell = _expect_str(p["runtime_cell_id"], "runtime_cell_id", seq)
+        self._open(
+            self.t.code_cells,
+            "code_cell",
+            cell,
+            seq,
+            wall,
+            dup="duplicate code cell start for",
+            thread_id=th,
+            turn_id=tu,
+        )
+
+    def _on_code_cell_initial_response(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        cell = _expect_str(p["runtime_cell_id"], "runtime_cell_id", seq)
+        if cell not in self.t.code_cells:
+            raise TraceInvalid(f"code cell response referenced unknown cell {cell}", seq=seq)
+
+    def _on_code_cell_ended(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        cell = _expect_str(p["runtime_cell_id"], "runtime_cell_id", seq)
+        self._close(
+            self.t.code_cells,
+            cell,
+            seq,
+            wall,
+            p["status"],
+            "code_cell_ended",
+            unknown="code cell end referenced unknown cell",
+        )
+
+    def _on_code_cell_wait_target_resolved(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        pass
+
+    def _on_compaction_request_started(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        tid = _expect_str(p["thread_id"], "thread_id", seq)
+        self._need_thread(tid, seq)
+        rid = _expect_str(p["compaction_request_id"], "compaction_request_id", seq)
+        self._open(
+            self.t.compaction_requests,
+            "compaction_request",
+            rid,
+            seq,
+            wall,
+            dup="duplicate compaction request start for",
+            thread_id=tid,
+            turn_id=_opt_str(p["codex_turn_id"], "codex_turn_id", seq),
+            label=str(p["model"]),
+        )
+
+    def _compaction_end(self, p: dict[str, Any], seq: int, wall: int, status: str, etype: str) -> None:
+        rid = _expect_str(p["compaction_request_id"], "compaction_request_id", seq)
+        self._close(
+            self.t.compaction_requests,
+            rid,
+            seq,
+            wall,
+            status,
+            etype,
+            unknown="compaction request end referenced unknown request",
+        )
+
+    def _on_compaction_request_completed(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        self._compaction_end(p, seq, wall, "completed", "compaction_request_completed")
+
+    def _on_compaction_request_failed(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        self._compaction_end(p, seq, wall, "failed", "compaction_request_failed")
+
+    def _on_compaction_installed(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        if th is None:
+            raise TraceInvalid("compaction installation has no thread", seq=seq)
+
+    def _on_agent_result_observed(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        pass
+
+    def _on_protocol_event_observed(
+        self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None
+    ) -> None:
+        ref = p["event_payload"]
+        rid = ref.get("raw_payload_id") if isinstance(ref, dict) else None
+        self.t.protocol_events.append(ProtocolEvent(seq, wall, str(p["event_type"]), rid))
+
+    def _on_other(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        # 0.171.0 parses `other` but its reducer has no implementation for it (observed).
+        raise TraceInvalid("raw trace event has no reducer implementation", seq=seq)
+
+
+def _iter_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, line without its newline, newline-terminated) for each line, read incrementally."""
+    size = _regular_file(path, "trace event log", limit=limits.max_log_bytes)
+    read_total = 0
+    try:
+        f = open(path, "rb", buffering=1024 * 1024)
+    except OSError as exc:
+        raise TraceInvalid(f"open trace event log {path}: {exc.strerror}") from exc
+    with f:
+        number = 0
+        cap = limits.max_line_bytes + 1
+        while True:
+            raw = f.readline(cap)
+            if not raw:
+                return
+            number += 1
+            read_total += len(raw)
+            if read_total > max(size, limits.max_log_bytes):
+                raise TraceLimitExceeded(f"trace event log grew past {limits.max_log_bytes} bytes", line=number)
+            if raw[-1:] == b"\n":
+                yield number, raw[:-1], True
+            elif len(raw) >= cap:
+                raise TraceLimitExceeded(
+                    f"read trace event line {number}: longer than {limits.max_line_bytes} bytes", line=number
+                )
+            else:
+                yield number, raw, False
+
+
+def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits()) -> ReplayedTrace:
+    """Replay a bundle directory; raises :class:`TraceInvalid` for what replay rejects (plus missing checksums).
+
+    Raises :class:`TraceUnreadable` when ``path`` is not a readable directory.
+    """
+    bundle = Path(path)
+    if not bundle.is_dir():
+        raise TraceUnreadable(f"{bundle}: not a bundle directory")
+    if not os.access(bundle, os.R_OK | os.X_OK):
+        raise TraceUnreadable(f"{bundle}: permission denied")
+    manifest = read_manifest(bundle, limits)
+    trace = ReplayedTrace(path=bundle, manifest=manifest)
+    replay = _Replay(trace)
+    log_path = bundle / EVENT_LOG_NAME
+    completed = False
+    terminated = True
+    loads = orjson.loads
+    for number, raw, terminated in _iter_lines(log_path, limits):
+        trace.log_bytes += len(raw) + (1 if terminated else 0)
+        if completed:
+            raise TraceInvalid("trace event after recording completed", line=number)
+        if not raw.strip():
+            continue  # blank lines are tolerated (observed)
+        if trace.event_count >= limits.max_events:
+            raise TraceLimitExceeded(f"more than {limits.max_events} trace events", line=number)
+        try:
+            event = loads(raw)
+        except orjson.JSONDecodeError as exc:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise TraceInvalid(
+                    f"read trace event line {number}: stream did not contain valid UTF-8", line=number
+                ) from exc
+            raise _parse_error(number, str(exc)) from exc
+        try:
+            replay.apply(event, number)
+        except TraceInvalid as exc:
+            if exc.line is None:
+                exc.line = number
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a shape the checks above did not foresee
+            raise _parse_error(number, f"invalid event shape: {exc}") from exc
+        if trace.recording_completed_seq is not None:
+            completed = True
+    trace.log_newline_terminated = terminated
+    # A final line without its newline was still being written: it is replayed, but does not close the recording.
+    closed = completed and terminated
+    _load_payloads(trace, bundle, limits, closed=closed)
+    if not closed:
+        trace.recording_status = "unclosed"
+    elif trace.partial_payloads:
+        trace.recording_status = "closed_with_partial_payloads"
+    else:
+        trace.recording_status = "complete"
+    return trace
+
+
+def _load_payloads(trace: ReplayedTrace, bundle: Path, limits: ReadLimits, *, closed: bool) -> None:
+    payloads_dir = bundle / PAYLOADS_DIR_NAME
+    wanted: dict[int, list[PayloadRef]] = {}
+    for ref in trace.payload_refs.values():
+        if ref.shard is not None:
+            wanted.setdefault(ref.shard, []).append(ref)
+    present: set[int] = set()
+    if payloads_dir.is_dir():
+        try:
+            names = os.listdir(payloads_dir)
+        except OSError as exc:
+            raise TraceInvalid(f"read payload directory {payloads_dir}: {exc.strerror}") from exc
+        for name in names:
+            stem = name.removesuffix(".zst")
+            if name.endswith(".zst") and len(stem) == 6 and stem.isdigit() and int(stem) > 0:
+                present.add(int(stem))
+    if closed:
+        # A closed recording's shards must all be finished, checksummed frames, referenced or not.
+        shards = sorted(present | set(wanted))
+    else:
+        shards = sorted(wanted)
+    if len(shards) > limits.max_shards:
+        raise TraceLimitExceeded(f"more than {limits.max_shards} payload shards")
+    total = 0
+    for shard in shards:
+        path = payloads_dir / shard_name(shard)
+        data = _read_bounded(path, "shard", limits.max_shard_file_bytes)
+        decoded = decode_shard(
+            data,
+            shard,
+            max_decompressed=min(limits.max_shard_decompressed_bytes, limits.max_bundle_decompressed_bytes - total),
+        )
+        total += decoded.info.decompressed_bytes
+        trace.shards[shard] = decoded.info
+        if closed:
+            if not decoded.info.finished:
+                raise TraceInvalid(f"missing footer in payload shard {shard}")
+            if not decoded.info.has_checksum:
+                raise TraceInvalid(
+                    f"payload shard {shard} has no content checksum (a closed recording's shards must carry one)"
+                )
+        _check_refs(trace, decoded, wanted.get(shard, ()))
+
+
+def _check_refs(trace: ReplayedTrace, decoded: DecodedShard, refs: list[PayloadRef] | tuple[()]) -> None:
+    shard = decoded.info.shard
+    for ref in refs:
+        body = decoded.body(ref.raw_payload_id)
+        if body is None:
+            raise TraceInvalid(f"missing payload {ref.raw_payload_id} in shard {shard}", seq=ref.seq)
+        if ref.capture == "truncated":
+            continue
+        try:
+            orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError as uexc:
+                raise TraceInvalid(f"invalid utf-8 sequence in payload {ref.raw_payload_id}: {uexc}") from exc
+            raise TraceInvalid(f"invalid payload {ref.raw_payload_id}: {exc}", seq=ref.seq) from exc
+        if ref.kind == "protocol_event" and ref.slot == "event_payload":
+            trace._bodies[ref.raw_payload_id] = body
