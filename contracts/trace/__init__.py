@@ -3,6 +3,7 @@
 Format and semantics: ``shared/reference/rollout-trace.md`` (codex-cli 0.171.0, envelope schema 3).
 """
 
+from contracts.trace.closure import Problem, TraceVerdict, check_bundle, check_trace
 from contracts.trace.errors import TraceInvalid, TraceLimitExceeded, TraceUnreadable, WindowAlreadyEnded, WriterClosed
 from contracts.trace.reader import ReadLimits, ReplayedTrace, Window, read_bundle
 from contracts.trace.writer import (
@@ -18,6 +19,7 @@ from contracts.trace.writer import (
 __all__ = [
     "InferenceWindow",
     "Payload",
+    "Problem",
     "ReadLimits",
     "ReplayedTrace",
     "TerminalOperationWindow",
@@ -26,10 +28,13 @@ __all__ = [
     "TraceInvalid",
     "TraceLimitExceeded",
     "TraceUnreadable",
+    "TraceVerdict",
     "TraceWriter",
     "TurnWindow",
     "Window",
     "WindowAlreadyEnded",
     "WriterClosed",
+    "check_bundle",
+    "check_trace",
     "read_bundle",
 ]
