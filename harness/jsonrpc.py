@@ -112,10 +112,15 @@ class Endpoint:
     """Request ids, the pending tables in both directions, and response correlation.
 
     ``first_id`` is 0 for both roles by default: the real server numbers its requests from 0 per
-    connection.
+    connection. Answered and abandoned requests are remembered (to tell a duplicate or late answer
+    from an unknown one) up to ``memory`` of each, oldest forgotten first, so a long session stays
+    bounded; an answer to a forgotten id is reported as unknown.
     """
 
-    def __init__(self, first_id: int = 0) -> None:
+    def __init__(self, first_id: int = 0, memory: int = 4096) -> None:
+        if memory < 1:
+            raise ValueError("memory must be positive")
+        self._memory = memory
         self._next_id = first_id
         self.outgoing: dict[JsonId, Request] = {}  # sent by us, not answered yet
         self.incoming: dict[JsonId, Request] = {}  # sent to us, not answered yet
@@ -143,9 +148,17 @@ class Endpoint:
 
     def abandon(self, request_id: JsonId) -> Request:
         """Stop waiting for an answer; a later one is reported as :class:`LateResponse`."""
-        request = self.outgoing.pop(request_id)
-        self._abandoned[request_id] = request
+        try:
+            request = self.outgoing.pop(request_id)
+        except KeyError:
+            raise ProtocolViolation(f"no pending outgoing request with id {request_id!r}") from None
+        self._remember(self._abandoned, request)
         return request
+
+    def _remember(self, table: dict[JsonId, Request], request: Request) -> None:
+        table[request.id] = request
+        if len(table) > self._memory:
+            del table[next(iter(table))]  # dicts keep insertion order: this is the oldest
 
     def _take_incoming(self, request_id: JsonId) -> Request:
         try:
@@ -170,10 +183,10 @@ class Endpoint:
         if rid is None:
             return UnknownResponse(response)
         if (request := self.outgoing.pop(rid, None)) is not None:
-            self._answered[rid] = request
+            self._remember(self._answered, request)
             return ResponseMatched(request, response)
         if (request := self._abandoned.pop(rid, None)) is not None:
-            self._answered[rid] = request
+            self._remember(self._answered, request)
             return LateResponse(request, response)
         if (request := self._answered.get(rid)) is not None:
             return DuplicateResponse(request, response)

@@ -95,9 +95,13 @@ INTERNAL_ERROR: Final = -32603
 SERVER_OVERLOADED: Final = -32001
 
 
+def _is_int(value: object) -> bool:
+    # bool is an int subclass in Python but never a JSON-RPC id or error code.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _is_id(value: object) -> bool:
-    # bool is an int subclass in Python but never a JSON-RPC id.
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+    return _is_int(value) or isinstance(value, str)
 
 
 def classify(obj: dict[str, Any]) -> Message | str:
@@ -127,7 +131,8 @@ def classify(obj: dict[str, Any]) -> Message | str:
         return Response(msg_id, obj["result"], obj)
     if "error" in obj:
         err = obj["error"]
-        if not (isinstance(err, dict) and isinstance(err.get("code"), int) and isinstance(err.get("message"), str)):
+        code = err.get("code") if isinstance(err, dict) else None
+        if not (_is_int(code) and isinstance(err.get("message"), str)):
             return "error is not an object with an integer code and a string message"
         if msg_id is not None and not _is_id(msg_id):
             return "error id is neither an integer, a string nor null"

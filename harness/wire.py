@@ -99,19 +99,23 @@ class LineDecoder:
         find = data.find
         while (nl := find(b"\n", start)) >= 0:
             if self._discarding:
+                self._extend_sample(data, start, nl)
                 out.append(self._oversized(self._discarded + nl - start))
             elif self._buf:
-                self._buf += data[start:nl]
-                if len(self._buf) > cap:
+                size = len(self._buf) + nl - start
+                if size > cap:
+                    # Measured, not concatenated: the excess is never held in memory.
                     self._discard_sample = bytes(self._buf[:_SAMPLE])
-                    out.append(self._oversized(len(self._buf)))
+                    self._extend_sample(data, start, nl)
+                    out.append(self._oversized(size))
                 else:
+                    self._buf += data[start:nl]
                     item = parse_line(bytes(self._buf))
                     if item is not None:
                         out.append(item)
                 self._buf.clear()
             elif nl - start > cap:
-                self._discard_sample = data[start : start + _SAMPLE]
+                self._discard_sample = data[start : min(nl, start + _SAMPLE)]
                 out.append(self._oversized(nl - start))
             else:
                 item = parse_line(data[start:nl])
@@ -121,16 +125,24 @@ class LineDecoder:
         rest = len(data) - start
         if rest:
             if self._discarding:
+                self._extend_sample(data, start, len(data))
                 self._discarded += rest
             elif len(self._buf) + rest > cap:
                 # Over the cap without a newline: stop buffering, only count from here on.
                 self._discarding = True
                 self._discarded = len(self._buf) + rest
-                self._discard_sample = (bytes(self._buf) + data[start : start + _SAMPLE])[:_SAMPLE]
+                self._discard_sample = bytes(self._buf[:_SAMPLE])
+                self._extend_sample(data, start, len(data))
                 self._buf.clear()
             else:
                 self._buf += data[start:] if start else data
         return out
+
+    def _extend_sample(self, data: bytes, start: int, end: int) -> None:
+        # The sample is the line's first bytes however the line was split across reads.
+        missing = _SAMPLE - len(self._discard_sample)
+        if missing > 0:
+            self._discard_sample += data[start : min(end, start + missing)]
 
     def feed_eof(self) -> list[Item]:
         out: list[Item] = []
