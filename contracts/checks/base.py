@@ -1,0 +1,97 @@
+"""The check a contract yields, and helpers every contract shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from contracts.expect import Allowance
+from contracts.record import SessionRecord
+
+Status = Literal["pass", "fail", "skip", "warn"]
+STATUSES: tuple[str, ...] = ("pass", "fail", "skip", "warn")
+# Order of badness: a contract's cell in the table shows its worst check.
+_RANK = {"pass": 0, "skip": 1, "warn": 2, "fail": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One verdict. ``reference`` names the documented behaviour, e.g. ``client-behaviour.md §6``."""
+
+    scenario: str
+    target: str
+    contract: str
+    name: str
+    status: Status
+    detail: str = ""
+    reference: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "target": self.target,
+            "contract": self.contract,
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "reference": self.reference,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Check:
+        return cls(
+            scenario=str(data["scenario"]),
+            target=str(data["target"]),
+            contract=str(data["contract"]),
+            name=str(data.get("name", "")),
+            status=data["status"],
+            detail=str(data.get("detail", "")),
+            reference=str(data.get("reference", "")),
+        )
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.scenario, self.target, self.contract, self.name)
+
+
+def worst(statuses: list[str] | tuple[str, ...]) -> str:
+    """The worst of ``statuses`` (fail > warn > skip > pass); ``skip`` for none."""
+    return max(statuses, key=lambda s: _RANK[s]) if statuses else "skip"
+
+
+class Maker:
+    """Builds checks of one contract for one record, so each call names only what varies."""
+
+    def __init__(self, record: SessionRecord, contract: str, reference: str) -> None:
+        self.record, self.contract, self.reference = record, contract, reference
+
+    def __call__(self, name: str, status: Status, detail: str = "", reference: str | None = None) -> Check:
+        return Check(
+            self.record.scenario,
+            self.record.target,
+            self.contract,
+            name,
+            status,
+            detail,
+            self.reference if reference is None else reference,
+        )
+
+
+def judge_allowance(
+    record: SessionRecord, contract: str, what: str, observed: int
+) -> tuple[bool, str, Allowance | None]:
+    """Whether ``observed`` violations of kind ``what`` are excused by ``record.expect``.
+
+    Returns (ok, why, allowance). Without an allowance only zero is ok; an allowance with a
+    count excuses exactly that many (a fault that did not strike is also a finding); one
+    without a count excuses any number.
+    """
+    allowance = record.expect.allowance(contract, what)
+    if allowance is None:
+        return observed == 0, "", None
+    reason = f" ({allowance.reason})" if allowance.reason else ""
+    if allowance.count is None:
+        return True, f"{observed} {what} allowed by [expect]{reason}", allowance
+    if observed == allowance.count:
+        return True, f"{observed} {what} as [expect] declares{reason}", allowance
+    return False, f"[expect] declares exactly {allowance.count} {what}{reason}, saw {observed}", allowance

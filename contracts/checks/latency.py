@@ -1,0 +1,89 @@
+"""Cancellation is bounded: cancel→Result within the interrupt budget plus the teardown bound, always;
+against a server that honours the interrupt, the client's own overhead (cancel→Result minus the
+server's interrupt→turn/completed, both on the wire) stays small.
+"""
+
+from __future__ import annotations
+
+from contracts.checks.base import Check, Maker
+from contracts.checks.wire_index import WireIndex
+from contracts.record import SessionRecord, TurnResult
+
+NAME = "latency"
+REFERENCE = "client-behaviour.md §6"
+#: The client's own share of an interrupt (cancel→Result minus interrupt→turn/completed). The
+#: acceptance bound over 30 samples is 5 ms at p99; one sample gets more room for scheduler noise.
+OVERHEAD_BOUND_S = 0.050
+#: Slack on the teardown bound for the scheduler between steps.
+TEARDOWN_SLACK_S = 0.250
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _clock(record: SessionRecord) -> str:
+    return "virtual time (MockClock), not measured: " if record.virtual_time else ""
+
+
+def _server_interrupt_latency(index: WireIndex, result: TurnResult) -> tuple[float | None, str]:
+    """interrupt sent → turn/completed received, when the server honoured the interrupt."""
+    if result.turn_id is None:
+        return None, "no turn id: the client could not interrupt"
+    interrupts = index.interrupts(result.turn_id)
+    if not interrupts:
+        return None, "no turn/interrupt on the wire"
+    first = interrupts[0]
+    if any("error" in frame for _, _, frame in first.answers):
+        return None, "the interrupt was answered with an error"
+    completions = [(pos, e) for pos, e in index.turn_completions(result.turn_id) if pos > first.pos]
+    if not completions:
+        return None, "the server sent no turn/completed after the interrupt"
+    return completions[0][1].t - first.t, ""
+
+
+def check(record: SessionRecord) -> list[Check]:
+    make = Maker(record, NAME, REFERENCE)
+    clock = _clock(record)
+    index = WireIndex.build(record.wire)
+    checks: list[Check] = []
+    bound = record.budgets.interrupt_s + record.budgets.teardown_s
+    for result in record.results:
+        if result.cancel_at is None:
+            continue
+        label = f"turn {result.index + 1}"
+        elapsed = result.ended_at - result.cancel_at
+        detail = (
+            f"{clock}cancel→Result {_ms(elapsed)}, bound {_ms(bound)} "
+            f"(interrupt budget {_ms(record.budgets.interrupt_s)} + teardown {_ms(record.budgets.teardown_s)})"
+        )
+        if elapsed < 0:
+            checks.append(make(f"{label} cancel→Result", "fail", f"Result before the cancel ({_ms(elapsed)})"))
+        else:
+            checks.append(make(f"{label} cancel→Result", "pass" if elapsed <= bound else "fail", detail))
+        server, why = _server_interrupt_latency(index, result)
+        if server is None:
+            checks.append(make(f"{label} interrupt overhead", "skip", f"server did not honour the interrupt: {why}"))
+            continue
+        overhead = elapsed - server
+        detail = (
+            f"{clock}client overhead {_ms(overhead)} = cancel→Result {_ms(elapsed)} "
+            f"- interrupt→turn/completed {_ms(server)}, bound {_ms(OVERHEAD_BOUND_S)}"
+        )
+        checks.append(make(f"{label} interrupt overhead", "pass" if overhead <= OVERHEAD_BOUND_S else "fail", detail))
+    if record.teardown:
+        start = min(s.started_at for s in record.teardown)
+        end = max(s.ended_at for s in record.teardown)
+        took = end - start
+        limit = record.budgets.teardown_s + TEARDOWN_SLACK_S
+        steps = ", ".join(f"{s.name} {_ms(s.ended_at - s.started_at)} {s.outcome}" for s in record.teardown)
+        checks.append(
+            make(
+                "teardown",
+                "pass" if took <= limit else "fail",
+                f"{clock}teardown {_ms(took)}, bound {_ms(record.budgets.teardown_s)} ({steps})",
+            )
+        )
+    if not checks:
+        checks.append(make("cancellation", "skip", "no turn was cancelled and no teardown was recorded"))
+    return checks

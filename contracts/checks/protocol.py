@@ -1,0 +1,159 @@
+"""The client keeps its side of the JSON-RPC conversation.
+
+- every server request is answered, or resolved by the server (``serverRequest/resolved``), within
+  the client's request timeout, and answered at most once;
+- no request is sent after the client closed the session (stdin closed or server killed);
+- where the server answers the interrupt, the answer precedes turn/completed;
+- the client never answers an id the server did not ask with; the server's answers to unknown or
+  already-answered ids (a fault) are excused only as ``unknown_response_id``.
+"""
+
+from __future__ import annotations
+
+from contracts.checks.base import Check, Maker, judge_allowance
+from contracts.checks.wire_index import Request, WireIndex, id_key
+from contracts.record import SessionRecord
+
+NAME = "protocol"
+REFERENCE = "client-behaviour.md §4"
+_SHOWN = 3
+#: Note texts that mark the client ending the session (the client's own vocabulary varies a little).
+_CLOSE_MARKERS = ("stdin closed", "close_stdin", "closed stdin", "kill", "stdin_closed")
+
+
+def _summary(items: list[str]) -> str:
+    return "; ".join(items[:_SHOWN]) + (f" (+{len(items) - _SHOWN} more)" if len(items) > _SHOWN else "")
+
+
+def _resolutions(index: WireIndex) -> dict[str, float]:
+    """Server-request id → time of its first serverRequest/resolved."""
+    out: dict[str, float] = {}
+    for _, entry in index.frames("s2c", "serverRequest/resolved"):
+        params = entry.frame.get("params") if isinstance(entry.frame, dict) else None
+        if isinstance(params, dict) and "requestId" in params:
+            out.setdefault(id_key(params["requestId"]), entry.t)
+    return out
+
+
+def _server_requests(make: Maker, record: SessionRecord, index: WireIndex) -> list[Check]:
+    resolved = _resolutions(index)
+    limit = record.budgets.request_s
+    unanswered: list[str] = []
+    twice: list[str] = []
+    late: list[str] = []
+    for key, request in index.server_requests.items():
+        what = f"{request.method} id {request.id!r} (t={request.t:.3f})"
+        if len(request.answers) > 1:
+            twice.append(f"{what} answered {len(request.answers)} times")
+        ends = [t for _, t, _ in request.answers[:1]] + ([resolved[key]] if key in resolved else [])
+        if not ends:
+            unanswered.append(f"{what}: never answered nor resolved")
+        elif min(ends) - request.t > limit:
+            late.append(f"{what}: open {min(ends) - request.t:.3f} s, over the request timeout {limit:.3f} s")
+    checks = []
+    ok, why, _ = judge_allowance(record, NAME, "unanswered_server_requests", len(unanswered) + len(late))
+    problems = unanswered + late
+    if problems or why:
+        detail = (f"{why} — " if why else "") + (_summary(problems) or "none open")
+        checks.append(make("server requests answered", "pass" if ok else "fail", detail))
+    else:
+        n = len(index.server_requests)
+        checks.append(make("server requests answered", "pass", f"{n} server request(s), each answered or resolved"))
+    checks.append(
+        make(
+            "server requests answered once",
+            "fail" if twice else "pass",
+            _summary(twice) or "no request answered twice",
+        )
+    )
+    return checks
+
+
+def _after_close(make: Maker, record: SessionRecord) -> Check:
+    closed_at: int | None = None
+    for pos, entry in enumerate(record.wire):
+        if entry.dir == "note" and entry.note and any(m in entry.note.lower() for m in _CLOSE_MARKERS):
+            closed_at = pos
+            break
+    if closed_at is None:
+        return make("no request after close", "pass", "the session was not closed by the client before its end")
+    sent = [
+        f"t={e.t:.3f} {e.frame.get('method')}"
+        for e in record.wire[closed_at + 1 :]
+        if e.dir == "c2s" and isinstance(e.frame, dict) and "method" in e.frame and "id" in e.frame
+    ]
+    if sent:
+        return make("no request after close", "fail", f"sent after {record.wire[closed_at].note!r}: {_summary(sent)}")
+    return make("no request after close", "pass", f"nothing sent after {record.wire[closed_at].note!r}")
+
+
+def _interrupt_order(make: Maker, index: WireIndex) -> Check:
+    judged = 0
+    wrong: list[str] = []
+    interrupts: list[Request] = [r for r in index.client_requests.values() if r.method == "turn/interrupt"]
+    for request in interrupts:
+        turn_id = request.params.get("turnId")
+        if not request.answers or "error" in request.answers[0][2] or not isinstance(turn_id, str):
+            continue
+        completions = [pos for pos, _ in index.turn_completions(turn_id) if pos > request.pos]
+        if not completions:
+            continue
+        judged += 1
+        if request.answers[0][0] > completions[0]:
+            wrong.append(f"interrupt id {request.id!r}: turn/completed before its answer")
+    if not judged:
+        return make(
+            "interrupt answer before turn/completed",
+            "skip",
+            "no interrupt both answered and followed by turn/completed",
+            "app-server-protocol.md §10.2",
+        )
+    return make(
+        "interrupt answer before turn/completed",
+        "fail" if wrong else "pass",
+        _summary(wrong) or f"{judged} interrupt(s) answered before turn/completed",
+        "app-server-protocol.md §10.2",
+    )
+
+
+def _unknown_ids(make: Maker, record: SessionRecord, index: WireIndex) -> list[Check]:
+    client = [
+        f"t={index.entries[pos].t:.3f} answer to id {frame['id']!r}"
+        for pos, d, frame in index.orphan_answers
+        if d == "c2s"
+    ]
+    server = [
+        f"t={index.entries[pos].t:.3f} answer to id {frame['id']!r}"
+        for pos, d, frame in index.orphan_answers
+        if d == "s2c"
+    ]
+    for request in index.client_requests.values():
+        for _pos, t, _ in request.answers[1:]:
+            server.append(f"t={t:.3f} second answer to {request.method} id {request.id!r}")
+    checks = [
+        make(
+            "no answer to an unknown id",
+            "fail" if client else "pass",
+            _summary(client) or "the client answered only ids the server asked with",
+        )
+    ]
+    ok, why, _ = judge_allowance(record, NAME, "unknown_response_id", len(server))
+    if server or why:
+        detail = (f"{why} — " if why else "") + (_summary(server) or "none seen")
+        checks.append(make("server answers known ids", "pass" if ok else "fail", detail, "app-server-protocol.md §2"))
+    if index.duplicate_requests:
+        dup = [f"{d} reused id {f['id']!r} ({f.get('method')})" for _, d, f in index.duplicate_requests]
+        client_dup = [x for x in dup if x.startswith("c2s")]
+        if client_dup:
+            checks.append(make("request ids unique", "fail", _summary(client_dup), "app-server-protocol.md §2"))
+    return checks
+
+
+def check(record: SessionRecord) -> list[Check]:
+    make = Maker(record, NAME, REFERENCE)
+    index = WireIndex.build(record.wire)
+    checks = _server_requests(make, record, index)
+    checks.append(_after_close(make, record))
+    checks.append(_interrupt_order(make, index))
+    checks.extend(_unknown_ids(make, record, index))
+    return checks

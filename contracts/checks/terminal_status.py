@@ -1,0 +1,92 @@
+"""Exactly one Result per turn, with the status ``[expect]`` declares; at most one turn/completed consumed."""
+
+from __future__ import annotations
+
+from contracts.checks.base import Check, Maker
+from contracts.checks.wire_index import WireIndex
+from contracts.record import SessionRecord
+
+NAME = "terminal_status"
+REFERENCE = "client-behaviour.md §7"
+
+
+def _turns_started(record: SessionRecord) -> int:
+    """How many turns the session had: declared, started on the wire, or given a Result."""
+    index = WireIndex.build(record.wire)
+    started = len(index.frames("c2s", "turn/start"))
+    highest = max((r.index + 1 for r in record.results), default=0)
+    if record.expect.turns:
+        return len(record.expect.turns)
+    return max(started, highest)
+
+
+def check(record: SessionRecord) -> list[Check]:
+    make = Maker(record, NAME, REFERENCE)
+    checks: list[Check] = []
+    turns = _turns_started(record)
+    if turns == 0:
+        return [make("results", "skip", "the session started no turn and [expect] declares none")]
+    for i in range(turns):
+        label = f"turn {i + 1}"
+        results = [r for r in record.results if r.index == i]
+        if len(results) != 1:
+            what = "no Result" if not results else f"{len(results)} Results"
+            checks.append(make(f"{label} result", "fail", f"{what} for {label}; every turn gets exactly one"))
+            continue
+        result = results[0]
+        expected = record.expect.turns[i] if i < len(record.expect.turns) else None
+        if expected is None:
+            checks.append(
+                make(f"{label} status", "skip", f"[expect] declares no status for {label} (got {result.status})")
+            )
+        elif result.status != expected.status:
+            error = f" ({result.error})" if result.error else ""
+            checks.append(
+                make(f"{label} status", "fail", f"Result {result.status}{error}, [expect] declares {expected.status}")
+            )
+        else:
+            checks.append(make(f"{label} status", "pass", f"Result {result.status}"))
+        if result.completed_consumed > 1:
+            checks.append(
+                make(
+                    f"{label} turn/completed consumed",
+                    "fail",
+                    f"{result.completed_consumed} turn/completed consumed; a turn ends once",
+                    "client-behaviour.md §8.2",
+                )
+            )
+        else:
+            checks.append(make(f"{label} turn/completed consumed", "pass", f"{result.completed_consumed} consumed"))
+        if expected is not None and expected.server_status is not None:
+            got = result.server_status or "none"
+            status = "pass" if got == expected.server_status else "fail"
+            checks.append(
+                make(
+                    f"{label} server status",
+                    status,
+                    f"turn/completed status {got}, [expect] declares {expected.server_status}",
+                    "app-server-protocol.md §10",
+                )
+            )
+    extra = [r for r in record.results if r.index >= turns or r.index < 0]
+    if extra:
+        checks.append(make("results", "fail", f"Results for turns that were never started: {[r.index for r in extra]}"))
+    if record.expect.server_exit is not None:
+        ok = record.server_exit == record.expect.server_exit
+        checks.append(
+            make(
+                "server exit",
+                "pass" if ok else "fail",
+                f"server exit status {record.server_exit}, [expect] declares {record.expect.server_exit}",
+                "client-behaviour.md §10",
+            )
+        )
+    if record.client_errors:
+        checks.append(
+            make(
+                "client errors",
+                "fail",
+                f"{len(record.client_errors)} exception(s) escaped the client: {record.client_errors[0][:300]}",
+            )
+        )
+    return checks

@@ -1,0 +1,57 @@
+"""The client's trace bundle, and the server's when the target writes one, pass the closure checker,
+or give exactly the verdict ``[expect]`` declares (``unclosed`` after a crash, ``violation`` for the
+pre-fix unclosed-tool bug, which passes only when the checker finds it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from contracts.checks.base import Check, Maker
+from contracts.record import SessionRecord
+from contracts.trace import TraceVerdict, check_bundle
+
+NAME = "trace_closure"
+REFERENCE = "rollout-trace.md §6"
+
+
+def _checker() -> Any:
+    return check_bundle
+
+
+def _verdict(result: TraceVerdict) -> tuple[str, list[str]]:
+    problems = [p.describe() for p in result.problems]
+    if result.error:
+        line = f" (line {result.error_line})" if result.error_line else ""
+        problems.insert(0, f"{result.error}{line}")
+    return str(result.verdict), problems
+
+
+def _judge(make: Maker, name: str, bundle: Path | None, expected: str, checker: Any, absent: str) -> Check:
+    if expected == "none":
+        if bundle is None:
+            return make(name, "pass", "no bundle, as [expect] declares")
+        return make(name, "skip", "[expect] declares no bundle; one was written and is not judged")
+    if bundle is None:
+        return make(name, absent, "no trace bundle was recorded")
+    if checker is None:
+        return make(name, "skip", "the trace-closure checker (contracts.trace.check_bundle) is not available")
+    try:
+        verdict, problems = _verdict(checker(bundle))
+    except Exception as exc:  # an unreadable bundle is a verdict, not a crash of the report
+        verdict, problems = "invalid", [repr(exc)]
+    shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
+    detail = f"verdict {verdict}, [expect] declares {expected}" + (f": {shown}" if shown else "")
+    return make(name, "pass" if verdict == expected else "fail", detail)
+
+
+def check(record: SessionRecord) -> list[Check]:
+    make = Maker(record, NAME, REFERENCE)
+    checker = _checker()
+    client = _judge(make, "client trace", record.client_trace, record.expect.client_trace, checker, "fail")
+    # A target that writes no server trace (it was not asked to) is not the client's fault.
+    server = _judge(make, "server trace", record.server_trace, record.expect.server_trace, checker, "skip")
+    if server.status == "skip" and record.server_trace is None and record.expect.server_trace != "none":
+        server = make("server trace", "skip", f"the {record.target} target wrote no server trace bundle")
+    return [client, server]

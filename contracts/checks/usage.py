@@ -1,0 +1,158 @@
+"""The Result's usage equals ``[expect]`` per bucket (under duplicates, replays, cancellation and late
+usage), and its buckets are consistent (reasoning inside output, counted once; nothing negative).
+
+When ``[expect]`` declares no usage for a turn, the documented accounting is replayed over the
+wire and a disagreement is a warning: derived truth is weaker than declared truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from contracts.checks.base import Check, Maker
+from contracts.checks.wire_index import WireIndex
+from contracts.record import SessionRecord
+from contracts.usage import UsageBuckets
+
+NAME = "usage"
+REFERENCE = "client-behaviour.md §8"
+BILLED = ("input", "cache_read", "cache_write", "output")
+_WIRE = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
+
+
+def _show(b: UsageBuckets) -> str:
+    text = ", ".join(f"{name} {getattr(b, name)}" for name in BILLED)
+    return text + (f" (reasoning {b.reasoning})" if b.reasoning else "")
+
+
+def _differences(got: UsageBuckets, expected: UsageBuckets) -> list[str]:
+    diffs = [
+        f"{n} {getattr(got, n)} != {getattr(expected, n)}" for n in BILLED if getattr(got, n) != getattr(expected, n)
+    ]
+    if expected.reasoning and got.reasoning != expected.reasoning:
+        diffs.append(f"reasoning {got.reasoning} != {expected.reasoning}")
+    return diffs
+
+
+def _breakdown(value: Any) -> dict[str, int] | None:
+    if not isinstance(value, dict):
+        return None
+    return {k: int(value.get(k) or 0) for k in _WIRE if isinstance(value.get(k, 0), int | float | type(None))}
+
+
+def wire_usage(index: WireIndex, turn_id: str) -> UsageBuckets | None:
+    """The turn's usage by the documented rule: first ``last``, then non-negative deltas of ``total``."""
+    accepted: list[tuple[dict[str, int], dict[str, int]]] = []
+    for _, entry in index.frames("s2c", "thread/tokenUsage/updated"):
+        params = entry.frame.get("params") if isinstance(entry.frame, dict) else None
+        if not isinstance(params, dict) or params.get("turnId") != turn_id:
+            continue
+        usage = params.get("tokenUsage")
+        if not isinstance(usage, dict):
+            continue
+        last, total = _breakdown(usage.get("last")), _breakdown(usage.get("total"))
+        if last is None or total is None:
+            continue
+        accepted.append((last, total))
+    if not accepted:
+        return None
+    counted = dict(accepted[0][0])
+    previous = accepted[0][1]
+    for _, total in accepted[1:]:
+        for key in _WIRE:
+            # a field that went down is a counter reset: its new value counts
+            diff = total[key] - previous[key]
+            counted[key] += diff if diff >= 0 else total[key]
+        previous = total
+    return UsageBuckets.from_breakdown(counted)
+
+
+def _consistency(got: UsageBuckets) -> list[str]:
+    problems = [f"{f.name} is negative ({getattr(got, f.name)})" for f in fields(got) if getattr(got, f.name) < 0]
+    if got.reasoning > got.output:
+        problems.append(f"reasoning {got.reasoning} > output {got.output}: output must include reasoning")
+    return problems
+
+
+def _wire_consistency(index: WireIndex) -> list[str]:
+    problems = []
+    for _, entry in index.frames("s2c", "thread/tokenUsage/updated"):
+        params = entry.frame.get("params") if isinstance(entry.frame, dict) else None
+        usage = params.get("tokenUsage") if isinstance(params, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        for part in ("last", "total"):
+            b = _breakdown(usage.get(part))
+            if b is None:
+                continue
+            if b["cachedInputTokens"] > b["inputTokens"]:
+                problems.append(f"t={entry.t:.3f} {part}: cachedInputTokens > inputTokens")
+            if b["reasoningOutputTokens"] > b["outputTokens"]:
+                problems.append(f"t={entry.t:.3f} {part}: reasoningOutputTokens > outputTokens")
+    return problems
+
+
+def check(record: SessionRecord) -> list[Check]:
+    make = Maker(record, NAME, REFERENCE)
+    index = WireIndex.build(record.wire)
+    checks: list[Check] = []
+    for result in sorted(record.results, key=lambda r: r.index):
+        label = f"turn {result.index + 1}"
+        got = result.total_usage()
+        problems = _consistency(got)
+        for model, buckets in result.usage.items():
+            problems += [f"{model}: {p}" for p in _consistency(buckets)]
+        checks.append(
+            make(
+                f"{label} buckets consistent",
+                "fail" if problems else "pass",
+                "; ".join(problems) if problems else _show(got),
+                "client-behaviour.md §8.3",
+            )
+        )
+        expected = record.expect.turns[result.index].usage if result.index < len(record.expect.turns) else None
+        if expected is not None:
+            diffs = _differences(got, expected)
+            detail = f"got {_show(got)}; [expect] {_show(expected)}"
+            checks.append(
+                make(
+                    f"{label} usage", "fail" if diffs else "pass", ("; ".join(diffs) + " — " if diffs else "") + detail
+                )
+            )
+            if not diffs and not expected.reasoning and got.reasoning:
+                checks.append(
+                    make(f"{label} reasoning", "warn", f"reasoning {got.reasoning} reported, [expect] declares none")
+                )
+            continue
+        derived = wire_usage(index, result.turn_id) if result.turn_id else None
+        if derived is None:
+            if got.is_zero():
+                checks.append(make(f"{label} usage", "skip", "[expect] declares no usage and the server reported none"))
+            else:
+                checks.append(
+                    make(f"{label} usage", "warn", f"usage {_show(got)} but no usage for this turn on the wire")
+                )
+            continue
+        diffs = _differences(got, derived)
+        checks.append(
+            make(
+                f"{label} usage",
+                "warn" if diffs else "pass",
+                f"{'; '.join(diffs) + ' — ' if diffs else ''}got {_show(got)}; derived from the wire {_show(derived)} "
+                "([expect] declares none)",
+            )
+        )
+    wire_problems = _wire_consistency(index)
+    if wire_problems:
+        ok_allowed = record.expect.allowance(NAME, "server_usage_inconsistent") is not None
+        checks.append(
+            make(
+                "server usage consistent",
+                "pass" if ok_allowed else "warn",
+                "; ".join(wire_problems[:3]) + (" (allowed by [expect])" if ok_allowed else ""),
+            )
+        )
+    if not checks:
+        checks.append(make("usage", "skip", "no Result to judge"))
+    return checks

@@ -1,0 +1,76 @@
+"""protocol: server requests answered or resolved; nothing after close; interrupt answer first; no unknown ids."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from test_contracts_records import THREAD, allow, approval_record, interrupted_record, plain_record
+
+from contracts.checks import protocol
+from contracts.record import WireEntry
+
+
+def by_name(record) -> dict[str, object]:
+    return {c.name: c for c in protocol.check(record)}
+
+
+def test_good_records_pass() -> None:
+    for record in (plain_record(2), approval_record(), interrupted_record()):
+        assert {c.status for c in protocol.check(record)} <= {"pass", "skip"}, protocol.check(record)
+    assert by_name(interrupted_record())["interrupt answer before turn/completed"].status == "pass"
+
+
+def test_approval_left_unanswered_fails() -> None:
+    check = by_name(approval_record(answer=False))["server requests answered"]
+    assert check.status == "fail" and "never answered nor resolved" in check.detail
+
+
+def test_resolved_only_after_the_request_timeout_fails() -> None:
+    record = approval_record(answer=False)
+    record.wire.append(WireEntry(100.0, "s2c", frame={"method": "serverRequest/resolved", "params": {"requestId": 0}}))
+    assert by_name(record)["server requests answered"].status == "fail"
+    record.budgets.request_s = 200.0
+    assert by_name(record)["server requests answered"].status == "pass"
+
+
+def test_declared_unanswered_request_is_excused() -> None:
+    record = approval_record(answer=False)
+    record.expect = dataclasses.replace(record.expect, allow=(allow("protocol", "unanswered_server_requests", 1),))
+    assert by_name(record)["server requests answered"].status == "pass"
+
+
+def test_request_answered_twice_fails() -> None:
+    record = approval_record()
+    record.wire.append(WireEntry(50.0, "c2s", frame={"id": 0, "result": {"decision": "accept"}}))
+    assert by_name(record)["server requests answered once"].status == "fail"
+
+
+def test_request_after_close_fails() -> None:
+    record = plain_record(1)
+    record.wire.append(WireEntry(50.0, "c2s", frame={"id": 77, "method": "turn/start", "params": {"threadId": THREAD}}))
+    assert by_name(record)["no request after close"].status == "fail"
+
+
+def test_turn_completed_before_interrupt_answer_fails() -> None:
+    assert by_name(interrupted_record(answer_first=False))["interrupt answer before turn/completed"].status == "fail"
+
+
+def test_answer_to_unknown_id_fails() -> None:
+    record = plain_record(1)
+    record.wire.insert(3, WireEntry(0.0035, "c2s", frame={"id": 42, "result": {"decision": "accept"}}))
+    assert by_name(record)["no answer to an unknown id"].status == "fail"
+
+
+def test_server_duplicate_response_fails_unless_declared() -> None:
+    record = plain_record(1)
+    record.wire.insert(2, WireEntry(0.0015, "s2c", frame=dict(record.wire[1].frame)))
+    assert by_name(record)["server answers known ids"].status == "fail"
+    record.expect = dataclasses.replace(record.expect, allow=(allow("protocol", "unknown_response_id", 1),))
+    assert by_name(record)["server answers known ids"].status == "pass"
+
+
+def test_client_reusing_a_request_id_fails() -> None:
+    record = plain_record(1)
+    first = record.wire[0]
+    record.wire.insert(1, WireEntry(first.t, "c2s", frame=dict(first.frame)))
+    assert by_name(record)["request ids unique"].status == "fail"

@@ -1,0 +1,85 @@
+"""terminal_status: exactly one Result per turn with the declared status; one turn/completed consumed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from test_contracts_records import interrupted_record, plain_record
+
+from contracts.checks import terminal_status
+from contracts.expect import Expect, ExpectTurn
+
+
+def statuses(record) -> dict[str, str]:
+    return {c.name: c.status for c in terminal_status.check(record)}
+
+
+def test_good_records_pass() -> None:
+    for record in (plain_record(2), interrupted_record()):
+        got = statuses(record)
+        assert set(got.values()) == {"pass"}, got
+        assert all(
+            c.reference.startswith("client-behaviour.md") or "§" in c.reference for c in terminal_status.check(record)
+        )
+
+
+def test_missing_result_fails() -> None:
+    record = plain_record(2)
+    record.results.pop()
+    assert statuses(record)["turn 2 result"] == "fail"
+
+
+def test_two_results_for_one_turn_fail() -> None:
+    record = plain_record(1)
+    record.results.append(dataclasses.replace(record.results[0]))
+    assert statuses(record)["turn 1 result"] == "fail"
+
+
+def test_wrong_status_fails() -> None:
+    record = plain_record(1)
+    record.results[0].status = "failed"
+    record.results[0].error = "process exited"
+    check = next(c for c in terminal_status.check(record) if c.name == "turn 1 status")
+    assert check.status == "fail"
+    assert "failed" in check.detail and "completed" in check.detail
+
+
+def test_second_turn_completed_consumed_fails() -> None:
+    record = plain_record(1)
+    record.results[0].completed_consumed = 2
+    assert statuses(record)["turn 1 turn/completed consumed"] == "fail"
+
+
+def test_server_status_mismatch_fails() -> None:
+    record = interrupted_record()
+    record.results[0].server_status = None
+    assert statuses(record)["turn 1 server status"] == "fail"
+
+
+def test_server_exit_is_judged_when_declared() -> None:
+    record = plain_record(1)
+    record.expect = dataclasses.replace(record.expect, server_exit=3)
+    record.server_exit = 0
+    assert statuses(record)["server exit"] == "fail"
+    record.server_exit = 3
+    assert statuses(record)["server exit"] == "pass"
+
+
+def test_result_for_a_turn_never_started_fails() -> None:
+    record = plain_record(1)
+    record.results.append(dataclasses.replace(record.results[0], index=5))
+    assert statuses(record)["results"] == "fail"
+
+
+def test_escaped_client_exception_fails() -> None:
+    record = plain_record(1)
+    record.client_errors.append("Traceback ... KeyError: 'turn'")
+    assert statuses(record)["client errors"] == "fail"
+
+
+def test_undeclared_turn_is_a_skip_not_a_pass() -> None:
+    record = plain_record(1)
+    record.expect = Expect()
+    assert statuses(record)["turn 1 status"] == "skip"
+    record.expect = Expect(turns=(ExpectTurn("completed"),))
+    assert statuses(record)["turn 1 status"] == "pass"

@@ -1,0 +1,84 @@
+"""trace_closure: bundles pass the closure checker, or give exactly the verdict [expect] declares."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from test_contracts_records import plain_record
+
+from contracts.checks import trace_closure
+from contracts.trace import TraceWriter
+
+
+def _bundle(path: Path, how: str) -> Path:
+    writer = TraceWriter(path, rollout_id="r-1", root_thread_id="thr-1")
+    thread = writer.start_thread("thr-1")
+    turn = thread.start_turn("turn-1")
+    tool = turn.start_tool_call("call_1")
+    if how == "closed":
+        tool.end("completed")
+        turn.end("completed")
+        writer.complete()
+    elif how == "unclosed":
+        writer.abandon()
+    else:  # the pre-fix bug: a tool awaiting approval, interrupted, never ended
+        writer._untrack(tool)
+        turn.interrupt()
+        writer.complete()
+    return path
+
+
+def by_name(record) -> dict[str, object]:
+    return {c.name: c for c in trace_closure.check(record)}
+
+
+def test_closed_bundles_pass(tmp_path: Path) -> None:
+    record = plain_record()
+    record.client_trace = _bundle(tmp_path / "client", "closed")
+    record.server_trace = _bundle(tmp_path / "server", "closed")
+    assert {c.status for c in trace_closure.check(record)} == {"pass"}
+
+
+def test_unclosed_client_trace_fails(tmp_path: Path) -> None:
+    record = plain_record()
+    record.client_trace = _bundle(tmp_path / "client", "unclosed")
+    check = by_name(record)["client trace"]
+    assert check.status == "fail" and "unclosed" in check.detail
+
+
+def test_missing_client_trace_fails() -> None:
+    assert by_name(plain_record())["client trace"].status == "fail"
+
+
+def test_missing_server_trace_is_a_skip_with_its_reason() -> None:
+    check = by_name(plain_record())["server trace"]
+    assert check.status == "skip" and "wrote no server trace" in check.detail
+
+
+def test_expected_violation_passes_only_when_found(tmp_path: Path) -> None:
+    record = plain_record()
+    record.expect = dataclasses.replace(record.expect, server_trace="violation")
+    record.server_trace = _bundle(tmp_path / "leaky", "violation")
+    check = by_name(record)["server trace"]
+    assert check.status == "pass", check.detail
+    record.server_trace = _bundle(tmp_path / "fixed", "closed")
+    assert by_name(record)["server trace"].status == "fail"
+
+
+def test_crash_leaves_the_server_trace_unclosed_as_declared(tmp_path: Path) -> None:
+    record = plain_record()
+    record.expect = dataclasses.replace(record.expect, server_trace="unclosed")
+    record.server_trace = _bundle(tmp_path / "crashed", "unclosed")
+    assert by_name(record)["server trace"].status == "pass"
+    record.server_trace = _bundle(tmp_path / "graceful", "closed")
+    assert by_name(record)["server trace"].status == "fail"
+
+
+def test_unreadable_bundle_is_invalid_and_fails(tmp_path: Path) -> None:
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "manifest.json").write_text("{not json")
+    record = plain_record()
+    record.client_trace = tmp_path / "junk"
+    check = by_name(record)["client trace"]
+    assert check.status == "fail" and "invalid" in check.detail

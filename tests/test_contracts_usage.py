@@ -1,0 +1,78 @@
+"""usage: the Result's usage equals [expect] per bucket; buckets consistent; derived from the wire when undeclared."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from test_contracts_records import PLAIN_USAGE, RecordBuilder, breakdown, interrupted_record, plain_record
+
+from contracts.checks import usage
+from contracts.checks.wire_index import WireIndex
+from contracts.expect import Expect, ExpectTurn
+from contracts.usage import UsageBuckets
+
+
+def by_name(record) -> dict[str, object]:
+    return {c.name: c for c in usage.check(record)}
+
+
+def test_exact_usage_passes() -> None:
+    for record in (plain_record(2), interrupted_record()):
+        assert {c.status for c in usage.check(record)} == {"pass"}
+
+
+def test_usage_summed_from_total_fails() -> None:
+    # Billing `total` charges turn 1 again in turn 2: input 120 (uncached) instead of 60.
+    record = plain_record(2)
+    record.results[1].usage = {"mock-model": UsageBuckets(input=120, cache_read=80, output=40)}
+    check = by_name(record)["turn 2 usage"]
+    assert check.status == "fail"
+    assert "input 120 != 60" in check.detail
+
+
+def test_reasoning_added_to_output_fails() -> None:
+    record = plain_record(1)
+    record.expect = Expect(turns=(ExpectTurn("completed", dataclasses.replace(PLAIN_USAGE, reasoning=5)),))
+    record.results[0].usage = {"m": dataclasses.replace(PLAIN_USAGE, output=25, reasoning=5)}
+    assert by_name(record)["turn 1 usage"].status == "fail"
+
+
+def test_inconsistent_buckets_fail() -> None:
+    record = plain_record(1)
+    record.results[0].usage = {"m": UsageBuckets(input=60, cache_read=40, output=5, reasoning=10)}
+    assert by_name(record)["turn 1 buckets consistent"].status == "fail"
+    record.results[0].usage = {"m": UsageBuckets(input=-1, cache_read=40, output=20)}
+    assert by_name(record)["turn 1 buckets consistent"].status == "fail"
+
+
+def test_usage_lost_on_cancel_fails() -> None:
+    record = interrupted_record()
+    record.results[0].usage = {}
+    assert by_name(record)["turn 1 usage"].status == "fail"
+
+
+def test_wire_derivation_follows_first_last_then_total_deltas() -> None:
+    b = RecordBuilder()
+    turn_id, _ = b.start_turn(0)
+    b.raw_usage(turn_id, breakdown(100, 40, 20), breakdown(100, 40, 20))
+    b.raw_usage(turn_id, breakdown(100, 40, 20), breakdown(200, 80, 40))
+    b.raw_usage(turn_id, breakdown(100, 40, 20), breakdown(200, 80, 40))  # duplicate: adds nothing
+    b.raw_usage("turn-0", breakdown(999, 0, 999), breakdown(999, 0, 999))  # another turn: never counts
+    derived = usage.wire_usage(WireIndex.build(b.wire), turn_id)
+    assert derived == UsageBuckets(input=120, cache_read=80, output=40)
+
+
+def test_undeclared_usage_is_judged_against_the_wire_as_a_warning() -> None:
+    record = plain_record(1)
+    record.expect = Expect(turns=(ExpectTurn("completed"),))
+    assert by_name(record)["turn 1 usage"].status == "pass"
+    record.results[0].usage = {"m": UsageBuckets(input=100, cache_read=40, output=20)}
+    assert by_name(record)["turn 1 usage"].status == "warn"
+
+
+def test_server_reporting_cached_above_input_warns() -> None:
+    record = plain_record(1)
+    b = RecordBuilder()
+    b.raw_usage("turn-1", breakdown(10, 40, 20), breakdown(10, 40, 20))
+    record.wire.extend(b.wire)
+    assert by_name(record)["server usage consistent"].status == "warn"
