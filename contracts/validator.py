@@ -348,3 +348,53 @@ def _best_branch(error: Any, branches: list[list[Any]], name: str, path: str, go
 def _resolve_last(instance: Any, pointer: str) -> Any:
     key = pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
     return instance.get(key) if isinstance(instance, dict) else None
+
+
+class SessionValidator:
+    """Validates the frames of one connection in order.
+
+    Remembers the method of every pending request in each direction, so a response is checked
+    against the response type of the request it answers, and switches to the experimental bundle
+    once the client's ``initialize`` opts into ``experimentalApi``. At most ``max_pending`` requests
+    per direction are remembered (oldest forgotten first; their answers get envelope checks only).
+    """
+
+    def __init__(self, version: str = DEFAULT_RELEASE, experimental: bool = False, max_pending: int = 65536) -> None:
+        self.version = version
+        self.validator = Validator.for_release(version, experimental)
+        self.max_pending = max_pending
+        self._pending: dict[str, dict[Any, str]] = {"c2s": {}, "s2c": {}}
+
+    @property
+    def experimental(self) -> bool:
+        return self.validator.experimental
+
+    def answered_method(self, frame: Any, direction: Direction) -> str | None:
+        """Record a request, or return (and forget) the method a response answers."""
+        if type(frame) is not dict or "id" not in frame:
+            return None
+        try:
+            if "method" in frame:
+                method = frame["method"]
+                if type(method) is str:
+                    table = self._pending[direction]
+                    table[frame["id"]] = method
+                    if len(table) > self.max_pending:
+                        del table[next(iter(table))]
+                    if method == "initialize" and direction == "c2s" and _opts_into_experimental(frame):
+                        self.validator = Validator.for_release(self.version, True)
+                return None
+            if "result" in frame or "error" in frame:
+                return self._pending["s2c" if direction == "c2s" else "c2s"].pop(frame["id"], None)
+        except TypeError:  # an unhashable id: the envelope check reports it
+            return None
+        return None
+
+    def validate(self, frame: Any, direction: Direction) -> list[Violation]:
+        return self.validator.validate(frame, direction, self.answered_method(frame, direction))
+
+
+def _opts_into_experimental(frame: dict[str, Any]) -> bool:
+    params = frame.get("params")
+    capabilities = params.get("capabilities") if isinstance(params, dict) else None
+    return isinstance(capabilities, dict) and capabilities.get("experimentalApi") is True
