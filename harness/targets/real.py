@@ -1,0 +1,217 @@
+"""The ``real`` target: the real ``codex app-server`` driven offline through the mock Responses API.
+
+For one scenario, :func:`real_target` prepares an isolated run — a fresh ``CODEX_HOME`` whose
+``config.toml`` points at a mock Responses API on 127.0.0.1 (``app-server-protocol.md`` §14), a
+private ``TMPDIR``, a work directory, an environment scrubbed of ``OPENAI_*`` / ``CODEX_*`` — and
+yields the argv / env / cwd to start ``codex app-server --listen stdio://`` with (the process
+transport starts it), the mock's recorded requests, and the pinned schema release matching the
+binary's version. Leaving the block stops the mock and removes the temporary directories.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import tomli_w
+import trio
+
+from fake_server.responses_api import MockResponsesServer, RecordedRequest, serve_responses_api
+from fake_server.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
+from harness.codex_bin import CodexNotFound, codex_version
+
+TARGET = "real"
+PROVIDER_ID = "mock_provider"
+SCRUBBED_PREFIXES = ("OPENAI_", "CODEX_")
+TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
+APPROVAL_POLICIES = ("never", "on-request", "on-failure")
+SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
+VERSION_TIMEOUT_S = 30.0
+
+
+class RealTargetError(Exception):
+    """The real target cannot run this scenario or binary; ``str()`` says why."""
+
+
+class ScenarioNotSupported(RealTargetError):
+    """A fake-only scenario (faults only the fake app-server can produce)."""
+
+
+class SchemaNotPinned(RealTargetError):
+    """The binary's release has no pinned schema to validate its frames against."""
+
+
+@dataclass(frozen=True, slots=True)
+class RealTarget:
+    """One prepared real-binary run. ``argv`` / ``env`` / ``cwd`` are what to start the server with."""
+
+    scenario: Scenario
+    codex: Path
+    version: str
+    schema_release: str | None  # the pinned schema release for ``version`` (None: not pinned, not required)
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+    workdir: Path
+    codex_home: Path
+    tmpdir: Path
+    trace_root: Path | None
+    mock: MockResponsesServer
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """What the mock Responses API received so far, in order."""
+        return list(self.mock.requests)
+
+    @property
+    def config_path(self) -> Path:
+        return self.codex_home / "config.toml"
+
+
+def check_supported(scenario: Scenario) -> None:
+    ok, reason = scenario.supports(TARGET)
+    if not ok:
+        raise ScenarioNotSupported(f"scenario {scenario.name} cannot run on the real binary: {reason}")
+
+
+def effective_config(scenario: Scenario) -> ServerConfig:
+    """The scenario's server config, with ``on-request`` forced when a step needs an approval."""
+    config = scenario.config
+    needs_approval = any(
+        isinstance(item, CommandItem | FileChangeItem) and item.approval
+        for turn in scenario.turns
+        for response in turn.responses
+        for item in response.items
+    )
+    if config.approval_policy == "untrusted":
+        # 0.171.0 refuses to start with it in config.toml (app-server-protocol.md §14.4).
+        raise RealTargetError('approval_policy "untrusted" is not accepted in config.toml by codex-cli 0.171.0')
+    if config.approval_policy not in APPROVAL_POLICIES:
+        raise RealTargetError(f"unknown approval_policy {config.approval_policy!r}")
+    if config.sandbox not in SANDBOX_MODES:
+        raise RealTargetError(f"unknown sandbox mode {config.sandbox!r}")
+    if needs_approval and config.approval_policy == "never":
+        config = replace(config, approval_policy="on-request")
+    return config
+
+
+def config_toml(config: ServerConfig, base_url: str) -> dict[str, Any]:
+    """The ``config.toml`` of a real run, as a mapping (``tomli_w.dumps`` writes it)."""
+    return {
+        "model": config.model,
+        "approval_policy": config.approval_policy,
+        "approvals_reviewer": "user",
+        "sandbox_mode": config.sandbox,
+        "model_provider": PROVIDER_ID,
+        "check_for_update_on_startup": False,
+        "analytics": {"enabled": False},
+        "model_providers": {
+            PROVIDER_ID: {
+                "name": "Mock Responses API of codex-harness",
+                "base_url": base_url,
+                "wire_api": "responses",
+                "request_max_retries": 0,
+                "stream_max_retries": config.stream_max_retries,
+                "supports_websockets": False,
+            }
+        },
+    }
+
+
+def scrubbed_env(base: Mapping[str, str], *, codex_home: Path, tmpdir: Path, trace_root: Path | None) -> dict[str, str]:
+    """``base`` without ``OPENAI_*`` / ``CODEX_*`` (no credential reaches the child), plus the run's own."""
+    env = {k: v for k, v in base.items() if not k.startswith(SCRUBBED_PREFIXES)}
+    env.update(CODEX_HOME=str(codex_home), TMPDIR=str(tmpdir), RUST_LOG="warn")
+    if trace_root is not None:
+        env[TRACE_ROOT_ENV] = str(trace_root)
+    return env
+
+
+def server_argv(codex: Path) -> tuple[str, ...]:
+    return (os.fspath(codex), "app-server", "--listen", "stdio://")
+
+
+def pinned_schema_for(version: str) -> str | None:
+    """The pinned schema release matching ``version``, or None."""
+    from contracts import schema_store
+
+    return version if version in schema_store.pinned_releases() else None
+
+
+def schema_not_pinned_message(version: str) -> str:
+    from contracts import schema_store
+
+    pinned = ", ".join(schema_store.pinned_releases()) or "none"
+    return (
+        f"no pinned schema for codex-cli {version} (pinned: {pinned}); pin it with "
+        f"`codex-harness schema pin --codex PATH` or run `codex-harness validate-release --codex PATH`"
+    )
+
+
+async def read_version(codex: Path) -> str:
+    try:
+        return await trio.to_thread.run_sync(codex_version, codex, VERSION_TIMEOUT_S)
+    except CodexNotFound as exc:
+        raise RealTargetError(str(exc)) from exc
+
+
+@asynccontextmanager
+async def real_target(
+    scenario: Scenario,
+    codex: Path,
+    *,
+    trace_root: Path | None = None,
+    require_pinned_schema: bool = True,
+    base_dir: Path | None = None,
+    version: str | None = None,
+) -> AsyncIterator[RealTarget]:
+    """Prepare a real-binary run of ``scenario`` and keep its mock Responses API up for the block.
+
+    ``trace_root``: where the server writes its rollout-trace bundle (``CODEX_ROLLOUT_TRACE_ROOT``);
+    None: no trace. ``base_dir``: parent of the run's temporary directory (default: the system's).
+    ``version``: skip running ``codex --version`` (already known).
+
+    Raises :class:`ScenarioNotSupported` for a fake-only scenario, :class:`SchemaNotPinned` when
+    ``require_pinned_schema`` and the binary's release is not pinned, :class:`RealTargetError` when
+    the binary cannot report its version. The caller starts the process from ``argv`` / ``env`` /
+    ``cwd`` and must have stopped it before the block ends (the directories are removed then).
+    """
+    check_supported(scenario)
+    config = effective_config(scenario)
+    codex = Path(codex)
+    if not codex.exists():
+        raise RealTargetError(f"codex binary not found: {codex}")
+    version = version or await read_version(codex)
+    release = pinned_schema_for(version)
+    if release is None and require_pinned_schema:
+        raise SchemaNotPinned(schema_not_pinned_message(version))
+    run_dir = Path(tempfile.mkdtemp(prefix="codex-harness-real-", dir=base_dir))
+    try:
+        codex_home, tmpdir, workdir = run_dir / "codex_home", run_dir / "tmp", run_dir / "workdir"
+        for directory in (codex_home, tmpdir, workdir):
+            directory.mkdir()
+        async with serve_responses_api(scenario, workdir=PurePosixPath(workdir)) as mock:
+            (codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
+            env = scrubbed_env(os.environ, codex_home=codex_home, tmpdir=tmpdir, trace_root=trace_root)
+            yield RealTarget(
+                scenario=scenario,
+                codex=codex,
+                version=version,
+                schema_release=release,
+                argv=server_argv(codex),
+                env=env,
+                cwd=workdir,
+                workdir=workdir,
+                codex_home=codex_home,
+                tmpdir=tmpdir,
+                trace_root=trace_root,
+                mock=mock,
+            )
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
