@@ -58,8 +58,8 @@ class ReadLimits:
     max_log_bytes: int = 4096 * _MiB
     max_events: int = 5_000_000
     max_shard_file_bytes: int = 1024 * _MiB
-    max_shard_decompressed_bytes: int = 1024 * _MiB
-    max_bundle_decompressed_bytes: int = 4096 * _MiB
+    max_shard_decompressed_bytes: int = 512 * _MiB
+    max_bundle_decompressed_bytes: int = 2048 * _MiB
     max_shards: int = 100_000
 
 
@@ -794,10 +794,10 @@ def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits())
     loads = orjson.loads
     for number, raw, terminated in _iter_lines(log_path, limits):
         trace.log_bytes += len(raw) + (1 if terminated else 0)
+        if not raw.strip():
+            continue  # blank lines are tolerated, even after recording_completed (observed)
         if completed:
             raise TraceInvalid("trace event after recording completed", line=number)
-        if not raw.strip():
-            continue  # blank lines are tolerated (observed)
         if trace.event_count >= limits.max_events:
             raise TraceLimitExceeded(f"more than {limits.max_events} trace events", line=number)
         try:

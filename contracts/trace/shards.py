@@ -45,9 +45,39 @@ def _is_skippable(data: bytes, pos: int) -> bool:
     return data[pos + 1 : pos + 4] == b"\x2a\x4d\x18" and (data[pos] & 0xF0) == 0x50
 
 
+def _exact_block_bytes(data: bytes) -> int:
+    """Decompressed bytes of the raw and RLE blocks (exact from headers): refuses RLE bombs before any output."""
+    n = len(data)
+    pos = 0
+    total = 0
+    while pos + 5 <= n and data[pos : pos + 4] == _ZSTD_MAGIC:
+        try:
+            p = pos + zstandard.frame_header_size(data[pos : pos + 5])
+            has_checksum = zstandard.get_frame_parameters(data[pos:p]).has_checksum
+        except zstandard.ZstdError:
+            return total
+        while p + 3 <= n:
+            hdr = data[p] | (data[p + 1] << 8) | (data[p + 2] << 16)
+            btype = (hdr >> 1) & 3
+            bsize = hdr >> 3
+            if btype != 2:
+                total += bsize
+            p += 3 + (1 if btype == 1 else bsize)
+            if hdr & 1:
+                p += 4 if has_checksum else 0
+                break
+        pos = p
+    return total
+
+
 def decode_shard(data: bytes, shard: int, *, max_decompressed: int) -> DecodedShard:
     """Decode every frame of a shard; the last frame may be unfinished (reported in ``info.finished``)."""
     n = len(data)
+    exact = _exact_block_bytes(data)
+    if exact > max_decompressed:
+        raise TraceLimitExceeded(
+            f"decompress shard {shard}: at least {exact} decompressed bytes, over the limit of {max_decompressed}"
+        )
     pos = 0
     out: list[bytes] = []
     total = 0
