@@ -165,6 +165,25 @@ def synthetic_script(n: int) -> dict[str, Any]:
     }
 
 
+def synthetic_interrupt_script(deltas_before: int = 3) -> dict[str, Any]:
+    """A session whose turns stream a few deltas and then wait for ``turn/interrupt``.
+
+    The interrupt is answered as 0.171.0 does: ``{}``, thread idle, ``turn/completed{interrupted}``.
+    """
+    script = synthetic_script(deltas_before)
+    # status active, turn/started, item/started, the deltas; no item/completed, no turn/completed
+    head = script["replies"]["turn/start"]["after"][:4]
+    script["replies"]["turn/start"]["after"] = head
+    script["replies"]["turn/interrupt"] = {
+        "result": {},
+        "after": [
+            _note("thread/status/changed", {"threadId": THREAD_ID, "status": {"type": "idle"}}),
+            _note("turn/completed", {"threadId": THREAD_ID, "turn": _turn("interrupted", [])}),
+        ],
+    }
+    return script
+
+
 def write_script(script: dict[str, Any], path: Path) -> None:
     """Raw lines are stored as text (they are UTF-8 JSON) so the script is one JSON document."""
     out = {
