@@ -82,7 +82,8 @@ def sdk_rate(python: Path, argv: list[str], repeat: int, timeout: float) -> tupl
             start_new_session=True,
         )
         if proc.returncode != 0:
-            raise RuntimeError(f"SDK driver failed: {proc.stderr.decode(errors='replace')[-800:]}")
+            last = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            raise RuntimeError(f"SDK driver failed: {' '.join(last)[:300]}")
         result = orjson.loads(proc.stdout.splitlines()[-1])
         count = result["count"]
         best = max(best, result["count"] / result["seconds"])
