@@ -88,8 +88,12 @@ class TraceWriter:
         now_ms: Callable[[], int] | None = None,
         shard_max_bytes: int = DEFAULT_SHARD_MAX_BYTES,
         compression_level: int = 3,
+        on_event: Callable[[int], None] | None = None,
     ) -> None:
+        """``on_event(seq)`` runs under the writer lock after each event line is flushed (tests snapshot
+        the files there to cut a bundle exactly where a killed writer could have left it)."""
         self.path = Path(bundle_dir)
+        self._on_event = on_event
         self.rollout_id = rollout_id
         self.root_thread_id = root_thread_id or rollout_id
         self.trace_id = trace_id or str(uuid.uuid4())
@@ -135,6 +139,7 @@ class TraceWriter:
         trace_id: str | None = None,
         now_ms: Callable[[], int] | None = None,
         shard_max_bytes: int = DEFAULT_SHARD_MAX_BYTES,
+        on_event: Callable[[int], None] | None = None,
     ) -> TraceWriter:
         """A bundle at ``root/trace-<trace_id>-<root_thread_id>/``, as the real binary names it."""
         trace_id = trace_id or str(uuid.uuid4())
@@ -146,6 +151,7 @@ class TraceWriter:
             trace_id=trace_id,
             now_ms=now_ms,
             shard_max_bytes=shard_max_bytes,
+            on_event=on_event,
         )
 
     # -- state ---------------------------------------------------------------------------------------
@@ -222,6 +228,8 @@ class TraceWriter:
             }
             self._log.write(orjson.dumps(event) + b"\n")
             self._log.flush()
+            if self._on_event is not None:
+                self._on_event(self._seq)
             return self._seq
 
     def emit_raw(
