@@ -1,0 +1,64 @@
+"""What the engine asks its deployment to do. The engine never does I/O or reads a clock itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Write one frame as a JSON line on stdout."""
+
+    frame: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SendBytes:
+    """Write these exact bytes on stdout (garbage, half a frame, an oversized line...)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """Call ``Engine.timer(token, now_ms)`` ``after_ms`` milliseconds from now."""
+
+    token: int
+    after_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class WriteStderr:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CloseStdout:
+    """Close stdout while the process stays alive."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exit:
+    """The process ends now with ``code``. ``crash``: no graceful shutdown (the trace stays unclosed)."""
+
+    code: int
+    crash: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnGrandchild:
+    """Start a process that inherits stdout and outlives the server by up to ``hold_ms``."""
+
+    hold_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """A semantic event for the server's rollout trace bundle (see :mod:`fake_server.server_trace`)."""
+
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+Effect: TypeAlias = Send | SendBytes | Wake | WriteStderr | CloseStdout | Exit | SpawnGrandchild | TraceEvent

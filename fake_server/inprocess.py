@@ -1,0 +1,184 @@
+"""The fake app-server in process: the engine on a trio task, talking over memory channels.
+
+:class:`InProcessServer` implements :class:`harness.client.transport.Transport`, so the client
+code is the same as against a child process. Process faults map onto it:
+
+- a crash closes the server's stdout after what the fault flushes (half a frame for mid-line) and
+  reports the fault's exit code; ``kill()`` does the same with -9;
+- stderr goes to a bounded captured tail (``stderr_tail()``);
+- ``stdout_closed`` closes only the server's send side: the server still reads, and exits 0 on EOF;
+- ``grandchild_holds_stdout`` is simulated: after the server exits, its stdout stays open for
+  ``hold_ms`` (as if a grandchild inherited it) unless ``kill()`` ends the whole "process group".
+
+Deterministic under ``trio.testing.MockClock(autojump_threshold=0)``: every wait is on trio's clock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from fake_server.effects import TraceEvent
+from fake_server.engine import Engine
+from fake_server.runtime import default_clock_ms, run_engine
+from fake_server.scenario import Scenario
+from fake_server.server_trace import ServerTrace
+from harness.client.transport import TransportClosed
+
+STDERR_TAIL_BYTES = 64 * 1024
+CHANNEL_CHUNKS = 256  # bounded like a pipe: a client that never reads stalls the server
+
+
+class InProcessServer:
+    """One in-process fake app-server session (a :class:`~harness.client.transport.Transport`)."""
+
+    def __init__(self, scenario: Scenario, *, trace_root: Path | None = None, cwd: str = "/RUN/workdir") -> None:
+        self.scenario = scenario
+        self.engine = Engine(scenario, cwd=cwd)
+        self._in_send, self._in_recv = trio.open_memory_channel[bytes](CHANNEL_CHUNKS)
+        self._out_send, self._out_recv = trio.open_memory_channel[bytes](CHANNEL_CHUNKS)
+        self._leftover = b""
+        self._stderr: deque[str] = deque()
+        self._stderr_size = 0
+        self._exit_code: int | None = None
+        self._exited = trio.Event()
+        self._stdout_closed = False
+        self._input_closed = False
+        self._grandchild_hold_ms: int | None = None
+        self._cancel: trio.CancelScope | None = None
+        self._trace = ServerTrace(trace_root) if trace_root is not None else None
+        self.crashed = False
+        self.grandchild_released = trio.Event()
+
+    # --- Transport ----------------------------------------------------------------------------
+
+    async def send(self, data: bytes) -> None:
+        if self._input_closed or self._exit_code is not None:
+            raise TransportClosed("the fake app-server's stdin is closed")
+        try:
+            await self._in_send.send(bytes(data))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise TransportClosed("the fake app-server's stdin is closed") from None
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self._leftover:
+            try:
+                self._leftover = await self._out_recv.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return b""
+        data, self._leftover = self._leftover[:max_bytes], self._leftover[max_bytes:]
+        return data
+
+    async def close_input(self) -> None:
+        if not self._input_closed:
+            self._input_closed = True
+            await self._in_send.aclose()
+
+    async def wait_exit(self) -> int:
+        await self._exited.wait()
+        assert self._exit_code is not None
+        return self._exit_code
+
+    def kill(self) -> None:
+        if self._exit_code is None:
+            self._finish(-9, crash=True)
+        # SIGKILL to the process group takes a grandchild holding stdout down too.
+        self._close_stdout_now()
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._exit_code
+
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr)
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    # --- the engine's side ------------------------------------------------------------------------
+
+    async def read(self) -> bytes:
+        try:
+            return await self._in_recv.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return b""
+
+    async def write(self, data: bytes) -> None:
+        if self._stdout_closed:
+            return
+        try:
+            await self._out_send.send(data)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self._stdout_closed = True
+
+    async def close_stdout(self) -> None:
+        self._close_stdout_now()
+
+    def write_stderr(self, text: str) -> None:
+        self._stderr.append(text)
+        self._stderr_size += len(text)
+        while self._stderr_size > STDERR_TAIL_BYTES and len(self._stderr) > 1:
+            self._stderr_size -= len(self._stderr.popleft())
+        if self._stderr_size > STDERR_TAIL_BYTES:
+            only = self._stderr.pop()[-STDERR_TAIL_BYTES:]
+            self._stderr.append(only)
+            self._stderr_size = len(only)
+
+    async def spawn_grandchild(self, hold_ms: int) -> None:
+        self._grandchild_hold_ms = hold_ms
+
+    def trace(self, event: TraceEvent) -> None:
+        if self._trace is not None:
+            self._trace.on_event(event)
+
+    def _close_stdout_now(self) -> None:
+        if not self._stdout_closed:
+            self._stdout_closed = True
+            self._out_send.close()
+
+    def _finish(self, code: int, *, crash: bool) -> None:
+        if self._exit_code is not None:
+            return
+        self._exit_code = code
+        self.crashed = crash
+        if self._trace is not None:
+            self._trace.finish(graceful=not crash)
+        self._input_closed = True
+        self._in_recv.close()
+        self._exited.set()
+
+    async def _serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            self._cancel = scope
+            task_status.started()
+            outcome = await run_engine(self.engine, self, default_clock_ms())
+            self._finish(outcome.code, crash=outcome.crash)
+            if self._grandchild_hold_ms is not None and not self._stdout_closed:
+                with trio.move_on_after(self._grandchild_hold_ms / 1000):
+                    await trio.sleep_forever()
+            self._close_stdout_now()
+            self.grandchild_released.set()
+        if self._exit_code is None:
+            self._finish(-9, crash=True)
+        self._close_stdout_now()
+
+
+@asynccontextmanager
+async def serve_in_process(
+    scenario: Scenario, *, trace_root: Path | None = None, cwd: str = "/RUN/workdir"
+) -> AsyncIterator[InProcessServer]:
+    """Run an in-process fake for the duration of the block; leaving the block kills what is left."""
+    server = InProcessServer(scenario, trace_root=trace_root, cwd=cwd)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server._serve)
+        try:
+            yield server
+        finally:
+            server.kill()

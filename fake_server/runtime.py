@@ -1,0 +1,135 @@
+"""The trio loop around the sans-IO engine, shared by the in-process and the stdio deployments.
+
+It moves bytes in, carries out effects, and keeps the engine's wake-ups as deadlines on trio's
+clock (so MockClock makes scripted delays free). Only the wait for input sits inside a cancel
+scope; carrying out effects never is, so a wake-up cannot cut a frame in half.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import orjson
+import trio
+import trio.testing
+
+from fake_server.effects import (
+    CloseStdout,
+    Effect,
+    Exit,
+    Send,
+    SendBytes,
+    SpawnGrandchild,
+    TraceEvent,
+    Wake,
+    WriteStderr,
+)
+from fake_server.engine import Engine
+
+#: Unix ms that virtual time 0 maps to under MockClock (the date of the shared real transcripts).
+VIRTUAL_EPOCH_MS = 1796022741000
+
+
+def default_clock_ms() -> Callable[[], int]:
+    """Wall-clock ms, or a fixed epoch plus trio time when the clock is a MockClock (deterministic)."""
+    if isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock):
+        return lambda: VIRTUAL_EPOCH_MS + int(trio.current_time() * 1000)
+    offset = time.time() - trio.current_time()
+    return lambda: int((offset + trio.current_time()) * 1000)
+
+
+class Io(Protocol):
+    """What a deployment provides to the loop."""
+
+    async def read(self) -> bytes:
+        """The next chunk of stdin; ``b""`` at end of input."""
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def close_stdout(self) -> None: ...
+
+    def write_stderr(self, text: str) -> None: ...
+
+    async def spawn_grandchild(self, hold_ms: int) -> None: ...
+
+    def trace(self, event: TraceEvent) -> None: ...
+
+
+@dataclass(slots=True)
+class Outcome:
+    code: int
+    crash: bool
+
+
+async def run_engine(
+    engine: Engine, io: Io, clock_ms: Callable[[], int] | None = None, *, on_started: Callable[[], None] | None = None
+) -> Outcome:
+    """Serve until the engine exits; returns its exit code. Cancel the caller's scope to stop it."""
+    now = clock_ms or default_clock_ms()
+    timers: dict[int, float] = {}
+    eof = False
+    if on_started is not None:
+        on_started()
+
+    async def apply(effects: list[Effect]) -> Outcome | None:
+        # Frames are batched per call: one write per engine step keeps a pipe's syscalls few.
+        batch = bytearray()
+        for effect in effects:
+            if isinstance(effect, Send):
+                batch += orjson.dumps(effect.frame) + b"\n"
+                continue
+            if isinstance(effect, SendBytes):
+                batch += effect.data
+                continue
+            if batch:
+                await io.write(bytes(batch))
+                batch.clear()
+            if isinstance(effect, Wake):
+                timers[effect.token] = trio.current_time() + effect.after_ms / 1000
+            elif isinstance(effect, WriteStderr):
+                io.write_stderr(effect.text)
+            elif isinstance(effect, CloseStdout):
+                await io.close_stdout()
+            elif isinstance(effect, SpawnGrandchild):
+                await io.spawn_grandchild(effect.hold_ms)
+            elif isinstance(effect, TraceEvent):
+                io.trace(effect)
+            elif isinstance(effect, Exit):
+                return Outcome(effect.code, effect.crash)
+        if batch:
+            await io.write(bytes(batch))
+        return None
+
+    outcome = await apply(engine.start(now()))
+    while outcome is None:
+        deadline = min(timers.values()) if timers else math.inf
+        data: bytes | None = None
+        if eof:
+            await trio.sleep_until(deadline) if deadline != math.inf else await trio.sleep_forever()
+        else:
+            with trio.move_on_at(deadline):
+                data = await io.read()
+        if data is not None:
+            if data:
+                outcome = await apply(engine.feed(data, now()))
+            else:
+                eof = True
+                outcome = await apply(engine.feed_eof(now()))
+            if outcome is not None:
+                break
+        current = trio.current_time()
+        for token, when in sorted(timers.items(), key=lambda kv: (kv[1], kv[0])):
+            if when > current:
+                continue
+            timers.pop(token, None)
+            outcome = await apply(engine.timer(token, now()))
+            if outcome is not None:
+                break
+    return outcome
+
+
+Reader = Callable[[], Awaitable[bytes]]

@@ -1,0 +1,102 @@
+"""The engine's state: threads, turns, pending server requests, and the waits a turn program yields."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from fake_server.scenario import CommandItem, FileChangeItem, TurnScript, Usage
+from harness.messages import ErrorResponse, JsonId, Response
+
+# --- what a turn program yields ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Resume after ``ms`` of scripted time (the deployment's clock, virtual under MockClock)."""
+
+    ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class NextAnswer:
+    """Resume with the next :class:`Answer` to one of this turn's approval requests."""
+
+
+@dataclass(frozen=True, slots=True)
+class Park:
+    """Never resume on its own (the turn waits for an interrupt, a steer, or nothing at all)."""
+
+
+Wait: TypeAlias = Sleep | NextAnswer | Park
+Program: TypeAlias = Generator[Wait, Any, None]
+
+
+@dataclass(slots=True)
+class Answer:
+    request_id: JsonId
+    response: Response | ErrorResponse
+
+
+@dataclass(slots=True)
+class Tool:
+    """A tool item of the running model response (command or file change)."""
+
+    item: CommandItem | FileChangeItem
+    item_id: str
+    started_ms: int
+    request_id: JsonId | None = None  # its approval request, while pending
+    done: bool = False
+    decision: str | None = None
+
+
+@dataclass(slots=True)
+class TurnRun:
+    """One turn from turn/start to turn/completed."""
+
+    thread_id: str
+    turn_id: str
+    index: int  # 0-based over the session: which scenario turn it plays
+    script: TurnScript
+    started_ms: int
+    program: Program | None = None
+    timer: int | None = None  # token of the pending wake, if any
+    answers: deque[Answer] = field(default_factory=deque)
+    waiting_answer: bool = False
+    response_index: int = 0
+    retries: int = 0
+    tools: list[Tool] = field(default_factory=list)
+    deferred_usage: Usage | None = None
+    agent_messages: list[dict[str, Any]] = field(default_factory=list)
+    open_items: list[str] = field(default_factory=list)
+    pending_interrupts: list[JsonId] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # fault points reached
+    usage_frames: list[dict[str, Any]] = field(default_factory=list)
+    diff: str = ""
+    ended: bool = False
+    drop_completed: bool = False
+    trace_bug: bool = False  # trace_unclosed_tool: a pending tool's end is never traced
+    last_message_id: str | None = None
+
+    def pending_requests(self) -> list[JsonId]:
+        return [t.request_id for t in self.tools if t.request_id is not None and not t.done]
+
+
+@dataclass(slots=True)
+class ThreadState:
+    thread_id: str
+    cwd: str
+    created_ms: int
+    ephemeral: bool
+    path: str | None
+    approval_policy: str
+    sandbox: str
+    model: str
+    status: dict[str, Any] = field(default_factory=lambda: {"type": "idle"})
+    turns: list[str] = field(default_factory=list)
+    active: TurnRun | None = None
+    last_turn_id: str | None = None
+    total: Usage = field(default_factory=Usage)
+    usage_frames: list[dict[str, Any]] = field(default_factory=list)  # every usage notification sent

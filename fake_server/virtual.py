@@ -1,0 +1,147 @@
+"""Drive the engine on a virtual clock without trio: for tests, transcript replay and fidelity checks.
+
+:class:`VirtualServer` feeds client frames (or raw lines) to an :class:`~fake_server.engine.Engine`,
+fires its wake-ups in time order on a clock it advances itself, and keeps everything the server
+wrote. ``run_until`` advances time until a predicate holds over the frames sent so far (bounded
+by a virtual deadline), so a test can say "wait for turn/completed" without any real waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from fake_server.effects import (
+    CloseStdout,
+    Effect,
+    Exit,
+    Send,
+    SendBytes,
+    SpawnGrandchild,
+    TraceEvent,
+    Wake,
+    WriteStderr,
+)
+from fake_server.engine import Engine
+from fake_server.runtime import VIRTUAL_EPOCH_MS
+from fake_server.scenario import Scenario
+
+Frame = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Output:
+    """One thing the server wrote: a frame, or raw bytes (``frame`` None)."""
+
+    t_ms: int
+    frame: Frame | None = None
+    raw: bytes = b""
+
+
+@dataclass(slots=True)
+class VirtualServer:
+    scenario: Scenario
+    engine: Engine = field(init=False)
+    now_ms: int = VIRTUAL_EPOCH_MS
+    out: list[Output] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    traces: list[TraceEvent] = field(default_factory=list)
+    exit_code: int | None = None
+    crashed: bool = False
+    stdout_closed: bool = False
+    grandchild_hold_ms: int | None = None
+    _timers: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.engine = Engine(self.scenario)
+        self._apply(self.engine.start(self.now_ms))
+
+    # --- input ------------------------------------------------------------------------------
+
+    def send(self, frame: Frame) -> None:
+        self.send_raw(orjson.dumps(frame) + b"\n")
+
+    def send_raw(self, data: bytes) -> None:
+        self._apply(self.engine.feed(data, self.now_ms))
+
+    def close_input(self) -> None:
+        self._apply(self.engine.feed_eof(self.now_ms))
+
+    def terminate(self) -> None:
+        self._apply(self.engine.terminate(self.now_ms))
+
+    # --- time -------------------------------------------------------------------------------
+
+    def advance(self, ms: int) -> None:
+        """Let ``ms`` of virtual time pass, firing wake-ups on the way."""
+        self._run_timers(self.now_ms + ms, None)
+
+    def run_until(
+        self, predicate: Callable[[Frame], bool], *, within_ms: int = 600_000, start: int = 0
+    ) -> Frame | None:
+        """Advance until a frame sent at index >= ``start`` satisfies ``predicate``; None at the deadline."""
+        found = self._find(predicate, start)
+        if found is not None:
+            return found
+        deadline = self.now_ms + within_ms
+        return self._run_timers(deadline, lambda: self._find(predicate, start))
+
+    def settle(self, within_ms: int = 600_000) -> None:
+        """Fire every wake-up due within ``within_ms``."""
+        self._run_timers(self.now_ms + within_ms, None)
+
+    # --- results ----------------------------------------------------------------------------
+
+    @property
+    def frames(self) -> list[Frame]:
+        return [o.frame for o in self.out if o.frame is not None]
+
+    def methods(self) -> list[str]:
+        return [f.get("method", "<response>") for f in self.frames]
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _find(self, predicate: Callable[[Frame], bool], start: int) -> Frame | None:
+        frames = self.frames
+        for frame in frames[start:]:
+            if predicate(frame):
+                return frame
+        return None
+
+    def _run_timers(self, deadline: int, check: Callable[[], Frame | None] | None) -> Frame | None:
+        while self._timers and self.exit_code is None:
+            token, due = min(self._timers.items(), key=lambda kv: (kv[1], kv[0]))
+            if due > deadline:
+                break
+            del self._timers[token]
+            self.now_ms = max(self.now_ms, due)
+            self._apply(self.engine.timer(token, self.now_ms))
+            if check is not None and (found := check()) is not None:
+                return found
+        self.now_ms = max(self.now_ms, deadline) if check is None else self.now_ms
+        return None
+
+    def _apply(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, Send):
+                if not self.stdout_closed and self.exit_code is None:
+                    self.out.append(Output(self.now_ms, frame=effect.frame))
+            elif isinstance(effect, SendBytes):
+                if not self.stdout_closed and self.exit_code is None:
+                    self.out.append(Output(self.now_ms, raw=effect.data))
+            elif isinstance(effect, Wake):
+                self._timers[effect.token] = self.now_ms + effect.after_ms
+            elif isinstance(effect, WriteStderr):
+                self.stderr.append(effect.text)
+            elif isinstance(effect, CloseStdout):
+                self.stdout_closed = True
+            elif isinstance(effect, SpawnGrandchild):
+                self.grandchild_hold_ms = effect.hold_ms
+            elif isinstance(effect, TraceEvent):
+                self.traces.append(effect)
+            elif isinstance(effect, Exit):
+                self.exit_code = effect.code
+                self.crashed = effect.crash
