@@ -1,0 +1,63 @@
+"""Typed errors of the client. JSON-RPC error answers are :class:`harness.jsonrpc.RpcError`."""
+
+from __future__ import annotations
+
+from harness.client.transport import TransportClosed
+from harness.jsonrpc import RpcError
+
+__all__ = [
+    "ClientError",
+    "LineTooLong",
+    "RequestTimeout",
+    "RpcError",
+    "ServerExited",
+    "SessionClosed",
+    "ThreadStartFailed",
+    "TransportClosed",
+    "TurnBusy",
+]
+
+
+class ClientError(Exception):
+    """Base of the client's own errors."""
+
+
+class LineTooLong(ClientError):
+    """The server wrote a line longer than the cap: a frame was lost, the session is failed and the group killed."""
+
+    def __init__(self, size: int, cap: int, *, at_least: bool = False) -> None:
+        qualifier = "at least " if at_least else ""
+        super().__init__(f"server line of {qualifier}{size} bytes exceeds the cap of {cap} bytes: a frame was lost")
+        self.size = size
+        self.cap = cap
+        self.at_least = at_least
+
+
+class ServerExited(ClientError):
+    """The server's stdout ended (exit, crash, closed stdout) or the client killed it."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+
+
+class RequestTimeout(ClientError):
+    """A request got no answer within its timeout."""
+
+    def __init__(self, method: str, timeout: float) -> None:
+        super().__init__(f"app-server handshake timeout: `{method}` did not respond after {timeout:g}s")
+        self.method = method
+        self.timeout = timeout
+
+
+class SessionClosed(ClientError):
+    """The session is closed, failed or killed: nothing more can be sent."""
+
+
+class ThreadStartFailed(ClientError):
+    """thread/start or thread/resume answered without a thread id."""
+
+
+class TurnBusy(ClientError):
+    """A turn was started while another one of the same session is still running."""

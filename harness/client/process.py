@@ -1,0 +1,210 @@
+"""The process transport: any app-server argv in its own process group, stdin/stdout as the wire.
+
+- ``start_new_session``: the child leads a new session and process group (pgid = pid), so a forced
+  stop is one ``SIGKILL`` to the group and reaches grandchildren that still hold stdout. Only that
+  group is ever signalled; SIGTERM / SIGINT are never used.
+- stderr is drained continuously (a flood must not block the child) into a bounded, redacted tail.
+- every child carries the run marker (``CODEX_HARNESS_RUN_MARKER``) in its environment, so the
+  no-leak fixture (:mod:`conformance.noleak`) can find anything left alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+import trio
+
+from harness.client.stderr import DEFAULT_TAIL_BYTES, StderrTail
+from harness.client.transport import TransportClosed
+
+RUN_MARKER_ENV: Final = "CODEX_HARNESS_RUN_MARKER"
+#: prefixes scrubbed from an inherited environment (credentials and codex settings of the host)
+SCRUBBED_PREFIXES: Final = ("OPENAI_", "CODEX_")
+
+_run_marker: str = uuid.uuid4().hex
+
+
+def run_marker() -> str:
+    """The marker every child started from now on carries."""
+    return _run_marker
+
+
+def set_run_marker(marker: str) -> str:
+    """Use ``marker`` for children started from now on; returns the previous one."""
+    global _run_marker
+    previous, _run_marker = _run_marker, marker
+    return previous
+
+
+def child_environment(env: Mapping[str, str] | None, marker: str | None = None) -> dict[str, str]:
+    """The child's environment: ``env`` as given, or ours without OPENAI_* / CODEX_*; plus the run marker."""
+    if env is None:
+        out = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
+    else:
+        out = dict(env)
+    out[RUN_MARKER_ENV] = marker or _run_marker
+    return out
+
+
+class ProcessTransport:
+    """:class:`harness.client.transport.Transport` over a child process. Build it with :func:`spawn_process`."""
+
+    def __init__(self, process: trio.Process, tail: StderrTail, argv: Sequence[str], marker: str) -> None:
+        self.process = process
+        self.argv = tuple(argv)
+        self.marker = marker
+        self._tail = tail
+        self._stdin_closed = False
+        self.killed = False
+
+    # --- Transport -------------------------------------------------------------------------------
+
+    async def send(self, data: bytes) -> None:
+        stdin = self.process.stdin
+        if stdin is None or self._stdin_closed:
+            raise TransportClosed("server stdin is closed")
+        try:
+            await stdin.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise TransportClosed(f"cannot write to the server: {exc}") from exc
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        stdout = self.process.stdout
+        if stdout is None:
+            return b""
+        try:
+            return await stdout.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return b""
+
+    async def close_input(self) -> None:
+        if self._stdin_closed:
+            return
+        self._stdin_closed = True
+        if self.process.stdin is not None:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await self.process.stdin.aclose()
+
+    async def wait_exit(self) -> int:
+        return await self.process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL to the child's process group (by its pgid), falling back to the leader alone."""
+        self.killed = True
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the whole group is gone already
+        except PermissionError:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                self.process.kill()
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.process.returncode
+
+    def stderr_tail(self) -> str:
+        return self._tail.text()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    # --- extras -----------------------------------------------------------------------------------
+
+    @property
+    def pgid(self) -> int:
+        # start_new_session made the child a session and group leader
+        return self.process.pid
+
+    def group_alive(self) -> bool:
+        """True while any process of the child's group exists (zombies included)."""
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    @property
+    def stderr_bytes(self) -> int:
+        return self._tail.total
+
+    @property
+    def stderr_truncated(self) -> bool:
+        return self._tail.truncated
+
+    async def _drain_stderr(self) -> None:
+        stderr = self.process.stderr
+        if stderr is None:
+            return
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            while chunk := await stderr.receive_some(65536):
+                self._tail.feed(chunk)
+
+
+@contextlib.asynccontextmanager
+async def spawn_process(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    stderr_tail_bytes: int = DEFAULT_TAIL_BYTES,
+    marker: str | None = None,
+    reap_timeout: float = 2.0,
+) -> AsyncIterator[ProcessTransport]:
+    """Start ``argv`` in its own process group; on exit, kill the group if anything is left and reap.
+
+    ``env`` None inherits this process's environment without ``OPENAI_*`` / ``CODEX_*``; a mapping is
+    used as given. Either way the run marker is added. The session does the graceful teardown
+    (close stdin, wait for EOF and exit); this exit is only the backstop, bounded by ``reap_timeout``.
+    """
+    mark = marker or run_marker()
+    process = await trio.lowlevel.open_process(
+        [os.fspath(a) for a in argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(cwd) if cwd is not None else None,
+        env=child_environment(env, mark),
+        start_new_session=True,
+    )
+    transport = ProcessTransport(process, StderrTail(stderr_tail_bytes), [os.fspath(a) for a in argv], mark)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(transport._drain_stderr)
+            try:
+                yield transport
+            finally:
+                with trio.CancelScope(shield=True):
+                    await _backstop(transport, reap_timeout)
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise _single(group) from None
+
+
+async def _backstop(transport: ProcessTransport, reap_timeout: float) -> None:
+    if transport.exit_code is None or transport.group_alive():
+        transport.kill()
+    with trio.move_on_after(reap_timeout):
+        await transport.process.wait()
+    for stream in (transport.process.stdin, transport.process.stdout):
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+
+
+def _single(group: BaseExceptionGroup) -> BaseException:
+    """The one exception a nursery wrapped (its background tasks never raise), else the group."""
+    if len(group.exceptions) == 1:
+        inner = group.exceptions[0]
+        return _single(inner) if isinstance(inner, BaseExceptionGroup) else inner
+    return group
