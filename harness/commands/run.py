@@ -1,0 +1,97 @@
+"""``codex-harness run``: play scenarios against a target with the client and judge the contracts.
+
+Default: every built-in scenario on the in-process fake. Progress while it runs, then the table
+(scenario × contract). Exit 0 when no check fails (skips and warnings listed with their reasons;
+``--strict`` fails on them too), 1 otherwise; a ``--baseline`` excuses listed failures and fails on
+stale entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from contracts.checks import Check
+from fake_server.scenario import Scenario
+from harness import scenario_lookup
+from harness.exitcodes import INVALID_INPUT, UsageError
+from harness.report import judge, load_baseline, render_table, summary_dict, write_checks_json, write_junit
+from harness.runner import ScenarioRun, run_many
+from harness.targets import TARGET_NAMES
+
+NAME = "run"
+HELP = "run the contract suite: scenarios x target, a table of what holds, exit 1 when a contract fails"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", choices=TARGET_NAMES, default="fake", help="where the server runs (default: fake)")
+    parser.add_argument(
+        "--scenario",
+        metavar="NAME|PATH",
+        action="append",
+        default=[],
+        help="a built-in scenario name or a scenario file (repeatable; default: every built-in scenario)",
+    )
+    parser.add_argument("--scenario-dir", metavar="DIR", action="append", default=[], help="every scenario file of DIR")
+    parser.add_argument("--report", metavar="DIR", help="write checks.json, junit.xml and each session record here")
+    parser.add_argument("--strict", action="store_true", help="skips and warnings fail the run too")
+    parser.add_argument("--baseline", metavar="FILE", help="known failures (JSON list; a previous checks.json works)")
+    parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--ascii", action="store_true", help="plain ASCII statuses in the table")
+
+
+def _scenarios(args: argparse.Namespace) -> list[Scenario]:
+    specs: list[str] = list(args.scenario)
+    for directory in args.scenario_dir:
+        specs += [str(p) for p in scenario_lookup.scenario_files(directory)]
+    if not specs:
+        specs = scenario_lookup.builtin_names()
+        if not specs:
+            raise UsageError(f"no built-in scenarios found in {scenario_lookup.BUILTIN_DIR}")
+    return [scenario_lookup.resolve(spec) for spec in specs]
+
+
+def _progress(run: ScenarioRun, n: int, total: int) -> None:
+    counts = {s: sum(c.status == s for c in run.checks) for s in ("pass", "fail", "warn", "skip")}
+    if run.skipped:
+        what = f"skipped: {run.skipped}"
+    else:
+        what = f"{counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn, {counts['skip']} skip"
+    width = len(str(total))
+    print(
+        f"[{n:>{width}}/{total}] {run.scenario} [{run.target}] {run.status.upper():4} {what} ({run.wall_s:.2f}s)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    baseline = load_baseline(args.baseline) if args.baseline else []
+    try:
+        scenarios = _scenarios(args)
+    except scenario_lookup.ScenarioError as exc:
+        print(f"codex-harness run: {exc}", file=sys.stderr)
+        return INVALID_INPUT
+    report_dir = Path(args.report) if args.report else None
+    if report_dir is not None:
+        try:
+            report_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create report directory {report_dir}: {exc.strerror}") from None
+    codex = Path(args.codex) if args.codex else None
+    runs = run_many(
+        scenarios, [args.target], codex=codex, report_dir=report_dir, progress=None if args.quiet else _progress
+    )
+    checks: list[Check] = [c for r in runs for c in r.checks]
+    verdict = judge(checks, strict=args.strict, baseline=baseline)
+    print(render_table(checks, verdict, ascii_only=args.ascii), end="")
+    if report_dir is not None:
+        write_checks_json(checks, report_dir / "checks.json")
+        write_junit(checks, report_dir / "junit.xml")
+        summary = summary_dict(checks, verdict)
+        print(f"report: {report_dir}/checks.json, junit.xml, sessions/ ({summary['checks']} checks)")
+    wall = sum(r.wall_s for r in runs)
+    print(f"wall time {wall:.2f}s for {len(runs)} scenario run(s)", file=sys.stderr)
+    return verdict.exit_code

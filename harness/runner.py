@@ -1,0 +1,299 @@
+"""The runner: plays one scenario against one target with the client and builds the session record.
+
+The client follows the scenario's ``[client]`` part: approval decisions in order of arrival, cancel /
+steer / resume actions at their triggers, the budgets and deadlines. The record keeps the wire
+transcript, each turn's Result, both trace bundles, the server's exit status and stderr tail, and the
+scenario's ``[expect]``; the contracts then judge it (:func:`run_one`).
+
+Every scenario runs in its own ``trio.run``: the in-process fake under
+``trio.testing.MockClock(autojump_threshold=0)`` (a 30 s scripted delay costs no wall time), the process
+targets on the real clock.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+from contracts.checks import CONTRACT_NAMES, Check, run_all
+from contracts.record import SessionRecord, TurnResult
+from fake_server.scenario import ClientAction, ClientPlan, Scenario
+from harness.client.errors import ClientError
+from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
+from harness.client.session import SessionOptions, open_session
+from harness.jsonrpc import RpcError
+from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_target
+
+#: Wall-clock bound of one scenario on a process target (the scenario's own budgets are far below).
+PROCESS_RUN_LIMIT_S = 120.0
+#: Virtual-time bound of one scenario in process: a hung fake or client ends as a failed run, not a hang.
+VIRTUAL_RUN_LIMIT_S = 3600.0
+RUNNER_CONTRACT = "runner"
+WORKDIR = "/RUN/workdir"
+
+#: A cancel trigger the latency probe installs instead of the scenario's actions.
+CancelTrigger = Callable[[TurnEvent], bool]
+
+
+@dataclass(slots=True)
+class ScenarioRun:
+    """One (scenario, target): its checks, its record (None when skipped or when the run broke)."""
+
+    scenario: str
+    target: str
+    checks: list[Check] = field(default_factory=list)
+    record: SessionRecord | None = None
+    skipped: str | None = None
+    wall_s: float = 0.0
+    saved_to: Path | None = None
+
+    @property
+    def status(self) -> str:
+        statuses = {c.status for c in self.checks}
+        for s in ("fail", "warn", "skip"):
+            if s in statuses:
+                return s
+        return "pass"
+
+
+# --- playing one scenario ---------------------------------------------------------------------------
+
+
+def session_options(plan: ClientPlan, client_trace_dir: Path | None) -> SessionOptions:
+    return SessionOptions(
+        experimental_api=plan.experimental_api,
+        opt_out_notifications=tuple(plan.opt_out),
+        request_timeout=plan.request_timeout_ms / 1000,
+        interrupt_budget=plan.interrupt_budget_ms / 1000,
+        teardown_timeout=plan.teardown_ms / 1000,
+        turn_timeout=plan.turn_timeout_ms / 1000,
+        trace_dir=client_trace_dir,
+        initialize=False,  # the runner initializes inside the block so a failed handshake still has a record
+    )
+
+
+def _triggered(action: ClientAction, event: TurnEvent) -> bool:
+    if action.at == "started":
+        return isinstance(event, TurnStarted)
+    if action.at == "delta":
+        return isinstance(event, MessageDelta) and event.n == action.n
+    if action.at == "item_started":
+        return isinstance(event, ItemStarted) and event.n == action.n
+    if action.at == "approval_pending":
+        return isinstance(event, ApprovalRequested) and event.n == action.n
+    return False
+
+
+async def _play_turn(
+    session: Any,
+    text: str,
+    actions: tuple[ClientAction, ...],
+    cancel_trigger: tuple[CancelTrigger, float] | None,
+) -> TurnResult | None:
+    """One turn, acting on its events; returns the Result (None only if the client gave none)."""
+    turn = session.turn(text)
+    fired: set[int] = set()
+    with trio.CancelScope() as caller:  # cancelling the caller's scope is how a user cancels
+
+        async def act(action: ClientAction | None, delay_s: float) -> None:
+            if delay_s > 0:
+                await trio.sleep(delay_s)
+            if action is None or action.do == "cancel":
+                caller.cancel()
+            elif action.do == "steer":
+                try:
+                    await turn.steer(action.text)
+                except (ClientError, RpcError) as exc:
+                    session.note(f"runner: steer failed: {exc}")
+
+        async with turn, trio.open_nursery() as nursery:
+            for i, action in enumerate(actions):
+                if action.at == "delay":
+                    fired.add(i)
+                    nursery.start_soon(act, action, action.delay_ms / 1000)
+            async for event in turn:
+                for i, action in enumerate(actions):
+                    if i not in fired and _triggered(action, event):
+                        fired.add(i)
+                        nursery.start_soon(act, action, action.delay_ms / 1000)
+                if cancel_trigger is not None and cancel_trigger[0](event):
+                    nursery.start_soon(act, None, cancel_trigger[1])
+                    cancel_trigger = None
+            nursery.cancel_scope.cancel()  # actions still waiting for a later trigger are moot
+    return turn.result
+
+
+async def _play_session(
+    session: Any, scenario: Scenario, cancel_trigger: tuple[CancelTrigger, float] | None, record: SessionRecord
+) -> None:
+    plan = scenario.client
+    try:
+        await session.initialize()
+        thread_id = await session.start_thread(cwd=WORKDIR)
+    except (ClientError, RpcError) as exc:
+        # A failed handshake or thread start ends every turn of the task as failed (client-behaviour.md §7).
+        record.meta["startup_failure"] = f"{type(exc).__name__}: {exc}"
+        for i in range(len(scenario.turns)):
+            session.results.append(TurnResult(index=i, status="failed", error=f"startup failed: {exc}"))
+        return
+    for i, script in enumerate(scenario.turns):
+        actions = plan.actions_for(i + 1)
+        if any(a.do == "resume" for a in actions):
+            try:
+                thread_id = await session.resume_thread(thread_id, cwd=WORKDIR)
+            except (ClientError, RpcError) as exc:
+                session.note(f"runner: thread/resume failed: {exc}")
+        probe = cancel_trigger if i == 0 else None
+        await _play_turn(session, script.input, tuple(a for a in actions if a.do != "resume"), probe)
+
+
+def _server_trace(trace_root: Path | None) -> Path | None:
+    if trace_root is None or not trace_root.is_dir():
+        return None
+    bundles = sorted(p for p in trace_root.iterdir() if p.is_dir() and (p / "manifest.json").exists())
+    if not bundles and (trace_root / "manifest.json").exists():
+        return trace_root
+    return bundles[-1] if bundles else None
+
+
+async def _play_async(
+    scenario: Scenario,
+    target: str,
+    work_dir: Path,
+    codex: Path | None,
+    cancel_trigger: tuple[CancelTrigger, float] | None,
+    limit_s: float,
+) -> SessionRecord:
+    record = SessionRecord(scenario.name, target, scenario.expect)
+    client_trace = work_dir / "client-trace"
+    options = session_options(scenario.client, client_trace)
+    plan = scenario.client
+
+    def policy(request: Any) -> str:
+        return plan.decision(request.index)
+
+    run: TargetRun | None = None
+    with trio.move_on_after(limit_s) as limit:
+        async with open_target(target, scenario, work_dir=work_dir, codex=codex) as run:
+            record.virtual_time = run.virtual_time
+            record.schema_release = run.schema_release
+            record.server_version = run.server_version
+            record.meta.update(run.meta)
+            session = None
+            try:
+                async with open_session(run.transport, options, policy=policy) as session:
+                    await _play_session(session, scenario, cancel_trigger, record)
+            except Exception as exc:  # the client let an exception escape: a finding, recorded
+                record.client_errors.append("".join(traceback.format_exception_only(exc)).strip())
+            if session is not None:
+                startup = record.meta.get("startup_failure")
+                session.fill_record(record)
+                if startup:
+                    record.meta["startup_failure"] = startup
+    if limit.cancelled_caught:
+        record.client_errors.append(f"runner: the scenario did not finish within {limit_s:g} s")
+    if run is not None:
+        record.server_trace = _server_trace(run.trace_root)
+    if record.client_trace is None and (client_trace / "manifest.json").exists():
+        record.client_trace = client_trace
+    return record
+
+
+def play(
+    scenario: Scenario,
+    target: str,
+    *,
+    work_dir: Path,
+    codex: Path | None = None,
+    cancel_trigger: tuple[CancelTrigger, float] | None = None,
+) -> SessionRecord:
+    """Play ``scenario`` on ``target`` in a fresh ``trio.run``; traces go under ``work_dir``."""
+    if target not in TARGET_NAMES:
+        raise TargetUnavailable(f"unknown target {target!r} (known: {', '.join(TARGET_NAMES)})")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    if target == "fake":
+        clock = trio.testing.MockClock(autojump_threshold=0)
+        return trio.run(
+            _play_async, scenario, target, work_dir, codex, cancel_trigger, VIRTUAL_RUN_LIMIT_S, clock=clock
+        )
+    return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, PROCESS_RUN_LIMIT_S)
+
+
+def skipped_checks(scenario: str, target: str, reason: str) -> list[Check]:
+    """One skip per contract, so checks.json holds every (scenario, target, contract)."""
+    return [Check(scenario, target, c, "scenario", "skip", reason, "") for c in CONTRACT_NAMES]
+
+
+def run_one(
+    scenario: Scenario,
+    target: str,
+    *,
+    codex: Path | None = None,
+    save_dir: Path | None = None,
+    work_root: Path | None = None,
+    contracts: tuple[str, ...] = CONTRACT_NAMES,
+) -> ScenarioRun:
+    """Play and judge one (scenario, target). Never raises for a scenario: a broken run is a failed check."""
+    outcome = ScenarioRun(scenario.name, target)
+    supported, reason = scenario.supports(target)
+    if not supported:
+        outcome.skipped = reason
+        outcome.checks = skipped_checks(scenario.name, target, reason)
+        return outcome
+    started = time.perf_counter()
+    work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-{scenario.name}-", dir=work_root))
+    try:
+        try:
+            record = play(scenario, target, work_dir=work_dir / "run", codex=codex)
+        except TargetUnavailable as exc:
+            outcome.skipped = f"target {target} not available: {exc}"
+            outcome.checks = skipped_checks(scenario.name, target, outcome.skipped)
+            return outcome
+        except Exception as exc:
+            detail = "".join(traceback.format_exception(exc)[-3:]).strip()
+            outcome.checks = [Check(scenario.name, target, RUNNER_CONTRACT, "play", "fail", detail, "")]
+            return outcome
+        if save_dir is not None:
+            record.save(save_dir)
+            outcome.saved_to = save_dir
+            record = SessionRecord.load(save_dir)  # judge what was saved: the report's record is the judged one
+        outcome.record = record
+        outcome.checks = run_all(record, contracts)
+    finally:
+        outcome.wall_s = time.perf_counter() - started
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return outcome
+
+
+def run_many(
+    scenarios: Iterable[Scenario],
+    targets: Iterable[str],
+    *,
+    codex: Path | None = None,
+    report_dir: Path | None = None,
+    progress: Callable[[ScenarioRun, int, int], None] | None = None,
+) -> list[ScenarioRun]:
+    pairs = [(s, t) for t in targets for s in scenarios]
+    runs = []
+    for n, (scenario, target) in enumerate(pairs, 1):
+        save = report_dir / "sessions" / target / scenario.name if report_dir is not None else None
+        run = run_one(scenario, target, codex=codex, save_dir=save)
+        runs.append(run)
+        if progress is not None:
+            progress(run, n, len(pairs))
+    return runs
+
+
+def with_cancel_only(scenario: Scenario) -> Scenario:
+    """The scenario without its own cancel actions (the latency probe places its own)."""
+    actions = tuple(a for a in scenario.client.actions if a.do != "cancel")
+    return replace(scenario, client=replace(scenario.client, actions=actions))

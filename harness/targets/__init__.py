@@ -1,0 +1,62 @@
+"""Targets a scenario runs against: ``fake`` (in-process, virtual time), ``fake-process`` (``fake-codex
+app-server`` over stdio) and ``real`` (``codex app-server`` + the mock Responses API).
+
+A target is an async context manager that yields a :class:`TargetRun`: the transport the client talks
+to, whether its clock is virtual, where the server writes its trace, and the release to validate
+against. :func:`open_target` picks one by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fake_server.scenario import Scenario
+
+TARGET_NAMES: tuple[str, ...] = ("fake", "fake-process", "real")
+
+
+class TargetUnavailable(Exception):
+    """The target cannot run here (no binary, not built yet); ``str()`` says why."""
+
+
+@dataclass(slots=True)
+class TargetRun:
+    name: str
+    transport: Any  # harness.client.transport.Transport
+    virtual_time: bool
+    trace_root: Path | None
+    schema_release: str = "0.171.0"
+    server_version: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@asynccontextmanager
+async def open_target(
+    name: str,
+    scenario: Scenario,
+    *,
+    work_dir: Path,
+    codex: Path | None = None,
+    scenario_file: Path | None = None,
+) -> AsyncIterator[TargetRun]:
+    if name == "fake":
+        from harness.targets.fake import in_process
+
+        async with in_process(scenario, work_dir=work_dir) as run:
+            yield run
+    elif name == "fake-process":
+        from harness.targets.fake import fake_process
+
+        async with fake_process(scenario, work_dir=work_dir, scenario_file=scenario_file) as run:
+            yield run
+    elif name == "real":
+        from harness.targets.real_adapter import real
+
+        async with real(scenario, work_dir=work_dir, codex=codex) as run:
+            yield run
+    else:
+        raise TargetUnavailable(f"unknown target {name!r} (known: {', '.join(TARGET_NAMES)})")

@@ -1,0 +1,62 @@
+"""The two fake targets: the engine in process (under the caller's clock) and ``fake-codex app-server``."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fake_server.scenario import Scenario
+from fake_server.scenario_file import dump
+from harness.targets import TargetRun, TargetUnavailable
+
+TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
+
+
+@asynccontextmanager
+async def in_process(scenario: Scenario, *, work_dir: Path) -> AsyncIterator[TargetRun]:
+    try:
+        from fake_server.inprocess import serve_in_process
+    except ImportError as exc:
+        raise TargetUnavailable(f"the in-process fake is not available: {exc}") from exc
+    trace_root = work_dir / "server-trace-root"
+    trace_root.mkdir(parents=True, exist_ok=True)
+    async with serve_in_process(scenario, trace_root=trace_root) as server:
+        yield TargetRun("fake", server, virtual_time=True, trace_root=trace_root, server_version="0.171.0")
+
+
+def fake_codex_argv() -> list[str]:
+    """``fake-codex`` next to this interpreter (the venv's script), else ``python -m fake_server.cli``."""
+    script = Path(sys.executable).parent / "fake-codex"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("fake-codex")
+    return [found] if found else [sys.executable, "-m", "fake_server.cli"]
+
+
+@asynccontextmanager
+async def fake_process(
+    scenario: Scenario, *, work_dir: Path, scenario_file: Path | None = None
+) -> AsyncIterator[TargetRun]:
+    from harness.client.process import child_environment, spawn_process
+
+    if scenario_file is None:
+        scenario_file = Path(scenario.source) if scenario.source and Path(scenario.source).is_file() else None
+    if scenario_file is None:  # a scenario built in Python: the process reads it from a file
+        scenario_file = dump(scenario, work_dir / f"{scenario.name}.toml")
+    trace_root = work_dir / "server-trace-root"
+    trace_root.mkdir(parents=True, exist_ok=True)
+    env = child_environment(None)
+    env[TRACE_ROOT_ENV] = str(trace_root)
+    argv = [*fake_codex_argv(), "app-server", "--scenario", str(scenario_file)]
+    async with spawn_process(argv, cwd=work_dir, env=env) as transport:
+        yield TargetRun(
+            "fake-process",
+            transport,
+            virtual_time=False,
+            trace_root=trace_root,
+            server_version="0.171.0",
+            meta={"argv": argv},
+        )
