@@ -14,6 +14,7 @@ checked against the response type of the method it answers when the caller names
 from __future__ import annotations
 
 import functools
+import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
@@ -63,8 +64,8 @@ def _pointer(parts: Iterable[str | int]) -> str:
 def _show(value: Any, limit: int | None = _GOT_LIMIT) -> str:
     try:
         text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
+    except (TypeError, ValueError):  # not JSON (a set, a non-str key, nesting past orjson's limit)
+        text = reprlib.repr(value)  # depth- and length-bounded, unlike repr()
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -261,7 +262,7 @@ class Validator:
         lines += [f"  {v.message}" for v in violations]
         try:
             errors = list(self._explainer(key).iter_errors(frame))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             errors = []
         if errors:
             best = jsonschema.exceptions.best_match(errors)

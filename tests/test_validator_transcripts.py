@@ -264,3 +264,23 @@ _frameish = st.fixed_dictionaries(
 def test_validate_never_raises(frame: Any, direction: str, method: str | None) -> None:
     violations = Validator.for_release().validate(frame, direction, method)  # type: ignore[arg-type]
     assert all(isinstance(v, Violation) and v.message for v in violations)
+
+
+def test_frames_no_codec_would_produce_are_violations_not_exceptions() -> None:
+    validator = Validator.for_release()
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(50_000):
+        node["a"] = {}
+        node = node["a"]
+    for frame, direction, method in [
+        ({"id": 1, "result": deep}, "s2c", "thread/start"),
+        ({"method": "turn/started", "params": deep, "emittedAtMs": 1}, "s2c", None),
+        ({"method": "initialized", 1: 2}, "c2s", None),
+        ({"id": 1, "result": {1, 2}}, "s2c", "thread/start"),
+    ]:
+        (violation,) = validator.validate(frame, direction, method)  # type: ignore[arg-type]
+        assert violation.kind == "not_json" and len(violation.got) <= 80
+        assert validator.explain(frame, direction, method)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="direction"):
+        validator.validate({}, "up")  # type: ignore[arg-type]

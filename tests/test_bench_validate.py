@@ -1,0 +1,18 @@
+"""bench/validate.py runs end to end and prints its rates next to the orjson.loads baseline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "validate.py"
+
+
+def test_validate_benchmark_prints_the_ratio(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--seconds", "0.2"], capture_output=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    out = proc.stdout.decode()
+    assert "orjson.loads alone" in out and "x orjson.loads" in out and "(4 invalid" in out
