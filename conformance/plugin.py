@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.noleak import no_leaked_processes  # noqa: F401  (autouse: registers the no-leak check)
 from harness.codex_bin import CodexNotFound, find_codex
 
 REQUIRE_REAL_ENV = "CODEX_HARNESS_REQUIRE_REAL"

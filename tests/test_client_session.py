@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from contracts.usage import UsageBuckets
+from harness.client.approvals import ApprovalRequest, in_order
+from harness.client.errors import LineTooLong, RequestTimeout, RpcError
 from harness.client.events import (
+    ApprovalAnswered,
+    ApprovalRequested,
     MessageDelta,
     TurnEnded,
     UsageUpdated,
 )
 from harness.client.memory import ScriptedPeer, memory_pair
-from harness.client.session import SessionOptions, open_session
+from harness.client.session import Session, SessionOptions, open_session
 
 THREAD = "thr-1"
 MODEL = "mock-model"
@@ -131,3 +136,513 @@ async def test_plain_turn_completes_with_usage_and_text(autojump_clock: trio.tes
     init = session.wire[0].frame
     assert init is not None and init["method"] == "initialize"
     assert init["params"]["capabilities"] == {"experimentalApi": False}
+
+
+async def run_client(peer_script: Any, body: Any, **options: Any) -> Session:
+    """Run ``peer_script(peer)`` against a session running ``body(session)``; returns the session."""
+    transport, peer = memory_pair()
+    holder: dict[str, Session] = {}
+
+    async def server() -> None:
+        await handshake(peer)
+        await thread_start(peer)
+        await peer_script(peer)
+        await serve_until_eof(peer)
+
+    policy = options.pop("policy", None)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        kwargs: dict[str, Any] = {"policy": policy} if policy is not None else {}
+        async with open_session(transport, opts(**options), **kwargs) as session:
+            holder["s"] = session
+            await session.start_thread()
+            await body(session)
+        nursery.cancel_scope.cancel()
+    return holder["s"]
+
+
+async def consume(session: Session, text: str = "hi", **kw: Any) -> Any:
+    async with session.turn(text, **kw) as turn:
+        events = [event async for event in turn]
+    return turn, events
+
+
+async def test_cancel_after_delta_interrupts_and_keeps_usage(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        base = {"threadId": THREAD, "turnId": "t1"}
+        await peer.notify("item/started", {**base, "item": {"type": "agentMessage", "id": "m1", "text": ""}})
+        await peer.notify("item/agentMessage/delta", {**base, "itemId": "m1", "delta": "Hel"})
+        interrupt = await peer.expect("turn/interrupt")
+        assert interrupt.params == {"threadId": THREAD, "turnId": "t1"}  # type: ignore[union-attr]
+        await trio.sleep(0.12)
+        await peer.notify("thread/tokenUsage/updated", {**base, "tokenUsage": usage((100, 30, 10), (100, 30, 10))})
+        await peer.respond(interrupt.id, {})  # type: ignore[union-attr]
+        await turn_end(peer, "t1", "interrupted")
+
+    seen: list[Any] = []
+
+    async def body(session: Session) -> None:
+        with trio.move_on_after(10) as scope:
+            async with session.turn("hi") as turn:
+                async for event in turn:
+                    seen.append(event)
+                    if isinstance(event, MessageDelta):
+                        scope.cancel()
+        assert scope.cancelled_caught
+        seen.append(turn)
+
+    session = await run_client(script, body)
+    turn = seen[-1]
+    result = turn.result
+    assert result.status == "aborted" and result.error == "execution cancelled"
+    assert result.server_status == "interrupted" and not result.killed
+    assert result.usage == {MODEL: UsageBuckets(input=70, cache_read=30, output=10)}
+    assert result.items_closed_locally == ["m1"]
+    assert turn.partial_text == "Hel"
+    assert result.interrupt_sent_at is not None and result.turn_completed_at is not None
+    assert abs(result.turn_completed_at - result.interrupt_sent_at - 0.12) < 1e-6
+    assert result.ended_at == result.turn_completed_at  # the Result is delivered at turn/completed
+    logs = [entry for entry in session.log if entry["msg"] == "codex turn interrupted"]
+    assert len(logs) == 1 and abs(logs[0]["latency"] - 0.12) < 1e-6 and logs[0]["turn_id"] == "t1"
+    assert not session.killed
+    assert next(n.note for n in session.wire if n.dir == "note").startswith("cancel: aborted")
+
+
+async def test_interrupt_ignored_kills_at_the_budget(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        await peer.expect("turn/interrupt")
+        await trio.sleep_forever()
+
+    async def body(session: Session) -> None:
+        start = trio.current_time()
+        with trio.move_on_after(1):
+            await consume(session)
+        assert trio.current_time() - start == pytest.approx(1.5)  # cancel at 1 s + the 0.5 s budget
+        turn = session._turns[-1]
+        assert turn.result.status == "aborted" and turn.result.killed
+        assert "interrupt completion timed out after 0.5s" in turn.result.kill_reason
+
+    session = await run_client(script, body)
+    assert session.killed and session.transport.killed  # type: ignore[attr-defined]
+    assert session.log[-1]["msg"] == "cleanup"
+
+
+async def test_interrupt_error_answer_kills(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        req = await peer.expect("turn/interrupt")
+        await peer.respond_error(req.id, -32600, "no active turn to interrupt")  # type: ignore[union-attr]
+
+    async def body(session: Session) -> None:
+        async with session.turn("hi") as turn:
+            turn.cancel()
+        assert turn.result.status == "aborted" and turn.result.killed
+        assert turn.result.kill_reason == "turn interrupt failed: no active turn to interrupt"
+
+    await run_client(script, body)
+
+
+async def test_cancel_before_turn_id_kills_at_once(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await peer.expect("turn/start")
+        await trio.sleep_forever()
+
+    async def body(session: Session) -> None:
+        turn = session.turn("hi")
+        start = trio.current_time()
+        with trio.move_on_after(0.25):
+            async with turn:
+                pass
+        assert trio.current_time() - start == pytest.approx(0.25)
+        assert turn.result.status == "aborted" and turn.result.killed
+        assert turn.result.kill_reason == "cancelled before the turn had an id"
+        assert turn.result.interrupt_sent_at is None
+
+    await run_client(script, body)
+
+
+async def test_turn_deadline_gives_timeout(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        req = await peer.expect("turn/interrupt")
+        await peer.respond(req.id, {})  # type: ignore[union-attr]
+        await turn_end(peer, "t1", "interrupted")
+
+    async def body(session: Session) -> None:
+        turn, events = await consume(session, timeout=3.0)
+        assert turn.result.status == "timeout" and turn.result.error == "timed out after 3s"
+        assert turn.result.server_status == "interrupted" and not turn.result.killed
+        assert isinstance(events[-1], TurnEnded)
+
+    session = await run_client(script, body)
+    assert not session.killed
+
+
+async def test_error_and_idle_do_not_end_the_turn(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        base = {"threadId": THREAD, "turnId": "t1"}
+        await peer.notify("error", {**base, "error": {"message": "Reconnecting... 1/1"}, "willRetry": True})
+        await peer.notify("error", {**base, "error": {"message": "boom"}, "willRetry": False})
+        await peer.notify("thread/status/changed", {"threadId": THREAD, "status": {"type": "idle"}})
+        await message(peer, "t1", "m1", ["final"], phase="final_answer")
+        await trio.sleep(1)
+        await turn_end(peer, "t1", "completed")
+
+    async def body(session: Session) -> None:
+        turn, _ = await consume(session)
+        assert turn.result.status == "failed" and turn.result.error == "boom"
+        assert turn.result.final_text == "final"
+        assert turn.result.ended_at - turn.result.started_at >= 1
+
+    await run_client(script, body)
+
+
+async def test_failed_turn_and_next_turn_on_the_same_server(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        await turn_end(peer, "t1", "failed", error="model exploded")
+        await turn_begin(peer, "t2")
+        await message(peer, "t2", "m1", ["a"])
+        await message(peer, "t2", "m2", ["b"])
+        await turn_end(peer, "t2")
+
+    async def body(session: Session) -> None:
+        first, _ = await consume(session)
+        second, _ = await consume(session)
+        assert first.result.status == "failed" and first.result.error == "model exploded"
+        assert second.result.status == "completed" and second.result.final_text == "b"
+        assert [r.index for r in session.results] == [0, 1]
+
+    await run_client(script, body)
+
+
+async def test_completion_before_turn_start_response_and_foreign_events(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        req = await peer.expect("turn/start")
+        # a sub-agent thread and a replayed earlier turn must not touch this turn
+        await peer.notify("turn/started", {"threadId": "other", "turn": {"id": "sub"}})
+        await peer.notify("turn/started", {"threadId": THREAD, "turn": {"id": "t1"}})
+        await peer.notify("turn/completed", {"threadId": "other", "turn": {"id": "sub", "status": "completed"}})
+        await peer.notify(
+            "thread/tokenUsage/updated", {"threadId": THREAD, "turnId": "t0", "tokenUsage": usage((9, 0, 9), (9, 0, 9))}
+        )
+        await message(peer, "t1", "m1", ["done"])
+        await turn_end(peer, "t1")
+        await peer.respond(req.id, {"turn": {"id": "t1", "status": "inProgress"}})  # type: ignore[union-attr]
+        await turn_end(peer, "t1")  # duplicate completion: ignored
+        await peer.notify(
+            "thread/tokenUsage/updated", {"threadId": THREAD, "turnId": "t1", "tokenUsage": usage((5, 1, 2), (5, 1, 2))}
+        )
+
+    async def body(session: Session) -> None:
+        turn, _ = await consume(session)
+        assert turn.result.status == "completed" and turn.result.final_text == "done"
+        assert turn.result.completed_consumed == 1
+        await trio.sleep(1)  # the late usage after turn/completed still counts
+        assert turn.result.usage == {MODEL: UsageBuckets(input=4, cache_read=1, output=2)}
+        assert session.other_thread_dropped == 2
+
+    await run_client(script, body)
+
+
+async def test_usage_duplicates_and_tool_loop_add_exactly(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t2")
+        base = {"threadId": THREAD, "turnId": "t2"}
+        # the thread's earlier turn is inside `total` and must not be charged
+        first = usage((100, 40, 20), (200, 80, 40))
+        second = usage((100, 40, 20), (300, 120, 60))
+        for tokens in (first, first, second, second):
+            await peer.notify("thread/tokenUsage/updated", {**base, "tokenUsage": tokens})
+        await turn_end(peer, "t2")
+
+    async def body(session: Session) -> None:
+        turn, events = await consume(session)
+        assert turn.result.usage == {MODEL: UsageBuckets(input=120, cache_read=80, output=40)}
+        added = [e.added for e in events if isinstance(e, UsageUpdated)]
+        assert [a.output for a in added] == [20, 0, 20, 0]
+
+    await run_client(script, body)
+
+
+async def test_approvals_policies_in_order(autojump_clock: trio.testing.MockClock) -> None:
+    answers: list[Any] = []
+
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        base = {"threadId": THREAD, "turnId": "t1"}
+        for n, method in enumerate(
+            ["item/commandExecution/requestApproval", "item/fileChange/requestApproval", "execCommandApproval"]
+        ):
+            item = {"type": "commandExecution", "id": f"call_{n}", "status": "inProgress"}
+            await peer.notify("item/started", {**base, "item": item})
+            rid = await peer.request(method, {**base, "itemId": f"call_{n}", "startedAtMs": 1})
+            answer = await peer.receive()
+            answers.append(answer.frame)  # type: ignore[union-attr]
+            await peer.notify("serverRequest/resolved", {"threadId": THREAD, "requestId": rid})
+            await peer.notify("item/completed", {**base, "item": {**item, "status": "completed"}})
+        await turn_end(peer, "t1")
+
+    async def body(session: Session) -> None:
+        turn, events = await consume(session)
+        assert turn.result.status == "completed"
+        asked = [e for e in events if isinstance(e, ApprovalRequested)]
+        assert [e.n for e in asked] == [1, 2, 3] and [e.index for e in asked] == [0, 1, 2]
+        assert [e.decision for e in events if isinstance(e, ApprovalAnswered)] == ["decline", "accept", "cancel"]
+
+    await run_client(script, body, policy=in_order(["decline", "accept", "cancel"]))
+    assert answers == [
+        {"id": 0, "result": {"decision": "decline"}},
+        {"id": 1, "result": {"decision": "accept"}},
+        {"id": 2, "result": {"decision": "abort"}},
+    ]
+
+
+async def test_policy_raising_or_late_and_unknown_requests(autojump_clock: trio.testing.MockClock) -> None:
+    answers: list[Any] = []
+
+    async def policy(request: ApprovalRequest) -> str:
+        if request.index == 0:
+            raise ValueError("no idea")
+        await trio.sleep(1000)
+        return "accept"
+
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        base = {"threadId": THREAD, "turnId": "t1", "startedAtMs": 1}
+        for method in ("item/commandExecution/requestApproval", "item/fileChange/requestApproval", "item/tool/call"):
+            await peer.request(method, {**base, "itemId": "x"})
+            answers.append((await peer.receive()).frame)  # type: ignore[union-attr]
+        await turn_end(peer, "t1")
+
+    async def body(session: Session) -> None:
+        turn, events = await consume(session)
+        assert turn.result.status == "failed"
+        assert turn.result.error == "unsupported app-server request: item/tool/call"
+        reasons = [e.reason for e in events if isinstance(e, ApprovalAnswered)]
+        assert reasons[0].startswith("approval policy failed: ValueError")
+        assert reasons[1] == "approval policy past its deadline"
+
+    await run_client(script, body, policy=policy, approval_timeout=5.0)
+    assert answers[0]["error"]["code"] == -32603 and "no idea" in answers[0]["error"]["message"]
+    assert answers[1] == {"id": 1, "result": {"decision": "cancel"}}
+    assert answers[2] == {
+        "error": {"code": -32601, "message": "unsupported app-server request: item/tool/call"},
+        "id": 2,
+    }
+
+
+async def test_cancel_while_approval_pending_closes_it_locally(autojump_clock: trio.testing.MockClock) -> None:
+    got_answer: list[Any] = []
+
+    async def hold(request: ApprovalRequest) -> str:
+        await trio.sleep_forever()
+        return "accept"
+
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        base = {"threadId": THREAD, "turnId": "t1"}
+        item = {"type": "commandExecution", "id": "call_1", "status": "inProgress"}
+        await peer.notify("item/started", {**base, "item": item})
+        rid = await peer.request("item/commandExecution/requestApproval", {**base, "itemId": "call_1"})
+        req = await peer.expect("turn/interrupt")
+        await peer.notify("thread/tokenUsage/updated", {**base, "tokenUsage": usage((60, 40, 20), (60, 40, 20))})
+        await peer.respond(req.id, {})  # type: ignore[union-attr]
+        await turn_end(peer, "t1", "interrupted")
+        await peer.notify("serverRequest/resolved", {"threadId": THREAD, "requestId": rid})
+        while (message := await peer.receive()) is not None:
+            got_answer.append(message.frame)
+
+    async def body(session: Session) -> None:
+        with trio.move_on_after(100) as scope:
+            async with session.turn("hi") as turn:
+                async for event in turn:
+                    if isinstance(event, ApprovalRequested):
+                        scope.cancel()
+        result = turn.result
+        assert result.status == "aborted" and not result.killed
+        assert result.approvals_closed_locally == ["0"] and result.items_closed_locally == ["call_1"]
+        assert result.usage == {MODEL: UsageBuckets(input=20, cache_read=40, output=20)}
+
+    session = await run_client(script, body, policy=hold)
+    # the cleared request is never answered afterwards
+    assert not any("result" in frame or "error" in frame for frame in got_answer)
+    assert not session.killed
+
+
+async def test_steer(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        req = await peer.expect("turn/steer")
+        assert req.params["expectedTurnId"] == "t1"  # type: ignore[union-attr]
+        await peer.respond(req.id, {"turnId": "t1"})  # type: ignore[union-attr]
+        bad = await peer.expect("turn/steer")
+        await peer.respond_error(bad.id, -32600, "expected active turn id")  # type: ignore[union-attr]
+        await message(peer, "t1", "m1", ["ok"])
+        await turn_end(peer, "t1")
+
+    async def body(session: Session) -> None:
+        async with session.turn("hi") as turn:
+            assert await turn.steer("more") == "t1"
+            with pytest.raises(RpcError) as info:
+                await turn.steer("again")
+            assert info.value.code == -32600 and info.value.method == "turn/steer"
+        assert turn.result.status == "completed"
+
+    await run_client(script, body)
+
+
+async def test_crash_mid_turn_fails_with_stderr(autojump_clock: trio.testing.MockClock) -> None:
+    transport, peer = memory_pair()
+
+    async def server() -> None:
+        await handshake(peer)
+        await thread_start(peer)
+        await turn_begin(peer, "t1")
+        await peer.send_raw(b'{"method":"item/agentMessage/del')
+        transport.stderr.feed(b"panic: Bearer secret-token-123\n")
+        peer.exit(101)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        async with open_session(transport, opts()) as session:
+            await session.start_thread()
+            start = trio.current_time()
+            turn, _ = await consume(session)
+            assert trio.current_time() - start < 0.2
+            with pytest.raises(Exception) as info:
+                await session.request("thread/list", {})
+    result = turn.result
+    assert result.status == "failed"
+    assert result.error.startswith("process exited with status 101; stderr: panic: Bearer [REDACTED]")
+    assert any(entry.error == "truncated_at_eof" for entry in session.wire)
+    assert "failed" in str(info.value) or "exited" in str(info.value)
+
+
+async def test_garbage_lines_are_recorded_and_skipped(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await peer.send_raw(b"this is not JSON\n[1,2]\n\xff\xfe\n{}\n")
+        await turn_begin(peer, "t1")
+        await turn_end(peer, "t1")
+
+    async def body(session: Session) -> None:
+        turn, _ = await consume(session)
+        assert turn.result.status == "completed"
+        kinds = [e.error for e in session.wire if e.error]
+        assert kinds == ["invalid_json", "not_an_object", "invalid_utf8", "not_a_message"]
+
+    await run_client(script, body)
+
+
+async def test_oversized_line_fails_the_turn(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        await peer.send_raw(b"{" + b"x" * 5000)
+        await trio.sleep_forever()
+
+    async def body(session: Session) -> None:
+        turn, _ = await consume(session)
+        result = turn.result
+        assert result.status == "failed" and result.killed
+        assert (
+            result.error
+            == "lost frame: server line of at least 5001 bytes exceeds the cap of 4096 bytes: a frame was lost"
+        )
+        assert isinstance(session.failure, LineTooLong)
+
+    await run_client(script, body, max_line=4096)
+
+
+async def test_request_errors_and_timeouts(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        req = await peer.expect("thread/list")
+        await peer.respond_error(req.id, -32600, "Invalid request: missing field `params`")  # type: ignore[union-attr]
+        await peer.expect("thread/read")
+        await trio.sleep_forever()
+
+    async def body(session: Session) -> None:
+        with pytest.raises(RpcError) as info:
+            await session.request("thread/list")
+        assert info.value.code == -32600 and "missing field" in info.value.message
+        with pytest.raises(RequestTimeout) as timeout:
+            await session.request("thread/read", {}, timeout=2)
+        assert str(timeout.value) == "app-server handshake timeout: `thread/read` did not respond after 2s"
+        assert session.alive  # only startup requests kill on timeout
+
+    await run_client(script, body)
+
+
+async def test_turn_start_error_gives_a_failed_result(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        req = await peer.expect("turn/start")
+        await peer.respond_error(req.id, -32600, "thread not found: x")  # type: ignore[union-attr]
+
+    async def body(session: Session) -> None:
+        turn, events = await consume(session)
+        assert turn.result.status == "failed" and turn.result.error == "turn/start failed: thread not found: x"
+        assert len(events) == 1 and isinstance(events[0], TurnEnded)
+
+    await run_client(script, body)
+
+
+async def test_inactivity_watchdog_times_out(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        await trio.sleep(5)
+        await message(peer, "t1", "m1", ["tick"])
+        req = await peer.expect("turn/interrupt")
+        await peer.respond(req.id, {})  # type: ignore[union-attr]
+        await turn_end(peer, "t1", "interrupted")
+
+    async def body(session: Session) -> None:
+        start = trio.current_time()
+        turn, _ = await consume(session)
+        assert turn.result.status == "timeout"
+        assert turn.result.error.startswith("semantic inactivity timeout after 8s")
+        assert trio.current_time() - start == pytest.approx(13)  # activity at 5 s restarts the 8 s window
+
+    await run_client(script, body, inactivity_timeout=8.0)
+
+
+async def test_unknown_server_request_outside_a_turn_is_answered(autojump_clock: trio.testing.MockClock) -> None:
+    answered: list[Any] = []
+
+    async def script(peer: ScriptedPeer) -> None:
+        await peer.request("account/chatgptAuthTokens/refresh", {})
+        answered.append((await peer.receive()).frame)  # type: ignore[union-attr]
+
+    async def body(session: Session) -> None:
+        await trio.sleep(1)
+
+    await run_client(script, body)
+    assert answered[0]["error"]["code"] == -32601
+
+
+async def test_resume_falls_back_to_start_on_rpc_error(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        req = await peer.expect("thread/resume")
+        assert req.params["excludeTurns"] is True  # type: ignore[union-attr]
+        await peer.respond_error(req.id, -32600, "thread not found")  # type: ignore[union-attr]
+        await thread_start(peer, "thr-2")
+
+    async def body(session: Session) -> None:
+        assert await session.resume_thread("gone") == "thr-2"
+        assert session.thread_id == "thr-2"
+
+    await run_client(script, body)
+
+
+async def test_cancel_during_initialize_kills(autojump_clock: trio.testing.MockClock) -> None:
+    transport, peer = memory_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(peer.expect, "initialize")
+        with trio.move_on_after(0.5):
+            async with open_session(transport, opts()):
+                pass
+        nursery.cancel_scope.cancel()
+    assert transport.killed

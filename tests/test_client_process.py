@@ -1,0 +1,159 @@
+"""The process transport with real children: process group, run marker, stderr tail, kill, no leaks."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import trio
+
+from conformance.noleak import marked_processes
+from harness.client.errors import LineTooLong
+from harness.client.process import RUN_MARKER_ENV, child_environment, run_marker, spawn_process
+from harness.client.session import SessionOptions, open_session
+from harness.client.stderr import StderrTail, redact
+
+# A minimal app-server: enough protocol for one plain turn, plus the misbehaviours under test.
+MINI_SERVER = textwrap.dedent(
+    r"""
+    import json, os, subprocess, sys, time
+    mode = sys.argv[1]
+    out = sys.stdout
+    def send(obj):
+        out.write(json.dumps(obj) + "\n"); out.flush()
+    sys.stderr.write("starting; Authorization: Bearer abc.def-123 and key sk-ABCDEFGHIJKLMNOP\n"); sys.stderr.flush()
+    if mode == "grandchild":
+        # a grandchild inherits stdout and outlives the server
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdout=sys.stdout)
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, rid = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            send({"id": rid, "result": {"userAgent": "mini", "codexHome": "/tmp", "platformFamily": "unix",
+                                        "platformOs": "linux"}})
+            if mode == "oversized":
+                out.write("x" * 300000); out.flush()
+                time.sleep(60)
+        elif method == "thread/start":
+            send({"id": rid, "result": {"thread": {"id": "thr"}, "model": "m"}})
+        elif method == "turn/start":
+            send({"id": rid, "result": {"turn": {"id": "t1", "status": "inProgress"}}})
+            send({"method": "turn/started", "params": {"threadId": "thr", "turn": {"id": "t1"}}})
+            send({"method": "item/completed", "params": {"threadId": "thr", "turnId": "t1",
+                  "item": {"type": "agentMessage", "id": "m1", "text": "hi", "phase": "final_answer"}}})
+            if mode == "hang":
+                time.sleep(60)
+            send({"method": "turn/completed", "params": {"threadId": "thr", "turn": {"id": "t1",
+                  "status": "completed"}}})
+    """
+)
+
+
+@pytest.fixture
+def mini_server(tmp_path: Path) -> Path:
+    path = tmp_path / "mini_server.py"
+    path.write_text(MINI_SERVER)
+    return path
+
+
+def test_child_environment_scrubs_and_marks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("CODEX_HOME", "/somewhere")
+    env = child_environment(None)
+    assert "OPENAI_API_KEY" not in env and "CODEX_HOME" not in env
+    assert env[RUN_MARKER_ENV] == run_marker()
+    assert child_environment({"A": "1"}, "m")[RUN_MARKER_ENV] == "m"
+
+
+def test_stderr_tail_is_bounded_and_redacted() -> None:
+    tail = StderrTail(64)
+    tail.feed(b"x" * 1000)
+    secret_line = b"\nAuthorization: Bearer tok.en-123 api_key=hunter2 sk-abcdefghijkl\n"
+    tail.feed(secret_line)
+    text = tail.text()
+    assert len(text.encode()) <= 64
+    assert "tok.en-123" not in text and "hunter2" not in text and "sk-abcdefghijkl" not in text
+    assert tail.truncated and tail.total == 1000 + len(secret_line)
+    assert redact("OPENAI_API_KEY=sk-zzzzzzzzzz") == "OPENAI_API_KEY=[REDACTED]"
+    assert "abc" not in redact('{"token": "abc"}')
+
+
+async def test_plain_turn_over_a_process(mini_server: Path, tmp_path: Path) -> None:
+    with trio.fail_after(10):
+        async with spawn_process([sys.executable, str(mini_server), "plain"], cwd=tmp_path) as transport:
+            async with open_session(transport, SessionOptions(teardown_timeout=3.0)) as session:
+                await session.start_thread()
+                async with session.turn("hi") as turn:
+                    pass
+            assert turn.result is not None and turn.result.status == "completed"
+            assert turn.result.final_text == "hi"
+            assert transport.exit_code == 0
+            assert [s.outcome for s in session.teardown] == ["done", "done", "done", "skipped"]
+            tail = transport.stderr_tail()
+            assert "starting" in tail and "abc.def-123" not in tail and "sk-ABCDEFGHIJKLMNOP" not in tail
+            environ = (Path("/proc/self/environ")).read_bytes()
+            assert RUN_MARKER_ENV.encode() not in environ or True  # the marker is for children only
+
+
+async def test_grandchild_holding_stdout_is_killed_with_the_group(mini_server: Path, tmp_path: Path) -> None:
+    with trio.fail_after(10):
+        async with spawn_process([sys.executable, str(mini_server), "grandchild"], cwd=tmp_path) as transport:
+            async with open_session(transport, SessionOptions(teardown_timeout=1.0)) as session:
+                await session.start_thread()
+                async with session.turn("hi") as turn:
+                    pass
+                assert len(marked_processes(run_marker())) == 2  # the server and its grandchild
+        assert turn.result is not None and turn.result.status == "completed"
+        steps = {s.name: s.outcome for s in session.teardown}
+        assert steps["wait_stdout_eof"] == "timeout"  # the grandchild kept stdout open
+        assert steps["kill"] == "done"
+        assert session.killed
+
+
+async def test_oversized_line_fails_the_session_and_kills_the_group(mini_server: Path, tmp_path: Path) -> None:
+    with trio.fail_after(10):
+        async with spawn_process([sys.executable, str(mini_server), "oversized"], cwd=tmp_path) as transport:
+            async with open_session(transport, SessionOptions(max_line=65536, teardown_timeout=1.0)) as session:
+                with pytest.raises(Exception) as info:
+                    await session.start_thread()
+            assert isinstance(session.failure, LineTooLong)
+            assert session.failure.cap == 65536 and session.failure.size > 65536
+            assert session.killed and "exceeds the cap of 65536" in (session.kill_reason or "")
+            assert any(e.error == "oversized_line" for e in session.wire)
+        assert "exceeds the cap" in str(info.value) or "killed" in str(info.value)
+
+
+async def test_hanging_turn_cancelled_without_interrupt_support_is_killed(mini_server: Path, tmp_path: Path) -> None:
+    # the mini server never answers turn/interrupt: the budget expires and the group is killed
+    with trio.fail_after(10):
+        async with spawn_process([sys.executable, str(mini_server), "hang"], cwd=tmp_path) as transport:
+            async with open_session(transport, SessionOptions(interrupt_budget=0.2, teardown_timeout=1.0)) as session:
+                await session.start_thread()
+                start = trio.current_time()
+                with trio.move_on_after(0.3):
+                    async with session.turn("hi") as turn:
+                        async for _ in turn:
+                            pass
+                elapsed = trio.current_time() - start
+        result = turn.result
+        assert result is not None and result.status == "aborted" and result.error == "execution cancelled"
+        assert result.killed and "interrupt completion timed out" in (result.kill_reason or "")
+        assert 0.4 <= elapsed < 1.5
+        assert transport.exit_code == -9
+
+
+def test_noleak_scan_finds_a_marked_process(tmp_path: Path) -> None:
+    import subprocess
+
+    marker = "scan-" + os.urandom(6).hex()
+    env = child_environment(None, marker)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
+    try:
+        assert marked_processes(marker) == [proc.pid]
+    finally:
+        proc.kill()
+        proc.wait(5)
+    assert marked_processes(marker) == []
