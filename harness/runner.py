@@ -25,7 +25,7 @@ import trio
 import trio.testing
 
 from contracts.checks import CONTRACT_NAMES, Check, run_all
-from contracts.record import SessionRecord, TurnResult
+from contracts.record import Budgets, SessionRecord, TurnResult
 from fake_server.scenario import ClientAction, ClientPlan, Scenario
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
@@ -79,6 +79,23 @@ def session_options(plan: ClientPlan, client_trace_dir: Path | None) -> SessionO
         trace_dir=client_trace_dir,
         initialize=False,  # the runner initializes inside the block so a failed handshake still has a record
     )
+
+
+def scenario_budgets(plan: ClientPlan) -> Budgets:
+    return Budgets(
+        interrupt_s=plan.interrupt_budget_ms / 1000,
+        teardown_s=plan.teardown_ms / 1000,
+        request_s=plan.request_timeout_ms / 1000,
+    )
+
+
+def approval_policy(plan: ClientPlan) -> Callable[[Any], str]:
+    """The plan's decisions, by the request's ordinal among the session's approval requests."""
+
+    def policy(request: Any) -> str:
+        return plan.decision(request.index)
+
+    return policy
 
 
 def _triggered(action: ClientAction, event: TurnEvent) -> bool:
@@ -176,11 +193,7 @@ async def _play_async(
     record = SessionRecord(scenario.name, target, scenario.expect)
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)
-    plan = scenario.client
-
-    def policy(request: Any) -> str:
-        return plan.decision(request.index)
-
+    policy = approval_policy(scenario.client)
     run: TargetRun | None = None
     with trio.move_on_after(limit_s) as limit:
         async with open_target(target, scenario, work_dir=work_dir, codex=codex) as run:
@@ -197,6 +210,8 @@ async def _play_async(
             if session is not None:
                 startup = record.meta.get("startup_failure")
                 session.fill_record(record)
+                # Contracts judge against the budgets the scenario asked for, not the ones the client reports.
+                record.budgets = scenario_budgets(scenario.client)
                 if startup:
                     record.meta["startup_failure"] = startup
     if limit.cancelled_caught:

@@ -9,6 +9,7 @@ stale entries.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -68,6 +69,8 @@ def _progress(run: ScenarioRun, n: int, total: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The client's warnings are in each record's log; on the terminal they would drown the table.
+    logging.getLogger("harness").addHandler(logging.NullHandler())
     baseline = load_baseline(args.baseline) if args.baseline else []
     try:
         scenarios = _scenarios(args)

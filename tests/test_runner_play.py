@@ -1,0 +1,176 @@
+"""The runner plays a scenario's [client] part against the in-process fake and builds a judged record."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from contracts.expect import Expect, ExpectTurn
+from contracts.record import SessionRecord
+from contracts.usage import UsageBuckets
+from fake_server.scenario import (
+    ClientAction,
+    ClientPlan,
+    CommandItem,
+    Fault,
+    MessageItem,
+    ModelResponse,
+    Scenario,
+    ServerConfig,
+    TurnScript,
+    Usage,
+)
+from harness import runner
+
+PLAIN_USAGE = UsageBuckets(input=60, cache_read=40, output=20)
+
+
+def by(run: runner.ScenarioRun, contract: str) -> dict[str, str]:
+    return {c.name: c.status for c in run.checks if c.contract == contract}
+
+
+def long_stream(actions: tuple[ClientAction, ...] = (), **plan: object) -> Scenario:
+    deltas = tuple(f"w{i} " for i in range(300))
+    message = MessageItem("".join(deltas), deltas, delay_ms=100)
+    turn = TurnScript(responses=(ModelResponse((message,), Usage(100, 40, 20)),))
+    return Scenario(
+        "long_stream_test",
+        "300 deltas 100 ms apart",
+        (turn,),
+        client=ClientPlan(actions=actions, **plan),  # type: ignore[arg-type]
+        expect=Expect(turns=(ExpectTurn("aborted" if actions else "completed"),)),
+    )
+
+
+def approval_scenario(decisions: tuple[str, ...]) -> Scenario:
+    command = CommandItem("/bin/echo hi", approval=True, output="hi\n")
+    turn = TurnScript(responses=(ModelResponse((command,), Usage(100, 40, 20)),))
+    return Scenario(
+        "approval_test",
+        "one command approval",
+        (turn,),
+        client=ClientPlan(approvals=decisions),
+        config=ServerConfig(approval_policy="on-request"),
+    )
+
+
+def test_plain_two_turns_record_and_contracts() -> None:
+    scenario = Scenario(
+        "plain_test",
+        "two plain turns",
+        (TurnScript(), TurnScript()),
+        expect=Expect(turns=(ExpectTurn("completed", PLAIN_USAGE, "completed"),) * 2),
+    )
+    run = runner.run_one(scenario, "fake")
+    assert run.record is not None and run.record.virtual_time
+    assert [r.status for r in run.record.results] == ["completed", "completed"]
+    methods = [e.frame.get("method") for e in run.record.wire if e.dir == "c2s" and e.frame]
+    assert methods.count("turn/start") == 2 and methods[0] == "initialize"
+    for contract in ("terminal_status", "usage", "schema", "protocol"):
+        assert set(by(run, contract).values()) == {"pass"}, (contract, run.checks)
+    assert run.record.budgets.interrupt_s == 2.0
+
+
+def test_cancel_after_the_third_delta_aborts_within_budget_on_virtual_time() -> None:
+    run = runner.run_one(long_stream((ClientAction(1, "cancel", at="delta", n=3),)), "fake")
+    assert run.record is not None
+    (result,) = run.record.results
+    assert result.status == "aborted" and result.cancel_at is not None
+    interrupts = [
+        e for e in run.record.wire if e.dir == "c2s" and e.frame and e.frame.get("method") == "turn/interrupt"
+    ]
+    assert len(interrupts) == 1
+    deltas_before = [
+        e
+        for e in run.record.wire
+        if e.t <= interrupts[0].t and e.frame and e.frame.get("method") == "item/agentMessage/delta"
+    ]
+    assert len(deltas_before) == 3
+    latency = next(c for c in run.checks if c.contract == "latency" and c.name == "turn 1 cancel→Result")
+    assert latency.status == "pass" and "virtual time" in latency.detail
+    assert run.wall_s < 10  # 30 s of scripted stream cost no wall time
+
+
+def test_delayed_cancel_action() -> None:
+    run = runner.run_one(long_stream((ClientAction(1, "cancel", at="delay", delay_ms=1500),)), "fake")
+    assert run.record is not None
+    c2s = [e for e in run.record.wire if e.dir == "c2s" and e.frame]
+    (interrupt,) = [e for e in c2s if e.frame.get("method") == "turn/interrupt"]
+    start = next(e for e in c2s if e.frame.get("method") == "turn/start")
+    assert interrupt.t - start.t == pytest.approx(1.5, abs=0.01)
+    assert [r.status for r in run.record.results] == ["aborted"]
+
+
+def test_steer_action_sends_turn_steer_after_its_trigger() -> None:
+    scenario = long_stream((ClientAction(1, "steer", at="delta", n=2, text="and more"),))
+    run = runner.run_one(scenario, "fake")
+    assert run.record is not None
+    c2s = [e.frame for e in run.record.wire if e.dir == "c2s" and e.frame]
+    (steer,) = [f for f in c2s if f.get("method") == "turn/steer"]
+    assert steer["params"]["input"][0]["text"] == "and more"
+    assert by(run, "protocol") and "fail" not in by(run, "schema").values()
+
+
+@pytest.mark.parametrize("decision", ["accept", "decline", "cancel"])
+def test_approval_decisions_follow_the_plan_in_order(decision: str) -> None:
+    run = runner.run_one(approval_scenario((decision,)), "fake")
+    assert run.record is not None
+    answers = [e.frame for e in run.record.wire if e.dir == "c2s" and e.frame and "result" in e.frame]
+    assert answers and answers[0]["result"]["decision"] == decision
+    assert by(run, "protocol")["server requests answered"] == "pass"
+
+
+def test_unsupported_target_skips_every_contract_with_the_reason() -> None:
+    scenario = Scenario("crashy", "crash", (TurnScript(faults=(Fault("crash", "delta"),)),))
+    run = runner.run_one(scenario, "real")
+    assert run.skipped and "only be produced by the fake" in run.skipped
+    assert {c.status for c in run.checks} == {"skip"}
+    assert len(run.checks) == len(runner.CONTRACT_NAMES)
+
+
+def test_real_target_without_a_binary_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEX_BIN", raising=False)
+    run = runner.run_one(Scenario("p", "plain", (TurnScript(),)), "real")
+    assert run.skipped and "not available" in run.skipped
+
+
+def test_saved_record_is_the_judged_one(tmp_path: Path) -> None:
+    run = runner.run_one(Scenario("p", "plain", (TurnScript(),)), "fake", save_dir=tmp_path / "p")
+    loaded = SessionRecord.load(tmp_path / "p")
+    assert (tmp_path / "p" / "wire.jsonl").stat().st_size > 0
+    assert len(loaded.wire) == len(run.record.wire)  # type: ignore[union-attr]
+
+
+def test_crash_at_initialize_gives_failed_results_not_an_exception() -> None:
+    scenario = Scenario(
+        "crash_init",
+        "crash on initialize",
+        (TurnScript(faults=(Fault("crash", "initialize", params={"exit_code": 7}),)),),
+        expect=Expect(turns=(ExpectTurn("failed"),), server_exit=7),
+    )
+    run = runner.run_one(scenario, "fake")
+    assert run.record is not None
+    assert [r.status for r in run.record.results] == ["failed"]
+    assert by(run, "terminal_status")["turn 1 status"] == "pass"
+
+
+def test_client_without_interrupt_budget_turns_latency_red(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_options = runner.session_options
+
+    def no_budget(plan: ClientPlan, trace_dir: Path | None) -> object:
+        return dataclasses.replace(real_options(plan, trace_dir), interrupt_budget=math.inf)
+
+    monkeypatch.setattr(runner, "session_options", no_budget)
+    scenario = long_stream((ClientAction(1, "cancel", at="delta", n=2),), turn_timeout_ms=60000)
+    scenario = Scenario(
+        scenario.name,
+        scenario.description,
+        (TurnScript(responses=scenario.turns[0].responses, faults=(Fault("interrupt_ignored", "interrupt"),)),),
+        client=scenario.client,
+        expect=scenario.expect,
+    )
+    run = runner.run_one(scenario, "fake")
+    assert by(run, "latency")["turn 1 cancel→Result"] == "fail"
