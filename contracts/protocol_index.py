@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+import orjson
+
 
 class Union(StrEnum):
     CLIENT_REQUEST = "ClientRequest"
@@ -123,7 +125,7 @@ def build_index(bundle: Mapping[str, Any]) -> ProtocolIndex:
             if method is None:
                 continue
             params = variant.get("properties", {}).get("params", {})
-            refs = tuple(dict.fromkeys(_REF_RE.findall(repr(params))))
+            refs = tuple(dict.fromkeys(_REF_RE.findall(orjson.dumps(params).decode())))
             entry = MethodEntry(union, method, variant, refs)
             if union in (Union.CLIENT_REQUEST, Union.SERVER_REQUEST):
                 entry = MethodEntry(union, method, variant, refs, _match_response(entry, responses))

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pin.add_argument("--codex", metavar="PATH", help="the codex binary (default: $CODEX_BIN)")
     pin.add_argument("--out", metavar="DIR", type=Path, help="schema store to write to (required outside a checkout)")
     pin.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per generation (default 60)")
-    pin.set_defaults(_run=run_pin)
+    pin.set_defaults(_schema_run=run_pin)
 
     diff = sub.add_parser(
         "diff",
@@ -58,11 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     diff.add_argument("--experimental", action="store_true", help="compare the experimental bundles")
     diff.add_argument("--json", action="store_true", help="print the changes as JSON")
     diff.add_argument("--limit", type=int, default=12, help="non-breaking lines shown per section (default 12)")
-    diff.set_defaults(_run=run_diff)
+    diff.set_defaults(_schema_run=run_diff)
 
 
 def run(args: argparse.Namespace) -> int:
-    return int(args._run(args))
+    return int(args._schema_run(args))
 
 
 # --- pin --------------------------------------------------------------------------------------------
