@@ -506,6 +506,11 @@ class Engine:
                 if run.program is program:
                     run.program = None
                 return
+            except Exception:
+                self._stderr("ERROR fake-codex: turn program failed\n" + traceback.format_exc())
+                if run.program is program:
+                    run.program = None
+                return
             value = None
             if isinstance(wait, Sleep):
                 if wait.ms <= 0:

@@ -287,9 +287,15 @@ async def serve_responses_api(
     Raises :class:`NotLoopback` for any non-loopback ``host``.
     """
     server = MockResponsesServer(scenario=scenario, workdir=PurePosixPath(workdir), host=host, port=port)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve)
-        try:
-            yield server
-        finally:
-            nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve)
+            try:
+                yield server
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The block's own exception comes out of the server's nursery wrapped; hand it back as raised.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise

@@ -365,7 +365,7 @@ def _start_tool(engine: Engine, thread: ThreadState, run: TurnRun, item: Command
     item_id = item.call_id or engine.next_id("call_")
     tool = Tool(item, item_id, engine.now_ms)
     run.tools.append(tool)
-    engine.trace("tool_started", turn_id=run.turn_id, call_id=item_id, kind=item.type)
+    engine.trace("tool_started", turn_id=run.turn_id, call_id=item_id, item_kind=item.type)
     if isinstance(item, CommandItem):
         started = shapes.command_item(
             item_id, item.command, thread.cwd, status="inProgress", started_ms=tool.started_ms

@@ -83,11 +83,22 @@ class VirtualServer:
         self, predicate: Callable[[Frame], bool], *, within_ms: int = 600_000, start: int = 0
     ) -> Frame | None:
         """Advance until a frame sent at index >= ``start`` satisfies ``predicate``; None at the deadline."""
-        found = self._find(predicate, start)
-        if found is not None:
-            return found
-        deadline = self.now_ms + within_ms
-        return self._run_timers(deadline, lambda: self._find(predicate, start))
+        found: list[Frame] = []
+
+        def check() -> bool:
+            hit = self._find(predicate, start)
+            if hit is not None:
+                found.append(hit)
+            return hit is not None
+
+        self.run_until_state(check, within_ms=within_ms)
+        return found[0] if found else None
+
+    def run_until_state(self, check: Callable[[], bool], *, within_ms: int = 600_000) -> bool:
+        """Advance until ``check()`` holds (True) or ``within_ms`` of virtual time passed (False)."""
+        if check():
+            return True
+        return self._run_timers(self.now_ms + within_ms, check)
 
     def settle(self, within_ms: int = 600_000) -> None:
         """Fire every wake-up due within ``within_ms``."""
@@ -111,7 +122,7 @@ class VirtualServer:
                 return frame
         return None
 
-    def _run_timers(self, deadline: int, check: Callable[[], Frame | None] | None) -> Frame | None:
+    def _run_timers(self, deadline: int, check: Callable[[], bool] | None) -> bool:
         while self._timers and self.exit_code is None:
             token, due = min(self._timers.items(), key=lambda kv: (kv[1], kv[0]))
             if due > deadline:
@@ -119,10 +130,10 @@ class VirtualServer:
             del self._timers[token]
             self.now_ms = max(self.now_ms, due)
             self._apply(self.engine.timer(token, self.now_ms))
-            if check is not None and (found := check()) is not None:
-                return found
-        self.now_ms = max(self.now_ms, deadline) if check is None else self.now_ms
-        return None
+            if check is not None and check():
+                return True
+        self.now_ms = max(self.now_ms, deadline)
+        return False
 
     def _apply(self, effects: list[Effect]) -> None:
         for effect in effects:

@@ -1,0 +1,153 @@
+"""Structural comparison of two server sides of a session (a real transcript against the fake, two runs...).
+
+Each server frame is reduced to its *shape*: the method (or "response"/"request"), the item type and
+status of item notifications, the turn status, the thread status with its active flags, ``willRetry``
+of error notifications, the error code of an error answer. Ids, timestamps and texts are ignored, and
+so are ambient notifications (``configWarning``, ``warning``, ``remoteControl/status/changed``,
+``account/rateLimits/updated``) whose placement the real server does not fix.
+
+``serverRequest/resolved`` is compared as a count per turn segment (a segment starts at each
+``turn/started``), not by position: 0.171.0 sends it from a separate task, so its order against
+``turn/completed`` is not part of the contract.
+
+Pure: frames in, differences out. Used by the fidelity tests and by ``codex-harness diff``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+AMBIENT_METHODS: Final = frozenset(
+    {"configWarning", "warning", "remoteControl/status/changed", "account/rateLimits/updated"}
+)
+RESOLVED: Final = "serverRequest/resolved"
+DELTA_METHODS: Final = frozenset(
+    {
+        "item/agentMessage/delta",
+        "item/reasoning/summaryTextDelta",
+        "item/reasoning/textDelta",
+        "item/commandExecution/outputDelta",
+        "item/fileChange/outputDelta",
+    }
+)
+
+Shape: TypeAlias = tuple[Any, ...]
+
+
+def shape(frame: Any) -> Shape | None:
+    """The structural shape of one server frame; None for an ambient notification.
+
+    A line that was not a frame (``None`` or a non-dict) has the shape ``("not-a-frame",)``.
+    """
+    if not isinstance(frame, dict):
+        return ("not-a-frame",)
+    method = frame.get("method")
+    if not isinstance(method, str):
+        if "error" in frame:
+            error = frame.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            return ("response", "error", code)
+        return ("response", "result")
+    if "id" in frame:
+        return ("request", method)
+    if method in AMBIENT_METHODS:
+        return None
+    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    if method in ("item/started", "item/completed"):
+        item = params.get("item") if isinstance(params.get("item"), dict) else {}
+        return (method, item.get("type"), item.get("status"))
+    if method in ("turn/started", "turn/completed"):
+        turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
+        return (method, turn.get("status"))
+    if method == "thread/status/changed":
+        status = params.get("status") if isinstance(params.get("status"), dict) else {}
+        flags = status.get("activeFlags")
+        return (method, status.get("type"), tuple(sorted(flags)) if isinstance(flags, list) else None)
+    if method == "error":
+        return (method, params.get("willRetry"))
+    return (method,)
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One way the actual server side departs from the expected one."""
+
+    segment: int  # 0: before the first turn/started; n: the n-th turn
+    expected: tuple[Shape, ...]
+    actual: tuple[Shape, ...]
+    what: str  # "missing", "extra", "changed", "resolved count"
+
+    def __str__(self) -> str:
+        def show(shapes: tuple[Shape, ...]) -> str:
+            return ", ".join("/".join(str(p) for p in s if p is not None) for s in shapes) or "nothing"
+
+        return f"segment {self.segment}: {self.what}: expected {show(self.expected)}; got {show(self.actual)}"
+
+
+def _segments(frames: Iterable[Any], collapse_deltas: bool) -> list[tuple[list[Shape], Counter[Shape]]]:
+    segments: list[tuple[list[Shape], Counter[Shape]]] = [([], Counter())]
+    for frame in frames:
+        s = shape(frame)
+        if s is None:
+            continue
+        if s[0] == "turn/started":
+            segments.append(([], Counter()))
+        ordered, resolved = segments[-1]
+        if s[0] == RESOLVED:
+            resolved[s] += 1
+            continue
+        if collapse_deltas and s[0] in DELTA_METHODS and ordered and ordered[-1] == s:
+            continue
+        ordered.append(s)
+    return segments
+
+
+def diff_server_sides(
+    expected: Sequence[Any], actual: Sequence[Any], *, collapse_deltas: bool = False
+) -> list[Difference]:
+    """Differences between two server sides (lists of frames in wire order); empty when equal.
+
+    ``collapse_deltas`` counts a run of identical delta notifications as one (for sides whose
+    streams were chunked differently).
+    """
+    left = _segments(expected, collapse_deltas)
+    right = _segments(actual, collapse_deltas)
+    out: list[Difference] = []
+    for index in range(max(len(left), len(right))):
+        exp_order, exp_resolved = left[index] if index < len(left) else ([], Counter())
+        act_order, act_resolved = right[index] if index < len(right) else ([], Counter())
+        matcher = difflib.SequenceMatcher(a=exp_order, b=act_order, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            what = {"delete": "missing", "insert": "extra", "replace": "changed"}[tag]
+            out.append(Difference(index, tuple(exp_order[i1:i2]), tuple(act_order[j1:j2]), what))
+        if exp_resolved != act_resolved:
+            out.append(
+                Difference(index, tuple(exp_resolved.elements()), tuple(act_resolved.elements()), "resolved count")
+            )
+    return out
+
+
+def render(differences: Sequence[Difference], limit: int = 50) -> str:
+    if not differences:
+        return "server sides are structurally equal"
+    lines = [str(d) for d in differences[:limit]]
+    if len(differences) > limit:
+        lines.append(f"... and {len(differences) - limit} more")
+    return "\n".join(lines)
+
+
+def server_frames(transcript: Iterable[dict[str, Any]]) -> list[Any]:
+    """The server side of a transcript in the shared ``{"t", "dir", "msg"}`` format, in order."""
+    out: list[Any] = []
+    for entry in transcript:
+        if entry.get("dir") != "s2c":
+            continue
+        msg = entry.get("msg")
+        out.append(None if isinstance(msg, dict) and "_raw" in msg else msg)
+    return out

@@ -1,0 +1,211 @@
+"""Play a scenario's ``[client]`` part against the engine on a virtual clock, with plain JSON frames.
+
+A minimal, deterministic stand-in for a client, independent of the client under development: it
+lets the fake check itself (every built-in scenario's frames validate, each fault shows on the wire,
+the server side of ``[expect]`` holds). It answers approvals as the plan says, cancels (interrupt,
+then kill when the budget runs out) and steers at the plan's triggers, resumes when asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fake_server.scenario import ClientAction, Scenario
+from fake_server.virtual import Frame, VirtualServer
+
+APPROVAL_METHODS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
+
+
+@dataclass(slots=True)
+class PlanRun:
+    server: VirtualServer
+    #: ``turn.status`` of each turn's turn/completed, "none" when none came
+    server_statuses: list[str] = field(default_factory=list)
+    killed: bool = False
+    failed_at: str | None = None  # the request whose error ended the session, if any
+    requests: dict[Any, str] = field(default_factory=dict)  # client request id -> method
+
+    def request_method(self, response_id: Any) -> str | None:
+        return self.requests.get(response_id)
+
+
+class _Client:
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.plan = scenario.client
+        self.server = VirtualServer(scenario)
+        self.run = PlanRun(self.server)
+        self.pos = 0
+        self.next_id = 0
+        self.approvals_seen = 0
+
+    def request(self, method: str, params: dict[str, Any]) -> int:
+        rid = self.next_id
+        self.next_id += 1
+        self.run.requests[rid] = method
+        self.server.send({"id": rid, "method": method, "params": params})
+        return rid
+
+    def new_frames(self, within_ms: int) -> list[Frame]:
+        """Frames sent since the last call, advancing virtual time (up to ``within_ms``) until some arrive."""
+        server = self.server
+        if len(server.frames) == self.pos:
+            server.run_until_state(lambda: len(server.frames) > self.pos or not self._alive(), within_ms=within_ms)
+        frames = server.frames[self.pos :]
+        self.pos = len(server.frames)
+        return frames
+
+    def _alive(self) -> bool:
+        return self.server.exit_code is None and not self.server.stdout_closed
+
+    def wait_response(self, rid: int, within_ms: int) -> Frame | None:
+        deadline = self.server.now_ms + within_ms
+        while self.server.now_ms <= deadline:
+            for frame in self.new_frames(deadline - self.server.now_ms):
+                self.on_side_frame(frame)
+                if "method" not in frame and frame.get("id") == rid:
+                    return frame
+            if not self._alive() or self.server.now_ms >= deadline:
+                return None
+        return None
+
+    def on_side_frame(self, frame: Frame) -> None:
+        """Answer server requests that arrive outside a turn's loop."""
+        if "method" in frame and "id" in frame and frame["method"] not in APPROVAL_METHODS:
+            self.server.send({"id": frame["id"], "error": {"code": -32601, "message": "unsupported request"}})
+
+    def kill(self) -> None:
+        self.run.killed = True
+        if self.server.exit_code is None:
+            self.server.exit_code = -9
+            self.server.crashed = True
+
+    def play(self) -> PlanRun:
+        plan = self.plan
+        caps: dict[str, Any] = {}
+        if plan.experimental_api:
+            caps["experimentalApi"] = True
+        if plan.opt_out:
+            caps["optOutNotificationMethods"] = list(plan.opt_out)
+        init: dict[str, Any] = {"clientInfo": {"name": "plan_driver", "version": "0.0.1"}}
+        if caps:
+            init["capabilities"] = caps
+        answer = self.wait_response(self.request("initialize", init), plan.request_timeout_ms)
+        if answer is None or "error" in answer:
+            return self.finish("initialize")
+        self.server.send({"method": "initialized"})
+        answer = self.wait_response(self.request("thread/start", {"cwd": "/RUN/workdir"}), plan.request_timeout_ms)
+        if answer is None or "error" in answer:
+            return self.finish("thread/start")
+        thread_id = answer["result"]["thread"]["id"]
+        for number, script in enumerate(self.scenario.turns, start=1):
+            actions = plan.actions_for(number)
+            if any(a.do == "resume" for a in actions):
+                self.wait_response(self.request("thread/resume", {"threadId": thread_id}), plan.request_timeout_ms)
+            status = self.play_turn(thread_id, script.input, [a for a in actions if a.do != "resume"])
+            self.run.server_statuses.append(status)
+            if not self._alive() or self.run.killed:
+                break
+        return self.finish(None)
+
+    def finish(self, failed_at: str | None) -> PlanRun:
+        self.run.failed_at = failed_at
+        missing = len(self.scenario.turns) - len(self.run.server_statuses)
+        self.run.server_statuses.extend(["none"] * max(0, missing))
+        if self.server.exit_code is None:
+            self.server.close_input()
+        return self.run
+
+    def play_turn(self, thread_id: str, text: str, actions: list[ClientAction]) -> str:
+        plan = self.plan
+        rid = self.request("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": text}]})
+        turn_id: str | None = None
+        deltas = items = approvals = 0
+        pending_actions = list(actions)
+        started_at = self.server.now_ms
+        deadline = started_at + plan.turn_timeout_ms
+        interrupt_deadline: int | None = None
+        delayed: list[tuple[int, ClientAction]] = []
+
+        def fire(action: ClientAction) -> None:
+            nonlocal interrupt_deadline
+            if action.do == "cancel" and turn_id is not None:
+                self.request("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
+                interrupt_deadline = self.server.now_ms + plan.interrupt_budget_ms
+            elif action.do == "steer" and turn_id is not None:
+                self.request(
+                    "turn/steer",
+                    {
+                        "threadId": thread_id,
+                        "input": [{"type": "text", "text": action.text}],
+                        "expectedTurnId": turn_id,
+                    },
+                )
+
+        def trigger(kind: str, count: int) -> None:
+            for action in list(pending_actions):
+                if action.at == kind and action.n == count:
+                    pending_actions.remove(action)
+                    if action.delay_ms:
+                        delayed.append((self.server.now_ms + action.delay_ms, action))
+                    else:
+                        fire(action)
+
+        while True:
+            limit = min(deadline, interrupt_deadline or deadline, *(t for t, _ in delayed))
+            if self.server.now_ms >= limit:
+                due = [d for d in delayed if d[0] <= self.server.now_ms]
+                for item in due:
+                    delayed.remove(item)
+                    fire(item[1])
+                if due:
+                    continue
+                self.kill()
+                return "none"
+            for frame in self.new_frames(limit - self.server.now_ms):
+                method = frame.get("method")
+                params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+                if method is None:
+                    if frame.get("id") == rid and "result" in frame and turn_id is None:
+                        turn_id = frame["result"]["turn"]["id"]
+                        for action in pending_actions:
+                            if action.at == "delay":
+                                pending_actions.remove(action)
+                                delayed.append((started_at + action.delay_ms, action))
+                                break
+                    continue
+                if method == "turn/started":
+                    turn_id = params["turn"]["id"]
+                    trigger("started", 1)
+                elif method == "item/agentMessage/delta":
+                    deltas += 1
+                    trigger("delta", deltas)
+                elif method == "item/started":
+                    items += 1
+                    trigger("item_started", items)
+                elif method in APPROVAL_METHODS and "id" in frame:
+                    approvals += 1
+                    cancelling = any(a.at == "approval_pending" and a.n == approvals for a in pending_actions)
+                    if not cancelling:
+                        self.answer_approval(frame)
+                    trigger("approval_pending", approvals)
+                elif "id" in frame:
+                    self.on_side_frame(frame)
+                elif method == "turn/completed" and params.get("turn", {}).get("id") == turn_id:
+                    return str(params["turn"]["status"])
+            if not self._alive():
+                return "none"
+
+    def answer_approval(self, frame: Frame) -> None:
+        decision = self.plan.decision(self.approvals_seen)
+        self.approvals_seen += 1
+        if decision == "error":
+            self.server.send({"id": frame["id"], "error": {"code": -32000, "message": "client refused to answer"}})
+        else:
+            self.server.send({"id": frame["id"], "result": {"decision": decision}})
+
+
+def play(scenario: Scenario) -> PlanRun:
+    """Run ``scenario``'s client plan against the engine; deterministic, no real time."""
+    return _Client(scenario).play()
