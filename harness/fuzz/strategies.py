@@ -1,0 +1,410 @@
+"""Hypothesis strategies for whole scenarios: model steps, faults, client actions and their truth.
+
+Public and meant for users testing their own clients::
+
+    from hypothesis import given
+    from harness.fuzz.strategies import scenarios
+
+    @given(scenarios())
+    def test_my_client(scenario): ...
+
+Every strategy builds values of :mod:`fake_server.scenario`, so a drawn scenario dumps to a TOML
+file (:func:`fake_server.scenario_file.dumps`) that ``codex-harness run --scenario FILE`` plays.
+The ``[expect]`` of a drawn scenario is derived from its steps by :mod:`harness.fuzz.truth`, never
+by running a client. Client actions are placed only where their outcome does not depend on task
+scheduling (see :mod:`harness.fuzz.timeline`), so the truth is exact.
+
+Shapes shrink well: lists of steps, small integers, and ``sampled_from`` lists whose first
+element is the simplest choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from hypothesis import strategies as st
+
+from fake_server.scenario import (
+    DECISIONS,
+    DEFAULT_INPUT,
+    FAULT_KINDS,
+    ClientAction,
+    ClientPlan,
+    CommandItem,
+    Fault,
+    FileChangeItem,
+    MessageItem,
+    ModelItem,
+    ModelResponse,
+    ReasoningItem,
+    Scenario,
+    ServerConfig,
+    TurnScript,
+    Usage,
+)
+from fake_server.scenario_file import split_text
+from harness.fuzz.timeline import (
+    INTERRUPT_FAULTS,
+    NOISE_FAULTS,
+    PENDING_APPROVAL_FAULTS,
+    TERMINAL_FAULTS,
+    Step,
+    TurnTruth,
+    landing_for,
+    windows,
+)
+from harness.fuzz.truth import derive, walk_turn
+
+T = TypeVar("T")
+
+__all__ = [
+    "client_budgets",
+    "command_items",
+    "file_change_items",
+    "message_items",
+    "model_responses",
+    "reasoning_items",
+    "scenarios",
+    "turn_scripts",
+    "usages",
+]
+
+# Strategies built once: hypothesis validates a strategy on first use, which dominates small draws.
+_TEXT = st.sampled_from(("Hello!", "Hello from the model.", "a", "Done, the tests pass. é", "x" * 40))
+_CHUNKS = st.integers(1, 6)
+_DELAYS = st.sampled_from((0, 10, 100, 1000))
+_DURATIONS = st.sampled_from((0, 50, 1000, 30000))
+_BOOL = st.booleans()
+_COMMANDS = st.sampled_from(("echo hi", "ls", "sleep 30", "cat x.txt"))
+_OUTPUTS = st.sampled_from(("", "hi\n"))
+_EXIT = st.sampled_from((0, 1))
+_PATHS = st.sampled_from(("hello.txt", "src/a.py"))
+_ENDS = st.sampled_from(("completed", "completed", "http_error", "failed", "disconnect"))
+_INPUTS = st.sampled_from((DEFAULT_INPUT, "Run the tests"))
+_DECISION = st.sampled_from(DECISIONS)
+_WHAT = st.sampled_from(("none", "cancel", "steer"))
+#: Faults a passive point can carry, simplest first (hypothesis shrinks towards the front).
+PASSIVE_FAULTS: tuple[str, ...] = (
+    "garbage_lines",
+    "unknown_notification",
+    "invalid_utf8",
+    "stderr_flood",
+    "duplicate_response_id",
+    "duplicate_usage",
+    "replay_usage",
+    "delayed_completion",
+    "late_events",
+    "unknown_server_request",
+    "overload",
+    "crash",
+    "hang",
+    "stdout_closed",
+    "oversized_line",
+    "drop_turn_completed",
+    "grandchild_holds_stdout",
+)
+
+
+@st.composite
+def usages(draw: st.DrawFn) -> Usage:
+    """Usage of one model response (cached <= input, reasoning <= output)."""
+    inp = draw(st.integers(0, 400))
+    out = draw(st.integers(0, 200))
+    return Usage(input=inp, cached=draw(st.integers(0, inp)), output=out, reasoning=draw(st.integers(0, out)))
+
+
+def _streamed(draw: st.DrawFn) -> tuple[str, tuple[str, ...], int]:
+    text = draw(_TEXT)
+    chunks = draw(_CHUNKS)
+    return text, split_text(text, chunks), draw(_DELAYS)
+
+
+@st.composite
+def message_items(draw: st.DrawFn) -> MessageItem:
+    text, deltas, delay = _streamed(draw)
+    return MessageItem(text, deltas, delay)
+
+
+@st.composite
+def reasoning_items(draw: st.DrawFn) -> ReasoningItem:
+    text, deltas, delay = _streamed(draw)
+    return ReasoningItem(text, deltas, delay)
+
+
+@st.composite
+def command_items(draw: st.DrawFn) -> CommandItem:
+    """A command: approved or not, quick or long-running."""
+    return CommandItem(
+        command=draw(_COMMANDS),
+        approval=draw(_BOOL),
+        output=draw(_OUTPUTS),
+        exit_code=draw(_EXIT),
+        duration_ms=draw(_DURATIONS),
+    )
+
+
+@st.composite
+def file_change_items(draw: st.DrawFn) -> FileChangeItem:
+    return FileChangeItem(path=draw(_PATHS), content="hello\n", approval=draw(_BOOL))
+
+
+_TEXT_ITEMS = st.lists(st.one_of(message_items(), reasoning_items()), max_size=2)
+_TOOL = st.one_of(command_items(), file_change_items())
+_MAYBE_USAGE = st.one_of(st.none(), usages())
+
+
+@st.composite
+def model_responses(draw: st.DrawFn, last: bool = True, errors: bool = True) -> ModelResponse:
+    """One model response: text and reasoning first, at most one tool call last (as a model emits them).
+
+    A response that is not ``last`` in its turn calls a tool, so the model is asked again.
+    """
+    items: list[ModelItem] = draw(_TEXT_ITEMS)
+    if not last or draw(_BOOL):
+        items.append(draw(_TOOL))
+    end = "completed"
+    if last and errors and not any(isinstance(i, CommandItem | FileChangeItem) for i in items):
+        end = draw(_ENDS)
+    usage = draw(_MAYBE_USAGE) if end == "completed" else None
+    return ModelResponse(items=tuple(items), usage=usage, end=end)  # type: ignore[arg-type]
+
+
+@st.composite
+def turn_scripts(draw: st.DrawFn, max_responses: int = 3, errors: bool = True) -> TurnScript:
+    """A turn's model side: 0 responses (the default reply) or a chain of tool calls and a last reply."""
+    count = draw(st.integers(0, max_responses))
+    responses = tuple(draw(model_responses(last=i == count - 1, errors=errors)) for i in range(count))
+    return TurnScript(input=draw(_INPUTS), responses=responses)
+
+
+@st.composite
+def client_budgets(draw: st.DrawFn) -> dict[str, int]:
+    return {
+        "interrupt_budget_ms": draw(st.sampled_from((2000, 500, 150))),
+        "turn_timeout_ms": draw(st.sampled_from((60000, 20000))),
+        "teardown_ms": draw(st.sampled_from((3000, 1000))),
+    }
+
+
+# --- faults ------------------------------------------------------------------------------------
+
+
+def _points(steps: list[Step], kind: str, first_turn: bool, single_turn: bool) -> list[tuple[str, int]]:
+    """The points of a walked turn where fault ``kind`` may attach (reached, outcome certain)."""
+    has = {s.kind for s in steps}
+    counted = {
+        k: [s.n for s in steps if s.kind == step]
+        for k, step in (("delta", "delta"), ("item_started", "item_started"), ("usage", "usage"))
+    }
+    approvals = [s.n for s in steps if s.kind == "approval"]
+    ends = "end" in has
+    spread = [("start", 1)] + [("delta", n) for n in counted["delta"]]
+    spread += [("item_started", n) for n in counted["item_started"]]
+    if kind in NOISE_FAULTS:
+        return spread
+    if kind in ("duplicate_usage", "replay_usage"):
+        return [("usage", n) for n in counted["usage"]]
+    if kind in ("delayed_completion", "drop_turn_completed"):
+        return [("end", 1)] if ends else []
+    if kind == "late_events":
+        return [("after_end", 1)] if ends else []
+    if kind in ("unknown_server_request", "overload", "grandchild_holds_stdout"):
+        return [("start", 1)]
+    if kind == "crash":
+        out = spread + [("usage", n) for n in counted["usage"]] + [("approval_pending", n) for n in approvals]
+        if ends:
+            out += [("end", 1), ("after_end", 1)]
+        if first_turn and single_turn:
+            out.append(("initialize", 1))
+        return out
+    if kind == "hang":
+        return spread + ([("end", 1)] if ends else [])
+    if kind in ("stdout_closed", "oversized_line"):
+        return [("start", 1)] + [("delta", n) for n in counted["delta"]]
+    return []
+
+
+def _pick(draw: st.DrawFn, options: Sequence[T]) -> T:
+    """``sampled_from`` for a list computed per example, without building a strategy each time."""
+    return options[draw(st.integers(0, len(options) - 1))]
+
+
+def _params(draw: st.DrawFn, kind: str, budget_ms: int) -> dict[str, Any]:
+    if kind == "delayed_completion":
+        return {"delay_ms": draw(st.sampled_from((10, 100, 1000, 5000)))}
+    if kind in ("duplicate_usage", "replay_usage", "invalid_utf8", "unknown_notification", "late_events"):
+        return {"count": draw(st.integers(1, 2))}
+    if kind == "garbage_lines":
+        return {"count": draw(st.integers(1, 3))}
+    if kind == "crash":
+        return {"exit_code": draw(st.sampled_from((1, 2, 101))), "mid_line": draw(st.booleans())}
+    if kind == "stderr_flood":
+        return {"bytes": draw(st.sampled_from((1024, 65536)))}
+    if kind == "grandchild_holds_stdout":
+        return {"hold_ms": draw(st.sampled_from((1000, 5000)))}
+    if kind == "resolved_order":
+        return {"order": draw(st.sampled_from(("after", "before", "never")))}
+    if kind == "completion_after_interrupt":
+        return {"delay_ms": draw(st.sampled_from((0, budget_ms // 4)))}
+    return {}
+
+
+def _passive_faults(
+    draw: st.DrawFn, steps: list[Step], allowed: tuple[str, ...], first: bool, single: bool, max_faults: int
+) -> list[Fault]:
+    faults: list[Fault] = []
+    used: set[tuple[str, int]] = set()
+    for _ in range(draw(st.integers(0, max_faults))):
+        kind = _pick(draw, allowed)
+        points = [p for p in _points(steps, kind, first, single) if p not in used]
+        if not points:
+            continue
+        at, n = _pick(draw, points)
+        used.add((at, n))
+        faults.append(Fault(kind, at, n, _params(draw, kind, 2000)))
+        if kind in TERMINAL_FAULTS:
+            allowed = tuple(k for k in allowed if k not in TERMINAL_FAULTS)
+    return faults
+
+
+# --- client actions ----------------------------------------------------------------------------
+
+_TRIGGER_STEP = {"started": "started", "delta": "delta", "item_started": "item_started"}
+
+
+def _triggers(steps: list[Step], do: str) -> list[ClientAction]:
+    """Actions of kind ``do`` that land on a wait of the walked turn (no race with the server)."""
+    out: list[ClientAction] = []
+    for at, step in _TRIGGER_STEP.items():
+        for s in steps:
+            if s.kind != step:
+                continue
+            action = ClientAction(turn=1, do=do, at=at, n=1 if at == "started" else s.n)  # type: ignore[arg-type]
+            if landing_for(steps, action) is not None:
+                out.append(action)
+    if do == "cancel":
+        out += [ClientAction(turn=1, do="cancel", at="approval_pending", n=s.n) for s in steps if s.kind == "approval"]
+    for start, end in windows(steps):
+        t = start + (end - start) // 2 if end is not None else start + 1000
+        out.append(ClientAction(turn=1, do=do, at="delay", delay_ms=t))  # type: ignore[arg-type]
+    return out
+
+
+def _budget_safe_interrupt_faults(truth: TurnTruth, last: bool, terminal_left: bool, budget_ms: int) -> list[str]:
+    landing = truth.cancel
+    if landing is None or (truth.steps[landing.index].kind == "silence" and not landing.approval_held):
+        return []
+    kinds = ["completion_after_interrupt"]
+    if landing.approval_held:
+        kinds += sorted(PENDING_APPROVAL_FAULTS)
+    if last and terminal_left:
+        kinds += ["interrupt_ignored", "interrupt_answer_missing", "completion_after_interrupt_late", "crash"]
+    return kinds
+
+
+@st.composite
+def scenarios(
+    draw: st.DrawFn,
+    max_turns: int = 2,
+    faults: bool = True,
+    actions: bool = True,
+    fault_kinds: tuple[str, ...] = tuple(FAULT_KINDS),
+    max_faults: int = 2,
+    name: str = "fuzz",
+) -> Scenario:
+    """A whole scenario with its ``[expect]``.
+
+    ``fault_kinds`` restricts the faults drawn (for example to what a target can produce);
+    ``faults=False`` / ``actions=False`` draw model steps only / no client actions.
+    """
+    count = draw(st.integers(1, max_turns))
+    scripts = [draw(turn_scripts()) for _ in range(count)]
+    needs_approval = sum(1 for t in scripts for r in t.responses for i in r.items if getattr(i, "approval", False))
+    decisions: tuple[str, ...] = ()
+    default = "accept"
+    if needs_approval:
+        if draw(st.booleans()):
+            decisions = tuple(draw(st.lists(_DECISION, min_size=1, max_size=needs_approval)))
+        else:
+            default = draw(_DECISION)
+    plan = ClientPlan(approval=default, approvals=decisions, **draw(client_budgets()))
+    budget = plan.interrupt_budget_ms
+
+    # Passive faults, placed on points the plain walk reaches.
+    kinds = tuple(k for k in PASSIVE_FAULTS if k in fault_kinds)
+    terminal_used = False
+    offset = 0
+    for i in range(count):
+        last = i == count - 1
+        walked = walk_turn(scripts[i], plan, i + 1, offset)
+        offset += walked.approvals_seen
+        if not faults or not kinds:
+            continue
+        allowed = tuple(k for k in kinds if (last and not terminal_used) or k not in TERMINAL_FAULTS)
+        if not allowed:
+            continue
+        placed = _passive_faults(draw, walked.steps, allowed, i == 0, count == 1, max_faults)
+        if any(f.kind == "unknown_server_request" for f in placed):
+            # Its answer may take a decision index in some runners: keep decisions uniform.
+            plan = replace(plan, approvals=())
+        terminal_used = terminal_used or any(f.kind in TERMINAL_FAULTS for f in placed)
+        scripts[i] = replace(scripts[i], faults=tuple(placed))
+
+    # Client actions, placed on waits of the walk with the faults in.
+    chosen: list[ClientAction] = []
+    if actions:
+        offset = 0
+        for i in range(count):
+            walked = walk_turn(scripts[i], plan, i + 1, offset)
+            offset += walked.approvals_seen
+            if i > 0 and draw(_BOOL):
+                chosen.append(ClientAction(turn=i + 1, do="resume"))
+            what = draw(_WHAT)
+            if what == "none":
+                continue
+            options = _triggers(walked.steps, what)
+            if not options:
+                continue
+            action = _pick(draw, options)
+            chosen.append(replace(action, turn=i + 1))
+    plan = replace(plan, actions=tuple(chosen))
+
+    # Faults at the interrupt, for turns whose cancel lands cleanly.
+    if faults:
+        offset = 0
+        for i in range(count):
+            walked = walk_turn(scripts[i], plan, i + 1, offset)
+            offset += walked.approvals_seen
+            options = _budget_safe_interrupt_faults(walked, i == count - 1, not terminal_used, budget)
+            options = [k for k in options if k.removesuffix("_late") in fault_kinds]
+            if not options or not draw(_BOOL):
+                continue
+            kind = _pick(draw, options)
+            if kind == "completion_after_interrupt_late":
+                never = draw(_BOOL)
+                params = {"delay_ms": 0 if never else budget * 2, "never": never}
+                fault = Fault("completion_after_interrupt", "interrupt", 1, params)
+            elif kind == "crash":
+                fault = Fault("crash", "interrupt", 1, _params(draw, "crash", budget))
+            else:
+                fault = Fault(kind, "interrupt", 1, _params(draw, kind, budget))
+            terminal_used = terminal_used or fault.kind in TERMINAL_FAULTS or kind.endswith("_late") or kind == "crash"
+            scripts[i] = replace(scripts[i], faults=(*scripts[i].faults, fault))
+
+    turns = tuple(scripts)
+    truth = derive(turns, plan)
+    config = ServerConfig(approval_policy="on-request" if needs_approval else "never")
+    kinds_text = ", ".join(sorted({f.kind for t in turns for f in t.faults})) or "no faults"
+    return Scenario(
+        name=name,
+        description=f"generated: {count} turn(s), {kinds_text}",
+        turns=turns,
+        client=plan,
+        expect=truth.expect,
+        config=config,
+    )
+
+
+__all__ += ["INTERRUPT_FAULTS", "PASSIVE_FAULTS"]

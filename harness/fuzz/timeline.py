@@ -1,0 +1,348 @@
+"""The ground-truth model of a generated scenario: what the fake does, in order and in virtual time.
+
+The fuzzer never learns the truth from the client. It walks the scenario the way the fake
+app-server plays it (``app-server-protocol.md`` §6-10, ``fake_server/engine.py``) and applies the
+documented client rules (``client-behaviour.md`` §6-8) to get each turn's Result status, usage per
+bucket and the server's verdicts. Generation uses the same walk to place faults at points that are
+reached and client actions at points where the outcome does not depend on task scheduling.
+
+Conventions of the walk, per turn (times in virtual ms from the turn/start request):
+
+- ``turn/started`` is point ``start``; each item opens with ``item/started`` (point ``item_started``);
+  a message or reasoning item sleeps ``delay_ms`` before each delta (message deltas are point
+  ``delta``); a tool item needing approval sends the request (point ``approval_pending``) and the
+  client answers at once; an allowed command runs ``duration_ms``.
+- A model response's usage is announced after its items (a tool item first finishes), one
+  ``thread/tokenUsage/updated`` per response that has usage (point ``usage``). Interrupted while
+  its tool is pending or running, the response's usage is announced at the interrupt, before the
+  interrupt answer; interrupted while its text streams, it never is.
+- A response with a tool item calls the model again (the next scripted response, else the
+  follow-up); one without ends the turn (point ``end``, then idle and ``turn/completed``).
+
+A client action "lands" where the server next waits (a sleep, a pending approval the client
+holds back, silence). Between the trigger and that wait only events that change neither status
+nor usage may happen; otherwise the action races the server, and the generator does not use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from contracts.usage import UsageBuckets
+from fake_server.scenario import (
+    ClientAction,
+    ClientPlan,
+    CommandItem,
+    Fault,
+    FileChangeItem,
+    MessageItem,
+    ModelResponse,
+    ReasoningItem,
+    TurnScript,
+    Usage,
+)
+
+#: Faults that only add harmless lines (or stderr) around the wire: the session carries on.
+NOISE_FAULTS: frozenset[str] = frozenset(
+    {
+        "garbage_lines",
+        "invalid_utf8",
+        "unknown_notification",
+        "stderr_flood",
+        "duplicate_response_id",
+    }
+)
+#: Faults that end the server's usefulness: the session cannot carry on past their turn.
+TERMINAL_FAULTS: frozenset[str] = frozenset(
+    {
+        "crash",
+        "hang",
+        "stdout_closed",
+        "oversized_line",
+        "drop_turn_completed",
+        "interrupt_ignored",
+        "interrupt_answer_missing",
+        "grandchild_holds_stdout",
+    }
+)
+#: Faults that attach to the interrupt, so they need a client cancel in their turn.
+INTERRUPT_FAULTS: frozenset[str] = frozenset(
+    {
+        "completion_after_interrupt",
+        "interrupt_ignored",
+        "interrupt_answer_missing",
+        "resolved_order",
+        "trace_unclosed_tool",
+    }
+)
+#: Interrupt faults that need an approval pending when the interrupt arrives.
+PENDING_APPROVAL_FAULTS: frozenset[str] = frozenset({"resolved_order", "trace_unclosed_tool"})
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One thing the server does. ``kind``:
+
+    ``started``, ``item_started``, ``delta`` (message), ``rdelta`` (reasoning), ``item_completed``,
+    ``approval`` (a request, answered at once unless the client holds it back), ``usage``,
+    ``sleep`` (``ms``), ``silence`` (nothing more, ever), ``end`` (the turn would end here),
+    ``completed`` (turn/completed), ``fault`` (a fault strikes; ``fault`` names it).
+    ``safe``: a client action racing this step cannot change status or usage.
+    """
+
+    kind: str
+    t: int
+    n: int = 0  # occurrence of `kind` within the turn, 1-based, for the points faults and triggers name
+    ms: int = 0
+    usage: Usage | None = None
+    pending: Usage | None = None  # usage the server announces if interrupted here
+    approval_held: bool = False  # an approval is pending here (the client holds it back)
+    fault: Fault | None = None
+    safe: bool = True
+
+
+@dataclass(slots=True)
+class Landing:
+    """Where a client action lands: the server is waiting at ``step`` (index ``index``)."""
+
+    index: int
+    t: int
+    usage_before: tuple[Usage, ...]
+    pending: Usage | None
+    approval_held: bool
+
+
+@dataclass(slots=True)
+class TurnTruth:
+    """The walk of one turn and what it implies."""
+
+    steps: list[Step] = field(default_factory=list)
+    #: completed | failed | interrupted (approval cancel) | timeout | dead (server gone or unreadable)
+    outcome: str = "completed"
+    status: str = "completed"  # the client's Result status
+    server_status: str | None = "completed"  # turn/completed status the client consumes; "none": none
+    usage: tuple[Usage, ...] = ()  # usages that count for the turn
+    usage_known: bool = True  # False: the truth is not certain; [expect] leaves usage unchecked
+    fired: list[Fault] = field(default_factory=list)  # faults that struck, in order
+    killed: bool = False  # the client must kill the server (budget expired, unreadable stdout)
+    crashed: Fault | None = None
+    cancel: Landing | None = None  # where the client's cancel landed, None: no cancel
+    approvals_seen: int = 0  # approval requests that arrived (decision indices consumed)
+    ends_session: bool = False
+
+    def buckets(self) -> UsageBuckets:
+        return usage_buckets(self.usage)
+
+    def points(self, kind: str) -> list[int]:
+        """The occurrences ``n`` of fault point ``kind`` that the walk reaches."""
+        return [s.n for s in self.steps if s.kind == _POINT_STEP.get(kind, kind)]
+
+
+_POINT_STEP = {"delta": "delta", "item_started": "item_started", "approval_pending": "approval", "usage": "usage"}
+
+
+def usage_buckets(usages: tuple[Usage, ...] | list[Usage]) -> UsageBuckets:
+    """Buckets of the usages a turn counts (client-behaviour.md §8.3; cache writes are always 0 here)."""
+    total = UsageBuckets()
+    for u in usages:
+        total = total + UsageBuckets(
+            input=max(0, u.input - u.cached), cache_read=u.cached, output=u.output, reasoning=u.reasoning
+        )
+    return total
+
+
+def _needs_approval(item: object) -> bool:
+    return isinstance(item, CommandItem | FileChangeItem) and item.approval
+
+
+def _is_tool(item: object) -> bool:
+    return isinstance(item, CommandItem | FileChangeItem)
+
+
+class Walker:
+    """Builds the base steps of one turn (no faults, no client actions)."""
+
+    def __init__(self, script: TurnScript, plan: ClientPlan, approval_offset: int, hold: set[int]) -> None:
+        self.script, self.plan, self.offset, self.hold = script, plan, approval_offset, hold
+        self.steps: list[Step] = []
+        self.t = 0
+        self.counts: dict[str, int] = {}
+        self.approvals = 0
+        self.outcome = "completed"
+
+    def add(self, kind: str, safe: bool = True, **kw: object) -> Step:
+        n = self.counts[kind] = self.counts.get(kind, 0) + 1
+        step = Step(kind, self.t, n=n, safe=safe, **kw)  # type: ignore[arg-type]
+        self.steps.append(step)
+        return step
+
+    def sleep(self, ms: int, pending: Usage | None = None) -> None:
+        if ms > 0:
+            self.steps.append(Step("sleep", self.t, ms=ms, pending=pending))
+            self.t += ms
+
+    def stream(self, kind: str, deltas: tuple[str, ...], delay: int) -> None:
+        for _ in deltas:
+            self.sleep(delay)
+            self.add(kind)
+
+    def walk(self) -> None:
+        self.add("started")
+        index = 0
+        while True:
+            response = self.script.response(index)
+            ended = self.response(response)
+            if ended:
+                return
+            if not any(_is_tool(i) for i in response.items):
+                break
+            index += 1
+        self.add("end", safe=False)
+        self.add("completed", safe=False)
+
+    def response(self, r: ModelResponse) -> bool:
+        """Plays one response; True when the turn ended inside it."""
+        for item in r.items:
+            self.add("item_started")
+            if isinstance(item, MessageItem):
+                self.stream("delta", item.deltas, item.delay_ms)
+                self.add("item_completed")
+            elif isinstance(item, ReasoningItem):
+                self.stream("rdelta", item.deltas, item.delay_ms)
+                self.add("item_completed")
+            else:
+                decision = "accept"
+                if _needs_approval(item):
+                    arrival = self.offset + self.approvals
+                    self.approvals += 1
+                    held = arrival in self.hold
+                    self.add("approval", safe=False, pending=r.usage, approval_held=held)
+                    if held:
+                        # The client holds this request back and cancels: nothing follows until the interrupt.
+                        self.steps.append(Step("silence", self.t, pending=r.usage, approval_held=True))
+                        self.outcome = "held"
+                        return True
+                    decision = self.plan.decision(arrival)
+                if decision in ("accept", "acceptForSession") and isinstance(item, CommandItem):
+                    self.sleep(item.duration_ms, pending=r.usage)
+                self.add("item_completed")
+                if decision == "cancel":
+                    # The model is not called again; the turn ends interrupted (approval_cancel.jsonl).
+                    if r.usage is not None:
+                        self.add("usage", safe=False, usage=r.usage)
+                    self.add("completed", safe=False)
+                    self.outcome = "interrupted"
+                    return True
+        if r.end != "completed":
+            self.add("end_failed", safe=False)
+            self.add("completed", safe=False)
+            self.outcome = "failed"
+            return True
+        if r.usage is not None:
+            self.add("usage", safe=False, usage=r.usage)
+        return False
+
+
+def point_index(steps: list[Step], fault: Fault) -> int | None:
+    """Index of the step after which ``fault`` strikes (``end``: before it), None when never reached."""
+    at = fault.at
+    for i, s in enumerate(steps):
+        if at == "start" and s.kind == "started":
+            return i
+        if at in _POINT_STEP and s.kind == _POINT_STEP[at] and s.n == fault.n:
+            return i
+        if at == "end" and s.kind == "end":
+            return i - 1
+        if at == "after_end" and s.kind == "completed":
+            return i
+    return None
+
+
+def apply_fault(steps: list[Step], fault: Fault) -> list[Step]:
+    """Steps with ``fault`` applied at its point (unchanged when the point is not reached)."""
+    i = point_index(steps, fault)
+    if i is None:
+        return steps
+    t = steps[i].t if i >= 0 else 0
+    before, after = steps[: i + 1], steps[i + 1 :]
+    kind = fault.kind
+    strike = Step("fault", t, fault=fault, safe=kind in NOISE_FAULTS)
+    if kind in NOISE_FAULTS:
+        return [*before, strike, *after]
+    if kind == "delayed_completion":
+        ms = int(fault.param("delay_ms"))
+        shifted = [replace(s, t=s.t + ms) for s in after]
+        return [*before, strike, Step("sleep", t, ms=ms), *shifted]
+    if kind in ("duplicate_usage", "replay_usage"):
+        return [*before, strike, *after]
+    if kind == "late_events":
+        return [*before, strike, *after]
+    if kind == "drop_turn_completed":
+        rest = [s for s in after if s.kind != "completed"]
+        return [*before, strike, *rest, Step("silence", t)]
+    if kind == "unknown_server_request":
+        return [*before, strike, *after]
+    if kind == "overload":
+        return [*before, strike, *after]
+    if kind in ("crash", "stdout_closed", "oversized_line"):
+        return [*before, strike]
+    if kind in ("hang", "grandchild_holds_stdout"):
+        return [*before, strike, Step("silence", t)]
+    return [*before, strike, *after]
+
+
+def landing_for(steps: list[Step], action: ClientAction) -> Landing | None:
+    """Where ``action`` lands in ``steps``, or None when it is never triggered or would race the server."""
+    if action.do == "resume":
+        return None
+    if action.at == "delay":
+        return _landing_at_time(steps, action.delay_ms)
+    if action.delay_ms:
+        return None  # trigger + delay: not generated (the delay would need its own window)
+    kind = {"started": "started", "delta": "delta", "item_started": "item_started", "approval_pending": "approval"}[
+        action.at
+    ]
+    start = None
+    for i, s in enumerate(steps):
+        if s.kind == kind and (kind == "started" or s.n == action.n):
+            start = i
+            break
+    if start is None:
+        return None
+    if kind == "approval":
+        if not steps[start].approval_held:
+            return None
+        return _landing(steps, start)
+    for j in range(start + 1, len(steps)):
+        s = steps[j]
+        if s.kind in ("sleep", "silence"):
+            return _landing(steps, j)
+        if not s.safe:
+            return None
+    return None
+
+
+def _landing_at_time(steps: list[Step], t: int) -> Landing | None:
+    for j, s in enumerate(steps):
+        if s.kind == "sleep" and s.t < t < s.t + s.ms:
+            return _landing(steps, j, t)
+        if s.kind == "silence" and s.t < t:
+            return _landing(steps, j, t)
+    return None
+
+
+def _landing(steps: list[Step], j: int, t: int | None = None) -> Landing:
+    usage = tuple(s.usage for s in steps[:j] if s.kind == "usage" and s.usage is not None)
+    s = steps[j]
+    return Landing(j, s.t if t is None else t, usage, s.pending, s.approval_held)
+
+
+def windows(steps: list[Step]) -> list[tuple[int, int | None]]:
+    """The sleep windows ``(start, end)`` of a turn (end None: silent for ever), for delay triggers."""
+    out: list[tuple[int, int | None]] = []
+    for s in steps:
+        if s.kind == "sleep" and s.ms >= 2:
+            out.append((s.t, s.t + s.ms))
+        elif s.kind == "silence" and not s.approval_held:
+            out.append((s.t, None))
+    return out

@@ -1,0 +1,181 @@
+"""The fuzz strategies: drawn scenarios are valid files, their truth follows the documented rules,
+and every fault kind and client action is reachable."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+
+from contracts.usage import UsageBuckets
+from fake_server.scenario import (
+    FOLLOW_UP_RESPONSE,
+    ClientAction,
+    ClientPlan,
+    CommandItem,
+    Fault,
+    MessageItem,
+    ModelResponse,
+    TurnScript,
+    Usage,
+)
+from fake_server.scenario_file import dumps, loads
+from harness.fuzz.coverage import ALL_ACTIONS, ALL_FAULTS, Coverage
+from harness.fuzz.strategies import scenarios, usages
+from harness.fuzz.truth import RacyScenario, derive
+
+QUICK = settings(max_examples=150, suppress_health_check=list(HealthCheck), database=None, deadline=None)
+
+
+@QUICK
+@given(scenarios())
+def test_drawn_scenarios_round_trip_through_the_file_format(scenario):
+    text = dumps(scenario)
+    back = loads(text, "generated.toml")
+    assert replace(back, source=None) == scenario
+    assert len(back.expect.turns) == len(back.turns)
+
+
+@QUICK
+@given(scenarios())
+def test_drawn_truth_is_rederived_identically(scenario):
+    # The truth depends only on the scenario: deriving it again from the loaded file gives the same [expect].
+    back = loads(dumps(scenario), "generated.toml")
+    assert derive(back.turns, back.client).expect == scenario.expect
+
+
+@QUICK
+@given(usages())
+def test_usages_are_consistent(usage):
+    assert usage.cached <= usage.input and usage.reasoning <= usage.output
+
+
+def test_every_fault_kind_and_client_action_is_reachable_over_a_fixed_seed():
+    coverage = Coverage()
+
+    @seed(20261130)
+    @settings(max_examples=1000, suppress_health_check=list(HealthCheck), database=None, deadline=None)
+    @given(scenarios())
+    def draw(scenario):
+        coverage.add(scenario)
+
+    draw()
+    assert coverage.missing_faults() == [], coverage.summary()
+    assert coverage.missing_actions() == [], coverage.summary()
+    assert set(coverage.faults) <= set(ALL_FAULTS) and set(coverage.actions) <= set(ALL_ACTIONS)
+
+
+# --- the rules, on hand-made steps ------------------------------------------------------------------
+
+U1 = Usage(input=100, cached=40, output=20)
+U2 = Usage(input=200, cached=80, output=30, reasoning=5)
+
+
+def buckets(*usages: Usage) -> UsageBuckets:
+    total = UsageBuckets()
+    for u in usages:
+        total = total + UsageBuckets(u.input - u.cached, u.cached, 0, u.output, u.reasoning)
+    return total
+
+
+def msg(text: str = "Hello there", chunks: int = 3, delay: int = 100) -> MessageItem:
+    size = max(1, len(text) // chunks)
+    deltas = tuple(text[i : i + size] for i in range(0, len(text), size))
+    return MessageItem(text, deltas, delay)
+
+
+def one(turn: TurnScript, plan: ClientPlan | None = None):
+    truth = derive((turn,), plan or ClientPlan())
+    return truth.expect.turns[0], truth
+
+
+def test_plain_turn_completes_with_its_usage():
+    expect, _ = one(TurnScript(responses=(ModelResponse((msg(),), U1),)))
+    assert (expect.status, expect.server_status, expect.usage) == ("completed", "completed", buckets(U1))
+
+
+def test_a_tool_loop_adds_every_response_including_the_follow_up():
+    turn = TurnScript(responses=(ModelResponse((CommandItem("ls"),), U1),))
+    expect, _ = one(turn)
+    assert expect.usage == buckets(U1, FOLLOW_UP_RESPONSE.usage)
+
+
+def test_duplicated_usage_adds_nothing():
+    turn = TurnScript(responses=(ModelResponse((msg(),), U1),), faults=(Fault("duplicate_usage", "usage", 1),))
+    expect, truth = one(turn)
+    assert expect.usage == buckets(U1) and [f.kind for f in truth.fired] == ["duplicate_usage"]
+
+
+def test_cancel_while_streaming_keeps_only_announced_usage():
+    turn = TurnScript(
+        responses=(ModelResponse((CommandItem("ls"),), U1), ModelResponse((msg(),), U2)),
+    )
+    plan = ClientPlan(actions=(ClientAction(1, "cancel", "delta", 1),))
+    expect, truth = one(turn, plan)
+    assert (expect.status, expect.server_status, expect.usage) == ("aborted", "interrupted", buckets(U1))
+    assert truth.turns[0].cancel is not None
+
+
+def test_cancel_with_an_approval_pending_keeps_the_response_usage_announced_at_the_interrupt():
+    turn = TurnScript(responses=(ModelResponse((CommandItem("rm -rf x", approval=True),), U1),))
+    plan = ClientPlan(actions=(ClientAction(1, "cancel", "approval_pending", 1),))
+    expect, _ = one(turn, plan)
+    assert (expect.status, expect.usage) == ("aborted", buckets(U1))
+
+
+def test_interrupt_ignored_is_killed_and_keeps_what_arrived_before():
+    turn = TurnScript(
+        responses=(ModelResponse((CommandItem("rm", approval=True),), U1),),
+        faults=(Fault("interrupt_ignored", "interrupt"),),
+    )
+    plan = ClientPlan(actions=(ClientAction(1, "cancel", "approval_pending", 1),))
+    expect, truth = one(turn, plan)
+    assert (expect.status, expect.server_status, expect.usage) == ("aborted", "none", UsageBuckets())
+    assert truth.turns[0].killed and truth.expect.server_trace == "unclosed"
+
+
+def test_approval_answered_cancel_ends_the_turn_interrupted():
+    turn = TurnScript(responses=(ModelResponse((CommandItem("rm", approval=True),), U1),))
+    expect, _ = one(turn, ClientPlan(approval="cancel"))
+    assert (expect.status, expect.server_status, expect.usage) == ("aborted", "interrupted", buckets(U1))
+
+
+def test_declined_approval_goes_on_to_the_follow_up():
+    turn = TurnScript(responses=(ModelResponse((CommandItem("rm", approval=True),), U1),))
+    expect, _ = one(turn, ClientPlan(approval="decline"))
+    assert (expect.status, expect.usage) == ("completed", buckets(U1, FOLLOW_UP_RESPONSE.usage))
+
+
+def test_crash_mid_turn_fails_with_the_exit_code():
+    turn = TurnScript(
+        responses=(ModelResponse((msg(),), U1),), faults=(Fault("crash", "delta", 2, {"exit_code": 101}),)
+    )
+    expect, truth = one(turn)
+    assert (expect.status, expect.server_status, expect.usage) == ("failed", "none", UsageBuckets())
+    assert truth.expect.server_exit == 101
+
+
+def test_model_error_fails_the_turn():
+    turn = TurnScript(responses=(ModelResponse((msg(),), None, end="http_error"),))
+    expect, _ = one(turn)
+    assert (expect.status, expect.server_status) == ("failed", "failed")
+
+
+def test_unsupported_server_request_fails_a_completed_turn():
+    turn = TurnScript(faults=(Fault("unknown_server_request", "start"),))
+    expect, _ = one(turn)
+    assert expect.status == "failed"
+
+
+def test_hang_times_out():
+    turn = TurnScript(faults=(Fault("hang", "start"),))
+    expect, _ = one(turn)
+    assert (expect.status, expect.server_status) == ("timeout", "none")
+
+
+def test_a_cancel_racing_the_completion_is_refused():
+    # No wait between the first delta and the end of the turn: the interrupt would race turn/completed.
+    turn = TurnScript(responses=(ModelResponse((MessageItem("hi", ("hi",), 0),), U1),))
+    with pytest.raises(RacyScenario):
+        derive((turn,), ClientPlan(actions=(ClientAction(1, "cancel", "delta", 1),)))
