@@ -115,6 +115,27 @@ PAYLOAD_REF_FIELDS: Final = (
 )
 PAYLOAD_REF_LIST_FIELDS: Final = ("payloads",)
 
+# Where each event type carries payload references (single-ref slots; ``other`` also has a list).
+REF_SLOTS_BY_TYPE: Final[dict[str, tuple[str, ...]]] = {
+    "thread_started": ("metadata_payload",),
+    "protocol_event_observed": ("event_payload",),
+    "history_item_accepted": ("tool_output_payload",),
+    "inference_started": ("request_payload", "prepared_prompt_payload", "warmup_context_payload"),
+    "inference_completed": ("response_payload",),
+    "inference_failed": ("partial_response_payload",),
+    "inference_cancelled": ("partial_response_payload",),
+    "tool_call_started": ("invocation_payload",),
+    "tool_call_runtime_started": ("runtime_payload",),
+    "tool_call_runtime_ended": ("runtime_payload",),
+    "tool_call_ended": ("result_payload",),
+    "code_cell_initial_response": ("response_payload",),
+    "code_cell_ended": ("response_payload",),
+    "compaction_request_started": ("request_payload",),
+    "compaction_request_completed": ("response_payload",),
+    "compaction_installed": ("checkpoint_payload",),
+    "agent_result_observed": ("carried_payload",),
+}
+
 # Slots whose payload kind the reducer checks (observed: a wrong kind is "mislabeled ... evidence").
 CHECKED_SLOT_KINDS: Final[dict[tuple[str, str], str]] = {
     ("inference_started", "request_payload"): "inference_request",

@@ -27,9 +27,9 @@ from contracts.trace.format import (
     MANIFEST_FIELDS,
     MANIFEST_NAME,
     PAYLOAD_KINDS,
-    PAYLOAD_REF_FIELDS,
     PAYLOAD_REF_LIST_FIELDS,
     PAYLOADS_DIR_NAME,
+    REF_SLOTS_BY_TYPE,
     SCHEMA_VERSION,
     STATUS_ENUMS,
     shard_name,
@@ -63,7 +63,7 @@ class ReadLimits:
     max_shards: int = 100_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EndMark:
     """One raw terminal event of a window (all of them are kept, in log order)."""
 
@@ -114,7 +114,7 @@ class Window:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PayloadRef:
     raw_payload_id: str
     kind: str
@@ -124,7 +124,7 @@ class PayloadRef:
     slot: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProtocolEvent:
     seq: int
     wall_time_unix_ms: int
@@ -132,7 +132,7 @@ class ProtocolEvent:
     payload_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WallTimeRegression:
     seq: int
     wall_time_unix_ms: int
@@ -300,17 +300,29 @@ class _Replay:
 
     # -- envelope --------------------------------------------------------------------------------
     def apply(self, event: Any, line: int) -> None:
-        if not isinstance(event, dict):
+        if type(event) is not dict:
             raise _parse_error(line, "invalid type, expected struct RawTraceEvent")
-        for name in ("schema_version", "seq", "wall_time_unix_ms", "rollout_id", "payload"):
-            if name not in event:
-                raise _parse_error(line, f"missing field `{name}`")
-        version = _expect_int(event["schema_version"], "schema_version", line)
-        seq = _expect_int(event["seq"], "seq", line)
-        wall = _expect_int(event["wall_time_unix_ms"], "wall_time_unix_ms", line)
-        rollout = _expect_str(event["rollout_id"], "rollout_id", line)
-        thread_ctx = _opt_str(event.get("thread_id"), "thread_id", line)
-        turn_ctx = _opt_str(event.get("codex_turn_id"), "codex_turn_id", line)
+        try:
+            version = event["schema_version"]
+            seq = event["seq"]
+            wall = event["wall_time_unix_ms"]
+            rollout = event["rollout_id"]
+        except KeyError as exc:
+            raise _parse_error(line, f"missing field `{exc.args[0]}`") from None
+        if "payload" not in event:
+            raise _parse_error(line, "missing field `payload`")
+        if type(version) is not int or type(seq) is not int or type(wall) is not int or type(rollout) is not str:
+            _expect_int(version, "schema_version", line)
+            _expect_int(seq, "seq", line)
+            _expect_int(wall, "wall_time_unix_ms", line)
+            _expect_str(rollout, "rollout_id", line)
+        thread_ctx = event.get("thread_id")
+        turn_ctx = event.get("codex_turn_id")
+        if (thread_ctx is not None and type(thread_ctx) is not str) or (
+            turn_ctx is not None and type(turn_ctx) is not str
+        ):
+            _opt_str(thread_ctx, "thread_id", line)
+            _opt_str(turn_ctx, "codex_turn_id", line)
         payload = event["payload"]
         if not isinstance(payload, dict):
             raise _parse_error(line, "invalid type for `payload`, expected internally tagged enum")
@@ -352,8 +364,11 @@ class _Replay:
     # -- payload references ----------------------------------------------------------------------
     def _collect_refs(self, etype: str, payload: dict[str, Any], seq: int, line: int) -> list[PayloadRef]:
         refs: list[PayloadRef] = []
+        slots = REF_SLOTS_BY_TYPE.get(etype)
+        if slots is None and etype != "other":
+            return refs
         self._owner_id = payload.get("inference_call_id")
-        for slot in PAYLOAD_REF_FIELDS:
+        for slot in slots or ():
             value = payload.get(slot)
             if value is not None:
                 self._parse_ref(value, etype, slot, seq, line, refs, top=True)
