@@ -1,0 +1,134 @@
+"""The fake replays every shared real 0.171.0 transcript structurally equal, with every frame valid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.fidelity import Difference, diff_server_sides, render, shape
+from contracts.validator import Validator
+from fake_server.catalogue import load_builtin
+from fake_server.replay import load_transcript, replay
+
+TRANSCRIPTS = Path("/work/shared/reference/real-transcripts")
+#: Which scenario scripts the model side of each recorded session (the client side comes from the file).
+SCENARIO_FOR = {
+    "plain": "plain_two_turns",
+    "stream_interrupt": "long_stream",
+    "approval_accept": "command_approval",
+    "approval_decline": "command_approval",
+    "approval_cancel": "command_approval",
+    "approval_interrupt": "command_approval",
+    "approval_rpc_error": "command_approval",
+    "model_error": "model_error",
+    "framing": "plain",
+    "misc_requests": "plain",
+    "stdin_eof": "plain",
+    "no_initialized_notification": "plain",
+    "experimental_optout": "plain",
+}
+
+pytestmark = pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="shared real transcripts not available")
+
+
+def test_every_shared_transcript_has_a_scenario() -> None:
+    names = {p.stem for p in TRANSCRIPTS.glob("*.jsonl")}
+    assert names == set(SCENARIO_FOR), "a new transcript needs its scenario here (no exception list)"
+
+
+def _request_methods(transcript: list[dict[str, Any]]) -> dict[Any, str]:
+    out: dict[Any, str] = {}
+    for entry in transcript:
+        msg = entry.get("msg")
+        if entry.get("dir") == "c2s" and isinstance(msg, dict) and "method" in msg and "id" in msg:
+            out[msg["id"]] = msg["method"]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIO_FOR))
+def test_transcript_replays_structurally_equal(name: str) -> None:
+    transcript = load_transcript(str(TRANSCRIPTS / f"{name}.jsonl"))
+    result = replay(transcript, load_builtin(SCENARIO_FOR[name]))
+    assert result.differences == [], render(result.differences)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIO_FOR))
+def test_replayed_frames_validate_against_the_pinned_schema(name: str) -> None:
+    transcript = load_transcript(str(TRANSCRIPTS / f"{name}.jsonl"))
+    experimental = name == "experimental_optout"
+    validator = Validator.for_release("0.171.0", experimental)
+    methods = _request_methods(transcript)
+    result = replay(transcript, load_builtin(SCENARIO_FOR[name]))
+    problems = []
+    for frame in result.fake:
+        assert frame is not None
+        method = methods.get(frame.get("id")) if "method" not in frame else None
+        for violation in validator.validate(frame, "s2c", request_method=method):
+            problems.append(f"{frame.get('method') or method}: {violation}")
+    assert problems == []
+
+
+def test_late_answer_after_interrupt_only_logs() -> None:
+    transcript = load_transcript(str(TRANSCRIPTS / "approval_interrupt.jsonl"))
+    result = replay(transcript, load_builtin("command_approval"))
+    assert "could not find callback for Integer(0)" in "".join(result.server.stderr)
+    last = result.fake[-1]
+    assert last is not None and last.get("method") == "serverRequest/resolved"
+
+
+def test_stdin_eof_exits_zero_promptly() -> None:
+    result = replay(load_transcript(str(TRANSCRIPTS / "stdin_eof.jsonl")), load_builtin("plain"))
+    assert result.exit_code == 0
+
+
+def test_fidelity_ignores_ids_texts_and_ambient() -> None:
+    real = load_transcript(str(TRANSCRIPTS / "plain.jsonl"))
+    frames = [e["msg"] for e in real if e["dir"] == "s2c"]
+    mangled = [
+        {**f, "emittedAtMs": 1} if "method" in f else f
+        for f in frames
+        if f.get("method") not in ("configWarning", "account/rateLimits/updated")
+    ]
+    assert diff_server_sides(frames, mangled) == []
+
+
+def test_fidelity_reports_a_missing_and_a_changed_frame() -> None:
+    real = [e["msg"] for e in load_transcript(str(TRANSCRIPTS / "plain.jsonl")) if e["dir"] == "s2c"]
+    dropped = [f for f in real if f.get("method") != "thread/started"]
+    diffs = diff_server_sides(real, dropped)
+    assert [d.what for d in diffs] == ["missing"] and diffs[0].expected == (("thread/started",),)
+    changed = [
+        {**f, "params": {**f["params"], "turn": {**f["params"]["turn"], "status": "failed"}}}
+        if f.get("method") == "turn/completed"
+        else f
+        for f in real
+    ]
+    diffs = diff_server_sides(real, changed)
+    assert len(diffs) == 2 and all(isinstance(d, Difference) and d.what == "changed" for d in diffs)
+    assert "turn/completed" in render(diffs)
+
+
+def test_fidelity_resolved_is_unordered_within_its_turn_but_counted() -> None:
+    real = [e["msg"] for e in load_transcript(str(TRANSCRIPTS / "approval_interrupt.jsonl")) if e["dir"] == "s2c"]
+    resolved = [f for f in real if f.get("method") == "serverRequest/resolved"]
+    others = [f for f in real if f.get("method") != "serverRequest/resolved"]
+    completed_at = next(i for i, f in enumerate(others) if f.get("method") == "turn/completed")
+    moved = others[:completed_at] + resolved + others[completed_at:]
+    assert diff_server_sides(real, moved) == []
+    diffs = diff_server_sides(real, others)
+    assert [d.what for d in diffs] == ["resolved count"]
+
+
+def test_shape_of_odd_frames() -> None:
+    assert shape(None) == ("not-a-frame",)
+    assert shape({"id": 1, "error": {"code": -32600, "message": "x"}}) == ("response", "error", -32600)
+    assert shape({"method": "warning", "params": {}}) is None
+    assert shape({"method": "item/started", "params": "weird"}) == ("item/started", None, None)
+
+
+def test_collapse_deltas_forgives_chunking() -> None:
+    a = [{"method": "item/agentMessage/delta", "params": {}}] * 4
+    assert diff_server_sides(a, a[:1]) != []
+    assert diff_server_sides(a, a[:1], collapse_deltas=True) == []
