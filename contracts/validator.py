@@ -14,6 +14,7 @@ checked against the response type of the method it answers when the caller names
 from __future__ import annotations
 
 import functools
+import re
 import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ DEFAULT_RELEASE: Final = "0.171.0"
 _DRAFT7: Final = "http://json-schema.org/draft-07/schema#"
 _MISSING: Final = object()
 _GOT_LIMIT: Final = 80
+_DEF_REF_RE: Final = re.compile(r'"#/definitions/([^"/]+)"')
 
 # Which union a frame belongs to, by direction and shape; and whose responses a direction carries.
 _REQUEST_UNION: Final = {"c2s": Union.CLIENT_REQUEST, "s2c": Union.SERVER_REQUEST}
@@ -95,6 +97,7 @@ class Validator:
         self._compiled: dict[tuple[str, str], Any] = {}
         self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         self._explainers: dict[tuple[str, str], jsonschema.Draft7Validator] = {}
+        self._ref_cache: dict[int, set[str]] = {}
 
     @classmethod
     def for_release(cls, version: str = DEFAULT_RELEASE, experimental: bool = False) -> Validator:
@@ -170,18 +173,50 @@ class Validator:
             f"unknown {union.value} method {method!r}{hint}",
         )
 
+    def compile_all(self) -> int:
+        """Compile every method's schema now (for a steady first-frame latency); returns how many."""
+        keys: list[tuple[str, str]] = [("error", ""), ("response", "")]
+        for union, methods in self.index.methods.items():
+            keys += [(union.value, m) for m in methods]
+            if union in (Union.CLIENT_REQUEST, Union.SERVER_REQUEST):
+                keys += [("response", m) for m in methods]
+        for key in keys:
+            if key not in self._compiled:
+                self._compile(key)
+        return len(keys)
+
     # --- schemas --------------------------------------------------------------------------------
 
     def schema_for(self, key: tuple[str, str]) -> dict[str, Any]:
         """The composed JSON Schema used for ``key`` (``(union, method)``, ``("response", method)``...)."""
         schema = self._schemas.get(key)
         if schema is None:
-            schema = self._schemas[key] = self._build(key)
+            schema = self._schemas[key] = self._prune(self._build(key))
         return schema
 
     def _compile(self, key: tuple[str, str]) -> Any:
         compiled = self._compiled[key] = jsonschema_rs.Draft7Validator(self.schema_for(key))
         return compiled
+
+    def _refs(self, schema: Any) -> set[str]:
+        # Keyed by identity: definitions are objects of the bundle, alive as long as this validator.
+        found = self._ref_cache.get(id(schema))
+        if found is None:
+            found = self._ref_cache[id(schema)] = set(_DEF_REF_RE.findall(orjson.dumps(schema).decode()))
+        return found
+
+    def _prune(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """Keep only the definitions the schema reaches: a union file carries hundreds it does not need."""
+        definitions = schema.get("definitions", {})
+        todo = self._refs({k: v for k, v in schema.items() if k != "definitions"})
+        kept: dict[str, Any] = {}
+        while todo:
+            name = todo.pop()
+            if name in kept or name not in definitions:
+                continue
+            kept[name] = definitions[name]
+            todo |= self._refs(definitions[name])
+        return {**schema, "definitions": kept}
 
     def _explainer(self, key: tuple[str, str]) -> jsonschema.Draft7Validator:
         explainer = self._explainers.get(key)

@@ -284,3 +284,9 @@ def test_frames_no_codec_would_produce_are_violations_not_exceptions() -> None:
         assert validator.explain(frame, direction, method)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="direction"):
         validator.validate({}, "up")  # type: ignore[arg-type]
+
+
+def test_compile_all_covers_every_method() -> None:
+    validator = Validator(Validator.for_release().bundle, "0.171.0")
+    assert validator.compile_all() == 2 + 110 + 1 + 10 + 87 + 110 + 10
+    assert validator.validate({"method": "initialized"}, "c2s") == []
