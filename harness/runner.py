@@ -89,13 +89,36 @@ def scenario_budgets(plan: ClientPlan) -> Budgets:
     )
 
 
-def approval_policy(plan: ClientPlan) -> Callable[[Any], str]:
-    """The plan's decisions, by the request's ordinal among the session's approval requests."""
+class PlanPolicy:
+    """The plan's approval decisions, by the request's ordinal among the session's approval requests.
 
-    def policy(request: Any) -> str:
-        return plan.decision(request.index)
+    An approval that a ``cancel`` action targets (``at = "approval_pending"``) is held unanswered: the
+    scenario means the user cancels *while* it is pending, so answering it first would test nothing.
+    The client's own approval deadline still bounds the wait.
+    """
 
-    return policy
+    def __init__(self, plan: ClientPlan) -> None:
+        self.plan = plan
+        self.turn = 0  # 1-based number of the running turn
+        self.in_turn = 0  # approvals seen in the running turn
+
+    def start_turn(self, number: int) -> None:
+        self.turn, self.in_turn = number, 0
+
+    def held(self, n: int) -> bool:
+        return any(
+            a.do == "cancel" and a.at == "approval_pending" and a.n == n for a in self.plan.actions_for(self.turn)
+        )
+
+    async def __call__(self, request: Any) -> str:
+        self.in_turn += 1
+        if self.held(self.in_turn):
+            await trio.sleep_forever()
+        return self.plan.decision(request.index)
+
+
+def approval_policy(plan: ClientPlan) -> PlanPolicy:
+    return PlanPolicy(plan)
 
 
 def _triggered(action: ClientAction, event: TurnEvent) -> bool:
@@ -150,7 +173,11 @@ async def _play_turn(
 
 
 async def _play_session(
-    session: Any, scenario: Scenario, cancel_trigger: tuple[CancelTrigger, float] | None, record: SessionRecord
+    session: Any,
+    scenario: Scenario,
+    cancel_trigger: tuple[CancelTrigger, float] | None,
+    record: SessionRecord,
+    policy: PlanPolicy | None = None,
 ) -> None:
     plan = scenario.client
     try:
@@ -169,6 +196,8 @@ async def _play_session(
                 thread_id = await session.resume_thread(thread_id, cwd=WORKDIR)
             except (ClientError, RpcError) as exc:
                 session.note(f"runner: thread/resume failed: {exc}")
+        if policy is not None:
+            policy.start_turn(i + 1)
         probe = cancel_trigger if i == 0 else None
         await _play_turn(session, script.input, tuple(a for a in actions if a.do != "resume"), probe)
 
@@ -204,7 +233,7 @@ async def _play_async(
             session = None
             try:
                 async with open_session(run.transport, options, policy=policy) as session:
-                    await _play_session(session, scenario, cancel_trigger, record)
+                    await _play_session(session, scenario, cancel_trigger, record, policy)
             except Exception as exc:  # the client let an exception escape: a finding, recorded
                 record.client_errors.append("".join(traceback.format_exception_only(exc)).strip())
             if session is not None:

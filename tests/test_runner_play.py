@@ -174,3 +174,20 @@ def test_client_without_interrupt_budget_turns_latency_red(monkeypatch: pytest.M
     )
     run = runner.run_one(scenario, "fake")
     assert by(run, "latency")["turn 1 cancel→Result"] == "fail"
+
+
+def test_cancel_at_approval_pending_holds_the_approval_unanswered() -> None:
+    scenario = approval_scenario(("accept",))
+    scenario = dataclasses.replace(
+        scenario,
+        client=ClientPlan(actions=(ClientAction(1, "cancel", at="approval_pending", n=1),)),
+        expect=Expect(turns=(ExpectTurn("aborted", server_status="interrupted"),)),
+    )
+    run = runner.run_one(scenario, "fake")
+    assert run.record is not None
+    answers = [e.frame for e in run.record.wire if e.dir == "c2s" and e.frame and "result" in e.frame]
+    assert answers == []  # cancelled while pending: never accepted
+    methods = [e.frame.get("method") for e in run.record.wire if e.dir == "c2s" and e.frame]
+    assert "turn/interrupt" in methods
+    assert by(run, "terminal_status")["turn 1 status"] == "pass"
+    assert by(run, "protocol")["server requests answered"] == "pass"  # resolved by the server
