@@ -80,7 +80,12 @@ def _strip(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class Validator:
-    """Validates frames of one release (stable or experimental bundle). Never raises on a bad frame."""
+    """Validates frames of one release (stable or experimental bundle). Never raises on a bad frame.
+
+    ``require_emitted_at``: a server notification must carry ``emittedAtMs``. The schema declares
+    it (an integer) at the top level of ``ServerNotification`` without listing it as required; the
+    real server sends it on every notification, so a frame without it is not one 0.171.0 writes.
+    """
 
     def __init__(
         self,
