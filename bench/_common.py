@@ -36,6 +36,7 @@ class Row:
     unit: str
     baseline: str | None = None  # name of the row this one is compared with
     ratio: float | None = None
+    cpu_ratio: float | None = None  # the same ratio on this process's CPU time (robust on a loaded machine)
     target: str = ""  # human text, e.g. ">= 0.3x bare"
     ok: bool | None = None  # None: no target
     note: str = ""
@@ -89,6 +90,8 @@ def table(rows: Sequence[Row], title: str = "") -> str:
     body = []
     for r in rows:
         rt = "" if r.ratio is None else f"{r.ratio:.3f}x {r.baseline}" if r.baseline else f"{r.ratio:.3f}x"
+        if r.cpu_ratio is not None:
+            rt += f" (cpu {r.cpu_ratio:.3f}x)"
         met = "" if r.ok is None else ("yes" if r.ok else "NO")
         body.append([r.bench, r.name, fmt_value(r.value, r.unit), rt, r.target, met])
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]

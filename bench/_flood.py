@@ -253,10 +253,15 @@ class FloodRun:
     notifications: int  # frames of the turn read after the turn/start answer, turn/completed included
     seconds: float  # turn/start sent -> turn/completed parsed
     nbytes: int
+    cpu: float = 0.0  # this process's CPU seconds over the same span (the reader's work, not the server's)
 
     @property
     def rate(self) -> float:
         return self.notifications / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def cpu_rate(self) -> float:
+        return self.notifications / self.cpu if self.cpu > 0 else float("inf")
 
 
 class RawSession:
@@ -308,6 +313,7 @@ class RawSession:
         """Start a turn and read until turn/completed; only the turn's frames are counted."""
         self.pending.clear()
         start_bytes = self.nbytes
+        c0 = time.process_time()
         t0 = time.perf_counter()
         rid = await self.request("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": "flood"}]})
         count = 0
@@ -321,7 +327,8 @@ class RawSession:
                 if on_frame is not None:
                     on_frame(frame)
                 if frame.get("method") == "turn/completed":
-                    return FloodRun(count, time.perf_counter() - t0, self.nbytes - start_bytes)
+                    seconds = time.perf_counter() - t0
+                    return FloodRun(count, seconds, self.nbytes - start_bytes, time.process_time() - c0)
 
 
 async def run_raw(
