@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_trace_support import MUTATIONS, REAL_BUNDLES, Mutation, build, reference_bundle
+from test_trace_support import MUTATIONS, REAL_BUNDLES, Mutation, build, copy_bundle, reference_bundle
 
 from contracts.trace.closure import check_bundle
 from contracts.trace.reader import read_bundle
@@ -111,3 +111,15 @@ def test_double_end_is_caught_though_replay_keeps_the_last(tmp_path: Path) -> No
     assert verdict.trace.tool_calls["call_1"].status == "completed"  # last one wins, as in the reducer
     (problem,) = [p for p in verdict.problems if p.invariant == 3]
     assert problem.seq == 14 and problem.id == "call_1"
+
+
+@pytest.mark.parametrize("name", ["real-as-interrupt-pending-approval", "real-as-decline-approval"])
+def test_every_whole_line_prefix_of_a_real_bundle_is_unclosed(name: str, tmp_path: Path) -> None:
+    """A prefix of whole event lines, with a shard holding every record they reference, is never
+    invalid and never closed."""
+    lines = (reference_bundle(name) / "trace.jsonl").read_bytes().splitlines(keepends=True)
+    for k in range(len(lines)):
+        bundle = copy_bundle(name, tmp_path / f"p{k}")
+        (bundle / "trace.jsonl").write_bytes(b"".join(lines[:k]))
+        verdict = check_bundle(bundle)
+        assert verdict.verdict == "unclosed", (k, verdict.to_json())

@@ -567,6 +567,16 @@ MUTATIONS: list[Mutation] = [
         "no content checksum",
         "accept",
     ),
+    # Stricter by design (invariant 1: every shard of a closed recording is a finished, checksummed frame):
+    # 0.171.0 ignores a shard nothing references.
+    Mutation(
+        "unreferenced_garbage_shard",
+        IPA,
+        lambda b: shard_path(b, 2).write_bytes(b"not zstd"),
+        "invalid",
+        "shard 2: Unknown frame descriptor",
+        "accept",
+    ),
     # --- closure violations the reducer accepts (exit 1) ---
     Mutation(
         "prefix_bug_tool_end_removed",
