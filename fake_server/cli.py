@@ -1,24 +1,163 @@
-"""``fake-codex``: a drop-in for ``codex`` that serves one scripted app-server session on stdio."""
+"""``fake-codex``: a drop-in for ``codex`` that serves one scripted app-server session on stdio.
+
+``fake-codex --version`` answers like the real binary. ``fake-codex app-server [--scenario NAME|PATH]``
+plays a built-in scenario or a scenario file (``FAKE_CODEX_SCENARIO`` when no flag, ``plain`` when
+neither), so a client that spawns ``codex app-server`` with fixed arguments can point its codex path
+here. Real-binary flags (``--listen stdio://``, ``-c key=value``) are accepted.
+
+Process faults are real here: a crash flushes what the fault says (half a frame for mid-line) and
+leaves with ``os._exit(K)`` (no cleanup, the trace stays unclosed); ``grandchild_holds_stdout``
+starts a ``sleep`` that inherits stdout and outlives the server by up to ``hold_ms``, in the server's
+process group so a group kill takes it down. stdin EOF and SIGTERM shut down gracefully.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+import trio
+
+from fake_server.catalogue import resolve
+from fake_server.effects import TraceEvent
+from fake_server.engine import Engine
+from fake_server.runtime import run_engine
+from fake_server.scenario import Scenario
+from fake_server.scenario_file import ScenarioError
+from fake_server.server_trace import ServerTrace
 from harness.argparsing import ArgumentParser
 
 FAKE_VERSION = "0.171.0"
+SCENARIO_ENV = "FAKE_CODEX_SCENARIO"
+TRACE_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
+READ_CHUNK = 65536
+
+
+class _StdioIo:
+    """The engine's I/O on the process's own stdin, stdout and stderr."""
+
+    def __init__(self, trace: ServerTrace | None) -> None:
+        self.stdin = trio.lowlevel.FdStream(os.dup(0))
+        self.stdout = trio.lowlevel.FdStream(os.dup(1))
+        self.stdout_closed = False
+        self.trace_writer = trace
+        self.grandchildren: list[subprocess.Popen[bytes]] = []
+
+    async def read(self) -> bytes:
+        try:
+            return await self.stdin.receive_some(READ_CHUNK)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return b""
+
+    async def write(self, data: bytes) -> None:
+        if self.stdout_closed:
+            return
+        try:
+            await self.stdout.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            self.stdout_closed = True  # the reader is gone; carry on like a server with EPIPE
+
+    async def close_stdout(self) -> None:
+        if not self.stdout_closed:
+            self.stdout_closed = True
+            await self.stdout.aclose()
+            # Our own fd 1 is the last other holder; close it so the reader sees EOF.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+
+    def write_stderr(self, text: str) -> None:
+        data = text.encode("utf-8", "replace")
+        try:
+            while data:
+                written = os.write(2, data)
+                data = data[written:]
+        except OSError:
+            pass
+
+    async def spawn_grandchild(self, hold_ms: int) -> None:
+        seconds = f"{max(0, hold_ms) / 1000:.3f}"
+        # Inherits fd 1 (our stdout) and stays in our process group.
+        self.grandchildren.append(
+            subprocess.Popen(["sleep", seconds], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+        )
+
+    def trace(self, event: TraceEvent) -> None:
+        if self.trace_writer is not None:
+            self.trace_writer.on_event(event)
+
+
+async def serve_stdio(scenario: Scenario) -> tuple[int, bool]:
+    """Serve one session on stdio until the engine exits; returns (exit code, crashed)."""
+    root = os.environ.get(TRACE_ENV)
+    trace = ServerTrace(Path(root)) if root else None
+    engine = Engine(
+        scenario,
+        cwd=os.getcwd(),
+        codex_home=os.environ.get("CODEX_HOME") or str(Path.home() / ".codex"),
+        hostname=socket.gethostname(),
+    )
+    io = _StdioIo(trace)
+    outcome_box: list[tuple[int, bool]] = []
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_sigterm() -> None:
+                async for _ in signals:
+                    # Graceful like stdin EOF: the engine's input loop sees EOF and shuts down.
+                    await io.stdin.aclose()
+                    if engine.hung:
+                        nursery.cancel_scope.cancel()  # a silent server still dies on SIGTERM
+                    return
+
+            nursery.start_soon(on_sigterm)
+            outcome = await run_engine(engine, io)
+            outcome_box.append((outcome.code, outcome.crash))
+            nursery.cancel_scope.cancel()
+    code, crashed = outcome_box[0] if outcome_box else (0, False)
+    if trace is not None and not crashed:
+        trace.finish(graceful=True)
+    return code, crashed
+
+
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="fake-codex", description="Scriptable fake of `codex app-server` 0.171.0.")
+    parser.add_argument("--version", "-V", action="store_true", help="print the version like the real binary")
+    parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="accepted, ignored")
+    sub = parser.add_subparsers(dest="command")
+    app = sub.add_parser("app-server", help="serve one app-server session on stdio")
+    app.add_argument("--scenario", help=f"built-in scenario name or scenario file (default: ${SCENARIO_ENV} or plain)")
+    app.add_argument("--listen", default="stdio://", help="only stdio:// is served")
+    app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="fake-codex", description="Scriptable fake of `codex app-server` 0.171.0.")
-    parser.add_argument("--version", action="store_true", help="print the version like the real binary")
-    args, _rest = parser.parse_known_args(argv)
+    parser = _parser()
+    args, _unknown = parser.parse_known_args(argv)
     if args.version:
         print(f"codex-cli {FAKE_VERSION}")
         return 0
-    parser.print_help()
-    return 3
+    if args.command != "app-server":
+        parser.print_help()
+        return 3
+    if args.listen != "stdio://":
+        print(f"fake-codex: only --listen stdio:// is supported, not {args.listen}", file=sys.stderr)
+        return 2
+    try:
+        scenario = resolve(args.scenario or os.environ.get(SCENARIO_ENV) or None)
+    except ScenarioError as exc:
+        print(f"fake-codex: {exc}", file=sys.stderr)
+        return 2
+    code, crashed = trio.run(serve_stdio, scenario)
+    if crashed:
+        os._exit(code & 0xFF)  # like a dying process: no flushing of Python buffers, no atexit
+    return code
 
 
 if __name__ == "__main__":

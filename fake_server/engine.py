@@ -31,7 +31,7 @@ from fake_server.effects import (
     WriteStderr,
 )
 from fake_server.ids import IdMaker, uuid_error
-from fake_server.methods import EXPERIMENTAL_METHODS, PARAMLESS_METHODS, unknown_variant_message
+from fake_server.methods import CLIENT_METHODS, EXPERIMENTAL_METHODS, PARAMLESS_METHODS, unknown_variant_message
 from fake_server.scenario import Fault, Scenario, Usage
 from fake_server.state import Answer, NextAnswer, Park, Sleep, ThreadState, TurnRun
 from harness.jsonrpc import (
@@ -288,7 +288,6 @@ class Engine:
     def _dispatch(self, request: Request) -> None:
         method = request.method
         handler = _HANDLERS.get(method)
-        from fake_server.methods import CLIENT_METHODS
 
         if handler is None and method not in CLIENT_METHODS:
             raise _invalid(unknown_variant_message(method))

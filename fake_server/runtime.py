@@ -8,6 +8,7 @@ scope; carrying out effects never is, so a wake-up cannot cut a frame in half.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,7 +16,6 @@ from typing import Protocol
 
 import orjson
 import trio
-import trio.testing
 
 from fake_server.effects import (
     CloseStdout,
@@ -36,7 +36,8 @@ VIRTUAL_EPOCH_MS = 1796022741000
 
 def default_clock_ms() -> Callable[[], int]:
     """Wall-clock ms, or a fixed epoch plus trio time when the clock is a MockClock (deterministic)."""
-    if isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock):
+    testing = sys.modules.get("trio.testing")  # imported only by tests; importing it costs ~0.3 s
+    if testing is not None and isinstance(trio.lowlevel.current_clock(), testing.MockClock):
         return lambda: VIRTUAL_EPOCH_MS + int(trio.current_time() * 1000)
     offset = time.time() - trio.current_time()
     return lambda: int((offset + trio.current_time()) * 1000)
