@@ -1,0 +1,156 @@
+"""The interrupt latency probe: cancel a running turn, measure on the wire and on the client's clock.
+
+Cases (``client-behaviour.md`` §6, the "real-binary probe"): ``long_stream`` is *generation* (cancel a
+settle delay after the first message delta), ``running_command`` is *active_tool* (cancel once the
+command item has started), ``interrupt_pending_approval`` cancels while an approval is pending. Each
+sample runs on a fresh server process; warm-ups are discarded; percentiles are nearest-rank.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from contracts.checks.wire_index import WireIndex
+from contracts.record import SessionRecord
+from fake_server.scenario import ClientAction, Scenario
+from harness.client.events import ItemStarted, TurnEvent
+from harness.runner import play, with_cancel_only
+
+CASES: tuple[str, ...] = ("long_stream", "running_command", "interrupt_pending_approval")
+METRICS: tuple[str, ...] = ("interrupt_to_completed", "cancel_to_result", "client_overhead")
+
+
+@dataclass(slots=True)
+class Sample:
+    status: str
+    interrupt_to_completed_ms: float | None
+    cancel_to_result_ms: float | None
+    error: str | None = None
+
+    @property
+    def client_overhead_ms(self) -> float | None:
+        if self.interrupt_to_completed_ms is None or self.cancel_to_result_ms is None:
+            return None
+        return self.cancel_to_result_ms - self.interrupt_to_completed_ms
+
+    def metric(self, name: str) -> float | None:
+        return {
+            "interrupt_to_completed": self.interrupt_to_completed_ms,
+            "cancel_to_result": self.cancel_to_result_ms,
+            "client_overhead": self.client_overhead_ms,
+        }[name]
+
+
+@dataclass(slots=True)
+class CaseResult:
+    scenario: str
+    target: str
+    samples: list[Sample] = field(default_factory=list)
+    warmups: list[Sample] = field(default_factory=list)
+
+    @property
+    def all_aborted(self) -> bool:
+        return all(s.status == "aborted" for s in self.samples + self.warmups)
+
+    def summary(self, metric: str) -> dict[str, Any]:
+        values = [v for s in self.samples if (v := s.metric(metric)) is not None]
+        return {"metric": metric, "n": len(values), **percentiles(values)}
+
+
+def nearest_rank(sorted_values: Sequence[float], p: float) -> float:
+    """The nearest-rank percentile: the smallest value with at least p% of the values at or below it."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50": nearest_rank(ordered, 50),
+        "p95": nearest_rank(ordered, 95),
+        "p99": nearest_rank(ordered, 99),
+        "max": ordered[-1] if ordered else math.nan,
+    }
+
+
+def summary_line(metric: str, summary: dict[str, Any]) -> str:
+    def ms(v: float) -> str:
+        return "nan" if math.isnan(v) else f"{v:.2f}ms"
+
+    return (
+        f"SUMMARY {metric} n={summary['n']} p50={ms(summary['p50'])} p95={ms(summary['p95'])} "
+        f"p99={ms(summary['p99'])} max={ms(summary['max'])}"
+    )
+
+
+def probe_scenario(
+    scenario: Scenario, settle_ms: int
+) -> tuple[Scenario, tuple[Callable[[TurnEvent], bool], float] | None]:
+    """The scenario with the case's cancel point, and a cancel trigger when no plan action can say it."""
+    if scenario.name == "long_stream":
+        cancel = ClientAction(1, "cancel", at="delta", n=1, delay_ms=settle_ms)
+        base = with_cancel_only(scenario)
+        return replace(base, client=replace(base.client, actions=(*base.client.actions, cancel))), None
+    if scenario.name == "running_command":
+
+        def command_started(event: TurnEvent) -> bool:
+            return isinstance(event, ItemStarted) and event.item_type == "commandExecution"
+
+        return with_cancel_only(scenario), (command_started, 0.0)
+    # interrupt_pending_approval: the scenario itself cancels while its approval is pending
+    return scenario, None
+
+
+def measure(record: SessionRecord) -> Sample:
+    """One sample from the first turn of a record: wire interrupt→turn/completed and cancel→Result."""
+    if not record.results:
+        return Sample("none", None, None, "no Result")
+    result = min(record.results, key=lambda r: r.index)
+    cancel_to_result = None
+    if result.cancel_at is not None:
+        cancel_to_result = (result.ended_at - result.cancel_at) * 1000
+    wire = None
+    error = None
+    index = WireIndex.build(record.wire)
+    if result.turn_id is not None and (interrupts := index.interrupts(result.turn_id)):
+        first = interrupts[0]
+        completions = [e for pos, e in index.turn_completions(result.turn_id) if pos > first.pos]
+        if completions:
+            wire = (completions[0].t - first.t) * 1000
+        else:
+            error = "no turn/completed after the interrupt"
+    else:
+        error = "no turn/interrupt on the wire"
+    if record.client_errors:
+        error = record.client_errors[0]
+    return Sample(result.status, wire, cancel_to_result, error)
+
+
+def run_case(
+    scenario: Scenario,
+    target: str,
+    *,
+    samples: int,
+    warmups: int,
+    settle_ms: int,
+    codex: Path | None = None,
+    progress: Callable[[str, int, int, Sample], None] | None = None,
+) -> CaseResult:
+    probe, trigger = probe_scenario(scenario, settle_ms)
+    out = CaseResult(scenario.name, target)
+    total = warmups + samples
+    for i in range(total):
+        with tempfile.TemporaryDirectory(prefix=f"codex-harness-latency-{scenario.name}-") as tmp:
+            record = play(probe, target, work_dir=Path(tmp), codex=codex, cancel_trigger=trigger)
+            sample = measure(record)
+        (out.warmups if i < warmups else out.samples).append(sample)
+        if progress is not None:
+            progress(scenario.name, i + 1, total, sample)
+    return out
