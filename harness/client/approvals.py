@@ -52,6 +52,10 @@ class ApprovalRequest:
     thread_id: str | None = None
     turn_id: str | None = None
     item_id: str | None = None
+    #: the session's 0-based index of the turn it belongs to, None outside a turn
+    turn_index: int | None = None
+    #: 1-based ordinal among the approval requests of that turn (0 outside a turn)
+    n: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -879,6 +879,8 @@ class Session:
             self._log(logging.WARNING, reason, request_id=request.id)
             self._nursery.start_soon(self._answer_error, request.id, METHOD_NOT_FOUND, reason)
             return
+        if turn is not None:
+            turn.state.approvals += 1
         approval = ApprovalRequest(
             request_id=request.id,
             method=request.method,
@@ -888,6 +890,8 @@ class Session:
             thread_id=params.get("threadId") if isinstance(params.get("threadId"), str) else None,
             turn_id=turn_id,
             item_id=params.get("itemId") if isinstance(params.get("itemId"), str) else None,
+            turn_index=turn.index if turn is not None else None,
+            n=turn.state.approvals if turn is not None else 0,
         )
         self._approval_count += 1
         pending = _PendingApproval(approval, turn)
@@ -898,7 +902,6 @@ class Session:
             turn_id=turn_id,
         )
         if turn is not None:
-            turn.state.approvals += 1
             turn.emit(
                 ApprovalRequested(
                     t, request.id, request.method, approval.item_id, params, turn.state.approvals, approval.index
