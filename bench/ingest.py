@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -118,6 +119,15 @@ def raw_measure(name: str, argv: list[str], make: Callable[[], _flood.Consumer],
     return Measure(name, "notif/s", run, **kw)
 
 
+def client_mem_measure(name: str, script: dict[str, Any], validate: bool, timeout: float, **kw: Any) -> Measure:
+    async def run() -> Run:
+        from _client_adapter import flood_in_memory
+
+        return await flood_in_memory(script, validate=validate, timeout=timeout)
+
+    return Measure(name, "frames/s", run, **kw)
+
+
 def client_measure(name: str, argv: list[str], validate: bool, timeout: float, **kw: Any) -> Measure:
     async def run() -> Run:
         from _client_adapter import flood_through_client
@@ -195,11 +205,18 @@ async def main_async(n: int, repeat: int, deadline: Deadline) -> list[Row]:
         data = _flood.turn_bytes(script)
         blast = _flood.blast_argv(script_path)
         t = min(30.0, deadline.left)
+        script = orjson.loads(script_path.read_bytes())  # as the blast server reads it: lines as text
+        script["replies"] = {
+            m: {"result": r["result"], "after": [line.encode() for line in r["after"]]}
+            for m, r in script["replies"].items()
+        }
         source = f"source: {script['source']}, {script['deltas']} deltas, {len(data) / 1e6:.1f} MB{fake_note}"
         measures = [
             mem_measure("mem bare", data, _flood.bare_consumer, note="bytes in memory, bulk split + orjson.loads"),
             mem_measure("mem LineDecoder", data, lambda: decoder_consumer(False), baseline="mem bare"),
             mem_measure("mem LineDecoder+validate", data, lambda: decoder_consumer(True), baseline="mem bare"),
+            client_mem_measure("mem client validate off", script, False, t, baseline="mem bare"),
+            client_mem_measure("mem client validate on", script, True, t, baseline="mem bare"),
             raw_measure("pipe bare", blast, _flood.bare_consumer, t, note=f"trio, 256 KiB reads, bulk split; {source}"),
             raw_measure("pipe LineDecoder", blast, lambda: decoder_consumer(False), t, baseline="pipe bare"),
             raw_measure("pipe LineDecoder+validate", blast, lambda: decoder_consumer(True), t, baseline="pipe bare"),
@@ -217,7 +234,7 @@ async def main_async(n: int, repeat: int, deadline: Deadline) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--deltas", type=int, default=50_000, help="agent message deltas in the flood")
+    parser.add_argument("--deltas", type=int, default=30_000, help="agent message deltas in the flood")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the best counts")
     args = parser.parse_args(argv)
     n, repeat = (2000, 1) if args.quick else (args.deltas, args.repeat)
