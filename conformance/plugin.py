@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from conformance.fixtures import codex_session, fake_codex, run_scenario
 from conformance.noleak import no_leaked_processes  # noqa: F401  (autouse: registers the no-leak check)
 from harness.codex_bin import CodexNotFound, find_codex
 
 REQUIRE_REAL_ENV = "CODEX_HARNESS_REQUIRE_REAL"
+__all__ = ["codex_bin", "codex_session", "fake_codex", "run_scenario"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,6 +32,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "real_codex: needs the real codex binary")
     config.addinivalue_line("markers", "fuzz: hypothesis fault fuzzing")
+    config.addinivalue_line("markers", "codex_scenario(name): the scenario the codex_session fixture plays")
 
 
 def _selected_codex(config: pytest.Config) -> tuple[Path | None, str]:

@@ -177,7 +177,7 @@ async def _play_session(
     scenario: Scenario,
     cancel_trigger: tuple[CancelTrigger, float] | None,
     record: SessionRecord,
-    policy: PlanPolicy | None = None,
+    policy: Any = None,
 ) -> None:
     plan = scenario.client
     try:
@@ -196,7 +196,7 @@ async def _play_session(
                 thread_id = await session.resume_thread(thread_id, cwd=WORKDIR)
             except (ClientError, RpcError) as exc:
                 session.note(f"runner: thread/resume failed: {exc}")
-        if policy is not None:
+        if isinstance(policy, PlanPolicy):
             policy.start_turn(i + 1)
         probe = cancel_trigger if i == 0 else None
         await _play_turn(session, script.input, tuple(a for a in actions if a.do != "resume"), probe)

@@ -1,0 +1,86 @@
+"""Fixtures of the codex-harness pytest plugin: ``fake_codex``, ``codex_session``, ``run_scenario``.
+
+- ``fake_codex``: the ``fake-codex`` executable, with the argv / environment that make it serve a
+  scenario, for a client under test in any language.
+- ``codex_session``: an open, initialized client :class:`~harness.client.session.Session` against the
+  in-process fake (async; pick the scenario with ``@pytest.mark.codex_scenario("NAME")``, default
+  ``plain``; use pytest-trio's ``autojump_clock`` to run on virtual time).
+- ``run_scenario``: plays a scenario (built-in name, file path or :class:`Scenario`) on a target and
+  returns the judged :class:`~harness.runner.ScenarioRun`; the session record is saved under the
+  test's ``tmp_path`` so a failure can be replayed with ``codex-harness show``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fake_server.scenario import Scenario
+from harness import scenario_lookup
+from harness.targets.fake import fake_codex_argv
+
+DEFAULT_SCENARIO = "plain"
+
+
+@dataclass(frozen=True, slots=True)
+class FakeCodex:
+    """The fake executable. ``argv`` starts it (``fake-codex``, or the interpreter running its module)."""
+
+    argv: tuple[str, ...]
+
+    @property
+    def path(self) -> str:
+        return self.argv[0]
+
+    def app_server(self, scenario: str | os.PathLike[str] = DEFAULT_SCENARIO) -> list[str]:
+        """``fake-codex app-server --scenario NAME|PATH``."""
+        return [*self.argv, "app-server", "--scenario", os.fspath(scenario)]
+
+    def env(self, scenario: str | os.PathLike[str], base: dict[str, str] | None = None) -> dict[str, str]:
+        """An environment selecting the scenario for clients that spawn ``codex app-server`` with fixed argv."""
+        env = dict(os.environ if base is None else base)
+        env["FAKE_CODEX_SCENARIO"] = os.fspath(scenario)
+        return env
+
+
+@pytest.fixture(scope="session")
+def fake_codex() -> FakeCodex:
+    return FakeCodex(tuple(fake_codex_argv()))
+
+
+def _scenario(spec: str | os.PathLike[str] | Scenario) -> Scenario:
+    return spec if isinstance(spec, Scenario) else scenario_lookup.resolve(os.fspath(spec))
+
+
+@pytest.fixture
+async def codex_session(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
+    from fake_server.inprocess import serve_in_process
+    from harness.client.session import open_session
+    from harness.runner import approval_policy, session_options
+
+    marker = request.node.get_closest_marker("codex_scenario")
+    scenario = _scenario(marker.args[0] if marker else DEFAULT_SCENARIO)
+    options = dataclasses.replace(session_options(scenario.client, tmp_path / "client-trace"), initialize=True)
+    async with serve_in_process(scenario, trace_root=tmp_path / "server-trace") as server:
+        async with open_session(server, options, policy=approval_policy(scenario.client)) as session:
+            yield session
+
+
+@pytest.fixture
+def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., object]:
+    """``run_scenario(spec, target="fake", codex=None)`` → :class:`harness.runner.ScenarioRun`."""
+    from harness.runner import run_one
+
+    counter = iter(range(1_000_000))
+
+    def run(spec: str | os.PathLike[str] | Scenario, target: str = "fake", codex: Path | None = None) -> object:
+        scenario = _scenario(spec)
+        save = tmp_path / f"record-{next(counter)}-{scenario.name}-{target}"
+        return run_one(scenario, target, codex=codex, save_dir=save, work_root=tmp_path)
+
+    return run
