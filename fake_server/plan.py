@@ -39,6 +39,7 @@ class _Client:
         self.pos = 0
         self.next_id = 0
         self.approvals_seen = 0
+        self.timed_out = False
 
     def request(self, method: str, params: dict[str, Any]) -> int:
         rid = self.next_id
@@ -105,7 +106,7 @@ class _Client:
                 self.wait_response(self.request("thread/resume", {"threadId": thread_id}), plan.request_timeout_ms)
             status = self.play_turn(thread_id, script.input, [a for a in actions if a.do != "resume"])
             self.run.server_statuses.append(status)
-            if not self._alive() or self.run.killed:
+            if not self._alive() or self.run.killed or self.timed_out:
                 break
         return self.finish(None)
 
@@ -114,7 +115,11 @@ class _Client:
         missing = len(self.scenario.turns) - len(self.run.server_statuses)
         self.run.server_statuses.extend(["none"] * max(0, missing))
         if self.server.exit_code is None:
+            # Teardown as a client does it: close stdin, wait the bound, then kill the group.
             self.server.close_input()
+            self.server.settle(self.plan.teardown_ms)
+            if self.server.exit_code is None:
+                self.kill()
         return self.run
 
     def play_turn(self, thread_id: str, text: str, actions: list[ClientAction]) -> str:
@@ -161,7 +166,10 @@ class _Client:
                     fire(item[1])
                 if due:
                     continue
-                self.kill()
+                if interrupt_deadline is not None and self.server.now_ms >= interrupt_deadline:
+                    self.kill()  # interrupt budget spent: SIGKILL the group at once
+                else:
+                    self.timed_out = True  # the turn deadline: give up the turn, tear down gracefully
                 return "none"
             for frame in self.new_frames(limit - self.server.now_ms):
                 method = frame.get("method")

@@ -1,18 +1,134 @@
-"""The fake's rollout trace bundle (written with :mod:`contracts.trace.writer`)."""
+"""The fake's rollout trace bundle, in the real format, written with :mod:`contracts.trace.writer`.
+
+The engine emits semantic :class:`~fake_server.effects.TraceEvent` s (thread and turn started and
+ended, model requests, tool calls, shutdown); this class turns them into the writer's windows. One
+bundle per root thread under ``CODEX_ROLLOUT_TRACE_ROOT``, as the real binary lays them out.
+
+Closed on graceful shutdown (the ``shutdown`` event: stdin EOF or SIGTERM), left unclosed after a
+crash or kill (:meth:`finish` with ``graceful=False``). The ``trace_unclosed_tool`` fault leaks the
+pending tool's window, as the pre-fix binary did: the recording completes while the tool stays open.
+Time comes from the events (the engine's clock), so MockClock runs write deterministic times.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import traceback
 from pathlib import Path
+from typing import Any
 
+from contracts.trace.writer import InferenceWindow, ThreadWindow, ToolCallWindow, TraceWriter, TurnWindow
 from fake_server.effects import TraceEvent
+
+_TURN_END = {"completed": "completed", "failed": "failed"}
+_TOOL_END = {"completed": "completed", "declined": "failed", "failed": "failed"}
 
 
 class ServerTrace:
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self.root = Path(root)
+        self._now = 0
+        self.writers: dict[str, TraceWriter] = {}
+        self._threads: dict[str, ThreadWindow] = {}
+        self._turns: dict[str, TurnWindow] = {}
+        self._turn_writer: dict[str, str] = {}
+        self._inference: dict[str, InferenceWindow] = {}
+        self._tools: dict[tuple[str, str], ToolCallWindow] = {}
+        self.broken: str | None = None  # why tracing stopped, if it did
+
+    @property
+    def bundles(self) -> list[Path]:
+        return [w.path for w in self.writers.values()]
+
+    def _clock(self) -> int:
+        return self._now
 
     def on_event(self, event: TraceEvent) -> None:
-        pass
+        if self.broken is not None:
+            return
+        self._now = max(self._now, int(event.data.get("at_ms", self._now)))
+        try:
+            getattr(self, f"_on_{event.kind}", self._ignore)(event.data)
+        except Exception:  # tracing must never take the server down
+            self.broken = traceback.format_exc(limit=3)
 
     def finish(self, *, graceful: bool) -> None:
+        for writer in self.writers.values():
+            if writer.closed:
+                continue
+            if graceful:
+                writer.complete()
+            else:
+                writer.abandon()
+
+    # --- events -------------------------------------------------------------------------------
+
+    def _ignore(self, data: dict[str, Any]) -> None:
         pass
+
+    def _on_thread_started(self, data: dict[str, Any]) -> None:
+        thread_id = data["thread_id"]
+        trace_id = hashlib.sha256(thread_id.encode()).hexdigest()
+        trace_id = f"{trace_id[:8]}-{trace_id[8:12]}-4{trace_id[13:16]}-8{trace_id[17:20]}-{trace_id[20:32]}"
+        writer = TraceWriter.create(self.root, rollout_id=thread_id, trace_id=trace_id, now_ms=self._clock)
+        self.writers[thread_id] = writer
+        self._threads[thread_id] = writer.start_thread(thread_id, model=str(data.get("model", "mock-model")))
+        writer.protocol_event_observed("session_configured", {"type": "session_configured", "cwd": data.get("cwd")})
+
+    def _on_turn_started(self, data: dict[str, Any]) -> None:
+        thread = self._threads[data["thread_id"]]
+        turn = thread.start_turn(data["turn_id"])
+        self._turns[data["turn_id"]] = turn
+        thread.writer.protocol_event_observed("turn_started", {"type": "turn_started", "turn_id": data["turn_id"]})
+
+    def _on_inference_started(self, data: dict[str, Any]) -> None:
+        turn = self._turns.get(data["turn_id"])
+        if turn is not None and not turn.ended:
+            self._inference[data["turn_id"]] = turn.start_inference(model=str(data.get("model", "mock-model")))
+
+    def _on_inference_ended(self, data: dict[str, Any]) -> None:
+        window = self._inference.pop(data["turn_id"], None)
+        if window is None or window.ended:
+            return
+        if data.get("status") == "completed":
+            window.complete(response_id=data.get("response_id"), output_items=data.get("items", []))
+        else:
+            window.fail(str(data.get("error", "stream error")))
+
+    def _on_tool_started(self, data: dict[str, Any]) -> None:
+        turn = self._turns.get(data["turn_id"])
+        if turn is not None and not turn.ended:
+            arguments = {"cmd": data.get("command", "")} if data.get("item_kind") == "command" else {}
+            self._tools[(data["turn_id"], data["call_id"])] = turn.start_tool_call(data["call_id"], arguments=arguments)
+
+    def _on_tool_ended(self, data: dict[str, Any]) -> None:
+        tool = self._tools.pop((data["turn_id"], data["call_id"]), None)
+        if tool is not None and not tool.ended:
+            tool.end(_TOOL_END.get(str(data.get("status")), "failed"), result={"status": data.get("status")})
+
+    def _on_tool_pending_at_abort(self, data: dict[str, Any]) -> None:
+        tool = self._tools.pop((data["turn_id"], data["call_id"]), None)
+        if tool is None or tool.ended:
+            return
+        if data.get("traced_end", True):
+            tool.abort()
+        else:
+            tool.leak()  # the pre-fix bug: this call never gets its tool_call_ended
+
+    def _on_turn_ended(self, data: dict[str, Any]) -> None:
+        turn_id = data["turn_id"]
+        turn = self._turns.pop(turn_id, None)
+        if turn is None or turn.ended:
+            return
+        for key in [k for k in self._tools if k[0] == turn_id]:
+            tool = self._tools.pop(key)
+            if not tool.ended:
+                tool.abort()
+        status = str(data.get("status"))
+        if status == "interrupted":
+            turn.interrupt()
+        else:
+            turn.end(_TURN_END.get(status, "failed"))
+
+    def _on_shutdown(self, data: dict[str, Any]) -> None:
+        self.finish(graceful=True)

@@ -28,8 +28,10 @@ from fake_server.scenario import (
 
 #: The shell tool of 0.171.0 (unified exec); apply_patch travels inside it as a heredoc.
 EXEC_TOOL = "exec_command"
-#: Bounds how long codex waits for a command's output before handing the model a running-session note.
-MIN_YIELD_MS = 1000
+#: How long codex waits for a command to exit before handing the model a "still running" note instead
+#: (and completing the turn without the command's item/completed). Generous, so a loaded host running
+#: a quick command inside the sandbox never crosses it; codex returns as soon as the command exits.
+MIN_YIELD_MS = 10000
 MAX_YIELD_MS = 30000
 
 
@@ -87,7 +89,7 @@ def apply_patch_command(path: str, content: str) -> str:
 
 def command_yield_ms(item: CommandItem) -> int:
     """Long enough that a command of ``duration_ms`` finishes (or is interrupted) inside its item."""
-    return max(MIN_YIELD_MS, min(MAX_YIELD_MS, item.duration_ms + MIN_YIELD_MS))
+    return max(MIN_YIELD_MS, min(MAX_YIELD_MS, item.duration_ms + 5000))
 
 
 @dataclass(slots=True)

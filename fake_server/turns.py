@@ -253,7 +253,9 @@ def _model_loop(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
 
 def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: ModelResponse) -> Program:
     """Play one model response; returns True when the model is called again."""
+    engine.trace("inference_started", turn_id=run.turn_id, model=thread.model)
     if response.end == "http_error":
+        engine.trace("inference_ended", turn_id=run.turn_id, status="failed", error=f"http {response.http_status}")
         yield from _fail(engine, thread, run, shapes.HIGH_DEMAND, _http_error_info(response.http_status))
         return False
     cut = response.end in ("failed", "disconnect")
@@ -265,6 +267,8 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
             yield from _stream_reasoning(engine, run, item, complete=not cut)
         elif not cut:
             yield from _start_tool(engine, thread, run, item)
+    if cut:
+        engine.trace("inference_ended", turn_id=run.turn_id, status="failed", error=response.end)
     if response.end == "failed":
         engine.notify("account/rateLimits/updated", shapes.rate_limits())
         yield from _fail(engine, thread, run, f"stream disconnected before completion: {response.error}", "other")
@@ -281,6 +285,13 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
         yield from _fail(engine, thread, run, details, info)
         return False
     run.retries = 0
+    engine.trace(
+        "inference_ended",
+        turn_id=run.turn_id,
+        status="completed",
+        response_id=engine.next_id("resp_"),
+        items=[{"type": item.type} for item in response.items],
+    )
     if not run.tools:
         if response.usage is not None:
             emit_usage(engine, thread, run, response.usage)
@@ -365,7 +376,13 @@ def _start_tool(engine: Engine, thread: ThreadState, run: TurnRun, item: Command
     item_id = item.call_id or engine.next_id("call_")
     tool = Tool(item, item_id, engine.now_ms)
     run.tools.append(tool)
-    engine.trace("tool_started", turn_id=run.turn_id, call_id=item_id, item_kind=item.type)
+    engine.trace(
+        "tool_started",
+        turn_id=run.turn_id,
+        call_id=item_id,
+        item_kind=item.type,
+        command=item.command if isinstance(item, CommandItem) else item.path,
+    )
     if isinstance(item, CommandItem):
         started = shapes.command_item(
             item_id, item.command, thread.cwd, status="inProgress", started_ms=tool.started_ms
