@@ -126,7 +126,7 @@ async def main_async(python: Path, n: int, repeat: int, deadline: Deadline) -> l
 
 def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--deltas", type=int, default=50_000, help="agent message deltas in the flood")
+    parser.add_argument("--deltas", type=int, default=20_000, help="agent message deltas in the flood")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the best counts")
     parser.add_argument("--sdk-python", help="a python that can import openai_codex (default: a private venv)")
     args = parser.parse_args(argv)

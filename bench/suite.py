@@ -10,6 +10,7 @@ whether a slow suite comes from a few scenarios or from all of them.
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -28,16 +29,23 @@ def cli() -> list[str]:
     return [str(here)] if here.exists() else [sys.executable, "-m", "harness.cli"]
 
 
-def timed(argv: list[str], timeout: float, cwd: Path) -> tuple[float, int, str]:
-    t0 = time.perf_counter()
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], timeout: float, cwd: Path) -> tuple[float, float, int, str]:
+    """(wall s, CPU s of the command and the children it reaped, exit status, last output lines)."""
+    c0, t0 = children_cpu(), time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=cwd, start_new_session=True)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - c0
     tail = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()[-3:]
-    return time.perf_counter() - t0, proc.returncode, " / ".join(tail)
+    return wall, cpu, proc.returncode, " / ".join(tail)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each command; the median counts")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each command; the median counts")
     parser.add_argument("--run-args", default="", help="extra arguments for `codex-harness run` (space-separated)")
     args = parser.parse_args(argv)
     repeat = 1 if args.quick else args.repeat
@@ -46,29 +54,41 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as tmp:
         cwd = Path(tmp)  # run writes its reports under the cwd; keep them out of the checkout
-        helps = [timed([*cli(), "--help"], 20, cwd)[0] for _ in range(repeat)]
-        help_s = median(helps)
-        runs: list[float] = []
+        helps = [timed([*cli(), "--help"], 20, cwd)[:2] for _ in range(repeat)]
+        help_s, help_cpu = median([h[0] for h in helps]), median([h[1] for h in helps])
+        runs: list[tuple[float, float]] = []
         code, tail = 0, ""
         for _ in range(repeat):
-            if deadline.left < 5:
-                break
+            if runs and deadline.left < runs[-1][0] * 1.2:
+                break  # another run would not fit in the minute
             try:
-                seconds, code, tail = timed([*cli(), "run", *args.run_args.split()], deadline.left, cwd)
+                seconds, cpu, code, tail = timed([*cli(), "run", *args.run_args.split()], deadline.left, cwd)
             except subprocess.TimeoutExpired:
                 code, tail = -1, "timed out"
                 break
-            runs.append(seconds)
-    rows.append(Row(BENCH, "codex-harness --help", help_s, "s", note="baseline: interpreter start + CLI import"))
+            runs.append((seconds, cpu))
+    base = "codex-harness --help"
+    rows.append(Row(BENCH, base, help_s, "s", note=f"baseline: interpreter start + CLI import; CPU {help_cpu:.2f} s"))
     if not runs or code not in (0, 1):  # 0: contracts hold, 1: some do not; both are a full run
         rows.append(Row(BENCH, "codex-harness run", 0.0, "s", note=f"not measured (exit {code}): {tail[:300]}"))
         return finish(rows, "suite", args.json)
-    run_s = median(runs)
-    note = f"{scenarios} built-in scenarios, exit {code}"
-    rows.append(Row(BENCH, "codex-harness run", run_s, "s", "codex-harness --help", run_s / help_s, note=note))
+    run_s, run_cpu = median([r[0] for r in runs]), median([r[1] for r in runs])
+    note = f"{scenarios} built-in scenario files, exit {code} ({tail[-120:]}); CPU {run_cpu:.2f} s (user+sys)"
+    rows.append(
+        Row(
+            BENCH,
+            "codex-harness run",
+            run_s,
+            "s",
+            base,
+            run_s / help_s,
+            run_cpu / help_cpu if help_cpu else None,
+            note=note,
+        )
+    )
     if scenarios:
         per = (run_s - help_s) / scenarios * 1000
-        rows.append(Row(BENCH, "run per scenario (minus startup)", per, "ms"))
+        rows.append(Row(BENCH, "run per scenario file (minus startup)", per, "ms"))
     title = f"suite: median of {len(runs)}, pid {os.getpid()}"
     return finish(rows, title, args.json)
 

@@ -40,14 +40,14 @@ def text(rng: random.Random, n_words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n_words))
 
 
-def write_bundle(path: Path, turns: int, seed: int = 7) -> int:
+def write_bundle(path: Path, turns: int, seed: int = 7, *, mix: str = "realistic") -> int:
     """Write one bundle; returns the logical bytes written (event lines + payload bodies)."""
     rng = random.Random(seed)
     clock = itertools.count(1_796_000_000_000)
     w = TraceWriter(path, rollout_id="bench-thread", now_ms=lambda: next(clock))
     thread = w.start_thread("bench-thread", metadata={"cwd": "/bench", "notes": text(rng, 50)})
     # Like the real binary, every inference request carries the full instructions (tens of KB).
-    instructions = text(rng, 4000)
+    instructions = text(rng, 4000 if mix == "realistic" else 20)
     w.protocol_event_observed("session_configured", {"type": "session_configured", "doc": text(rng, 150)})
     for t in range(turns):
         with thread.start_turn(f"turn-{t}") as turn:
@@ -104,6 +104,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300, help="turns in the bundle (default 300)")
     parser.add_argument("--seconds", type=float, default=4.0, help="time per measurement (default 4)")
+    parser.add_argument(
+        "--mix",
+        choices=("realistic", "small"),
+        default="realistic",
+        help="realistic: requests carry tens of KB of instructions, as the real binary's do; "
+        "small: tiny payloads, so per-event cost dominates (the worst case for MB/s)",
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="trace-bench-"))
     try:
@@ -112,10 +119,10 @@ def main() -> int:
 
         def write_once() -> None:
             dest = tmp / f"w{next(counter)}"
-            write_bundle(dest, args.turns)
+            write_bundle(dest, args.turns, mix=args.mix)
             shutil.rmtree(dest)
 
-        write_bundle(bundle, args.turns)
+        write_bundle(bundle, args.turns, mix=args.mix)
         logical = logical_bytes(bundle)
         on_disk = disk_bytes(bundle)
         verdict = check_bundle(bundle)
@@ -129,7 +136,7 @@ def main() -> int:
         base_s = best_seconds(lambda: baseline(bundle), args.seconds)
         mb = logical / 1e6
         write_rate, check_rate, base_rate = mb / write_s, mb / check_s, mb / base_s
-        print(f"trace bundle: {events} events, {mb:.1f} MB logical, {on_disk / 1e6:.1f} MB on disk")
+        print(f"trace bundle ({args.mix} mix): {events} events, {mb:.1f} MB logical, {on_disk / 1e6:.1f} MB on disk")
         print("| measure | MB/s (logical) | events/s | ratio vs baseline | target | met |")
         print("|---|---|---|---|---|---|")
         base = "baseline: zstd decompress + orjson.loads per line"
