@@ -334,3 +334,66 @@ def test_every_prefix_a_killed_writer_leaves_reads_as_unclosed(  # type: ignore[
         verdict = check_bundle(dest)
         assert verdict.verdict == "unclosed", (k, verdict.to_json())
     assert check_bundle(base / "full").verdict == "closed"
+
+
+def test_resumed_thread_needs_a_new_end(tmp_path: Path) -> None:
+    w = make_writer(tmp_path / "b")
+    thread = w.start_thread("thread-root")
+    with pytest.raises(ValueError):
+        w.resume_thread("thread-root")  # not ended yet
+    thread.start_turn("t1").end()
+    thread.end()
+    resumed = w.resume_thread("thread-root")
+    resumed.start_turn("t2").end()
+    w.abandon()
+    verdict = check_bundle(w.path)
+    assert verdict.verdict == "unclosed"
+    assert verdict.trace is not None and verdict.trace.threads["thread-root"].status == "running"
+    w2 = make_writer(tmp_path / "c")
+    t = w2.start_thread("thread-root")
+    t.end()
+    w2.resume_thread("thread-root")
+    w2.complete()  # ends the resumed thread once more
+    verdict = check_bundle(w2.path)
+    assert verdict.verdict == "closed", verdict.to_json()
+    assert verdict.trace is not None and verdict.trace.threads["thread-root"].started_seq == 2
+
+
+def test_compaction_and_code_cell_windows(tmp_path: Path) -> None:
+    from contracts.trace.writer import Payload
+
+    w = make_writer(tmp_path / "b")
+    thread = w.start_thread("thread-root")
+    turn = thread.start_turn("t1")
+    ctx = {"thread_id": "thread-root", "codex_turn_id": "t1"}
+    w.emit_raw(
+        {
+            "type": "compaction_request_started",
+            "compaction_id": "c1",
+            "compaction_request_id": "cr1",
+            "thread_id": "thread-root",
+            "codex_turn_id": "t1",
+            "model": "m",
+            "provider_name": "p",
+        },
+        payloads={"request_payload": Payload("compaction_request", {"input": []})},
+        **ctx,
+    )
+    w.emit_raw(
+        {"type": "code_cell_started", "runtime_cell_id": "cell1", "model_visible_call_id": "v", "source_js": "1"}, **ctx
+    )
+    w.emit_raw({"type": "code_cell_ended", "runtime_cell_id": "cell1", "status": "completed"}, **ctx)
+    for _ in range(2):  # a double end the reducer would let pass
+        w.emit_raw(
+            {"type": "compaction_request_completed", "compaction_id": "c1", "compaction_request_id": "cr1"},
+            payloads={"response_payload": Payload("compaction_response", {"output": []})},
+            **ctx,
+        )
+    turn.end()
+    w.complete()
+    verdict = check_bundle(w.path)
+    assert verdict.trace is not None
+    assert verdict.trace.code_cells["cell1"].status == "completed"
+    assert verdict.trace.compaction_requests["cr1"].status == "completed"
+    assert verdict.verdict == "violation"
+    assert [(p.kind, p.id, p.invariant) for p in verdict.problems] == [("compaction_request", "cr1", 3)]

@@ -296,6 +296,7 @@ class _Replay:
         self.model_visible_ids: set[str] = set()
         self.turn_inferences: dict[str, list[Window]] = {}
         self.ref_map = trace.payload_refs
+        self.handlers = {etype: getattr(self, "_on_" + etype) for etype in EVENT_TYPES}
         self._owner_id: Any = None
 
     # -- envelope --------------------------------------------------------------------------------
@@ -359,7 +360,7 @@ class _Replay:
         for ref in refs:
             self._register_ref(ref)
         self.t.event_count += 1
-        getattr(self, "_on_" + etype)(payload, seq, wall, thread_ctx, turn_ctx)
+        self.handlers[etype](payload, seq, wall, thread_ctx, turn_ctx)
 
     # -- payload references ----------------------------------------------------------------------
     def _collect_refs(self, etype: str, payload: dict[str, Any], seq: int, line: int) -> list[PayloadRef]:

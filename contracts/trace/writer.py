@@ -111,7 +111,7 @@ class TraceWriter:
         self._closed = False
         self._state = "open"
         self._open_windows: dict[int, _Window] = {}
-        self._turn_ids: set[str] = set()
+        self._ended_threads: set[str] = set()
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / PAYLOADS_DIR_NAME).mkdir(exist_ok=True)
         self.started_at_unix_ms = self._now_ms()
@@ -283,6 +283,18 @@ class TraceWriter:
         )
         return self._track(ThreadWindow(self, thread_id, seq))
 
+    def resume_thread(self, thread_id: str) -> ThreadWindow:
+        """Reopen a thread ended earlier in this bundle (``thread_resumed``); it needs a new end.
+
+        The reducer rejects resuming a thread that has not ended ("resumed thread X has not ended").
+        """
+        with self._lock:
+            if thread_id not in self._ended_threads:
+                raise ValueError(f"thread {thread_id} has not ended in this trace; only an ended thread resumes")
+            self._ended_threads.discard(thread_id)
+        seq = self._emit({"type": "thread_resumed", "thread_id": thread_id}, thread_id=thread_id)
+        return self._track(ThreadWindow(self, thread_id, seq))
+
     def _track(self, window: _W) -> _W:
         with self._lock:
             self._open_windows[id(window)] = window
@@ -405,7 +417,10 @@ class ThreadWindow(_Window):
         if status not in ROLLOUT_STATUSES:
             raise ValueError(f"unknown thread status {status!r}")
         self._claim()
-        return self.writer._emit({"type": "thread_ended", "thread_id": self.id, "status": status})
+        seq = self.writer._emit({"type": "thread_ended", "thread_id": self.id, "status": status})
+        with self.writer._lock:
+            self.writer._ended_threads.add(self.id)
+        return seq
 
     def _end_on_owner_stop(self) -> None:
         self.end("aborted")
