@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, Row, arg_parser, machine, table
 
 HERE = Path(__file__).resolve().parent
-# (name, script, takes --json/--quick)
+# (name, script, takes --json/--quick); the others' own tiny-mode arguments
 SCRIPTS: tuple[tuple[str, str, bool], ...] = (
     ("ingest", "ingest.py", True),
     ("sdk", "sdk_compare.py", True),
@@ -32,14 +32,18 @@ SCRIPTS: tuple[tuple[str, str, bool], ...] = (
     ("trace", "trace.py", False),
     ("suite", "suite.py", True),
 )
+QUICK_ARGS: dict[str, tuple[str, ...]] = {
+    "validate.py": ("--seconds", "0.3"),
+    "trace.py": ("--turns", "20", "--seconds", "0.3"),
+}
 SCRIPT_TIMEOUT = 150.0  # each should take under a minute; the SDK venv is built on first use
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
 
 def command(script: str, ours: bool, quick: bool) -> list[str]:
     argv = [sys.executable, str(HERE / script)]
-    if quick and ours:
-        argv.append("--quick")
+    if quick:
+        argv += ["--quick"] if ours else QUICK_ARGS.get(script, ())
     return argv
 
 
@@ -73,7 +77,7 @@ def report(results: list[tuple[str, str, list[Row], str, float]], quick: bool) -
         f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['implementation']} {m['python']}, {m['platform']}.",
         f"Run: `python bench/run_all.py{' --quick' if quick else ''}` on {time.strftime('%Y-%m-%d %H:%M %Z')}.",
         "",
-        table([r for _, _, rows, _, _ in results for r in rows]),
+        table([r for _, _, rows, _, _ in results for r in rows]) if any(rows for _, _, rows, _, _ in results) else "",
         "",
         "Wall time per script: "
         + ", ".join(f"{name} {seconds:.1f} s" for name, _, _, _, seconds in results if seconds),
