@@ -9,10 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import trio
 import trio.testing
 
+from contracts.trace import check_bundle, read_bundle
 from fake_server.inprocess import serve_in_process
 from fake_server.scenario import ClientAction, Scenario
 from harness.client.approvals import ApprovalRequest
@@ -151,13 +153,42 @@ def _budget_bound(scenario: Scenario) -> float:
     return len(scenario.turns) * per_turn + plan.teardown_ms / 1000 + plan.request_timeout_ms / 1000
 
 
+def check_client_trace(path: Path | None, session: Session, scenario: Scenario) -> None:
+    """Closed, and approvals / interrupts paired: one resolved per opened, one answered per interrupt sent."""
+    assert path is not None and path == session.trace.path
+    verdict = check_bundle(path)
+    assert verdict.verdict == scenario.expect.client_trace, verdict
+    trace = read_bundle(path)
+    steps: dict[tuple[str, Any], list[str]] = {}
+    for event in trace.protocol_events:
+        if event.event_type.startswith(("approval.", "interrupt.")):
+            body = orjson.loads(trace.payload_body(event.payload_id) or b"{}")
+            family = event.event_type.split(".")[0]
+            steps.setdefault((family, body["request_id"]), []).append(event.event_type)
+    for (family, request_id), kinds in steps.items():
+        if family == "approval":
+            assert kinds[0] == "approval.opened" and kinds[-1] == "approval.resolved", (request_id, kinds)
+            assert kinds.count("approval.resolved") == 1 and kinds.count("approval.answered") <= 1
+        else:
+            assert kinds == ["interrupt.sent", "interrupt.answered"], (request_id, kinds)
+    interrupts = sum(1 for r in session.results if r.interrupt_sent_at is not None)
+    assert sum(1 for family, _ in steps if family == "interrupt") == interrupts
+    statuses = {t.id: t.status for t in trace.codex_turns.values()}
+    for result in session.results:
+        if result.turn_id in statuses:
+            expected = {"completed": "completed", "failed": "failed"}.get(result.status)
+            expected = expected or ("aborted" if result.killed else "cancelled")
+            assert statuses[result.turn_id] == expected, (result, statuses)
+
+
 @pytest.mark.parametrize("name", BUILTINS)
-async def test_builtin_scenario_in_process(name: str, autojump_clock: trio.testing.MockClock) -> None:
+async def test_builtin_scenario_in_process(name: str, autojump_clock: trio.testing.MockClock, tmp_path: Path) -> None:
     scenario = load_builtin(name)
     if not scenario.supports("fake")[0]:
         pytest.skip(scenario.supports("fake")[1])
-    session, elapsed = await run_in_process(scenario)
+    session, elapsed = await run_in_process(scenario, tmp_path / "client-trace")
     check_results(session, scenario)
+    check_client_trace(tmp_path / "client-trace", session, scenario)
     assert elapsed <= _budget_bound(scenario)
     teardown = session.teardown
     assert [s.name for s in teardown] == ["close_stdin", "wait_stdout_eof", "wait_exit", "kill"]
@@ -188,13 +219,15 @@ async def test_fault_scenario_as_a_process(name: str, tmp_path: Path) -> None:
         async with spawn_process(argv, cwd=tmp_path) as transport:
             session: Session | None = None
             try:
-                async with open_session(transport, options_for(scenario), policy=policy_for(scenario)) as session:
+                options = options_for(scenario, tmp_path / "client-trace")
+                async with open_session(transport, options, policy=policy_for(scenario)) as session:
                     await play(session, scenario)
             except (ClientError, RpcError):
                 if session is None:
                     raise
             assert session is not None
             check_results(session, scenario)
+            check_client_trace(tmp_path / "client-trace", session, scenario)
             if scenario.expect.server_exit is not None:
                 assert session.exit_code == scenario.expect.server_exit
     assert time.monotonic() - started <= _budget_bound(scenario) + 5

@@ -57,7 +57,7 @@ from harness.client.events import (
     TurnEvent,
     UsageUpdated,
 )
-from harness.client.trace import NullTrace
+from harness.client.trace import ClientTrace, NullTrace
 from harness.client.transport import Transport, TransportClosed
 from harness.client.turn import Turn, UserInput
 from harness.client.turnstate import TOOL_ITEM_TYPES, is_turn_scoped, notification_turn_id
@@ -154,7 +154,7 @@ class SessionOptions:
     max_line: int = DEFAULT_MAX_LINE
     event_buffer: int = 65536  # events kept per turn for the iterator; beyond, events are dropped and counted
     initialize: bool = True  # open_session does initialize + initialized
-    trace_dir: Path | None = None  # where the client writes its trace bundle (None: no bundle)
+    trace_dir: Path | None = None  # the client's trace bundle directory (manifest.json inside); None: no bundle
 
     def budgets(self) -> Budgets:
         return Budgets(
@@ -525,7 +525,10 @@ class Session:
         sent_at = self.now()
         answered = False
         outcome = "timeout"
-        with trio.CancelScope(shield=True), trio.move_on_after(budget) as budget_scope:
+        turn.interrupt_request_id = request.id
+        # shielded while the turn is open (a cancelled caller must still get its Result); _finish_turn lifts it
+        turn.interrupt_scope = trio.CancelScope(shield=True)
+        with turn.interrupt_scope, trio.move_on_after(budget) as budget_scope:
             turn.set_timing(interrupt_sent_at=sent_at)
             turn.emit(InterruptSent(sent_at, status))
             self.trace.other("interrupt.sent", {"request_id": request.id, "reason": status}, turn_id=state.turn_id)
@@ -650,6 +653,8 @@ class Session:
         turn.events.close()
         turn.finished.set()
         turn.wake.set()
+        if turn.interrupt_scope is not None:
+            turn.interrupt_scope.shield = False
         if self._active is turn:
             self._active = None
         self._log(logging.INFO, "finished", turn_index=turn.index, status=status, duration=t - turn.started_at)
@@ -1066,6 +1071,9 @@ class Session:
         self.teardown.append(TeardownStep(name, started, self.now(), outcome))
 
     def _close_trace(self) -> None:
+        for turn in self._turns:
+            if turn.interrupt_request_id is not None and not turn.interrupt_answer_recorded:
+                self._interrupt_answered(turn, turn.interrupt_request_id, "no answer", "session closed first")
         for request_id, pending in self._approvals.items():
             if not pending.resolved:
                 pending.resolved = True
@@ -1079,6 +1087,7 @@ class Session:
             self.trace.close("failed" if failed else "completed")
         except Exception as exc:
             self.client_errors.append(f"trace close: {exc!r}")
+        self.client_errors.extend(self.trace.errors)
 
 
 @contextlib.asynccontextmanager
@@ -1095,6 +1104,8 @@ async def open_session(
     session = Session(transport, options or SessionOptions(), policy)
     if trace is not None:
         session.trace = trace
+    elif session.options.trace_dir is not None:
+        session.trace = ClientTrace(session.options.trace_dir)
     try:
         async with trio.open_nursery() as nursery:
             session._nursery = nursery

@@ -97,6 +97,8 @@ class Turn:
         self.completed_at: float | None = None
         self.completed_by_server = False
         self.interrupt_answer_recorded = False
+        self.interrupt_request_id: Any = None
+        self.interrupt_scope: trio.CancelScope | None = None
         self.killed = False
         self.kill_reason: str | None = None
         self.trace_open = False
