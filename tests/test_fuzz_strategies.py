@@ -25,7 +25,7 @@ from harness.fuzz.coverage import ALL_ACTIONS, ALL_FAULTS, Coverage
 from harness.fuzz.strategies import scenarios, usages
 from harness.fuzz.truth import RacyScenario, derive
 
-QUICK = settings(max_examples=150, suppress_health_check=list(HealthCheck), database=None, deadline=None)
+QUICK = settings(max_examples=60, suppress_health_check=list(HealthCheck), database=None, deadline=None)
 
 
 @QUICK
@@ -55,7 +55,7 @@ def test_every_fault_kind_and_client_action_is_reachable_over_a_fixed_seed():
     coverage = Coverage()
 
     @seed(20261130)
-    @settings(max_examples=1000, suppress_health_check=list(HealthCheck), database=None, deadline=None)
+    @settings(max_examples=500, suppress_health_check=list(HealthCheck), database=None, deadline=None)
     @given(scenarios())
     def draw(scenario):
         coverage.add(scenario)

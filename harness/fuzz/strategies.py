@@ -84,7 +84,7 @@ _PATHS = st.sampled_from(("hello.txt", "src/a.py"))
 _ENDS = st.sampled_from(("completed", "completed", "http_error", "failed", "disconnect"))
 _INPUTS = st.sampled_from((DEFAULT_INPUT, "Run the tests"))
 _DECISION = st.sampled_from(DECISIONS)
-_WHAT = st.sampled_from(("none", "cancel", "steer"))
+_WHAT = st.sampled_from(("none", "cancel", "steer", "cancel_on_approval"))
 #: Faults a passive point can carry, simplest first (hypothesis shrinks towards the front).
 PASSIVE_FAULTS: tuple[str, ...] = (
     "garbage_lines",
@@ -183,7 +183,8 @@ def turn_scripts(draw: st.DrawFn, max_responses: int = 3, errors: bool = True) -
 def client_budgets(draw: st.DrawFn) -> dict[str, int]:
     return {
         "interrupt_budget_ms": draw(st.sampled_from((2000, 500, 150))),
-        "turn_timeout_ms": draw(st.sampled_from((60000, 20000))),
+        # Odd deadlines never fall on a step (steps are multiples of 5 ms): the deadline never races.
+        "turn_timeout_ms": draw(st.sampled_from((60001, 20001))),
         "teardown_ms": draw(st.sampled_from((3000, 1000))),
     }
 
@@ -210,13 +211,15 @@ def _points(steps: list[Step], kind: str, first_turn: bool, single_turn: bool) -
         return [("end", 1)] if ends else []
     if kind == "late_events":
         return [("after_end", 1)] if ends else []
-    if kind in ("unknown_server_request", "overload", "grandchild_holds_stdout"):
+    if kind in ("unknown_server_request", "grandchild_holds_stdout"):
         return [("start", 1)]
+    if kind == "overload":
+        return [("initialize", 1)] if first_turn else []
     if kind == "crash":
         out = spread + [("usage", n) for n in counted["usage"]] + [("approval_pending", n) for n in approvals]
         if ends:
             out += [("end", 1), ("after_end", 1)]
-        if first_turn and single_turn:
+        if first_turn:
             out.append(("initialize", 1))
         return out
     if kind == "hang":
@@ -275,24 +278,37 @@ _TRIGGER_STEP = {"started": "started", "delta": "delta", "item_started": "item_s
 
 
 def _triggers(steps: list[Step], do: str) -> list[ClientAction]:
-    """Actions of kind ``do`` that land on a wait of the walked turn (no race with the server)."""
+    """Actions of kind ``do`` that land on a wait of the walked turn (no race with the server).
+
+    A steer lands only on the model's own waits (streaming, a running command), never on a fault's.
+    """
     out: list[ClientAction] = []
-    for at, step in _TRIGGER_STEP.items():
+    steer = do == "steer"
+    counted = {"started": ("started",), "delta": ("delta",), "item_started": ("user_item", "item_started")}
+    for at, kinds in counted.items():
+        n = 0
         for s in steps:
-            if s.kind != step:
+            if s.kind not in kinds:
                 continue
-            action = ClientAction(turn=1, do=do, at=at, n=1 if at == "started" else s.n)  # type: ignore[arg-type]
-            if landing_for(steps, action) is not None:
-                out.append(action)
-    if do == "cancel":
+            n += 1
+            action = ClientAction(turn=1, do=do, at=at, n=1 if at == "started" else n)  # type: ignore[arg-type]
+            landing = landing_for(steps, action)
+            if landing is None:
+                continue
+            wait = steps[landing.index]
+            if steer and (wait.kind != "sleep" or wait.origin not in ("stream", "command")):
+                continue
+            out.append(action)
+    if not steer:
         out += [ClientAction(turn=1, do="cancel", at="approval_pending", n=s.n) for s in steps if s.kind == "approval"]
-    for start, end in windows(steps):
+    for start, end in windows(steps, steer=steer):
         t = start + (end - start) // 2 if end is not None else start + 1000
         out.append(ClientAction(turn=1, do=do, at="delay", delay_ms=t))  # type: ignore[arg-type]
     return out
 
 
-def _budget_safe_interrupt_faults(truth: TurnTruth, last: bool, terminal_left: bool, budget_ms: int) -> list[str]:
+def _interrupt_faults(truth: TurnTruth, last: bool, terminal_left: bool) -> list[str]:
+    """Faults that may attach to this turn's interrupt (the cancel or the deadline), certain in outcome."""
     landing = truth.cancel
     if landing is None or (truth.steps[landing.index].kind == "silence" and not landing.approval_held):
         return []
@@ -300,7 +316,9 @@ def _budget_safe_interrupt_faults(truth: TurnTruth, last: bool, terminal_left: b
     if landing.approval_held:
         kinds += sorted(PENDING_APPROVAL_FAULTS)
     if last and terminal_left:
-        kinds += ["interrupt_ignored", "interrupt_answer_missing", "completion_after_interrupt_late", "crash"]
+        kinds += ["interrupt_answer_missing", "completion_after_interrupt_late", "crash"]
+        if landing.approval_held:
+            kinds.append("interrupt_ignored")  # otherwise the turn runs on and may complete within the budget
     return kinds
 
 
@@ -364,7 +382,10 @@ def scenarios(
             what = draw(_WHAT)
             if what == "none":
                 continue
-            options = _triggers(walked.steps, what)
+            options = _triggers(walked.steps, "steer" if what == "steer" else "cancel")
+            if what == "cancel_on_approval":
+                # Held approvals are where interrupt faults bite hardest: give them their own weight.
+                options = [a for a in options if a.at == "approval_pending"]
             if not options:
                 continue
             action = _pick(draw, options)
@@ -377,7 +398,7 @@ def scenarios(
         for i in range(count):
             walked = walk_turn(scripts[i], plan, i + 1, offset)
             offset += walked.approvals_seen
-            options = _budget_safe_interrupt_faults(walked, i == count - 1, not terminal_used, budget)
+            options = _interrupt_faults(walked, i == count - 1, not terminal_used)
             options = [k for k in options if k.removesuffix("_late") in fault_kinds]
             if not options or not draw(_BOOL):
                 continue

@@ -65,6 +65,8 @@ TERMINAL_FAULTS: frozenset[str] = frozenset(
         "grandchild_holds_stdout",
     }
 )
+#: Faults after which the client cannot read the server any more: the turn fails at once.
+FATAL_FAULTS: frozenset[str] = frozenset({"crash", "stdout_closed", "oversized_line"})
 #: Faults that attach to the interrupt, so they need a client cancel in their turn.
 INTERRUPT_FAULTS: frozenset[str] = frozenset(
     {
@@ -99,6 +101,8 @@ class Step:
     approval_held: bool = False  # an approval is pending here (the client holds it back)
     fault: Fault | None = None
     safe: bool = True
+    r: int = 0  # the model response the step belongs to
+    origin: str = ""  # for sleeps: stream | command | fault
 
 
 @dataclass(slots=True)
@@ -160,7 +164,10 @@ def _is_tool(item: object) -> bool:
 
 
 class Walker:
-    """Builds the base steps of one turn (no faults, no client actions)."""
+    """Builds the steps of one turn from its model script (faults are applied afterwards).
+
+    ``hold``: session-wide approval arrivals the client holds back (it cancels instead of answering).
+    """
 
     def __init__(self, script: TurnScript, plan: ClientPlan, approval_offset: int, hold: set[int]) -> None:
         self.script, self.plan, self.offset, self.hold = script, plan, approval_offset, hold
@@ -169,30 +176,46 @@ class Walker:
         self.counts: dict[str, int] = {}
         self.approvals = 0
         self.outcome = "completed"
+        self.r = 0  # index of the model response being played
 
     def add(self, kind: str, safe: bool = True, **kw: object) -> Step:
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
-        step = Step(kind, self.t, n=n, safe=safe, **kw)  # type: ignore[arg-type]
+        step = Step(kind, self.t, n=n, safe=safe, r=self.r, **kw)  # type: ignore[arg-type]
         self.steps.append(step)
         return step
 
-    def sleep(self, ms: int, pending: Usage | None = None) -> None:
+    def sleep(self, ms: int, origin: str, pending: Usage | None = None) -> None:
         if ms > 0:
-            self.steps.append(Step("sleep", self.t, ms=ms, pending=pending))
+            self.steps.append(Step("sleep", self.t, ms=ms, pending=pending, origin=origin, r=self.r))
             self.t += ms
 
     def stream(self, kind: str, deltas: tuple[str, ...], delay: int) -> None:
         for _ in deltas:
-            self.sleep(delay)
+            self.sleep(delay, "stream")
             self.add(kind)
 
     def walk(self) -> None:
         self.add("started")
-        index = 0
+        self.add("user_item")  # the input's userMessage item/started: counted by the client, not by fault points
+        self.play_from(0)
+
+    def resume_after_steer(self, prefix: list[Step], t: int, response: int) -> None:
+        """Continue where a steer stopped the program: new user message, then the next response."""
+        self.steps = list(prefix)
+        self.t = t
+        for step in prefix:
+            if step.n:
+                self.counts[step.kind] = max(self.counts.get(step.kind, 0), step.n)
+        self.approvals = sum(1 for step in prefix if step.kind == "approval")
+        self.r = response + 1
+        self.add("user_item")
+        self.play_from(response + 1)
+
+    def play_from(self, index: int) -> None:
         while True:
+            self.r = index
             response = self.script.response(index)
-            ended = self.response(response)
-            if ended:
+            if self.response(response):
                 return
             if not any(_is_tool(i) for i in response.items):
                 break
@@ -202,7 +225,8 @@ class Walker:
 
     def response(self, r: ModelResponse) -> bool:
         """Plays one response; True when the turn ended inside it."""
-        for item in r.items:
+        items = () if r.end == "http_error" else r.items  # the request itself failed: nothing streams
+        for item in items:
             self.add("item_started")
             if isinstance(item, MessageItem):
                 self.stream("delta", item.deltas, item.delay_ms)
@@ -219,12 +243,12 @@ class Walker:
                     self.add("approval", safe=False, pending=r.usage, approval_held=held)
                     if held:
                         # The client holds this request back and cancels: nothing follows until the interrupt.
-                        self.steps.append(Step("silence", self.t, pending=r.usage, approval_held=True))
+                        self.steps.append(Step("silence", self.t, pending=r.usage, approval_held=True, r=self.r))
                         self.outcome = "held"
                         return True
                     decision = self.plan.decision(arrival)
                 if decision in ("accept", "acceptForSession") and isinstance(item, CommandItem):
-                    self.sleep(item.duration_ms, pending=r.usage)
+                    self.sleep(item.duration_ms, "command", pending=r.usage)
                 self.add("item_completed")
                 if decision == "cancel":
                     # The model is not called again; the turn ends interrupted (approval_cancel.jsonl).
@@ -272,7 +296,7 @@ def apply_fault(steps: list[Step], fault: Fault) -> list[Step]:
     if kind == "delayed_completion":
         ms = int(fault.param("delay_ms"))
         shifted = [replace(s, t=s.t + ms) for s in after]
-        return [*before, strike, Step("sleep", t, ms=ms), *shifted]
+        return [*before, strike, Step("sleep", t, ms=ms, origin="fault"), *shifted]
     if kind in ("duplicate_usage", "replay_usage"):
         return [*before, strike, *after]
     if kind == "late_events":
@@ -286,33 +310,46 @@ def apply_fault(steps: list[Step], fault: Fault) -> list[Step]:
         return [*before, strike, *after]
     if kind in ("crash", "stdout_closed", "oversized_line"):
         return [*before, strike]
-    if kind in ("hang", "grandchild_holds_stdout"):
+    if kind == "hang":
         return [*before, strike, Step("silence", t)]
     return [*before, strike, *after]
 
 
+def trigger_index(steps: list[Step], action: ClientAction) -> int | None:
+    """Index of the step whose arrival triggers ``action`` (not for ``delay``), None when never reached.
+
+    The client counts triggers per turn as it sees them: every item/started (the input's userMessage
+    included), every agentMessage delta, every approval request of the turn.
+    """
+    if action.at == "started":
+        return next((i for i, s in enumerate(steps) if s.kind == "started"), None)
+    kinds = {"delta": ("delta",), "item_started": ("user_item", "item_started"), "approval_pending": ("approval",)}
+    seen = 0
+    for i, s in enumerate(steps):
+        if s.kind in kinds[action.at]:
+            seen += 1
+            if seen == action.n:
+                return i
+    return None
+
+
 def landing_for(steps: list[Step], action: ClientAction) -> Landing | None:
-    """Where ``action`` lands in ``steps``, or None when it is never triggered or would race the server."""
+    """Where ``action`` lands in ``steps``, or None when it is never triggered or would race the server.
+
+    The engine runs the steps between two waits at once, so an action triggered by a step lands on
+    the next wait; a step that changes status or usage before that wait makes it a race we refuse.
+    """
     if action.do == "resume":
         return None
     if action.at == "delay":
-        return _landing_at_time(steps, action.delay_ms)
+        return landing_at_time(steps, action.delay_ms)
     if action.delay_ms:
         return None  # trigger + delay: not generated (the delay would need its own window)
-    kind = {"started": "started", "delta": "delta", "item_started": "item_started", "approval_pending": "approval"}[
-        action.at
-    ]
-    start = None
-    for i, s in enumerate(steps):
-        if s.kind == kind and (kind == "started" or s.n == action.n):
-            start = i
-            break
+    start = trigger_index(steps, action)
     if start is None:
         return None
-    if kind == "approval":
-        if not steps[start].approval_held:
-            return None
-        return _landing(steps, start)
+    if action.at == "approval_pending":
+        return _landing(steps, start) if steps[start].approval_held else None
     for j in range(start + 1, len(steps)):
         s = steps[j]
         if s.kind in ("sleep", "silence"):
@@ -322,7 +359,7 @@ def landing_for(steps: list[Step], action: ClientAction) -> Landing | None:
     return None
 
 
-def _landing_at_time(steps: list[Step], t: int) -> Landing | None:
+def landing_at_time(steps: list[Step], t: int) -> Landing | None:
     for j, s in enumerate(steps):
         if s.kind == "sleep" and s.t < t < s.t + s.ms:
             return _landing(steps, j, t)
@@ -337,12 +374,16 @@ def _landing(steps: list[Step], j: int, t: int | None = None) -> Landing:
     return Landing(j, s.t if t is None else t, usage, s.pending, s.approval_held)
 
 
-def windows(steps: list[Step]) -> list[tuple[int, int | None]]:
-    """The sleep windows ``(start, end)`` of a turn (end None: silent for ever), for delay triggers."""
+def windows(steps: list[Step], steer: bool = False) -> list[tuple[int, int | None]]:
+    """The sleep windows ``(start, end)`` of a turn (end None: silent for ever), for delay triggers.
+
+    A steer only lands in the model's own waits (streaming, a running command): a fault's wait or
+    silence would make its effect depend on fault state the steer does not reset.
+    """
     out: list[tuple[int, int | None]] = []
     for s in steps:
-        if s.kind == "sleep" and s.ms >= 2:
+        if s.kind == "sleep" and s.ms >= 2 and (not steer or s.origin in ("stream", "command")):
             out.append((s.t, s.t + s.ms))
-        elif s.kind == "silence" and not s.approval_held:
+        elif s.kind == "silence" and not s.approval_held and not steer:
             out.append((s.t, None))
     return out

@@ -21,14 +21,17 @@ from dataclasses import dataclass, field
 from contracts.expect import Allowance, Expect, ExpectTurn
 from fake_server.scenario import ClientAction, ClientPlan, Fault, TurnScript, Usage
 from harness.fuzz.timeline import (
+    FATAL_FAULTS,
     INTERRUPT_FAULTS,
     Landing,
     Step,
     TurnTruth,
     Walker,
     apply_fault,
+    landing_at_time,
     landing_for,
     point_index,
+    trigger_index,
 )
 
 
@@ -53,66 +56,103 @@ def _held(action: ClientAction | None, offset: int) -> set[int]:
     return set()
 
 
-def _order(steps: list[Step], faults: tuple[Fault, ...]) -> list[Fault]:
+def _order(steps: list[Step], faults: list[Fault]) -> list[Fault]:
     """Non-interrupt faults in timeline order (a fault whose point is not reached sorts last)."""
     placed = [(f, point_index(steps, f)) for f in faults if f.at not in ("interrupt", "initialize")]
     big = len(steps) + 1
     return [f for f, i in sorted(placed, key=lambda p: big if p[1] is None else p[1])]
 
 
-def walk_turn(script: TurnScript, plan: ClientPlan, turn: int, approval_offset: int) -> TurnTruth:
-    """The steps of turn ``turn`` (1-based) with its faults applied, and its truth."""
-    action = _cancel(plan, turn)
-    walker = Walker(script, plan, approval_offset, _held(action, approval_offset))
-    walker.walk()
-    steps = walker.steps
-    truth = TurnTruth(approvals_seen=walker.approvals)
-    for fault in _order(steps, script.faults):
-        if point_index(steps, fault) is not None:
-            truth.fired.append(fault)
+def _apply_all(steps: list[Step], faults: list[Fault]) -> list[Step]:
+    for fault in _order(steps, faults):
         steps = apply_fault(steps, fault)
-    truth.steps = steps
-    truth.outcome = walker.outcome
-    landing = None
-    if action is not None:
-        landing = landing_for(steps, action)
-        if landing is None and _triggered(steps, action):
-            raise RacyScenario(f"turn {turn}: cancel at {action.at} {action.n} races the server")
-    _judge(truth, script, landing, plan.interrupt_budget_ms)
+    return steps
+
+
+def _first(plan: ClientPlan, turn: int, do: str) -> ClientAction | None:
+    return next((a for a in plan.actions_for(turn) if a.do == do), None)
+
+
+def _end_time(steps: list[Step]) -> int | None:
+    """When the turn ends on its own (turn/completed or the server gone), None when it never does."""
+    for s in steps:
+        if s.kind == "completed":
+            return s.t
+        if s.kind == "fault" and s.fault is not None and s.fault.kind in FATAL_FAULTS:
+            return s.t
+        if s.kind == "silence":
+            return None
+    return steps[-1].t if steps else 0
+
+
+def walk_turn(script: TurnScript, plan: ClientPlan, turn: int, approval_offset: int) -> TurnTruth:
+    """The steps of turn ``turn`` (1-based) with its faults and client actions applied, and its truth.
+
+    Raises :class:`RacyScenario` for a client action (or the turn deadline) that races the server.
+    """
+    cancel = _first(plan, turn, "cancel")
+    steer = _first(plan, turn, "steer")
+    hold = _held(cancel, approval_offset)
+    walker = Walker(script, plan, approval_offset, hold)
+    walker.walk()
+    faults = list(script.faults)
+    steps = _apply_all(walker.steps, faults)
+    if steer is not None:
+        landing = landing_for(steps, steer)
+        if landing is None and _triggered(steps, steer):
+            raise RacyScenario(f"turn {turn}: steer at {steer.at} {steer.n} races the server")
+        if landing is not None:
+            wait = steps[landing.index]
+            if wait.kind != "sleep" or wait.origin not in ("stream", "command"):
+                raise RacyScenario(f"turn {turn}: steer lands on a fault's wait")
+            prefix = steps[: landing.index]
+            struck = [s.fault for s in prefix if s.kind == "fault"]
+            walker = Walker(script, plan, approval_offset, hold)
+            walker.resume_after_steer(prefix, landing.t, wait.r)
+            steps = _apply_all(walker.steps, [f for f in faults if not any(f is g for g in struck)])
+    truth = TurnTruth(steps=steps, approvals_seen=walker.approvals, outcome=walker.outcome)
+    truth.fired = [s.fault for s in steps if s.kind == "fault" and s.fault is not None]
+    deadline = plan.turn_timeout_ms
+    landing, status = None, "aborted"
+    if cancel is not None:
+        landing = landing_for(steps, cancel)
+        if landing is None and _triggered(steps, cancel):
+            raise RacyScenario(f"turn {turn}: cancel at {cancel.at} {cancel.n} races the server")
+        if landing is not None and landing.t >= deadline:
+            landing = None
+    end = _end_time(steps)
+    if landing is None and (end is None or end >= deadline):
+        if end == deadline:
+            raise RacyScenario(f"turn {turn}: the turn deadline races the end of the turn")
+        landing, status = landing_at_time(steps, deadline), "timeout"
+        if landing is None:
+            raise RacyScenario(f"turn {turn}: the turn deadline falls on a step")
+    if landing is not None:
+        _judge_cancel(truth, script, landing, plan.interrupt_budget_ms, status)
+    else:
+        _judge(truth)
     return truth
 
 
 def _triggered(steps: list[Step], action: ClientAction) -> bool:
     if action.at == "delay":
-        end = steps[-1].t if steps else 0
-        return any(s.kind == "silence" for s in steps) or action.delay_ms <= end
-    kind = {"started": "started", "delta": "delta", "item_started": "item_started", "approval_pending": "approval"}[
-        action.at
-    ]
-    return any(s.kind == kind and (kind == "started" or s.n == action.n) for s in steps)
+        end = _end_time(steps)
+        return end is None or action.delay_ms <= end
+    return trigger_index(steps, action) is not None
 
 
 def _usages(steps: list[Step]) -> tuple[Usage, ...]:
     return tuple(s.usage for s in steps if s.kind == "usage" and s.usage is not None)
 
 
-def _judge(truth: TurnTruth, script: TurnScript, landing: Landing | None, budget_ms: int) -> None:
+def _judge(truth: TurnTruth) -> None:
+    """A turn that ends without the client cancelling it."""
     steps = truth.steps
-    strikes = [s.fault for s in steps if s.kind == "fault" and s.fault is not None]
-    kinds = {f.kind for f in strikes}
-    if "late_events" in kinds or "replay_usage" in kinds or "overload" in kinds:
-        truth.usage_known = False
-    if landing is not None:
-        _judge_cancel(truth, script, landing, budget_ms)
-        return
     truth.usage = _usages(steps)
+    kinds = {f.kind for f in truth.fired}
     completed_at = next((i for i, s in enumerate(steps) if s.kind == "completed"), None)
     fatal = next(
-        (
-            (i, s.fault)
-            for i, s in enumerate(steps)
-            if s.kind == "fault" and s.fault and s.fault.kind in ("crash", "stdout_closed", "oversized_line")
-        ),
+        ((i, s.fault) for i, s in enumerate(steps) if s.kind == "fault" and s.fault and s.fault.kind in FATAL_FAULTS),
         None,
     )
     if fatal is not None:
@@ -125,17 +165,8 @@ def _judge(truth: TurnTruth, script: TurnScript, landing: Landing | None, budget
         if completed_at is None or completed_at > i:
             truth.status, truth.server_status, truth.outcome = "failed", "none", "dead"
             return
-    if "hang" in kinds or "grandchild_holds_stdout" in kinds:
-        truth.status, truth.server_status, truth.outcome = "timeout", "none", "timeout"
-        truth.ends_session = truth.killed = True
-        if "grandchild_holds_stdout" in kinds:
-            truth.server_status = None
-        return
-    if "drop_turn_completed" in kinds:
-        # The deadline passes; whether the server then answers the interrupt with a completion is not pinned.
-        truth.status, truth.server_status, truth.outcome = "timeout", None, "timeout"
+    if "grandchild_holds_stdout" in kinds:
         truth.ends_session = True
-        return
     outcome = truth.outcome
     if outcome == "completed":
         truth.status, truth.server_status = "completed", "completed"
@@ -147,34 +178,28 @@ def _judge(truth: TurnTruth, script: TurnScript, landing: Landing | None, budget
         truth.status = "failed"
 
 
-def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget_ms: int) -> None:
+def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget_ms: int, status: str) -> None:
+    """A turn the client cancels (``aborted``) or whose deadline passes (``timeout``) at ``landing``."""
     truth.cancel = landing
-    truth.status = "aborted"
+    truth.status = status
     steps = truth.steps
     before = steps[: landing.index]
-    kinds_before = {s.fault.kind for s in before if s.kind == "fault" and s.fault is not None}
-    # Faults that struck after the landing point never happened.
-    truth.fired = [f for f in truth.fired if f.kind in kinds_before]
+    # Faults after the landing point never strike.
+    truth.fired = [s.fault for s in before if s.kind == "fault" and s.fault is not None]
     interrupt = next((f for f in script.faults if f.at == "interrupt" and f.kind in INTERRUPT_FAULTS | {"crash"}), None)
     usage = landing.usage_before
     waiting = steps[landing.index]
     if waiting.kind == "silence" and not waiting.approval_held:
-        # Hung, or past its end without turn/completed: the interrupt gets no clean completion.
-        truth.usage = usage
-        truth.server_status = None
+        # Hung, or past its end without turn/completed: nothing answers the interrupt; the budget kills.
+        truth.usage, truth.server_status = usage, "none"
         truth.killed = truth.ends_session = True
-        if "hang" in kinds_before or "grandchild_holds_stdout" in kinds_before:
-            truth.server_status = "none"
-        if interrupt is not None:
-            truth.fired.append(interrupt)
         return
+    pending = (landing.pending,) if landing.pending else ()
     if interrupt is None:
-        truth.usage = usage + ((landing.pending,) if landing.pending else ())
-        truth.server_status = "interrupted"
+        truth.usage, truth.server_status = usage + pending, "interrupted"
         return
     truth.fired.append(interrupt)
     kind = interrupt.kind
-    pending = (landing.pending,) if landing.pending else ()
     if kind == "crash":
         truth.usage, truth.server_status, truth.crashed = usage, "none", interrupt
         truth.ends_session = True
@@ -183,14 +208,10 @@ def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget
         truth.killed = truth.ends_session = True
     elif kind == "completion_after_interrupt":
         truth.usage = usage + pending
-        if interrupt.param("never"):
-            truth.server_status = "none"
-            truth.killed = truth.ends_session = True
-        else:
-            # The generator keeps the delay far from the budget, so kill vs. clean completion is certain.
-            late = int(interrupt.param("delay_ms")) >= budget_ms
-            truth.server_status = "none" if late else "interrupted"
-            truth.killed = truth.ends_session = late
+        # The generator keeps the delay far from the budget, so kill vs. clean completion is certain.
+        late = bool(interrupt.param("never")) or int(interrupt.param("delay_ms")) >= budget_ms
+        truth.server_status = "none" if late else "interrupted"
+        truth.killed = truth.ends_session = late
     elif kind == "interrupt_answer_missing":
         truth.usage, truth.server_status = usage + pending, "interrupted"
         truth.ends_session = True
@@ -207,8 +228,10 @@ def derive(turns: tuple[TurnScript, ...], plan: ClientPlan) -> SessionTruth:
     offset = 0
     initialize = next((f for f in turns[0].faults if f.at == "initialize"), None) if turns else None
     for number, script in enumerate(turns, start=1):
-        if initialize is not None and initialize.kind == "crash":
-            truth = TurnTruth(status="failed", server_status="none", outcome="dead", crashed=initialize)
+        if initialize is not None:
+            # A failed handshake fails every turn of the task (client-behaviour.md §7).
+            truth = TurnTruth(status="failed", server_status="none", outcome="dead")
+            truth.crashed = initialize if initialize.kind == "crash" else None
             truth.fired = [initialize] if number == 1 else []
             truth.ends_session = True
             session.turns.append(truth)
@@ -234,7 +257,7 @@ def _expect(session: SessionTruth, plan: ClientPlan) -> Expect:
         server_trace = "violation"
     elif crash is not None or killed:
         server_trace = "unclosed"
-    elif kinds & {"stdout_closed", "drop_turn_completed", "interrupt_answer_missing"}:
+    elif kinds & {"stdout_closed", "drop_turn_completed", "interrupt_answer_missing", "overload", "hang"}:
         server_trace = "none"  # the fake's shutdown after these is not pinned: not judged
     else:
         server_trace = "closed"

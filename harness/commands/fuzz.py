@@ -1,0 +1,57 @@
+"""``codex-harness fuzz``: hypothesis-generated scenarios (model steps x faults x client actions) against the
+client, judged by the contracts against truth derived from each scenario's steps.
+
+Prints the examples run, examples per second, the fault and action coverage, and any failure with the
+shrunk scenario file and its failing checks; exit 1 on a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fake_server.scenario import FAULT_KINDS
+from harness.exitcodes import UsageError
+from harness.fuzz.driver import DEFAULT_FAULTS, FuzzReport, fuzz
+
+NAME = "fuzz"
+HELP = "fuzz the client with generated fault scenarios; a failure is shrunk to a replayable scenario file"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--examples", type=int, default=1000, metavar="N", help="examples to generate (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="hypothesis seed (default 0)")
+    parser.add_argument("--out", metavar="DIR", help="where a failing scenario and its checks are written")
+    parser.add_argument(
+        "--target", choices=("fake", "fake-process"), default="fake", help="in-process fake (default) or fake-codex"
+    )
+    parser.add_argument(
+        "--all-faults", action="store_true", help="also fuzz slow faults (oversized_line: ~1 s per example)"
+    )
+    parser.add_argument("--no-shrink", action="store_true", help="report the first failure as found")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def _progress(report: FuzzReport) -> None:
+    print(f"  ... {report.examples} examples, {report.rate:.1f}/s", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.examples < 1:
+        raise UsageError("--examples must be at least 1")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: not a directory")
+    kinds = tuple(FAULT_KINDS) if args.all_faults else DEFAULT_FAULTS
+    report = fuzz(
+        args.examples,
+        seed_value=args.seed,
+        out=out,
+        target=args.target,
+        fault_kinds=kinds,
+        shrink=not args.no_shrink,
+        progress=None if args.quiet else _progress,
+    )
+    print(report.text())
+    return 0 if report.failure is None else 1
