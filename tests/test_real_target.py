@@ -77,6 +77,7 @@ async def test_config_env_argv_and_cleanup(fake_codex: Path, tmp_path: Path, mon
             assert env["CODEX_HOME"] == str(target.codex_home) and target.codex_home.is_dir()
             assert env["TMPDIR"] == str(target.tmpdir) and target.tmpdir.is_dir()
             assert env["RUST_LOG"] == "warn"
+            assert env["HOME"] == str(target.home) and target.home.is_dir()
             assert env["CODEX_ROLLOUT_TRACE_ROOT"] == str(trace_root)
             assert target.cwd == target.workdir and target.workdir.is_absolute() and target.workdir.is_dir()
             assert target.mock.workdir.as_posix() == str(target.workdir)

@@ -2,7 +2,7 @@
 
 For one scenario, :func:`real_target` prepares an isolated run — a fresh ``CODEX_HOME`` whose
 ``config.toml`` points at a mock Responses API on 127.0.0.1 (``app-server-protocol.md`` §14), a
-private ``TMPDIR``, a work directory, an environment scrubbed of ``OPENAI_*`` / ``CODEX_*`` — and
+private ``TMPDIR`` and ``HOME``, a work directory, an environment scrubbed of ``OPENAI_*`` / ``CODEX_*`` — and
 yields the argv / env / cwd to start ``codex app-server --listen stdio://`` with (the process
 transport starts it), the mock's recorded requests, and the pinned schema release matching the
 binary's version. Leaving the block stops the mock and removes the temporary directories.
@@ -61,6 +61,7 @@ class RealTarget:
     workdir: Path
     codex_home: Path
     tmpdir: Path
+    home: Path
     trace_root: Path | None
     mock: MockResponsesServer
 
@@ -124,10 +125,19 @@ def config_toml(config: ServerConfig, base_url: str) -> dict[str, Any]:
     }
 
 
-def scrubbed_env(base: Mapping[str, str], *, codex_home: Path, tmpdir: Path, trace_root: Path | None) -> dict[str, str]:
-    """``base`` without ``OPENAI_*`` / ``CODEX_*`` (no credential reaches the child), plus the run's own."""
+def scrubbed_env(
+    base: Mapping[str, str], *, codex_home: Path, tmpdir: Path, trace_root: Path | None, home: Path | None = None
+) -> dict[str, str]:
+    """``base`` without ``OPENAI_*`` / ``CODEX_*`` (no credential reaches the child), plus the run's own.
+
+    ``home``: a private ``HOME``. Commands run as ``bash -lc``, which sources the host user's shell
+    start-up files; those can be slow or take locks (pyenv rehash), making a quick command outlive
+    its yield time under load, and they are not part of the scenario.
+    """
     env = {k: v for k, v in base.items() if not k.startswith(SCRUBBED_PREFIXES)}
     env.update(CODEX_HOME=str(codex_home), TMPDIR=str(tmpdir), RUST_LOG="warn")
+    if home is not None:
+        env["HOME"] = str(home)
     if trace_root is not None:
         env[TRACE_ROOT_ENV] = str(trace_root)
     return env
@@ -193,12 +203,12 @@ async def real_target(
         raise SchemaNotPinned(schema_not_pinned_message(version))
     run_dir = Path(tempfile.mkdtemp(prefix="codex-harness-real-", dir=base_dir))
     try:
-        codex_home, tmpdir, workdir = run_dir / "codex_home", run_dir / "tmp", run_dir / "workdir"
-        for directory in (codex_home, tmpdir, workdir):
+        codex_home, tmpdir, workdir, home = (run_dir / name for name in ("codex_home", "tmp", "workdir", "home"))
+        for directory in (codex_home, tmpdir, workdir, home):
             directory.mkdir()
         async with serve_responses_api(scenario, workdir=PurePosixPath(workdir)) as mock:
             (codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
-            env = scrubbed_env(os.environ, codex_home=codex_home, tmpdir=tmpdir, trace_root=trace_root)
+            env = scrubbed_env(os.environ, codex_home=codex_home, tmpdir=tmpdir, trace_root=trace_root, home=home)
             yield RealTarget(
                 scenario=scenario,
                 codex=codex,
@@ -210,6 +220,7 @@ async def real_target(
                 workdir=workdir,
                 codex_home=codex_home,
                 tmpdir=tmpdir,
+                home=home,
                 trace_root=trace_root,
                 mock=mock,
             )
