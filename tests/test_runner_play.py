@@ -191,3 +191,18 @@ def test_cancel_at_approval_pending_holds_the_approval_unanswered() -> None:
     assert "turn/interrupt" in methods
     assert by(run, "terminal_status")["turn 1 status"] == "pass"
     assert by(run, "protocol")["server requests answered"] == "pass"  # resolved by the server
+
+
+def test_fake_process_target_records_real_time_exit_and_server_trace() -> None:
+    scenario = Scenario(
+        "plain_proc",
+        "one plain turn",
+        (TurnScript(),),
+        expect=Expect(turns=(ExpectTurn("completed", PLAIN_USAGE, "completed"),), server_exit=0),
+    )
+    run = runner.run_one(scenario, "fake-process")
+    assert run.record is not None and not run.record.virtual_time
+    assert run.record.server_exit == 0
+    assert run.record.server_trace is not None
+    assert by(run, "trace_closure")["server trace"] == "pass"
+    assert set(by(run, "terminal_status").values()) == {"pass"}
