@@ -118,7 +118,7 @@ def _normalise(resp: tuple[int, int, int, int, int]) -> dict[str, int]:
     return bd(inp, cached, out, write=write, reasoning=min(reasoning, out))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     earlier=st.lists(responses, max_size=3),
     turn=responses,
@@ -156,7 +156,7 @@ def test_turn_usage_is_the_sum_of_its_responses(
     assert buckets.output == expected["outputTokens"]  # reasoning is inside output, never added
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1, max_size=10))
 def test_contributions_are_never_negative(totals: list[tuple[int, int]]) -> None:
     usage = TurnUsage("t")
