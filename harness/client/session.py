@@ -346,10 +346,17 @@ class Session:
             body["cwd"] = cwd
         if model is not None:
             body["model"] = model
-        result = await self._startup_call("thread/start", body, self.options.thread_timeout)
+        self._log(logging.DEBUG, "thread/start sent", phase="thread_start_sent")
+        try:
+            result = await self._startup_call("thread/start", body, self.options.thread_timeout)
+        except (ClientError, RpcError) as exc:
+            self._log(logging.WARNING, "thread/start failed", phase="thread_start_failure", error=str(exc))
+            raise
         thread_id = _thread_id(result)
         if thread_id is None:
+            self._log(logging.WARNING, "thread/start failed", phase="thread_start_failure", error="no thread ID")
             raise ThreadStartFailed("thread/start returned no thread ID")
+        self._log(logging.DEBUG, "thread/start response", phase="thread_start_response", thread_id=thread_id)
         self._adopt_thread(thread_id, model, result, resumed=False)
         return thread_id
 
@@ -391,6 +398,17 @@ class Session:
         self._adopt_thread(resumed, model, result, resumed=True)
         return resumed
 
+    async def set_thread_name(self, name: str) -> bool:
+        """Optional ``thread/name/set``; errors are only logged (returns whether it succeeded)."""
+        if self.thread_id is None:
+            return False
+        try:
+            await self.request("thread/name/set", {"threadId": self.thread_id, "name": name})
+        except (ClientError, RpcError) as exc:
+            self._log(logging.WARNING, "thread/name/set failed", thread_id=self.thread_id, error=str(exc))
+            return False
+        return True
+
     def _adopt_thread(self, thread_id: str, model: str | None, result: Any, *, resumed: bool) -> None:
         known = self.thread_id == thread_id
         self.thread_id = thread_id
@@ -425,10 +443,15 @@ class Session:
         return turn
 
     async def _start_turn(self, turn: Turn) -> None:
+        refusal: ClientError | None = None
         if self._active is not None and self._active.result is None:
-            raise TurnBusy(f"turn {self._active.index} is still running")
-        if self.thread_id is None:
-            raise ClientError("no thread: call start_thread() or resume_thread() first")
+            refusal = TurnBusy(f"turn {self._active.index} is still running")
+        elif self.thread_id is None:
+            refusal = ClientError("no thread: call start_thread() or resume_thread() first")
+        if refusal is not None:
+            if self._turns and self._turns[-1] is turn:
+                self._turns.pop()  # never started: it gets no index and no Result
+            raise refusal
         self._active = turn
         turn.state.thread_id = self.thread_id
         if not self.alive or self._closing:
@@ -443,6 +466,7 @@ class Session:
         turn.sent = True
         assert self._nursery is not None
         self._nursery.start_soon(self._supervise, turn)
+        self._log(logging.DEBUG, "turn/start sent", thread_id=self.thread_id, turn_index=turn.index)
         try:
             result = await self._call(request, self.options.request_timeout, kill_on_timeout=False)
         except trio.Cancelled:
@@ -815,6 +839,13 @@ class Session:
             elif method == "item/completed" and getattr(event, "item_type", None) in TOOL_ITEM_TYPES:
                 self._trace_tool_ended(turn, event.item_id, event.status, event.item)  # type: ignore[union-attr]
         if method == "turn/completed" and turn.state.completed:
+            self._log(
+                logging.DEBUG,
+                "turn/completed received",
+                thread_id=self.thread_id,
+                turn_id=turn.state.turn_id,
+                status=turn.state.server_status,
+            )
             turn.completed_at = t
             turn.completed_by_server = True
             if turn.usage is None and turn.state.turn_id is not None:
