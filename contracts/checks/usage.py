@@ -128,7 +128,9 @@ def check(record: SessionRecord) -> list[Check]:
         derived = wire_usage(index, result.turn_id) if result.turn_id else None
         if derived is None:
             if got.is_zero():
-                checks.append(make(f"{label} usage", "skip", "[expect] declares no usage and the server reported none"))
+                checks.append(
+                    make(f"{label} usage", "pass", "no usage: the server reported none, [expect] declares none")
+                )
             else:
                 checks.append(
                     make(f"{label} usage", "warn", f"usage {_show(got)} but no usage for this turn on the wire")
