@@ -232,12 +232,33 @@ async def main_async(n: int, repeat: int, deadline: Deadline) -> list[Row]:
         return rows_of(measures)
 
 
+def profile(n: int, top: int = 25) -> int:
+    """cProfile of one flood through the client's in-memory transport (validation off): where the time goes."""
+    import cProfile
+    import pstats
+
+    from _client_adapter import flood_in_memory
+
+    script = _flood.synthetic_script(n)
+    count, _, cpu = trio.run(lambda: flood_in_memory(script, validate=False, timeout=60))
+    print(f"client, in memory, no profiler: {count} notifications, {cpu / count * 1e6:.2f} us CPU each")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    trio.run(lambda: flood_in_memory(script, validate=False, timeout=120))
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__.splitlines()[0])
     parser.add_argument("--deltas", type=int, default=30_000, help="agent message deltas in the flood")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the best counts")
+    parser.add_argument("--profile", action="store_true", help="cProfile the client's path instead of measuring")
     args = parser.parse_args(argv)
     n, repeat = (2000, 1) if args.quick else (args.deltas, args.repeat)
+    if args.profile:
+        return profile(n)
     deadline = Deadline(55.0)
     t0 = time.perf_counter()
     rows = trio.run(main_async, n, repeat, deadline)

@@ -38,8 +38,12 @@ TARGET_RATIO = 2.0
 SDK_DRIVER = """
 import json, sys, time
 from openai_codex import Codex, CodexConfig
-argv = json.loads(sys.argv[1])
-with Codex(CodexConfig(launch_args_override=tuple(argv))) as codex:
+spec = json.loads(sys.argv[1])
+if "codex_bin" in spec:  # the documented knob: BIN app-server --listen stdio://
+    config = CodexConfig(codex_bin=spec["codex_bin"], env=spec["env"])
+else:
+    config = CodexConfig(launch_args_override=tuple(spec["argv"]))
+with Codex(config) as codex:
     thread = codex.thread_start()
     c0, t0 = time.process_time(), time.perf_counter()
     handle = thread.turn("flood")
@@ -72,10 +76,12 @@ def ensure_sdk(venv: Path, timeout: float) -> Path:
     return python
 
 
-def sdk_measure(name: str, python: Path, argv: list[str], timeout: float, **kw: Any) -> ingest.Measure:
+def sdk_measure(name: str, python: Path, spec: dict[str, Any], timeout: float, **kw: Any) -> ingest.Measure:
+    """``spec``: ``{"argv": [...]}`` (launch_args_override) or ``{"codex_bin": PATH, "env": {...}}``."""
+
     async def run() -> ingest.Run:
         proc = await trio.run_process(
-            [str(python), "-c", SDK_DRIVER, orjson.dumps(argv).decode()],
+            [str(python), "-c", SDK_DRIVER, orjson.dumps(spec).decode()],
             capture_stdout=True,
             capture_stderr=True,
             check=False,
@@ -103,7 +109,7 @@ async def main_async(python: Path, n: int, repeat: int, deadline: Deadline) -> l
         t = min(30.0, deadline.left)
         note = f"openai-codex {SDK_VERSION}, TurnHandle.stream(), blast server, {n} deltas"
         measures = [
-            sdk_measure("pipe SDK", python, server, t, note=note),
+            sdk_measure("pipe SDK", python, {"argv": server}, t, note=note),
             ingest.client_measure("pipe client validate on", server, True, t, baseline="pipe SDK", target=TARGET_RATIO),
             ingest.raw_measure(
                 "pipe LineDecoder+validate", server, lambda: ingest.decoder_consumer(True), t, baseline="pipe SDK"
@@ -111,8 +117,10 @@ async def main_async(python: Path, n: int, repeat: int, deadline: Deadline) -> l
         ]
         fake = ingest.fake_argv(n, Path(tmp))
         if fake is not None:
+            spec = {"codex_bin": fake[0], "env": {"FAKE_CODEX_SCENARIO": fake[-1]}}
+            note = "CodexConfig(codex_bin=fake-codex), scenario from FAKE_CODEX_SCENARIO"
             measures += [
-                sdk_measure("fake SDK", python, fake, t, note="fake-codex app-server --scenario flood"),
+                sdk_measure("fake SDK", python, spec, t, note=note),
                 ingest.client_measure("fake client validate on", fake, True, t, baseline="fake SDK"),
             ]
         await ingest.measure_rounds(measures, repeat, deadline)
