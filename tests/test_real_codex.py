@@ -11,13 +11,14 @@ out, the temporary directories removed.
 from __future__ import annotations
 
 import os
-import subprocess
+import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from test_real_driver import Driver, close_and_wait, project, run_server
+from test_real_driver import Driver, close_and_wait, project, reduce_with_codex, run_server
 
 from contracts.trace.closure import check_bundle
 from fake_server.scenario import (
@@ -530,16 +531,71 @@ async def test_trace_bundle_closed_after_stdin_eof(codex_bin: Path, tmp_path: Pa
     assert reduced.returncode == 0, reduced.stderr
 
 
-def reduce_with_codex(codex_bin: Path, bundle: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    """The binary's own reducer (``codex debug trace-reduce``), bounded."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
-    env["CODEX_HOME"] = str(out.parent / "reduce-home")
-    Path(env["CODEX_HOME"]).mkdir(exist_ok=True)
-    return subprocess.run(
-        [os.fspath(codex_bin), "debug", "trace-reduce", os.fspath(bundle), "-o", os.fspath(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
+# --- trace bundles kept as test data (tests/data/trace-bundles/) -------------------------------
+
+RECORD_ENV = "CODEX_HARNESS_RECORD_BUNDLES"
+
+
+async def record_interrupt_running_command(codex_bin: Path, tmp_path: Path, trace_root: Path) -> None:
+    sc = scenario("interrupt_running", one_response(CommandItem("sleep 30", duration_ms=30000)))
+    async with real_target(sc, codex_bin, base_dir=tmp_path, trace_root=trace_root) as target:
+        async with run_server(target, stderr_path(tmp_path)) as d:
+            thread = await d.handshake(target.workdir)
+            turn = await d.start_turn(thread)
+            await d.until_method("item/started", item__type="commandExecution")
+            await d.request("turn/interrupt", {"threadId": thread, "turnId": turn})
+            assert (await turn_completed(d, turn, 5))["status"] == "interrupted"
+            assert await close_and_wait(d, 10) == 0
+
+
+async def record_sigterm_pending_approval(codex_bin: Path, tmp_path: Path, trace_root: Path) -> None:
+    sc = scenario("sigterm_pending", one_response(ECHO, then=AFTER_TOOL), approval_policy="on-request")
+    async with real_target(sc, codex_bin, base_dir=tmp_path, trace_root=trace_root) as target:
+        async with run_server(target, stderr_path(tmp_path)) as d:
+            thread = await d.handshake(target.workdir)
+            await d.start_turn(thread)
+            await server_request(d)
+            d.process.send_signal(signal.SIGTERM)  # the npm launcher forwards it to the native server
+            with trio.fail_after(10):
+                await d.drain(10)
+                status = await d.process.wait()
+    assert status == 0  # observed: the server closes its bundle and exits 0 within ~40 ms
+
+
+async def record_plain_turn(codex_bin: Path, tmp_path: Path, trace_root: Path) -> None:
+    async with real_target(
+        scenario("plain", TurnScript()), codex_bin, base_dir=tmp_path, trace_root=trace_root
+    ) as target:
+        async with run_server(target, stderr_path(tmp_path)) as d:
+            thread = await d.handshake(target.workdir)
+            assert (await turn_completed(d, await d.start_turn(thread)))["status"] == "completed"
+            assert await close_and_wait(d, 10) == 0
+
+
+RECORDINGS = {
+    "real-as-interrupt-running-command": record_interrupt_running_command,
+    "real-as-sigterm-pending-approval": record_sigterm_pending_approval,
+    "real-as-plain-turn": record_plain_turn,
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDINGS))
+async def test_recorded_bundles_are_closed(codex_bin: Path, tmp_path: Path, name: str) -> None:
+    """Graceful shutdowns (stdin EOF, SIGTERM) close the bundle; our checker and codex's reducer agree.
+
+    With CODEX_HARNESS_RECORD_BUNDLES=DIR the bundle is also copied to DIR/<name> (how the bundles
+    under tests/data/trace-bundles/ were made).
+    """
+    trace_root = tmp_path / "traces"
+    with trio.fail_after(RUN_TIMEOUT):
+        await RECORDINGS[name](codex_bin, tmp_path, trace_root)
+    bundles = list(trace_root.glob("trace-*"))
+    assert len(bundles) == 1
+    verdict = check_bundle(bundles[0])
+    assert verdict.verdict == "closed", verdict.to_json()
+    reduced = reduce_with_codex(codex_bin, bundles[0], tmp_path / "state.json")
+    assert reduced.returncode == 0, reduced.stderr
+    if out := os.environ.get(RECORD_ENV):
+        target_dir = Path(out) / name
+        shutil.rmtree(target_dir, ignore_errors=True)
+        shutil.copytree(bundles[0], target_dir, ignore=shutil.ignore_patterns("state.json"))

@@ -295,3 +295,18 @@ def test_reference_projection_is_stable() -> None:
         "thread/status/changed active []",
         "turn/completed failed items=0",
     ]
+
+
+def reduce_with_codex(codex_bin: Path, bundle: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """The binary's own reducer (``codex debug trace-reduce``), bounded."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
+    env["CODEX_HOME"] = str(out.parent / "reduce-home")
+    Path(env["CODEX_HOME"]).mkdir(exist_ok=True)
+    return subprocess.run(
+        [os.fspath(codex_bin), "debug", "trace-reduce", os.fspath(bundle), "-o", os.fspath(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )

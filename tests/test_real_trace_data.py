@@ -1,0 +1,61 @@
+"""Trace bundles recorded from the real binary (tests/data/trace-bundles/) and the reducer cross-check.
+
+Our checker must call every recorded bundle closed; with the real binary, ``codex debug trace-reduce``
+must accept them too, and must accept / reject each bundle of the trace mutation corpus as the
+corpus says (where our checker is stricter by design, the corpus records the reducer's own verdict).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_real_driver import reduce_with_codex
+
+from contracts.trace.closure import check_bundle
+
+DATA = Path(__file__).resolve().parent / "data" / "trace-bundles"
+RECORDED = sorted(p.name for p in DATA.iterdir() if (p / "manifest.json").is_file())
+
+
+def test_recorded_bundles_present() -> None:
+    assert RECORDED == [
+        "real-as-interrupt-running-command",
+        "real-as-plain-turn",
+        "real-as-sigterm-pending-approval",
+    ]
+    assert (DATA / "README.md").is_file()
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_recorded_bundle_is_closed(name: str) -> None:
+    verdict = check_bundle(DATA / name)
+    assert verdict.verdict == "closed", verdict.to_json()
+    assert verdict.recording_status == "complete"
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize("name", RECORDED)
+def test_reducer_accepts_recorded_bundle(codex_bin: Path, tmp_path: Path, name: str) -> None:
+    reduced = reduce_with_codex(codex_bin, DATA / name, tmp_path / "state.json")
+    assert reduced.returncode == 0, reduced.stderr
+    assert (tmp_path / "state.json").is_file()
+
+
+def _mutations() -> list[object]:
+    try:
+        from test_trace_support import MUTATIONS
+    except ImportError:  # the corpus lives with the trace tests
+        return []
+    return list(MUTATIONS)
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize("mutation", _mutations(), ids=lambda m: m.name)
+def test_reducer_agrees_with_corpus(codex_bin: Path, tmp_path: Path, mutation: object) -> None:
+    from test_trace_support import build
+
+    bundle = build(mutation, tmp_path / "bundle")  # type: ignore[arg-type]
+    reduced = reduce_with_codex(codex_bin, bundle, tmp_path / "state.json")
+    got = "accept" if reduced.returncode == 0 else "reject"
+    assert got == mutation.reducer, f"{mutation.name}: reducer {got}s ({reduced.stderr.strip()[-300:]})"  # type: ignore[attr-defined]
