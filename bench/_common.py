@@ -85,15 +85,21 @@ def fmt_value(value: float, unit: str) -> str:
 
 
 def table(rows: Sequence[Row], title: str = "") -> str:
-    """A plain-text table (also valid Markdown) of the rows."""
-    header = ["bench", "measure", "value", "ratio", "target", "met"]
+    """A plain-text table (also valid Markdown) of the rows.
+
+    ``per CPU s``: for throughput rows, units per CPU second of the measuring process (its reading
+    work alone; the wall-clock ``value`` also waits for the server and for a busy machine).
+    """
+    header = ["bench", "measure", "value", "per CPU s", "ratio", "target", "met"]
     body = []
     for r in rows:
         rt = "" if r.ratio is None else f"{r.ratio:.3f}x {r.baseline}" if r.baseline else f"{r.ratio:.3f}x"
         if r.cpu_ratio is not None:
             rt += f" (cpu {r.cpu_ratio:.3f}x)"
+        cpu_rate = r.extra.get("cpu_rate") if r.extra else None
+        per_cpu = fmt_value(cpu_rate, r.unit) if cpu_rate else ""
         met = "" if r.ok is None else ("yes" if r.ok else "NO")
-        body.append([r.bench, r.name, fmt_value(r.value, r.unit), rt, r.target, met])
+        body.append([r.bench, r.name, fmt_value(r.value, r.unit), per_cpu, rt, r.target, met])
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
     lines = []
     if title:
