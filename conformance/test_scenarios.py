@@ -40,11 +40,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def test_contracts_hold(
     scenario_spec: str, target: str, run_scenario: Callable[..., object], request: pytest.FixtureRequest
 ) -> None:
-    codex = request.getfixturevalue("codex_bin") if target == "real" else None
     scenario = scenario_lookup.resolve(scenario_spec)
     supported, reason = scenario.supports(target)
     if not supported:
         pytest.skip(reason)
+    codex = request.getfixturevalue("codex_bin") if target == "real" else None
     run = run_scenario(scenario, target, codex=codex)
     if run.skipped:  # type: ignore[attr-defined]
         pytest.skip(run.skipped)  # type: ignore[attr-defined]

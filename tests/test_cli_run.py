@@ -125,3 +125,12 @@ def test_scenarios_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> No
     assert all({"name", "targets", "description"} <= set(r) for r in rows)
     crash = [r for r in rows if r["faults"]]
     assert crash and all("real" not in r["targets"] for r in crash)
+
+
+def test_real_target_without_a_binary_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("CODEX_BIN", raising=False)
+    assert main(["run", "--target", "real", "--scenario", str(scenario_file(tmp_path))]) == USAGE
+    assert "no real codex selected" in capsys.readouterr().err
+    assert main(["run", "--target", "real", "--codex", str(tmp_path / "nope")]) == USAGE

@@ -84,6 +84,14 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot create report directory {report_dir}: {exc.strerror}") from None
     codex = Path(args.codex) if args.codex else None
+    if args.target == "real":
+        from harness.targets import TargetUnavailable
+        from harness.targets.real_adapter import select_codex
+
+        try:
+            codex = select_codex(codex)
+        except TargetUnavailable as exc:
+            raise UsageError(f"--target real: {exc}") from None
     runs = run_many(
         scenarios, [args.target], codex=codex, report_dir=report_dir, progress=None if args.quiet else _progress
     )
