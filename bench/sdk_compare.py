@@ -12,7 +12,9 @@ existing interpreter instead). Target: our client reads at least 2x the SDK's no
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -76,6 +78,12 @@ def ensure_sdk(venv: Path, timeout: float) -> Path:
     return python
 
 
+async def kill_group(proc: trio.Process) -> None:
+    """On cancellation, the SDK driver and the server it spawned go together (one process group)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def sdk_measure(name: str, python: Path, spec: dict[str, Any], timeout: float, **kw: Any) -> ingest.Measure:
     """``spec``: ``{"argv": [...]}`` (launch_args_override) or ``{"codex_bin": PATH, "env": {...}}``."""
 
@@ -86,6 +94,7 @@ def sdk_measure(name: str, python: Path, spec: dict[str, Any], timeout: float, *
             capture_stderr=True,
             check=False,
             start_new_session=True,
+            deliver_cancel=kill_group,
         )
         if proc.returncode != 0:
             last = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
