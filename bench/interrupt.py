@@ -124,6 +124,7 @@ def stats_rows(label: str, bare: list[float], pairs: list[tuple[float, float]] |
             f"{label} bare interrupt->completed p50",
             p50 / max(percentile(bare, 50), 1e-9),
         ),
+        Row(BENCH, f"{label} overhead p95", percentile(overhead, 95), "ms"),
         Row(
             BENCH,
             f"{label} overhead p99",
