@@ -348,8 +348,8 @@ def landing_for(steps: list[Step], action: ClientAction) -> Landing | None:
     start = trigger_index(steps, action)
     if start is None:
         return None
-    if action.at == "approval_pending":
-        return _landing(steps, start) if steps[start].approval_held else None
+    if action.at == "approval_pending" and not steps[start].approval_held:
+        return None
     for j in range(start + 1, len(steps)):
         s = steps[j]
         if s.kind in ("sleep", "silence"):
