@@ -60,3 +60,10 @@ def test_nothing_to_measure_is_a_skip() -> None:
     record = plain_record()
     record.teardown = []
     assert [c.status for c in latency.check(record)] == ["skip"]
+
+
+def test_missing_interrupt_log_record_warns() -> None:
+    record = interrupted_record()
+    assert by_name(record)["turn 1 interrupt logged"].status == "pass"
+    record.log = []
+    assert by_name(record)["turn 1 interrupt logged"].status == "warn"

@@ -196,7 +196,8 @@ def interrupted_record(answer_first: bool = True, server_delay: float = 0.010) -
         turn_completed_at=completed,
     )
     b.note("stdin closed")
-    return b.build(Expect(turns=(ExpectTurn("aborted", PLAIN_USAGE, "interrupted"),)), budgets=Budgets())
+    log = [{"t": completed, "level": "info", "msg": "codex turn interrupted", "turn_id": turn_id, "latency": 0.012}]
+    return b.build(Expect(turns=(ExpectTurn("aborted", PLAIN_USAGE, "interrupted"),)), budgets=Budgets(), log=log)
 
 
 def approval_record(answer: bool = True) -> SessionRecord:

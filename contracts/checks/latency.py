@@ -42,6 +42,19 @@ def _server_interrupt_latency(index: WireIndex, result: TurnResult) -> tuple[flo
     return completions[0][1].t - first.t, ""
 
 
+def _interrupt_logged(make: Maker, record: SessionRecord, result: TurnResult, label: str) -> Check:
+    """A clean interrupt is logged as "codex turn interrupted" with its latency, as the Go client does."""
+    for entry in record.log:
+        if entry.get("msg") == "codex turn interrupted" and entry.get("turn_id") == result.turn_id:
+            latency = entry.get("latency")
+            if isinstance(latency, int | float) and not isinstance(latency, bool):
+                detail = f"{_clock(record)}logged with latency {_ms(float(latency))}"
+                return make(f"{label} interrupt logged", "pass", detail)
+            detail = f"{_clock(record)}logged without a numeric latency: {latency!r}"
+            return make(f"{label} interrupt logged", "warn", detail)
+    return make(f"{label} interrupt logged", "warn", f'{_clock(record)}no "codex turn interrupted" log record')
+
+
 def check(record: SessionRecord) -> list[Check]:
     make = Maker(record, NAME, REFERENCE)
     clock = _clock(record)
@@ -73,6 +86,7 @@ def check(record: SessionRecord) -> list[Check]:
             f"- interrupt→turn/completed {_ms(server)}, bound {_ms(OVERHEAD_BOUND_S)}"
         )
         checks.append(make(f"{label} interrupt overhead", "pass" if overhead <= OVERHEAD_BOUND_S else "fail", detail))
+        checks.append(_interrupt_logged(make, record, result, label))
     if record.teardown:
         start = min(s.started_at for s in record.teardown)
         end = max(s.ended_at for s in record.teardown)
