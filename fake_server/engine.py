@@ -653,7 +653,7 @@ def _check_params(method: str, params: Any) -> dict[str, Any]:
         caps = params.get("capabilities")
         if caps is not None and not isinstance(caps, dict):
             raise _invalid(f"Invalid request: invalid type: {_json_type(caps)}, expected struct")
-    if "input" in params:
+    if method in ("turn/start", "turn/steer"):
         for entry in params["input"]:
             if not isinstance(entry, dict):
                 raise _invalid(f"Invalid request: invalid type: {_json_type(entry)}, expected internally tagged enum")

@@ -13,6 +13,7 @@ from typing import Any
 
 from fake_server.scenario import ClientAction, Scenario
 from fake_server.virtual import Frame, VirtualServer
+from harness.wire import DEFAULT_MAX_LINE
 
 APPROVAL_METHODS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 
@@ -40,6 +41,7 @@ class _Client:
         self.next_id = 0
         self.approvals_seen = 0
         self.timed_out = False
+        self.lost = False
 
     def request(self, method: str, params: dict[str, Any]) -> int:
         rid = self.next_id
@@ -49,16 +51,30 @@ class _Client:
         return rid
 
     def new_frames(self, within_ms: int) -> list[Frame]:
-        """Frames sent since the last call, advancing virtual time (up to ``within_ms``) until some arrive."""
+        """Frames sent since the last call, advancing virtual time (up to ``within_ms``) until some arrive.
+
+        Reading stops for good at a line over the client's cap (``lost``), as a client's reader does.
+        """
         server = self.server
-        if len(server.frames) == self.pos:
-            server.run_until_state(lambda: len(server.frames) > self.pos or not self._alive(), within_ms=within_ms)
-        frames = server.frames[self.pos :]
-        self.pos = len(server.frames)
+        if self.lost:
+            return []
+        if len(server.out) == self.pos:
+            server.run_until_state(lambda: len(server.out) > self.pos or not self._alive(), within_ms=within_ms)
+        frames: list[Frame] = []
+        for output in server.out[self.pos :]:
+            self.pos += 1
+            if output.frame is not None:
+                frames.append(output.frame)
+            elif len(output.raw) > DEFAULT_MAX_LINE:
+                self.lost = True
+                break
         return frames
 
+    def lost_frame(self) -> bool:
+        return self.lost
+
     def _alive(self) -> bool:
-        return self.server.exit_code is None and not self.server.stdout_closed
+        return self.server.exit_code is None and not self.server.stdout_closed and not self.lost
 
     def wait_response(self, rid: int, within_ms: int) -> Frame | None:
         deadline = self.server.now_ms + within_ms
@@ -106,7 +122,7 @@ class _Client:
                 self.wait_response(self.request("thread/resume", {"threadId": thread_id}), plan.request_timeout_ms)
             status = self.play_turn(thread_id, script.input, [a for a in actions if a.do != "resume"])
             self.run.server_statuses.append(status)
-            if not self._alive() or self.run.killed or self.timed_out:
+            if not self._alive() or self.run.killed:
                 break
         return self.finish(None)
 
@@ -133,10 +149,12 @@ class _Client:
         interrupt_deadline: int | None = None
         delayed: list[tuple[int, ClientAction]] = []
 
+        interrupt_ids: list[int] = []
+
         def fire(action: ClientAction) -> None:
             nonlocal interrupt_deadline
             if action.do == "cancel" and turn_id is not None:
-                self.request("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
+                interrupt_ids.append(self.request("turn/interrupt", {"threadId": thread_id, "turnId": turn_id}))
                 interrupt_deadline = self.server.now_ms + plan.interrupt_budget_ms
             elif action.do == "steer" and turn_id is not None:
                 self.request(
@@ -168,13 +186,22 @@ class _Client:
                     continue
                 if interrupt_deadline is not None and self.server.now_ms >= interrupt_deadline:
                     self.kill()  # interrupt budget spent: SIGKILL the group at once
-                else:
-                    self.timed_out = True  # the turn deadline: give up the turn, tear down gracefully
-                return "none"
+                    return "none"
+                # The turn deadline cancels like a cancel does: interrupt within the budget, else kill.
+                self.timed_out = True
+                deadline = self.server.now_ms + plan.interrupt_budget_ms
+                if turn_id is None:
+                    self.kill()
+                    return "none"
+                fire(ClientAction(0, "cancel"))
+                continue
             for frame in self.new_frames(limit - self.server.now_ms):
                 method = frame.get("method")
                 params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
                 if method is None:
+                    if frame.get("id") in interrupt_ids and "error" in frame:
+                        self.kill()  # "turn interrupt failed": SIGKILL the group
+                        return "none"
                     if frame.get("id") == rid and "result" in frame and turn_id is None:
                         turn_id = frame["result"]["turn"]["id"]
                         for action in pending_actions:
@@ -202,6 +229,9 @@ class _Client:
                     self.on_side_frame(frame)
                 elif method == "turn/completed" and params.get("turn", {}).get("id") == turn_id:
                     return str(params["turn"]["status"])
+            if self.lost_frame():
+                self.kill()  # a line over the cap ends reading like a process exit; cleanup kills
+                return "none"
             if not self._alive():
                 return "none"
 

@@ -21,7 +21,7 @@ from harness.wire import LineDecoder, WireError, WireErrorKind
 
 TRANSCRIPTS = Path("/work/shared/reference/real-transcripts")
 FAKE = [sys.executable, "-m", "fake_server.cli"]
-STEP_TIMEOUT = 10.0  # bound of every wait on the child (real time)
+STEP_TIMEOUT = 30.0  # bound of every wait on the child (real time; generous for loaded CI hosts)
 
 
 class Child:

@@ -89,7 +89,7 @@ async def test_in_process_trace_unclosed_after_kill(mock_clock: trio.testing.Moc
     assert _verdicts(tmp_path) == ["unclosed"]
 
 
-def _run_process(scenario: str, root: Path, stdin: bytes, timeout: float = 10) -> int:
+def _run_process(scenario: str, root: Path, stdin: bytes, timeout: float = 30) -> int:
     env = {**os.environ, "CODEX_ROLLOUT_TRACE_ROOT": str(root)}
     proc = subprocess.run(
         [sys.executable, "-m", "fake_server.cli", "app-server", "--scenario", scenario],
@@ -130,11 +130,11 @@ def test_process_trace_closed_on_sigterm(tmp_path: Path) -> None:
             assert proc.stdout.readline()
             lines += 1
         proc.terminate()
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=30) == 0
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
-            proc.wait(timeout=10)
+            proc.wait(timeout=30)
     assert _verdicts(tmp_path) == ["closed"]
 
 
@@ -162,9 +162,9 @@ def test_process_trace_unclosed_after_crash(tmp_path: Path) -> None:
         turn = {"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": []}}
         proc.stdin.write(orjson.dumps(turn) + b"\n")
         proc.stdin.flush()
-        assert proc.wait(timeout=10) == 3
+        assert proc.wait(timeout=30) == 3
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
-            proc.wait(timeout=10)
+            proc.wait(timeout=30)
     assert _verdicts(tmp_path) == ["unclosed"]
