@@ -28,6 +28,7 @@ RUN_MARKER_ENV: Final = "CODEX_HARNESS_RUN_MARKER"
 #: prefixes scrubbed from an inherited environment (credentials and codex settings of the host)
 SCRUBBED_PREFIXES: Final = ("OPENAI_", "CODEX_")
 
+_PROC: Final = Path("/proc")
 _run_marker: str = uuid.uuid4().hex
 
 
@@ -96,8 +97,18 @@ class ProcessTransport:
         return await self.process.wait()
 
     def kill(self) -> None:
-        """SIGKILL to the child's process group (by its pgid), falling back to the leader alone."""
+        """SIGKILL to the child's process group, falling back to the leader alone.
+
+        While the leader is unreaped its pid (= the pgid) cannot be reused, so ``killpg`` reaches only our
+        group. Once it is reaped, the pgid could in principle name someone else's new group: then only the
+        members that carry our run marker are killed, one by one.
+        """
         self.killed = True
+        if self.process.returncode is not None and _PROC.is_dir():
+            for pid in self._marked_members():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            return
         try:
             os.killpg(self.pgid, signal.SIGKILL)
         except ProcessLookupError:
@@ -126,6 +137,8 @@ class ProcessTransport:
 
     def group_alive(self) -> bool:
         """True while any process of the child's group exists (zombies included)."""
+        if self.process.returncode is not None and _PROC.is_dir():
+            return bool(self._marked_members())
         try:
             os.killpg(self.pgid, 0)
         except ProcessLookupError:
@@ -133,6 +146,25 @@ class ProcessTransport:
         except PermissionError:
             return True
         return True
+
+    def _marked_members(self) -> list[int]:
+        """Live processes of our process group that carry our run marker (Linux /proc)."""
+        needle = f"{RUN_MARKER_ENV}={self.marker}".encode() + b"\0"
+        found = []
+        for entry in _PROC.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                fields = stat.rsplit(")", 1)[-1].split()
+                if fields[0] in ("Z", "X") or int(fields[2]) != self.pgid:
+                    continue
+                if needle not in (entry / "environ").read_bytes() + b"\0":
+                    continue
+            except (OSError, ValueError, IndexError):
+                continue
+            found.append(int(entry.name))
+        return found
 
     @property
     def stderr_bytes(self) -> int:
