@@ -27,6 +27,7 @@ from harness.scenario_lookup import builtin_names, load_builtin
 from harness.targets.fake import fake_codex_argv
 
 WORKDIR = "/RUN/workdir"
+SLACK_S = 0.25  # real processes: scheduling slack on a loaded machine (0 under MockClock in practice)
 BUILTINS = builtin_names()
 
 
@@ -130,6 +131,10 @@ def check_results(session: Session, scenario: Scenario) -> None:
         if expect.server_status is not None:
             assert (result.server_status or "none") == expect.server_status, result
         assert result.completed_consumed <= 1
+        if result.cancel_at is not None and result.interrupt_sent_at is not None:
+            # ONE budget for the interrupt answer and turn/completed, then the Result (kill included)
+            budget = scenario.client.interrupt_budget_ms / 1000
+            assert result.ended_at - result.interrupt_sent_at <= budget + SLACK_S, result
     assert not session.client_errors
 
 

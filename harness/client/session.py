@@ -155,6 +155,7 @@ class SessionOptions:
     event_buffer: int = 65536  # events kept per turn for the iterator; beyond, events are dropped and counted
     initialize: bool = True  # open_session does initialize + initialized
     trace_dir: Path | None = None  # the client's trace bundle directory (manifest.json inside); None: no bundle
+    trace_marker_events: str = "protocol_event"  # approval/interrupt steps as protocol events (replayable) or "other"
 
     def budgets(self) -> Budgets:
         return Budgets(
@@ -1136,7 +1137,7 @@ async def open_session(
     if trace is not None:
         session.trace = trace
     elif session.options.trace_dir is not None:
-        session.trace = ClientTrace(session.options.trace_dir)
+        session.trace = ClientTrace(session.options.trace_dir, marker_events=session.options.trace_marker_events)
     try:
         async with trio.open_nursery() as nursery:
             session._nursery = nursery

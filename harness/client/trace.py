@@ -84,7 +84,14 @@ def _tool_result(item: dict[str, Any] | None) -> dict[str, Any] | None:
 class ClientTrace:
     """One bundle at ``bundle_dir`` (``manifest.json`` directly inside), created at the first thread."""
 
-    def __init__(self, bundle_dir: Path, *, now_ms: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self, bundle_dir: Path, *, now_ms: Callable[[], int] | None = None, marker_events: str = "protocol_event"
+    ) -> None:
+        """``marker_events``: how approval / interrupt steps are recorded, ``protocol_event`` (replayable) or
+        ``other`` (``other`` events with the same kinds; the 0.171.0 reducer rejects such a bundle)."""
+        if marker_events not in ("protocol_event", "other"):
+            raise ValueError(f"marker_events must be protocol_event or other, not {marker_events!r}")
+        self.marker_events = marker_events
         self.bundle_dir = Path(bundle_dir)
         self.path: Path | None = None
         self.errors: list[str] = []
@@ -199,7 +206,11 @@ class ClientTrace:
             if self._writer is None:
                 return
             body = {"type": kind, "turn_id": turn_id, **metadata}
-            self._writer.protocol_event_observed(kind, body)
+            if self.marker_events == "other":
+                thread_id = self._turn_of.get(turn_id) if turn_id else None
+                self._writer.other(kind, None, body, thread_id=thread_id, codex_turn_id=turn_id if thread_id else None)
+            else:
+                self._writer.protocol_event_observed(kind, body)
 
         self._guard(kind, act)
 
