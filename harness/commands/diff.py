@@ -1,0 +1,143 @@
+"""``codex-harness diff``: play a scenario on the fake and on the real binary, compare the server sides.
+
+The comparison is structural (:mod:`contracts.fidelity`): method, item type and status, turn status,
+thread status and active flags, ``willRetry``; ids, timestamps, texts and ambient notifications are
+ignored, runs of identical deltas count once, and ``serverRequest/resolved`` is counted per turn
+rather than placed. Exit 0 when the two sides agree, 1 when they differ (or a side could not be
+played), 2 for an invalid scenario file or a fake-only scenario, 3 for usage errors (no binary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contracts.fidelity import Difference, diff_server_sides, render
+from contracts.record import SessionRecord
+from fake_server.scenario import Scenario
+from harness import scenario_lookup
+from harness.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
+
+NAME = "diff"
+HELP = "play a scenario on the fake and on the real codex; print the structural difference of the server sides"
+FAKE_TARGETS = ("fake", "fake-process")
+
+
+@dataclass(slots=True)
+class FidelityResult:
+    """The comparison of one scenario: differences (empty: equal), or why it could not be made."""
+
+    scenario: str
+    fake_target: str
+    differences: list[Difference] = field(default_factory=list)
+    skipped: str | None = None  # the scenario cannot run on the real binary
+    error: str | None = None  # a side could not be played
+    server_version: str | None = None
+    fake_frames: int = 0
+    real_frames: int = 0
+
+    @property
+    def equal(self) -> bool:
+        return self.skipped is None and self.error is None and not self.differences
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "fake_target": self.fake_target,
+            "equal": self.equal,
+            "skipped": self.skipped,
+            "error": self.error,
+            "server_version": self.server_version,
+            "frames": {"fake": self.fake_frames, "real": self.real_frames},
+            "differences": [
+                {"segment": d.segment, "what": d.what, "expected": d.expected, "actual": d.actual, "text": str(d)}
+                for d in self.differences
+            ],
+        }
+
+
+def server_side(record: SessionRecord) -> list[Any]:
+    """The frames the server wrote, in wire order (None for a line that was not a frame)."""
+    return [entry.frame for entry in record.wire if entry.dir == "s2c"]
+
+
+def fidelity_diff(
+    scenario: Scenario, codex: Path, *, fake_target: str = "fake", work_root: Path | None = None
+) -> FidelityResult:
+    """Play ``scenario`` on ``fake_target`` and on the real ``codex``; the structural difference (fake expected)."""
+    from harness.runner import play
+    from harness.targets import TargetUnavailable
+
+    result = FidelityResult(scenario.name, fake_target)
+    for target in (fake_target, "real"):
+        supported, reason = scenario.supports(target)
+        if not supported:
+            result.skipped = f"{target}: {reason}"
+            return result
+    records: dict[str, SessionRecord] = {}
+    with tempfile.TemporaryDirectory(prefix=f"codex-harness-diff-{scenario.name}-", dir=work_root) as tmp:
+        for target in (fake_target, "real"):
+            try:
+                record = play(scenario, target, work_dir=Path(tmp) / target, codex=codex)
+            except TargetUnavailable as exc:
+                result.error = f"{target}: not available: {exc}"
+                return result
+            except Exception as exc:  # a broken run is a result, not a traceback
+                result.error = f"{target}: the run broke: {type(exc).__name__}: {exc}"
+                return result
+            if record.client_errors:
+                result.error = f"{target}: {'; '.join(record.client_errors)}"
+                return result
+            records[target] = record
+    fake, real = server_side(records[fake_target]), server_side(records["real"])
+    result.server_version = records["real"].server_version
+    result.fake_frames, result.real_frames = len(fake), len(real)
+    result.differences = diff_server_sides(fake, real, collapse_deltas=True)
+    return result
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", metavar="NAME|PATH", required=True, help="a built-in scenario or a scenario file")
+    parser.add_argument("--codex", metavar="PATH", help="the real codex binary (else $CODEX_BIN)")
+    parser.add_argument(
+        "--fake-target", choices=FAKE_TARGETS, default="fake", help="which fake to compare (default: in-process)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def select_binary(codex: str | None) -> Path:
+    from harness.targets import TargetUnavailable
+    from harness.targets.real_adapter import select_codex
+
+    try:
+        return select_codex(Path(codex) if codex else None)
+    except TargetUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        scenario = scenario_lookup.resolve(args.scenario)
+    except scenario_lookup.ScenarioError as exc:
+        print(f"codex-harness diff: {exc}", file=sys.stderr)
+        return INVALID_INPUT
+    codex = select_binary(args.codex)
+    result = fidelity_diff(scenario, codex, fake_target=args.fake_target)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=list))
+    elif result.skipped:
+        print(f"{scenario.name}: cannot be compared: {result.skipped}")
+    elif result.error:
+        print(f"{scenario.name}: {result.error}")
+    else:
+        version = result.server_version or "?"
+        print(f"{scenario.name}: {args.fake_target} vs real codex {version}")
+        print(render(result.differences))
+    if result.skipped:
+        return INVALID_INPUT
+    return OK if result.equal else FAILED
