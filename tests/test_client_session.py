@@ -8,13 +8,22 @@ import pytest
 import trio
 
 from contracts.usage import UsageBuckets
-from harness.client.approvals import ApprovalRequest, in_order
-from harness.client.errors import LineTooLong, RequestTimeout, RpcError
+from harness.client.approvals import (
+    APPROVAL_METHODS,
+    ApprovalRequest,
+    accept_all,
+    answer_for,
+    cancel_all,
+    decline_all,
+    in_order,
+)
+from harness.client.errors import LineTooLong, RequestTimeout, RpcError, SessionClosed
 from harness.client.events import (
     ApprovalAnswered,
     ApprovalRequested,
     MessageDelta,
     TurnEnded,
+    TurnStarted,
     UsageUpdated,
 )
 from harness.client.memory import ScriptedPeer, memory_pair
@@ -646,3 +655,51 @@ async def test_cancel_during_initialize_kills(autojump_clock: trio.testing.MockC
                 pass
         nursery.cancel_scope.cancel()
     assert transport.killed
+
+
+async def test_kill_mid_turn_ends_the_turn_at_once(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        await trio.sleep_forever()
+
+    async def body(session: Session) -> None:
+        async with session.turn("hi") as turn:
+            async for event in turn:
+                if isinstance(event, TurnStarted):
+                    session.kill("operator said so")
+        assert turn.result.status == "failed" and turn.result.killed
+        assert turn.result.error == "server killed: operator said so"
+        with pytest.raises(SessionClosed):
+            await session.request("thread/list", {})
+
+    session = await run_client(script, body)
+    assert session.teardown[-1].name == "kill"
+
+
+def test_answers_per_request_kind() -> None:
+    def request(method: str, params: dict[str, Any] | None = None) -> ApprovalRequest:
+        return ApprovalRequest(0, method, APPROVAL_METHODS[method], params or {}, 0)
+
+    command = request("item/commandExecution/requestApproval")
+    assert [answer_for(command, d(command)) for d in (accept_all, decline_all, cancel_all)] == [
+        {"decision": "accept"},
+        {"decision": "decline"},
+        {"decision": "cancel"},
+    ]
+    amendment = {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["ls"]}}
+    assert answer_for(command, amendment) == {"decision": amendment}
+    assert answer_for(request("applyPatchApproval"), "acceptForSession") == {"decision": "approved_for_session"}
+    assert answer_for(request("mcpServer/elicitation/request"), "accept") == {
+        "action": "accept",
+        "content": None,
+        "_meta": None,
+    }
+    permissions = request(
+        "item/permissions/requestApproval",
+        {"permissions": {"network": {"enabled": True}, "fileSystem": {"write": ["/w"]}, "other": 1}},
+    )
+    assert answer_for(permissions, "accept") == {
+        "permissions": {"network": {"enabled": True}, "fileSystem": {"write": ["/w"]}},
+        "scope": "turn",
+    }
+    assert answer_for(permissions, "decline") == {"permissions": {}, "scope": "turn"}

@@ -541,8 +541,11 @@ class Session:
         if state.completed:
             self._finish_turn(turn)
             return
-        if state.turn_id is None or self.thread_id is None or not self.alive:
-            self._kill_for(turn, "cancelled before the turn had an id" if self.alive else "server gone")
+        if not self.alive:
+            self._finish_turn(turn, failure=f"server gone: {self.failure or self.kill_reason}")
+            return
+        if state.turn_id is None or self.thread_id is None:
+            self._kill_for(turn, "cancelled before the turn had an id")
             return
         budget = self.options.interrupt_budget
         status = state.fixed[0] if state.fixed else "aborted"
@@ -686,8 +689,12 @@ class Session:
 
     # --- kill -------------------------------------------------------------------------------------
 
-    def kill(self, reason: str) -> None:
-        """SIGKILL the server's process group (or crash the in-process engine) now; the session is dead."""
+    def kill(self, reason: str, *, error: BaseException | None = None) -> None:
+        """SIGKILL the server's process group (or crash the in-process engine) now; the session is dead.
+
+        A running turn ends at once (its Result says ``killed``); waiting requests fail with ``error``
+        (default: :class:`ServerExited`).
+        """
         if self.killed:
             return
         self.killed = True
@@ -695,9 +702,14 @@ class Session:
         self.note(f"kill: {reason}")
         self._log(logging.WARNING, "server killed", reason=reason)
         self.transport.kill()
-        self._fail_pending(ServerExited(f"server killed: {reason}", stderr_tail=self.transport.stderr_tail()))
+        self._fail_pending(error or ServerExited(f"server killed: {reason}", stderr_tail=self.transport.stderr_tail()))
         for pending in self._approvals.values():
             pending.scope.cancel()
+        turn = self._active
+        if turn is not None and turn.result is None:
+            turn.killed = True
+            turn.kill_reason = reason
+            self._finish_turn(turn, failure=f"server killed: {reason}")
 
     def _fail_pending(self, error: BaseException) -> None:
         for request_id, slot in list(self._slots.items()):
@@ -767,12 +779,11 @@ class Session:
         self.failure = error
         self._log(logging.ERROR, "server line over the cap", size=error.size, cap=error.cap)
         turn = self._active
-        self.kill(str(error))
-        self._fail_pending(error)
         if turn is not None and turn.result is None:
             turn.killed = True
             turn.kill_reason = str(error)
             self._finish_turn(turn, failure=f"lost frame: {error}")
+        self.kill(str(error), error=error)
 
     def _on_item(self, item: Message | WireError, t: float) -> None:
         if isinstance(item, WireError):
