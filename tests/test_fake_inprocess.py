@@ -142,3 +142,47 @@ async def test_stderr_is_captured_and_bounded(mock_clock: trio.testing.MockClock
         tail = server.stderr_tail()
         assert 32 * 1024 < len(tail) <= 64 * 1024
         assert "flood" in tail
+
+
+async def test_grandchild_keeps_stdout_open_after_exit_until_hold_or_kill(mock_clock: trio.testing.MockClock) -> None:
+    mock_clock.autojump_threshold = 0
+    hold = Fault("grandchild_holds_stdout", "start", 1, {"hold_ms": 5000})
+    async with serve_in_process(scenario(TurnScript(faults=(hold,)))) as server:
+        d = Driver(server)
+        thread_id = await d.handshake()
+        await d.send({"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": []}})
+        await d.until(method_is("turn/completed"))
+        await server.close_input()
+        assert await server.wait_exit() == 0
+        start = trio.current_time()
+        assert await server.receive() == b""  # EOF only once the "grandchild" lets go
+        assert trio.current_time() - start == pytest.approx(5.0)
+    async with serve_in_process(scenario(TurnScript(faults=(hold,)))) as server:
+        d = Driver(server)
+        thread_id = await d.handshake()
+        await d.send({"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": []}})
+        await d.until(method_is("turn/completed"))
+        await server.close_input()
+        assert await server.wait_exit() == 0
+        server.kill()  # the group kill takes the grandchild down: EOF at once
+        start = trio.current_time()
+        assert await server.receive() == b""
+        assert trio.current_time() == start
+
+
+async def test_invalid_input_and_send_after_exit() -> None:
+    async with serve_in_process(scenario()) as server:
+        await server.send(b"garbage\n")
+        await server.send(b'{"id":0,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}\n')
+        d = Driver(server)
+        first = await d.until(lambda m: True)
+        assert isinstance(first, Response) and first.id == 0
+        assert "Failed to deserialize" in server.stderr_tail()
+        await server.close_input()
+        await server.close_input()  # idempotent
+        with trio.fail_after(5):
+            assert await server.wait_exit() == 0
+        with pytest.raises(TransportClosed):
+            await server.send(b"{}\n")
+        server.kill()  # after exit: no effect, no error
+        assert server.exit_code == 0
