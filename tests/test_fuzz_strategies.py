@@ -179,3 +179,28 @@ def test_a_cancel_racing_the_completion_is_refused():
     turn = TurnScript(responses=(ModelResponse((MessageItem("hi", ("hi",), 0),), U1),))
     with pytest.raises(RacyScenario):
         derive((turn,), ClientPlan(actions=(ClientAction(1, "cancel", "delta", 1),)))
+
+
+def test_approvals_after_a_cancel_take_no_decision():
+    # Turn 1 is cancelled before its approval arrives, so turn 2's approval gets the plan's first decision.
+    first = TurnScript(responses=(ModelResponse((msg(), CommandItem("ls", approval=True)), U1),))
+    second = TurnScript(responses=(ModelResponse((CommandItem("rm", approval=True),), U2),))
+    plan = ClientPlan(approvals=("cancel",), actions=(ClientAction(1, "cancel", "started"),))
+    truth = derive((first, second), plan)
+    assert [t.status for t in truth.expect.turns] == ["aborted", "aborted"]
+    assert truth.expect.turns[1].server_status == "interrupted"
+
+
+def test_a_steer_abandons_the_response_and_plays_the_next():
+    # Steered while streaming the first response: its usage is never announced, the next response plays.
+    turn = TurnScript(responses=(ModelResponse((msg(),), U1), ModelResponse((msg(delay=0),), U2)))
+    expect, _ = one(turn, ClientPlan(actions=(ClientAction(1, "steer", "delta", 1),)))
+    assert (expect.status, expect.usage) == ("completed", buckets(U2))
+
+
+def test_the_turn_deadline_is_a_timeout_that_keeps_announced_usage():
+    turn = TurnScript(responses=(ModelResponse((CommandItem("sleep 30", duration_ms=30000),), U1),))
+    expect, truth = one(turn, ClientPlan(turn_timeout_ms=20001))
+    # The deadline lands while the command runs: its response's usage is announced at the interrupt.
+    assert (expect.status, expect.server_status, expect.usage) == ("timeout", "interrupted", buckets(U1))
+    assert truth.turns[0].cancel is not None

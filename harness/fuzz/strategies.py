@@ -235,9 +235,9 @@ def _pick(draw: st.DrawFn, options: Sequence[T]) -> T:
     return options[draw(st.integers(0, len(options) - 1))]
 
 
-def _params(draw: st.DrawFn, kind: str, budget_ms: int) -> dict[str, Any]:
+def _params(draw: st.DrawFn, kind: str, budget_ms: int, real_time: bool = False) -> dict[str, Any]:
     if kind == "delayed_completion":
-        return {"delay_ms": draw(st.sampled_from((10, 100, 1000, 5000)))}
+        return {"delay_ms": draw(st.sampled_from((10, 100) if real_time else (10, 100, 1000, 5000)))}
     if kind in ("duplicate_usage", "replay_usage", "invalid_utf8", "unknown_notification", "late_events"):
         return {"count": draw(st.integers(1, 2))}
     if kind == "garbage_lines":
@@ -247,7 +247,7 @@ def _params(draw: st.DrawFn, kind: str, budget_ms: int) -> dict[str, Any]:
     if kind == "stderr_flood":
         return {"bytes": draw(st.sampled_from((1024, 65536)))}
     if kind == "grandchild_holds_stdout":
-        return {"hold_ms": draw(st.sampled_from((1000, 5000)))}
+        return {"hold_ms": 1000 if real_time else draw(st.sampled_from((1000, 5000)))}
     if kind == "resolved_order":
         return {"order": draw(st.sampled_from(("after", "before", "never")))}
     if kind == "completion_after_interrupt":
@@ -256,7 +256,13 @@ def _params(draw: st.DrawFn, kind: str, budget_ms: int) -> dict[str, Any]:
 
 
 def _passive_faults(
-    draw: st.DrawFn, steps: list[Step], allowed: tuple[str, ...], first: bool, single: bool, max_faults: int
+    draw: st.DrawFn,
+    steps: list[Step],
+    allowed: tuple[str, ...],
+    first: bool,
+    single: bool,
+    max_faults: int,
+    real_time: bool = False,
 ) -> list[Fault]:
     faults: list[Fault] = []
     used: set[tuple[str, int]] = set()
@@ -267,7 +273,7 @@ def _passive_faults(
             continue
         at, n = _pick(draw, points)
         used.add((at, n))
-        faults.append(Fault(kind, at, n, _params(draw, kind, 2000)))
+        faults.append(Fault(kind, at, n, _params(draw, kind, 2000, real_time)))
         if kind in TERMINAL_FAULTS:
             allowed = tuple(k for k in allowed if k not in TERMINAL_FAULTS)
     return faults
@@ -278,11 +284,18 @@ def _passive_faults(
 _TRIGGER_STEP = {"started": "started", "delta": "delta", "item_started": "item_started"}
 
 
-def _triggers(steps: list[Step], do: str) -> list[ClientAction]:
+def _triggers(steps: list[Step], do: str, real_time: bool = False) -> list[ClientAction]:
     """Actions of kind ``do`` that land on a wait of the walked turn (no race with the server).
 
     A steer lands only on the model's own waits (streaming, a running command), never on a fault's.
+    On real time (a process target) only waits without end are safe: a held approval, silence.
     """
+    if real_time:
+        if do == "steer":
+            return []
+        held = [a for a in _triggers(steps, do) if a.at == "approval_pending"]
+        silent = [s.t for s in steps if s.kind == "silence" and not s.approval_held]
+        return held + [ClientAction(turn=1, do="cancel", at="delay", delay_ms=t + 1000) for t in silent[:1]]
     out: list[ClientAction] = []
     steer = do == "steer"
     counted = {"started": ("started",), "delta": ("delta",), "item_started": ("user_item", "item_started")}
@@ -328,6 +341,28 @@ def _interrupt_faults(truth: TurnTruth, last: bool, terminal_left: bool) -> list
     return kinds
 
 
+def _walk(script: TurnScript, plan: ClientPlan, turn: int, offset: int) -> TurnTruth:
+    """:func:`walk_turn`, dropping the example (not failing it) in the unexpected case of a race."""
+    try:
+        return walk_turn(script, plan, turn, offset)
+    except RacyScenario:
+        reject()
+
+
+def _quick(script: TurnScript) -> TurnScript:
+    """The script with every wait cut to at most 10 ms (streaming) / 50 ms (commands), for real time."""
+
+    def item(i: ModelItem) -> ModelItem:
+        if isinstance(i, MessageItem | ReasoningItem):
+            return replace(i, delay_ms=min(i.delay_ms, 10))
+        if isinstance(i, CommandItem):
+            return replace(i, duration_ms=min(i.duration_ms, 50))
+        return i
+
+    responses = tuple(replace(r, items=tuple(item(i) for i in r.items)) for r in script.responses)
+    return replace(script, responses=responses)
+
+
 @st.composite
 def scenarios(
     draw: st.DrawFn,
@@ -337,14 +372,19 @@ def scenarios(
     fault_kinds: tuple[str, ...] = tuple(FAULT_KINDS),
     max_faults: int = 2,
     name: str = "fuzz",
+    real_time: bool = False,
 ) -> Scenario:
     """A whole scenario with its ``[expect]``.
 
     ``fault_kinds`` restricts the faults drawn (for example to what a target can produce);
     ``faults=False`` / ``actions=False`` draw model steps only / no client actions.
+    ``real_time=True`` draws for a target on the real clock (``fake-process``): short waits, and client
+    actions only where no timing can race (a held approval, a silent server).
     """
     count = draw(st.integers(1, max_turns))
     scripts = [draw(turn_scripts()) for _ in range(count)]
+    if real_time:
+        scripts = [_quick(t) for t in scripts]
     needs_approval = sum(1 for t in scripts for r in t.responses for i in r.items if getattr(i, "approval", False))
     decisions: tuple[str, ...] = ()
     default = "accept"
@@ -353,7 +393,8 @@ def scenarios(
             decisions = tuple(draw(st.lists(_DECISION, min_size=1, max_size=needs_approval)))
         else:
             default = draw(_DECISION)
-    plan = ClientPlan(approval=default, approvals=decisions, **draw(client_budgets()))
+    budgets = {"interrupt_budget_ms": 2000, "turn_timeout_ms": 5001} if real_time else draw(client_budgets())
+    plan = ClientPlan(approval=default, approvals=decisions, **budgets)
     budget = plan.interrupt_budget_ms
 
     # Passive faults, placed on points the plain walk reaches.
@@ -362,14 +403,14 @@ def scenarios(
     offset = 0
     for i in range(count):
         last = i == count - 1
-        walked = walk_turn(scripts[i], plan, i + 1, offset)
+        walked = _walk(scripts[i], plan, i + 1, offset)
         offset += walked.approvals_seen
         if not faults or not kinds:
             continue
         allowed = tuple(k for k in kinds if (last and not terminal_used) or k not in TERMINAL_FAULTS)
         if not allowed:
             continue
-        placed = _passive_faults(draw, walked.steps, allowed, i == 0, count == 1, max_faults)
+        placed = _passive_faults(draw, walked.steps, allowed, i == 0, count == 1, max_faults, real_time)
         if any(f.kind == "unknown_server_request" for f in placed):
             # Its answer may take a decision index in some runners: keep decisions uniform.
             plan = replace(plan, approvals=())
@@ -381,28 +422,28 @@ def scenarios(
     if actions:
         offset = 0
         for i in range(count):
-            walked = walk_turn(scripts[i], plan, i + 1, offset)
-            offset += walked.approvals_seen
+            # Earlier turns' actions are in the plan: a cancel there changes which decisions this turn gets.
+            walked = _walk(scripts[i], plan, i + 1, offset)
             if i > 0 and draw(_BOOL):
                 chosen.append(ClientAction(turn=i + 1, do="resume"))
             what = draw(_WHAT)
-            if what == "none":
-                continue
-            options = _triggers(walked.steps, "steer" if what == "steer" else "cancel")
+            options = (
+                [] if what == "none" else _triggers(walked.steps, "steer" if what == "steer" else "cancel", real_time)
+            )
             if what == "cancel_on_approval":
                 # Held approvals are where interrupt faults bite hardest: give them their own weight.
                 options = [a for a in options if a.at == "approval_pending"]
-            if not options:
-                continue
-            action = _pick(draw, options)
-            chosen.append(replace(action, turn=i + 1))
+            if options:
+                chosen.append(replace(_pick(draw, options), turn=i + 1))
+            plan = replace(plan, actions=tuple(chosen))
+            offset += _walk(scripts[i], plan, i + 1, offset).approvals_seen
     plan = replace(plan, actions=tuple(chosen))
 
     # Faults at the interrupt, for turns whose cancel lands cleanly.
     if faults:
         offset = 0
         for i in range(count):
-            walked = walk_turn(scripts[i], plan, i + 1, offset)
+            walked = _walk(scripts[i], plan, i + 1, offset)
             offset += walked.approvals_seen
             options = _interrupt_faults(walked, i == count - 1, not terminal_used)
             options = [k for k in options if k.removesuffix("_late") in fault_kinds]
@@ -413,10 +454,8 @@ def scenarios(
                 never = draw(_BOOL)
                 params = {"delay_ms": 0 if never else budget * 2, "never": never}
                 fault = Fault("completion_after_interrupt", "interrupt", 1, params)
-            elif kind == "crash":
-                fault = Fault("crash", "interrupt", 1, _params(draw, "crash", budget))
             else:
-                fault = Fault(kind, "interrupt", 1, _params(draw, kind, budget))
+                fault = Fault(kind, "interrupt", 1, _params(draw, kind, budget, real_time))
             terminal_used = terminal_used or fault.kind in TERMINAL_FAULTS or kind.endswith("_late") or kind == "crash"
             scripts[i] = replace(scripts[i], faults=(*scripts[i].faults, fault))
 

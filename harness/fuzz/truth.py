@@ -186,6 +186,8 @@ def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget
     before = steps[: landing.index]
     # Faults after the landing point never strike.
     truth.fired = [s.fault for s in before if s.kind == "fault" and s.fault is not None]
+    # Approval requests after the landing never arrive: they take no decision of the plan.
+    truth.approvals_seen = sum(1 for s in before if s.kind == "approval")
     interrupt = next((f for f in script.faults if f.at == "interrupt" and f.kind in INTERRUPT_FAULTS | {"crash"}), None)
     usage = landing.usage_before
     waiting = steps[landing.index]
