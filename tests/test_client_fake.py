@@ -212,6 +212,10 @@ PROCESS_FAULTS = [
     "oversized_line",
     "plain_two_turns",
     "interrupt_pending_approval",
+    "stderr_flood",
+    "unknown_server_request",
+    "completion_never_after_interrupt",
+    "resume",
 ]
 
 
