@@ -1,0 +1,291 @@
+"""``codex-harness validate-release``: does a codex release break clients? One report to decide.
+
+For the binary given with ``--codex``: pin its wire schema (into the source tree's schema store, like
+``schema pin``; review and commit it, or discard it), diff the schema against the newest other pinned
+release, run the model-level built-in scenarios on the real binary with the contracts, the fidelity
+diff of each against the fake, and the interrupt latency cases. Writes ``report.md`` and
+``report.json`` into ``--out``. Exit 1 when the schema diff has breaking changes, a contract fails,
+or a fidelity diff is not empty; 3 for usage errors (no binary, no writable store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contracts import schema_store
+from contracts.checks.base import Check
+from contracts.fidelity import render
+from contracts.schema_diff import SchemaDiff, diff_bundles
+from fake_server.scenario import Scenario
+from harness import scenario_lookup
+from harness.codex_bin import CodexNotFound, codex_version
+from harness.exitcodes import FAILED, OK, UsageError
+
+NAME = "validate-release"
+HELP = "pin a codex release's schema, diff it, run the real-binary suite, fidelity diffs and latency; one report"
+DEFAULT_LATENCY_SAMPLES = 10
+GENERATE_TIMEOUT_S = 60.0
+
+
+@dataclass(slots=True)
+class ReleaseReport:
+    version: str
+    codex: str
+    pin_state: str = ""  # see pin_schema
+    schema_store: str = ""
+    compared_with: str | None = None
+    schema: SchemaDiff | None = None
+    checks: list[Check] = field(default_factory=list)
+    fidelity: list[dict[str, Any]] = field(default_factory=list)
+    latency: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def breaking(self) -> list[str]:
+        if self.schema is None:
+            return []
+        return [f"{c.kind} {c.where} {c.name} {c.old}->{c.new}".strip() for c in self.schema.breaking]
+
+    @property
+    def failed_checks(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "fail"]
+
+    @property
+    def fidelity_failures(self) -> list[dict[str, Any]]:
+        return [f for f in self.fidelity if not f["equal"] and not f["skipped"]]
+
+    @property
+    def verdict(self) -> str:
+        pin_failed = self.pin_state.startswith("failed") or "DIFFERENT" in self.pin_state
+        if pin_failed or self.breaking or self.failed_checks or self.fidelity_failures:
+            return "breaks"
+        return "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "codex": self.codex,
+            "verdict": self.verdict,
+            "schema": {
+                "pin": self.pin_state,
+                "store": self.schema_store,
+                "compared_with": self.compared_with,
+                "changes": len(self.schema.changes) if self.schema else None,
+                "breaking": self.breaking,
+                "added_methods": [c.name for c in self.schema.changes if c.kind == "method_added"]
+                if self.schema
+                else [],
+            },
+            "contracts": {
+                "checks": len(self.checks),
+                "passed": sum(c.status == "pass" for c in self.checks),
+                "failed": [c.to_dict() for c in self.failed_checks],
+                "skipped": sum(c.status == "skip" for c in self.checks),
+            },
+            "fidelity": self.fidelity,
+            "latency": self.latency,
+            "wall_s": round(self.wall_s, 1),
+        }
+
+
+def render_markdown(report: ReleaseReport) -> str:
+    data = report.to_json()
+    headline = "no client-breaking change found" if report.verdict == "ok" else "BREAKS CLIENTS"
+    lines = [
+        f"# codex-cli {report.version}: {headline}",
+        "",
+        f"Binary: `{report.codex}`; run took {data['wall_s']} s.",
+        "",
+        "## Wire schema",
+        "",
+        f"- pinned: {report.pin_state} ({report.schema_store})",
+    ]
+    if report.schema is None:
+        lines.append("- no other pinned release to compare with")
+    else:
+        lines.append(f"- compared with {report.compared_with}: {len(report.schema.changes)} change(s)")
+        lines.append(f"- breaking: {len(report.breaking)}")
+        lines += [f"  - {b}" for b in report.breaking[:50]]
+        added = data["schema"]["added_methods"]
+        if added:
+            lines.append(f"- methods added: {', '.join(added[:30])}{' …' if len(added) > 30 else ''}")
+    contracts = data["contracts"]
+    lines += [
+        "",
+        "## Contracts on the real binary (model-level built-in scenarios)",
+        "",
+        f"{contracts['checks']} checks: {contracts['passed']} passed, {len(contracts['failed'])} failed, "
+        f"{contracts['skipped']} skipped.",
+    ]
+    lines += [f"- FAIL {c['scenario']} {c['contract']} {c['name']}: {c['detail']}" for c in contracts["failed"]]
+    lines += ["", "## Fidelity (fake vs real, structural)", ""]
+    for f in report.fidelity:
+        state = "equal" if f["equal"] else ("skipped: " + f["skipped"] if f["skipped"] else "DIFFERENT")
+        lines.append(f"- {f['scenario']}: {state}")
+        if f.get("error"):
+            lines.append(f"  - {f['error']}")
+        lines += [f"  - {d['text']}" for d in f["differences"][:10]]
+    lines += ["", "## Interrupt latency (ms, nearest rank)", ""]
+    if report.latency:
+        lines += ["| case | metric | n | p50 | p95 | p99 |", "|---|---|---|---|---|---|"]
+        for row in report.latency:
+            lines.append(
+                f"| {row['scenario']} | {row['metric']} | {row['n']} | {_ms(row['p50'])} | {_ms(row['p95'])} "
+                f"| {_ms(row['p99'])} |"
+            )
+    else:
+        lines.append("not measured")
+    return "\n".join(lines) + "\n"
+
+
+def _ms(value: float) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.1f}"
+
+
+def model_level_scenarios() -> list[Scenario]:
+    out = []
+    for name in scenario_lookup.builtin_names():
+        scenario = scenario_lookup.load_builtin(name)
+        if scenario.supports("real")[0] and scenario.supports("fake")[0]:
+            out.append(scenario)
+    return out
+
+
+def pin_schema(binary: Path, version: str, root: Path) -> tuple[str, dict[str, Any] | None]:
+    """Generate both bundles; store them when ``version`` is not pinned yet. Returns (state, stable bundle).
+
+    An already pinned release is compared, never overwritten (re-pinning is ``schema pin``'s job).
+    State: ``new``, ``already pinned, identical``, ``already pinned, DIFFERENT …`` or ``failed: …``.
+    """
+    from harness.commands.schema import generate
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="codex-schema-") as tmp:
+            stable = generate(binary, Path(tmp) / "stable", False, GENERATE_TIMEOUT_S)
+            experimental = generate(binary, Path(tmp) / "experimental", True, GENERATE_TIMEOUT_S)
+    except (RuntimeError, schema_store.SchemaStoreError) as exc:
+        return f"failed: {exc}", None
+    if version in schema_store.pinned_releases(root):
+        pinned = schema_store.load_meta(version, root).get("bundles", {})
+        same = all(
+            pinned.get(kind, {}).get("sha256") == schema_store.bundle_digest(bundle)
+            for kind, bundle in (("stable", stable), ("experimental", experimental))
+        )
+        if same:
+            return "already pinned, identical", stable
+        return "already pinned, DIFFERENT from what the binary prints (not overwritten; see `schema pin`)", stable
+    produced_by = {
+        "binary_version": version,
+        "commands": ["generate-json-schema", "generate-json-schema --experimental"],
+    }
+    try:
+        schema_store.write_release(version, stable, experimental, root, produced_by)
+    except schema_store.SchemaStoreError as exc:
+        return f"failed: {exc}", stable
+    return "new", stable
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--codex", metavar="PATH", help="the codex binary to validate (else $CODEX_BIN)")
+    parser.add_argument(
+        "--out", metavar="DIR", type=Path, help="where report.md / report.json go (default: ./release-<version>)"
+    )
+    parser.add_argument(
+        "--latency-samples",
+        type=int,
+        default=DEFAULT_LATENCY_SAMPLES,
+        metavar="N",
+        help=f"samples per latency case (default {DEFAULT_LATENCY_SAMPLES}; 0 skips the measurement)",
+    )
+    parser.add_argument(
+        "--scenario", metavar="NAME", action="append", default=[], help="only these model-level scenarios"
+    )
+
+
+def _progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def validate(
+    binary: Path, version: str, root: Path, *, scenarios: list[Scenario], latency_samples: int
+) -> ReleaseReport:
+    from harness.commands.diff import fidelity_diff
+    from harness.latency import CASES, run_case
+    from harness.runner import run_many
+
+    started = time.perf_counter()
+    report = ReleaseReport(version=version, codex=str(binary), schema_store=str(root))
+    _progress(f"pinning the schema of codex-cli {version}")
+    report.pin_state, stable = pin_schema(binary, version, root)
+    others = [v for v in schema_store.pinned_releases(root) if v != version]
+    if stable is not None:
+        older = [v for v in others if schema_store.version_key(v) < schema_store.version_key(version)]
+        base = (older or others or [None])[-1]
+        if base is not None:
+            report.compared_with = base
+            report.schema = diff_bundles(schema_store.load_bundle(base, root=root), stable, base, version)
+    if report.pin_state.startswith("failed"):
+        report.wall_s = time.perf_counter() - started
+        return report
+    _progress(f"contracts: {len(scenarios)} scenario(s) on the real binary")
+    runs = run_many(scenarios, ["real"], codex=binary)
+    report.checks = [c for r in runs for c in r.checks]
+    for scenario in scenarios:
+        _progress(f"fidelity: {scenario.name}")
+        result = fidelity_diff(scenario, binary)
+        entry = result.to_json()
+        entry["rendered"] = render(result.differences)
+        report.fidelity.append(entry)
+    if latency_samples > 0:
+        names = {s.name for s in scenarios}
+        for case in CASES:
+            if case not in names:
+                continue
+            _progress(f"latency: {case} ({latency_samples} samples)")
+            scenario = scenario_lookup.load_builtin(case)
+            measured = run_case(scenario, "real", samples=latency_samples, warmups=1, settle_ms=100, codex=binary)
+            for metric in ("interrupt_to_completed", "cancel_to_result"):
+                report.latency.append({"scenario": case, **measured.summary(metric)})
+    report.wall_s = time.perf_counter() - started
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.commands.diff import select_binary
+
+    binary = select_binary(args.codex)
+    if args.latency_samples < 0:
+        raise UsageError("--latency-samples must be >= 0")
+    root = schema_store.checkout_schema_root()
+    if root is None:
+        raise UsageError("validate-release pins into the source tree's schema store: run it from a checkout")
+    try:
+        version = codex_version(binary)
+    except CodexNotFound as exc:
+        raise UsageError(str(exc)) from None
+    scenarios = model_level_scenarios()
+    if args.scenario:
+        known = {s.name: s for s in scenarios}
+        unknown = [n for n in args.scenario if n not in known]
+        if unknown:
+            raise UsageError(f"not model-level built-in scenarios: {', '.join(unknown)} (known: {', '.join(known)})")
+        scenarios = [known[n] for n in args.scenario]
+    out = args.out or Path(f"release-{version}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out}: {exc.strerror}") from None
+    report = validate(binary, version, root, scenarios=scenarios, latency_samples=args.latency_samples)
+    (out / "report.json").write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
+    (out / "report.md").write_text(render_markdown(report))
+    print(render_markdown(report), end="")
+    print(f"report: {out}/report.md, {out}/report.json")
+    return OK if report.verdict == "ok" else FAILED

@@ -1,0 +1,87 @@
+"""``codex-harness validate-release``: the report, its verdict and exit codes (the real binary for a short run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contracts.checks.base import Check
+from contracts.schema_diff import Change, ChangeKind, SchemaDiff
+from harness.cli import main
+from harness.commands.validate_release import ReleaseReport, model_level_scenarios, render_markdown
+
+
+def test_verdict_and_markdown() -> None:
+    report = ReleaseReport(version="9.9.9", codex="/bin/codex", pin_state="new", schema_store="/s")
+    assert report.verdict == "ok"
+    assert "no client-breaking change found" in render_markdown(report)
+    report.compared_with = "0.171.0"
+    report.schema = SchemaDiff(
+        "0.171.0",
+        "9.9.9",
+        [
+            Change(ChangeKind.METHOD_REMOVED, "ClientRequest", "turn/interrupt", breaking=True),
+            Change(ChangeKind.METHOD_ADDED, "ClientRequest", "turn/pause"),
+        ],
+    )
+    assert report.verdict == "breaks"
+    text = render_markdown(report)
+    assert "BREAKS CLIENTS" in text and "method_removed ClientRequest turn/interrupt" in text
+    assert "methods added: turn/pause" in text
+    body = report.to_json()
+    assert body["schema"]["breaking"] and body["schema"]["added_methods"] == ["turn/pause"]
+
+
+def test_failed_check_or_fidelity_breaks() -> None:
+    report = ReleaseReport(version="1.0.0", codex="c", pin_state="already pinned, identical")
+    report.checks = [Check("plain", "real", "usage", "turn 1 usage", "fail", "input 1 != 2")]
+    assert report.verdict == "breaks"
+    assert "FAIL plain usage turn 1 usage: input 1 != 2" in render_markdown(report)
+    report.checks = []
+    report.fidelity = [{"scenario": "plain", "equal": False, "skipped": None, "error": None, "differences": []}]
+    assert report.verdict == "breaks"
+    report.fidelity = [{"scenario": "x", "equal": False, "skipped": "fake-only", "error": None, "differences": []}]
+    assert report.verdict == "ok"
+    report.pin_state = "already pinned, DIFFERENT from what the binary prints"
+    assert report.verdict == "breaks"
+
+
+def test_model_level_scenarios_are_the_real_ones() -> None:
+    names = {s.name for s in model_level_scenarios()}
+    assert "plain" in names and "crash_mid_turn" not in names and "flood" not in names
+
+
+def test_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEX_BIN", raising=False)
+    assert main(["validate-release"]) == 3
+    fake = tmp_path / "codex"
+    fake.write_text("#!/bin/sh\necho 'codex-cli 0.171.0'\n")
+    fake.chmod(0o755)
+    assert main(["validate-release", "--codex", str(fake), "--latency-samples", "-1"]) == 3
+    assert main(["validate-release", "--codex", str(fake), "--scenario", "crash_mid_turn"]) == 3
+
+
+@pytest.mark.real_codex
+def test_short_validation_of_the_pinned_release(codex_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    code = main(
+        [
+            "validate-release",
+            "--codex",
+            str(codex_bin),
+            "--out",
+            str(out),
+            "--scenario",
+            "plain",
+            "--latency-samples",
+            "0",
+        ]
+    )
+    body = json.loads((out / "report.json").read_text())
+    assert code == 0, body
+    assert body["verdict"] == "ok" and body["schema"]["pin"] == "already pinned, identical"
+    assert body["contracts"]["failed"] == [] and body["contracts"]["passed"] > 0
+    assert [f["scenario"] for f in body["fidelity"]] == ["plain"] and body["fidelity"][0]["equal"]
+    assert (out / "report.md").read_text().startswith("# codex-cli 0.171.0: no client-breaking change found")
