@@ -390,6 +390,7 @@ class Engine:
             ephemeral=thread.ephemeral,
             originator=self.client_name,
             status=thread.status,
+            preview=thread.preview,
         )
 
     def _thread_resume(self, request: Request, params: dict[str, Any]) -> None:
@@ -401,16 +402,11 @@ class Engine:
         if thread is None or not thread.turns or thread.ephemeral:
             raise _invalid(f"no rollout found for thread id {thread_id}")
         body = self._thread_obj(thread)
-        self._respond(
-            request.id,
-            shapes.thread_session_result(
-                body,
-                model=thread.model,
-                cwd=thread.cwd,
-                approval_policy=thread.approval_policy,
-                sandbox=thread.sandbox,
-            ),
+        result = shapes.thread_session_result(
+            body, model=thread.model, cwd=thread.cwd, approval_policy=thread.approval_policy, sandbox=thread.sandbox
         )
+        self._respond(request.id, shapes.resume_result(result, thread.thread_id, thread.model, len(thread.turns)))
+        self.notify("thread/goal/cleared", {"threadId": thread.thread_id})
 
     def _thread_read(self, request: Request, params: dict[str, Any]) -> None:
         thread = self._thread(params["threadId"])
@@ -533,6 +529,9 @@ class Engine:
     def stop_program(self, run: TurnRun) -> None:
         self.cancel_timer(run.timer)
         run.timer = None
+        for token in run.tool_timers:
+            self.cancel_timer(token)
+        run.tool_timers.clear()
         run.waiting_answer = False
         program, run.program = run.program, None
         if program is not None:

@@ -149,6 +149,21 @@ def thread_session_result(
     }
 
 
+def resume_result(session: dict[str, Any], thread_id: str, model: str, turns: int) -> dict[str, Any]:
+    """thread/resume's answer: the thread/start body plus the collaboration mode and history cursors."""
+    out = {k: v for k, v in session.items() if k != "multiAgentMode"}
+    out["collaborationMode"] = {
+        "mode": "default",
+        "settings": {"model": model, "reasoning_effort": None, "developer_instructions": None},
+    }
+    out["multiAgentMode"] = session["multiAgentMode"]
+    out["initialTurnsPage"] = None
+    cursor = '{{"requestedThreadId":"{t}","rolloutOrdinal":{o},"includeAnchor":true,"scope":{{"kind":"{k}"}}}}'
+    out["turnsBackwardsCursor"] = cursor.format(t=thread_id, o=turns, k="turns")
+    out["itemsBackwardsCursor"] = cursor.format(t=thread_id, o=turns * 8 + 1, k="itemsByCreatedAtOrdinal")
+    return out
+
+
 def turn(
     turn_id: str,
     *,

@@ -40,6 +40,13 @@ class Answer:
     response: Response | ErrorResponse
 
 
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    """A tool that was running in the background has ended (resumes a program waiting in NextAnswer)."""
+
+    call_id: str
+
+
 @dataclass(slots=True)
 class Tool:
     """A tool item of the running model response (command or file change)."""
@@ -48,7 +55,8 @@ class Tool:
     item_id: str
     started_ms: int
     request_id: JsonId | None = None  # its approval request, while pending
-    done: bool = False
+    answered: bool = False  # its approval request got an answer (or was abandoned)
+    done: bool = False  # its item ended
     decision: str | None = None
 
 
@@ -80,8 +88,10 @@ class TurnRun:
     trace_bug: bool = False  # trace_unclosed_tool: a pending tool's end is never traced
     last_message_id: str | None = None
 
+    tool_timers: list[int] = field(default_factory=list)
+
     def pending_requests(self) -> list[JsonId]:
-        return [t.request_id for t in self.tools if t.request_id is not None and not t.done]
+        return [t.request_id for t in self.tools if t.request_id is not None and not t.answered and not t.done]
 
 
 @dataclass(slots=True)
@@ -95,6 +105,7 @@ class ThreadState:
     sandbox: str
     model: str
     status: dict[str, Any] = field(default_factory=lambda: {"type": "idle"})
+    preview: str = ""  # the first user message, once a turn has run
     turns: list[str] = field(default_factory=list)
     active: TurnRun | None = None
     last_turn_id: str | None = None

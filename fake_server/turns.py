@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server import faults, shapes
 from fake_server.scenario import CommandItem, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
-from fake_server.state import Answer, NextAnswer, Program, Sleep, ThreadState, Tool, TurnRun
+from fake_server.state import Answer, NextAnswer, Program, Sleep, ThreadState, Tool, ToolFinished, TurnRun
 from harness.messages import ErrorResponse, JsonId, Request, Response
 
 if TYPE_CHECKING:
@@ -116,6 +116,8 @@ def start_turn(engine: Engine, thread: ThreadState, request: Request, text: str)
     )
     thread.active = run
     thread.turns.append(turn_id)
+    if not thread.preview:
+        thread.preview = text
     engine._respond(request.id, {"turn": shapes.turn(turn_id)})
     set_status(engine, thread, shapes.status_active([]))
     engine.notify(
@@ -156,9 +158,9 @@ def interrupt(engine: Engine, thread: ThreadState, run: TurnRun, request_id: Jso
         usage, run.deferred_usage = run.deferred_usage, None
         emit_usage(engine, thread, run, usage)
     order = str(kinds["resolved_order"].param("order")) if "resolved_order" in kinds else "after"
-    pending = [t for t in run.tools if t.request_id is not None and not t.done]
+    pending = [t for t in run.tools if t.request_id is not None and not t.answered and not t.done]
     for tool in pending:
-        tool.done = True
+        tool.answered = True
         engine.abandon_request(tool.request_id)  # type: ignore[arg-type]
         engine.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not run.trace_bug)
     if order == "before":
@@ -194,9 +196,9 @@ def _resolved(engine: Engine, run: TurnRun, tools: list[Tool]) -> None:
 
 
 def _abort_pending_requests(engine: Engine, thread: ThreadState, run: TurnRun, *, resolved: bool) -> None:
-    pending = [t for t in run.tools if t.request_id is not None and not t.done]
+    pending = [t for t in run.tools if t.request_id is not None and not t.answered and not t.done]
     for tool in pending:
-        tool.done = True
+        tool.answered = True
         engine.abandon_request(tool.request_id)  # type: ignore[arg-type]
     if resolved:
         _resolved(engine, run, pending)
@@ -439,24 +441,31 @@ def _decision(response: Response | ErrorResponse) -> str:
 
 
 def _settle_tools(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
-    """Run what needs no approval, then handle each approval answer; True when one cancelled the turn."""
+    """Start what needs no approval, then handle approval answers and tool ends as they come.
+
+    Tools run concurrently, as in the real server: an accepted command that takes time completes
+    after a decline that was answered later (``two_approvals``). True when an answer cancelled the turn.
+    """
     for tool in run.tools:
         if tool.request_id is None and not tool.done:
-            yield from _complete_tool(engine, thread, run, tool, "accept")
-    while any(t.request_id is not None and not t.done for t in run.tools):
-        answer: Answer = yield NextAnswer()
-        tool = next((t for t in run.tools if t.request_id == answer.request_id and not t.done), None)
+            _run_tool(engine, thread, run, tool, "accept")
+    while not all(t.done for t in run.tools):
+        event = yield NextAnswer()
+        if isinstance(event, ToolFinished):
+            continue
+        answer: Answer = event
+        tool = next((t for t in run.tools if t.request_id == answer.request_id and not t.answered), None)
         if tool is None:
             continue
         decision = _decision(answer.response)
         tool.decision = decision
-        tool.done = True
+        tool.answered = True
         engine.notify("serverRequest/resolved", {"threadId": run.thread_id, "requestId": tool.request_id})
         if decision in ACCEPTING:
             set_status(engine, thread, _active_status(run))
-            yield from _complete_tool(engine, thread, run, tool, decision)
+            _run_tool(engine, thread, run, tool, decision)
         else:
-            yield from _complete_tool(engine, thread, run, tool, decision)
+            _run_tool(engine, thread, run, tool, decision)
             set_status(engine, thread, _active_status(run))
             if decision == "cancel":
                 _abort_pending_requests(engine, thread, run, resolved=True)
@@ -464,18 +473,35 @@ def _settle_tools(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
     return False
 
 
-def _complete_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> Program:
+def _run_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> None:
+    """Complete the tool now, or once its command has run ``duration_ms`` (a wake-up, not a wait)."""
+    item = tool.item
+    if isinstance(item, CommandItem) and decision in ACCEPTING and item.duration_ms:
+        if item.output and tool.request_id is None:
+            # Observed: a command that ran after an approval sent no output delta, a long one without did.
+            delta = {**_ids(run), "itemId": tool.item_id, "delta": item.output}
+            engine.notify("item/commandExecution/outputDelta", delta)
+
+        def finished() -> None:
+            if run.ended or tool.done or tool not in run.tools:
+                return
+            _complete_tool(engine, thread, run, tool, decision)
+            run.answers.append(ToolFinished(tool.item_id))
+            if run.waiting_answer:
+                run.waiting_answer = False
+                engine.resume(run, run.answers.popleft())
+
+        run.tool_timers.append(engine.after(item.duration_ms, finished))
+        return
+    _complete_tool(engine, thread, run, tool, decision)
+
+
+def _complete_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> None:
     tool.done = True
     item = tool.item
     status = {"decline": "declined", "cancel": "declined", "error": "failed"}.get(decision, "completed")
     if isinstance(item, CommandItem):
         if status == "completed":
-            if item.output and item.duration_ms:
-                engine.notify(
-                    "item/commandExecution/outputDelta", {**_ids(run), "itemId": tool.item_id, "delta": item.output}
-                )
-            if item.duration_ms:
-                yield Sleep(item.duration_ms)
             status = "completed" if item.exit_code == 0 else "failed"
             done = shapes.command_item(
                 tool.item_id,
