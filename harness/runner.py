@@ -219,7 +219,7 @@ async def _play_async(
     cancel_trigger: tuple[CancelTrigger, float] | None,
     limit_s: float,
 ) -> SessionRecord:
-    record = SessionRecord(scenario.name, target, scenario.expect)
+    record = SessionRecord(scenario.name, target, scenario.expect, meta={"scenario_turns": len(scenario.turns)})
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)
     policy = approval_policy(scenario.client)
@@ -231,18 +231,22 @@ async def _play_async(
             record.server_version = run.server_version
             record.meta.update(run.meta)
             session = None
+            escaped: list[str] = []
             try:
                 async with open_session(run.transport, options, policy=policy) as session:
                     await _play_session(session, scenario, cancel_trigger, record, policy)
             except Exception as exc:  # the client let an exception escape: a finding, recorded
-                record.client_errors.append("".join(traceback.format_exception_only(exc)).strip())
-            if session is not None:
-                startup = record.meta.get("startup_failure")
-                session.fill_record(record)
-                # Contracts judge against the budgets the scenario asked for, not the ones the client reports.
-                record.budgets = scenario_budgets(scenario.client)
-                if startup:
-                    record.meta["startup_failure"] = startup
+                escaped.append("".join(traceback.format_exception_only(exc)).strip())
+            finally:
+                # Also when the run limit cancels the session: the record keeps what happened so far.
+                if session is not None:
+                    startup = record.meta.get("startup_failure")
+                    session.fill_record(record)
+                    # Contracts judge against the budgets the scenario asked for, not the ones the client reports.
+                    record.budgets = scenario_budgets(scenario.client)
+                    if startup:
+                        record.meta["startup_failure"] = startup
+                record.client_errors.extend(escaped)
     if limit.cancelled_caught:
         record.client_errors.append(f"runner: the scenario did not finish within {limit_s:g} s")
     if run is not None:

@@ -83,3 +83,13 @@ def test_undeclared_turn_is_a_skip_not_a_pass() -> None:
     assert statuses(record)["turn 1 status"] == "skip"
     record.expect = Expect(turns=(ExpectTurn("completed"),))
     assert statuses(record)["turn 1 status"] == "pass"
+
+
+def test_scenario_turn_count_from_the_runner_requires_results_without_expect() -> None:
+    record = plain_record(1)
+    record.expect = Expect()
+    record.results = []
+    record.wire = []
+    record.meta["scenario_turns"] = 2
+    got = statuses(record)
+    assert got["turn 1 result"] == "fail" and got["turn 2 result"] == "fail"

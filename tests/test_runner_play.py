@@ -206,3 +206,29 @@ def test_fake_process_target_records_real_time_exit_and_server_trace() -> None:
     assert run.record.server_trace is not None
     assert by(run, "trace_closure")["server trace"] == "pass"
     assert set(by(run, "terminal_status").values()) == {"pass"}
+
+
+def test_a_run_past_its_limit_ends_with_a_record_and_a_red_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "VIRTUAL_RUN_LIMIT_S", 10.0)
+    scenario = Scenario(
+        "hangs",
+        "server alive but silent, client with long deadlines",
+        (TurnScript(faults=(Fault("hang", "start"),)),),
+        client=ClientPlan(turn_timeout_ms=10_000_000),
+        expect=Expect(turns=(ExpectTurn("timeout"),)),
+    )
+    run = runner.run_one(scenario, "fake")
+    assert run.record is not None and run.record.wire
+    assert any("did not finish" in e for e in run.record.client_errors)
+    assert by(run, "terminal_status")["client errors"] == "fail"
+
+
+def test_an_exception_escaping_the_client_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken_play(*args: object, **kwargs: object) -> None:
+        raise KeyError("turn")
+
+    monkeypatch.setattr(runner, "_play_session", broken_play)
+    run = runner.run_one(Scenario("p", "plain", (TurnScript(),)), "fake")
+    assert run.record is not None
+    assert any("KeyError" in e for e in run.record.client_errors)
+    assert by(run, "terminal_status")["client errors"] == "fail"
