@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from hypothesis import given
+from hypothesis import strategies as st
 from test_contracts_records import PLAIN_USAGE, RecordBuilder, breakdown, interrupted_record, plain_record
 
 from contracts.checks import usage
@@ -76,3 +78,30 @@ def test_server_reporting_cached_above_input_warns() -> None:
     b.raw_usage("turn-1", breakdown(10, 40, 20), breakdown(10, 40, 20))
     record.wire.extend(b.wire)
     assert by_name(record)["server usage consistent"].status == "warn"
+
+
+@given(
+    responses=st.lists(
+        st.tuples(st.integers(0, 500), st.integers(0, 500), st.integers(0, 300)).map(
+            lambda t: (t[0] + t[1], t[1], t[2])  # (input incl. cached, cached, output)
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    duplicates=st.lists(st.integers(0, 5), max_size=4),
+)
+def test_wire_derivation_sums_responses_once_whatever_the_duplicates(
+    responses: list[tuple[int, int, int]], duplicates: list[int]
+) -> None:
+    b = RecordBuilder()
+    turn_id, _ = b.start_turn(0)
+    repeat = {d % len(responses) for d in duplicates}
+    for i, (inp, cached, out) in enumerate(responses):
+        b.usage(turn_id, inp, cached, out)
+        if i in repeat:  # a duplicated notification: same last, same total
+            b.wire.append(b.wire[-1])
+    derived = usage.wire_usage(WireIndex.build(b.wire), turn_id)
+    expected = UsageBuckets()
+    for inp, cached, out in responses:
+        expected = expected + UsageBuckets.from_breakdown(breakdown(inp, cached, out))
+    assert derived == expected
