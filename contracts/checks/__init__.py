@@ -3,6 +3,19 @@
 Each contract is one module with ``NAME`` and ``check(record) -> list[Check]``; :func:`run_all`
 runs them all in a fixed order. A contract judges against the record's ``expect`` (the scenario's
 ground truth) and excuses only what its allowances declare.
+
+Allowance kinds (``[[expect.allow]] contract = ..., what = ..., count = N``; with a count, exactly N):
+
+- ``schema``: ``server_frames_invalid`` (server frames failing the schema, and lines that were not
+  frames unless ``wire_errors`` is declared), ``wire_errors`` (non-JSON, invalid UTF-8, oversized
+  server lines), ``client_frames_invalid``;
+- ``protocol``: ``unanswered_server_requests`` (neither answered nor resolved within the request
+  timeout), ``unknown_response_id`` (server answers to unknown or already answered ids);
+- ``usage``: ``server_usage_inconsistent`` (the server's own cached > input or reasoning > output).
+
+Statuses: ``pass``; ``fail``; ``skip`` when something that should be judged could not be (no ground
+truth, no bundle, no pinned schema), with the reason; ``warn`` for a weaker finding (usage derived from
+the wire instead of declared, a missing log record).
 """
 
 from __future__ import annotations
