@@ -125,6 +125,22 @@ async def serve_stdio(scenario: Scenario) -> tuple[int, bool]:
     return code, crashed
 
 
+def _get_blocking(fd: int) -> bool | None:
+    try:
+        return os.get_blocking(fd)
+    except OSError:
+        return None
+
+
+def _set_blocking(fd: int, blocking: bool | None) -> None:
+    if blocking is None:
+        return
+    try:
+        os.set_blocking(fd, blocking)
+    except OSError:
+        pass
+
+
 def _parser() -> ArgumentParser:
     parser = ArgumentParser(prog="fake-codex", description="Scriptable fake of `codex app-server` 0.171.0.")
     parser.add_argument("--version", "-V", action="store_true", help="print the version like the real binary")
@@ -154,7 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"fake-codex: {exc}", file=sys.stderr)
         return 2
-    code, crashed = trio.run(serve_stdio, scenario)
+    # trio makes the shared stdin/stdout descriptions non-blocking; give a terminal back as it was.
+    blocking = {fd: _get_blocking(fd) for fd in (0, 1)}
+    try:
+        code, crashed = trio.run(serve_stdio, scenario)
+    finally:
+        for fd, was in blocking.items():
+            _set_blocking(fd, was)
     if crashed:
         os._exit(code & 0xFF)  # like a dying process: no flushing of Python buffers, no atexit
     return code
