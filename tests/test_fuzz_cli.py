@@ -1,0 +1,54 @@
+"""``codex-harness fuzz``: the report, the exit codes, the written failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import cli
+from harness.client import usage as client_usage
+
+
+def test_a_passing_run_prints_rate_and_coverage_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["fuzz", "--examples", "15", "--seed", "3", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "examples run: 15" in out
+    assert "examples/s" in out
+    assert "coverage: faults " in out and "actions " in out
+    assert "RESULT: PASS" in out
+
+
+def test_a_failure_exits_1_with_its_scenario_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def summed_total(self: Any, token_usage: Any) -> Any:
+        total = client_usage.breakdown(token_usage.get("total")) or client_usage.zero()
+        self.fields = client_usage.add(self.fields, total)
+        self.accepted += 1
+        return total
+
+    monkeypatch.setattr(client_usage.TurnUsage, "apply", summed_total)
+    code = cli.main(["fuzz", "--examples", "200", "--seed", "1", "--out", str(tmp_path), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "RESULT: FAIL" in out and "usage" in out
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert any(n.endswith(".toml") for n in files) and any(n.endswith(".checks.json") for n in files)
+    toml = next(p for p in tmp_path.iterdir() if p.suffix == ".toml")
+    assert f"--scenario {toml}" in out
+
+
+@pytest.mark.parametrize("argv", [["fuzz", "--examples", "0"], ["fuzz", "--examples", "x"]])
+def test_bad_arguments_are_usage_errors(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        code = cli.main(argv)
+        raise SystemExit(code)
+    assert exc.value.code == 3
+
+
+def test_out_must_be_a_directory(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_text("x")
+    assert cli.main(["fuzz", "--examples", "1", "--out", str(path)]) == 3
