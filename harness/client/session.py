@@ -763,7 +763,9 @@ class Session:
             with trio.move_on_after(self.options.exit_grace):
                 await self._exited.wait()
         code = self.exit_code
-        what = "process exited" + (f" with status {code}" if code is not None else " (stdout closed)")
+        what = "process exited" + (
+            f" with status {code}" if code is not None else " or closed its stdout (no exit status yet)"
+        )
         error = self.failure if isinstance(self.failure, LineTooLong) else None
         self._fail_pending(error or ServerExited(what, exit_code=code, stderr_tail=self.transport.stderr_tail()))
         if self.failure is None:
