@@ -59,3 +59,59 @@ def test_reducer_agrees_with_corpus(codex_bin: Path, tmp_path: Path, mutation: o
     reduced = reduce_with_codex(codex_bin, bundle, tmp_path / "state.json")
     got = "accept" if reduced.returncode == 0 else "reject"
     assert got == mutation.reducer, f"{mutation.name}: reducer {got}s ({reduced.stderr.strip()[-300:]})"  # type: ignore[attr-defined]
+
+
+CROSS_CHECK_SCENARIOS = ("plain", "interrupt_pending_approval", "running_command", "trace_unclosed_tool")
+FAKE_SERVER_PAYLOADS = (
+    "the fake server's trace payloads are not what the real reducer reads: 'message item in payload "
+    "raw_payload:6 did not contain a string role', 'unsupported model item type command in payload "
+    "raw_payload:7' (our reader does not look inside payloads)"
+)
+
+
+def bundles_of_run(codex_bin: Path, tmp_path: Path, name: str, target: str) -> dict[str, Path]:
+    from harness import scenario_lookup
+    from harness.runner import play
+
+    scenario = scenario_lookup.load_builtin(name)
+    if not scenario.supports(target)[0]:
+        pytest.skip(f"{name} does not run on {target}")
+    record = play(scenario, target, work_dir=tmp_path / target, codex=codex_bin)
+    found = {"server": record.server_trace, "client": record.client_trace}
+    return {side: bundle for side, bundle in found.items() if bundle is not None}
+
+
+def disagreements(codex_bin: Path, tmp_path: Path, bundles: dict[str, Path]) -> list[str]:
+    """Bundles where our reader and the real reducer disagree on accept / reject (closure violations and
+    unclosed recordings are ours to judge: the reducer accepts them)."""
+    out = []
+    for side, bundle in bundles.items():
+        verdict = check_bundle(bundle)
+        reduced = reduce_with_codex(codex_bin, bundle, tmp_path / f"state-{side}.json")
+        if (reduced.returncode == 0) != (verdict.verdict != "invalid"):
+            error = next((line for line in reduced.stderr.splitlines() if line.startswith("Error:")), "")
+            out.append(f"{side}: ours {verdict.verdict}, reducer exit {reduced.returncode} {error}")
+    return out
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize("name", CROSS_CHECK_SCENARIOS[:3])  # trace_unclosed_tool is a fake-only fault
+def test_reducer_agrees_on_real_run_bundles(codex_bin: Path, tmp_path: Path, name: str) -> None:
+    bundles = bundles_of_run(codex_bin, tmp_path, name, "real")
+    assert set(bundles) == {"server", "client"}
+    assert disagreements(codex_bin, tmp_path, bundles) == []
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize("name", CROSS_CHECK_SCENARIOS)
+def test_reducer_agrees_on_fake_process_client_bundle(codex_bin: Path, tmp_path: Path, name: str) -> None:
+    bundles = bundles_of_run(codex_bin, tmp_path, name, "fake-process")
+    assert disagreements(codex_bin, tmp_path, {"client": bundles["client"]}) == []
+
+
+@pytest.mark.real_codex
+@pytest.mark.xfail(reason=FAKE_SERVER_PAYLOADS, strict=False)
+@pytest.mark.parametrize("name", CROSS_CHECK_SCENARIOS)
+def test_reducer_agrees_on_fake_server_bundle(codex_bin: Path, tmp_path: Path, name: str) -> None:
+    bundles = bundles_of_run(codex_bin, tmp_path, name, "fake-process")
+    assert disagreements(codex_bin, tmp_path, {"server": bundles["server"]}) == []
