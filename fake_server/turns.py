@@ -464,12 +464,19 @@ def _settle_tools(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
         if decision in ACCEPTING:
             set_status(engine, thread, _active_status(run))
             _run_tool(engine, thread, run, tool, decision)
+        elif isinstance(tool.item, FileChangeItem):
+            # Observed for file changes: the status first; a cancelled patch never completes.
+            set_status(engine, thread, _active_status(run))
+            if decision == "cancel":
+                tool.done = True
+            else:
+                _run_tool(engine, thread, run, tool, decision)
         else:
             _run_tool(engine, thread, run, tool, decision)
             set_status(engine, thread, _active_status(run))
-            if decision == "cancel":
-                _abort_pending_requests(engine, thread, run, resolved=True)
-                return True
+        if decision == "cancel":
+            _abort_pending_requests(engine, thread, run, resolved=True)
+            return True
     return False
 
 
@@ -477,14 +484,15 @@ def _run_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool, dec
     """Complete the tool now, or once its command has run ``duration_ms`` (a wake-up, not a wait)."""
     item = tool.item
     if isinstance(item, CommandItem) and decision in ACCEPTING and item.duration_ms:
-        if item.output and tool.request_id is None:
-            # Observed: a command that ran after an approval sent no output delta, a long one without did.
-            delta = {**_ids(run), "itemId": tool.item_id, "delta": item.output}
-            engine.notify("item/commandExecution/outputDelta", delta)
 
         def finished() -> None:
             if run.ended or tool.done or tool not in run.tools:
                 return
+            if item.output and tool.request_id is None:
+                # Observed: output printed at the end of a long command streams as one delta just before
+                # the item completes (an interrupt before it sees none); after an approval none was sent.
+                delta = {**_ids(run), "itemId": tool.item_id, "delta": item.output}
+                engine.notify("item/commandExecution/outputDelta", delta)
             _complete_tool(engine, thread, run, tool, decision)
             run.answers.append(ToolFinished(tool.item_id))
             if run.waiting_answer:
