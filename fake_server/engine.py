@@ -50,14 +50,12 @@ from harness.messages import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     SERVER_OVERLOADED,
-    ErrorResponse,
     JsonId,
     Request,
 )
 from harness.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
 
 OVERLOADED_MESSAGE = "Server overloaded; retry later."
-NOTIFICATION_DEFAULT_KEYS = ("method", "params")
 
 
 class _RequestError(Exception):
@@ -592,11 +590,6 @@ class Engine:
     def abandon_request(self, request_id: JsonId) -> None:
         if request_id in self.endpoint.outgoing:
             self.endpoint.abandon(request_id)
-
-    def error_answer_text(self, response: Any) -> str | None:
-        if isinstance(response, ErrorResponse):
-            return response.message
-        return None
 
     def fault(self, run: TurnRun | None, point: str) -> list[Fault]:
         """The faults of ``run``'s turn attached to the next occurrence of ``point`` (counts it)."""

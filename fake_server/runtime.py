@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -131,6 +131,3 @@ async def run_engine(
             if outcome is not None:
                 break
     return outcome
-
-
-Reader = Callable[[], Awaitable[bytes]]
