@@ -17,7 +17,7 @@ from harness.client.approvals import (
     decline_all,
     in_order,
 )
-from harness.client.errors import LineTooLong, RequestTimeout, RpcError, SessionClosed
+from harness.client.errors import ClientError, LineTooLong, RequestTimeout, RpcError, SessionClosed, TurnBusy
 from harness.client.events import (
     ApprovalAnswered,
     ApprovalRequested,
@@ -703,3 +703,24 @@ def test_answers_per_request_kind() -> None:
         "scope": "turn",
     }
     assert answer_for(permissions, "decline") == {"permissions": {}, "scope": "turn"}
+
+
+async def test_misuse_raises_instead_of_hanging(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        await turn_end(peer, "t1")
+
+    async def body(session: Session) -> None:
+        turn = session.turn("hi")
+        with pytest.raises(ClientError, match="not started"):
+            await turn.wait()
+        with pytest.raises(ClientError, match="not started"):
+            await turn.__anext__()
+        async with turn:
+            with pytest.raises(TurnBusy):
+                async with session.turn("again"):
+                    pass
+        assert turn.result.status == "completed" and turn.result.index == 0
+        assert [r.index for r in session.results] == [0]
+
+    await run_client(script, body)

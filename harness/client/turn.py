@@ -145,6 +145,7 @@ class Turn:
         return self
 
     async def __anext__(self) -> TurnEvent:
+        self._check_entered()
         event = await self.events.get()
         if event is None:
             raise StopAsyncIteration
@@ -183,9 +184,15 @@ class Turn:
 
     async def wait(self) -> TurnResult:
         """Wait for the Result (bounded by the turn deadline, the inactivity watchdog and the budget)."""
+        self._check_entered()
         await self.finished.wait()
         assert self.result is not None
         return self.result
+
+    def _check_entered(self) -> None:
+        # a turn never entered would never end: waiting on it must not hang
+        if self.result is None and not self.sent:
+            raise ClientError("the turn was not started: use `async with turn` first")
 
     # --- bookkeeping used by the session ----------------------------------------------------------
 
