@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.fuzz.driver import DEFAULT_FAULTS, fuzz
+from harness.fuzz.driver import FAST_FAULTS, fuzz
 from harness.fuzz.strategies import scenarios
 
 pytestmark = pytest.mark.fuzz
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.fuzz
 SHARDS = 8
 TOTAL = int(os.environ.get("CODEX_HARNESS_FUZZ_EXAMPLES", "1000"))
 SEED = int(os.environ.get("CODEX_HARNESS_FUZZ_SEED", "20261130"))
-#: Faults the process sample draws: all but the slow oversized line.
+#: Examples of the process sample (all faults but the slow oversized line).
 PROCESS_SAMPLE = 6
 
 
@@ -43,7 +43,7 @@ def test_fuzz_in_process(shard: int, tmp_path: Path) -> None:
 
 def test_fuzz_sample_on_fake_process(tmp_path: Path) -> None:
     # Real time: only actions that cannot race (held approvals, a silent server) and short waits.
-    strategy = scenarios(fault_kinds=DEFAULT_FAULTS, real_time=True, max_turns=2)
+    strategy = scenarios(fault_kinds=FAST_FAULTS, real_time=True, max_turns=2)
     report = fuzz(PROCESS_SAMPLE, seed_value=SEED, out=_out(tmp_path), target="fake-process", strategy=strategy)
     print(report.text())
     assert report.failure is None, report.text()

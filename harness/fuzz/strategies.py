@@ -447,7 +447,8 @@ def scenarios(
             offset += walked.approvals_seen
             options = _interrupt_faults(walked, i == count - 1, not terminal_used)
             options = [k for k in options if k.removesuffix("_late") in fault_kinds]
-            if not options or not draw(_BOOL):
+            # A held approval is rare and is where most interrupt faults apply: always give it one there.
+            if not options or (walked.cancel is not None and not walked.cancel.approval_held and not draw(_BOOL)):
                 continue
             kind = _pick(draw, options)
             if kind == "completion_after_interrupt_late":
