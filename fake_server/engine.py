@@ -31,7 +31,13 @@ from fake_server.effects import (
     WriteStderr,
 )
 from fake_server.ids import IdMaker, uuid_error
-from fake_server.methods import CLIENT_METHODS, EXPERIMENTAL_METHODS, PARAMLESS_METHODS, unknown_variant_message
+from fake_server.methods import (
+    CLIENT_METHODS,
+    EXPERIMENTAL_METHODS,
+    PARAMLESS_METHODS,
+    schema_required_params,
+    unknown_variant_message,
+)
 from fake_server.scenario import Fault, Scenario, Usage
 from fake_server.state import Answer, NextAnswer, Park, Sleep, ThreadState, TurnRun
 from harness.jsonrpc import (
@@ -294,6 +300,10 @@ class Engine:
         params = request.frame.get("params")
         if handler is not None:
             params = _check_params(method, params)
+        elif isinstance(params, dict):
+            for name in schema_required_params(method):
+                if name not in params:
+                    raise _invalid(f"Invalid request: missing field `{name}`")
         if method == "initialize":
             self._initialize(request, params)
             return

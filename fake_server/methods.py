@@ -8,6 +8,7 @@ and deprecated v1 ones; ``EXPERIMENTAL_METHODS`` are those only the ``--experime
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 CLIENT_METHODS: Final[tuple[str, ...]] = (
@@ -316,3 +317,25 @@ def unknown_variant_message(method: str) -> str:
     """The real answer to a method it does not know (serde's message for an unknown enum tag)."""
     listed = ", ".join(f"`{m}`" for m in CLIENT_METHODS)
     return f"Invalid request: unknown variant `{method}`, expected one of {listed}"
+
+
+@functools.cache
+def schema_required_params(method: str) -> tuple[str, ...]:
+    """Required params fields of a client method, from the pinned experimental schema (loaded on first use).
+
+    The schema lists them alphabetically, not in serde's declaration order, so with several missing
+    the first one named may differ from the real message; with one missing it is exact.
+    """
+    try:
+        from contracts import schema_store
+        from contracts.protocol_index import Union, build_index
+
+        bundle = schema_store.load_bundle("0.171.0", True)
+        entry = build_index(bundle).methods[Union.CLIENT_REQUEST].get(method)
+        definitions = bundle["ClientRequest.json"].get("definitions", {})
+    except Exception:  # a missing schema only makes the fake less strict
+        return ()
+    if entry is None or not entry.params_refs:
+        return ()
+    required = definitions.get(entry.params_refs[0], {}).get("required") or ()
+    return tuple(str(name) for name in required)

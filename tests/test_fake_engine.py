@@ -89,6 +89,8 @@ def test_thread_and_turn_errors() -> None:
     assert error_of(server, resume) == (-32600, f"no rollout found for thread id {thread_id}")
     read = {"id": 9, "method": "thread/read", "params": {"threadId": thread_id, "includeTurns": True}}
     assert error_of(server, read) == (-32601, "list_turns is not supported yet")
+    missing = {"id": 13, "method": "thread/settings/update", "params": {}}
+    assert error_of(server, missing) == (-32600, "Invalid request: missing field `threadId`")
     gated = {"id": 10, "method": "thread/settings/update", "params": {"threadId": thread_id}}
     assert error_of(server, gated) == (-32600, "thread/settings/update requires experimentalApi capability")
     bad_input = {"id": 11, "method": "turn/start", "params": {"threadId": thread_id, "input": [{"type": "bogus"}]}}
