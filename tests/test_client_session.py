@@ -724,3 +724,27 @@ async def test_misuse_raises_instead_of_hanging(autojump_clock: trio.testing.Moc
         assert [r.index for r in session.results] == [0]
 
     await run_client(script, body)
+
+
+async def test_late_events_of_the_previous_turn_do_not_touch_the_next(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        await message(peer, "t1", "m1", ["first"])
+        await turn_end(peer, "t1")
+        req = await peer.expect("turn/start")
+        # replayed / late frames of turn 1 before turn 2's id is known
+        await message(peer, "t1", "m1-late", ["stale"])
+        await turn_end(peer, "t1")
+        await peer.respond(req.id, {"turn": {"id": "t2", "status": "inProgress"}})  # type: ignore[union-attr]
+        await peer.notify("turn/started", {"threadId": THREAD, "turn": {"id": "t2"}})
+        await message(peer, "t2", "m2", ["second"])
+        await turn_end(peer, "t2")
+
+    async def body(session: Session) -> None:
+        first, _ = await consume(session)
+        second, _ = await consume(session)
+        assert first.result.final_text == "first"
+        assert second.result.status == "completed" and second.result.final_text == "second"
+        assert second.result.turn_id == "t2" and second.result.completed_consumed == 1
+
+    await run_client(script, body)

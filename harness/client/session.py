@@ -217,6 +217,7 @@ class Session:
         self._usage_owner: dict[str, Turn] = {}
         self._approvals: dict[JsonId, _PendingApproval] = {}
         self._approval_count = 0
+        self._ended_turn_ids: set[str] = set()
         self._reader_done = trio.Event()
         self._eof_seen = False
         self._exited = trio.Event()
@@ -675,6 +676,8 @@ class Session:
         )
         turn.result = result
         self.results.append(result)
+        if state.turn_id is not None:
+            self._ended_turn_ids.add(state.turn_id)
         if turn.trace_open and state.turn_id is not None:
             self.trace.turn_ended(state.turn_id, _trace_turn_status(status, turn.killed))
         turn.emit(TurnEnded(t, status, state.server_status), force=True)
@@ -838,7 +841,9 @@ class Session:
         turn = self._active
         if turn is None or turn.result is not None or not is_turn_scoped(method):
             return
-        if not turn.state.accepts(method, params):
+        named = notification_turn_id(method, params)
+        if (named is not None and named in self._ended_turn_ids) or not turn.state.accepts(method, params):
+            # late events of an earlier turn, while the new turn's id is not known yet, are not the new turn's
             turn.state.ignored += 1
             return
         turn.last_activity = t
