@@ -446,6 +446,8 @@ def scenarios(
             walked = _walk(scripts[i], plan, i + 1, offset)
             offset += walked.approvals_seen
             options = _interrupt_faults(walked, i == count - 1, not terminal_used)
+            if any(f.at == "after_end" for f in scripts[i].faults):
+                options = []  # both would strike at the interrupt: their order is the fake's business
             options = [k for k in options if k.removesuffix("_late") in fault_kinds]
             # A held approval is rare and is where most interrupt faults apply: always give it one there.
             if not options or (walked.cancel is not None and not walked.cancel.approval_held and not draw(_BOOL)):

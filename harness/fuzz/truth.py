@@ -197,6 +197,13 @@ def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget
         truth.killed = truth.ends_session = True
         return
     pending = (landing.pending,) if landing.pending else ()
+    if interrupt is None or interrupt.kind not in ("crash", "interrupt_ignored"):
+        # The interrupt ends the turn: its "after_end" faults strike right after (fake_server.turns.interrupt).
+        for fault in script.faults:
+            if fault.at == "after_end":
+                truth.fired.append(fault)
+                if fault.kind == "crash":
+                    truth.crashed, truth.ends_session = fault, True
     if interrupt is None:
         truth.usage, truth.server_status = usage + pending, "interrupted"
         return
@@ -278,7 +285,7 @@ def _expect(session: SessionTruth, plan: ClientPlan) -> Expect:
 _ALLOW: dict[str, tuple[tuple[str, str], ...]] = {
     "garbage_lines": (("schema", "server_frames_invalid"),),
     "invalid_utf8": (("schema", "server_frames_invalid"),),
-    "oversized_line": (("schema", "server_frames_invalid"),),
+    "oversized_line": (("schema", "server_frames_invalid"), ("protocol", "unanswered_server_requests")),
     "unknown_notification": (("schema", "server_frames_invalid"),),
     "unknown_server_request": (("schema", "server_frames_invalid"),),
     "crash": (("schema", "server_frames_invalid"), ("protocol", "unanswered_server_requests")),
