@@ -921,9 +921,11 @@ class Session:
         turn = self._active
         turn_id = params.get("turnId") if isinstance(params.get("turnId"), str) else None
         if turn is not None and (
-            turn.result is not None or (turn_id is not None and turn.state.turn_id not in (None, turn_id))
+            turn.result is not None
+            or (turn_id is not None and turn.state.turn_id not in (None, turn_id))
+            or turn_id in self._ended_turn_ids
         ):
-            turn = None
+            turn = None  # another (earlier, sub-agent) turn's request: answered, not attributed
         kind = APPROVAL_METHODS.get(request.method)
         assert self._nursery is not None
         if kind is None:
