@@ -55,7 +55,7 @@ def test_every_fault_kind_and_client_action_is_reachable_over_a_fixed_seed():
     coverage = Coverage()
 
     @seed(20261130)
-    @settings(max_examples=500, suppress_health_check=list(HealthCheck), database=None, deadline=None)
+    @settings(max_examples=1000, suppress_health_check=list(HealthCheck), database=None, deadline=None)
     @given(scenarios())
     def draw(scenario):
         coverage.add(scenario)
