@@ -602,15 +602,6 @@ class Session:
             return
         if not answered and budget_scope.cancelled_caught:
             self._interrupt_answered(turn, request.id, "no answer", "turn/completed came, the answer did not")
-        latency = (turn.completed_at or self.now()) - sent_at
-        self._log(
-            logging.INFO,
-            "codex turn interrupted",
-            thread_id=self.thread_id,
-            turn_id=state.turn_id,
-            latency=latency,
-            timeout=budget,
-        )
 
     def _interrupt_answered(self, turn: Turn, request_id: JsonId, outcome: str, error: str | None) -> None:
         if turn.interrupt_answer_recorded:
@@ -676,6 +667,16 @@ class Session:
         )
         turn.result = result
         self.results.append(result)
+        if turn.interrupt_sent_at is not None and turn.completed_at is not None:
+            # logged when turn/completed arrives, whether or not the interrupt's own answer ever does
+            self._log(
+                logging.INFO,
+                "codex turn interrupted",
+                thread_id=self.thread_id,
+                turn_id=state.turn_id,
+                latency=turn.completed_at - turn.interrupt_sent_at,
+                timeout=self.options.interrupt_budget,
+            )
         if state.turn_id is not None:
             self._ended_turn_ids.add(state.turn_id)
         if turn.trace_open and state.turn_id is not None:
