@@ -39,7 +39,7 @@ class ExampleFailed(AssertionError):
 
 @dataclass(slots=True)
 class Failure:
-    scenario: Scenario
+    scenario: Scenario | None  # None only when generation itself broke
     checks: list[Check]
     scenario_file: Path | None = None
     checks_file: Path | None = None
@@ -82,7 +82,7 @@ class FuzzReport:
         else:
             lines.append("FAILURE:")
             lines.append(self.failure.summary())
-            if self.failure.scenario_file is not None:
+            if self.failure.scenario_file is not None and self.failure.scenario is not None:
                 size = scenario_size(self.failure.scenario)
                 lines.append(f"  shrunk scenario: {self.failure.scenario_file} ({size})")
                 lines.append(f"  failing checks: {self.failure.checks_file}")
@@ -121,7 +121,11 @@ def fuzz(
         if not failing_seen[0]:
             report.generated += 1
             report.coverage.add(scenario)
-        example = player(scenario, target)
+        try:
+            example = player(scenario, target)
+        except Exception as exc:  # the runner or a contract broke on this example: a finding, shrunk like any
+            crash = Check(scenario.name, target, "fuzz", "example played", "fail", f"{type(exc).__name__}: {exc}")
+            example = Example(scenario, target, [crash])
         if progress is not None and report.examples % 50 == 0:
             report.seconds = time.perf_counter() - started
             progress(report)
@@ -152,7 +156,7 @@ def fuzz(
             report.failure = Failure(last[0].scenario, last[0].checks, flaky=True, error=str(exc)[:500])
     except (HypothesisException, Exception) as exc:
         scenario = last[0].scenario if last else None
-        report.failure = Failure(scenario, last[0].checks if last else [], error=f"{type(exc).__name__}: {exc}")  # type: ignore[arg-type]
+        report.failure = Failure(scenario, last[0].checks if last else [], error=f"{type(exc).__name__}: {exc}")
     finally:
         quiet()
         report.seconds = time.perf_counter() - started
