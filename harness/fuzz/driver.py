@@ -111,7 +111,9 @@ def fuzz(
     the same runner); ``strategy`` replaces the scenario strategy.
     """
     report = FuzzReport(target=target, seed=seed_value)
-    strategy = strategy if strategy is not None else scenarios(fault_kinds=fault_kinds)
+    if strategy is None:
+        # On the real clock only actions that cannot race are drawn (see scenarios(real_time=True)).
+        strategy = scenarios(fault_kinds=fault_kinds, real_time=target != "fake")
     player = play if play is not None else (lambda s, t: run_example(s, t))
     last: list[Example] = []
     failing_seen = [False]
