@@ -62,6 +62,7 @@ from harness.messages import (
 from harness.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
 
 OVERLOADED_MESSAGE = "Server overloaded; retry later."
+STARTUP_INTERRUPT_MS = 5
 
 
 class _RequestError(Exception):
@@ -409,7 +410,15 @@ class Engine:
         # The real server resumes from the rollout file, which exists once a turn has run.
         if thread is None or not thread.turns or thread.ephemeral:
             raise _invalid(f"no rollout found for thread id {thread_id}")
+        from fake_server.turns import history_turn
+
         body = self._thread_obj(thread)
+        if not params.get("excludeTurns"):
+            # Observed: full history (finished turns and the running one, items so far), with a nudge first.
+            self.notify("deprecationNotice", shapes.FULL_HISTORY_DEPRECATION)
+            run = thread.active
+            live = [history_turn(self, run)] if run is not None and not run.ended else []
+            body["turns"] = [*thread.history, *live]
         result = shapes.thread_session_result(
             body, model=thread.model, cwd=thread.cwd, approval_policy=thread.approval_policy, sandbox=thread.sandbox
         )
@@ -469,7 +478,17 @@ class Engine:
         run = thread.active
         turn_id = params["turnId"]
         if turn_id == "":
-            self._respond(request.id, {})  # a "startup interrupt" is acknowledged at once
+            # A "startup interrupt": acknowledged at once; observed to abort a running turn all the same.
+            self._respond(request.id, {})
+            if run is not None and not run.ended:
+                # The abort lands a few ms later, after requests sent right behind it (observed).
+                active = run
+
+                def abort() -> None:
+                    if not active.ended:
+                        turns.interrupt(self, thread, active, None)
+
+                self.after(STARTUP_INTERRUPT_MS, abort)
             return
         if run is None or run.ended:
             raise _invalid("no active turn to interrupt")

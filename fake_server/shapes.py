@@ -17,6 +17,11 @@ BUBBLEWRAP_WARNING: Final = (
     "prerequisites: https://developers.openai.com/codex/concepts/sandboxing#prerequisites. Codex will use the "
     "bundled bubblewrap in the meantime."
 )
+FULL_HISTORY_DEPRECATION: Final = {
+    "summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page "
+    "with `thread/turns/list` and `thread/items/list`.",
+    "details": None,
+}
 KNOWN_MODELS: Final = frozenset({"gpt-5.5", "gpt-6.2-sol", "gpt-6.2-astra"})
 
 SANDBOXES: Final = {

@@ -78,6 +78,7 @@ class TurnRun:
     tools: list[Tool] = field(default_factory=list)
     deferred_usage: Usage | None = None
     agent_messages: list[dict[str, Any]] = field(default_factory=list)
+    history_items: list[dict[str, Any]] = field(default_factory=list)  # completed user/agent messages, in order
     open_items: list[str] = field(default_factory=list)
     pending_interrupts: list[JsonId] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # fault points reached
@@ -111,3 +112,4 @@ class ThreadState:
     last_turn_id: str | None = None
     total: Usage = field(default_factory=Usage)
     usage_frames: list[dict[str, Any]] = field(default_factory=list)  # every usage notification sent
+    history: list[dict[str, Any]] = field(default_factory=list)  # finished turns, full view (thread/resume)

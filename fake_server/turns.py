@@ -97,7 +97,9 @@ def user_message(engine: Engine, run: TurnRun, text: str) -> None:
     item_id = engine.ids.uuid7(engine.now_ms)
     now = engine.now_ms
     _item_started(engine, run, shapes.user_message_item(item_id, text, now, None))
-    _item_completed(engine, run, shapes.user_message_item(item_id, text, now, now))
+    done = shapes.user_message_item(item_id, text, now, now)
+    _item_completed(engine, run, done)
+    run.history_items.append(done)
 
 
 # --- starting, folding, interrupting --------------------------------------------------------------
@@ -140,7 +142,8 @@ def fold_input(engine: Engine, thread: ThreadState, run: TurnRun, text: str) -> 
     engine.resume(run)
 
 
-def interrupt(engine: Engine, thread: ThreadState, run: TurnRun, request_id: JsonId) -> None:
+def interrupt(engine: Engine, thread: ThreadState, run: TurnRun, request_id: JsonId | None) -> None:
+    """Abort the turn as turn/interrupt does; ``request_id`` None: the request was already answered."""
     struck = engine.fault(run, "interrupt")
     kinds = {f.kind: f for f in struck}
     for fault in struck:
@@ -152,7 +155,8 @@ def interrupt(engine: Engine, thread: ThreadState, run: TurnRun, request_id: Jso
         return  # the request stays unanswered and the turn runs on
     if "trace_unclosed_tool" in kinds:
         run.trace_bug = True
-    run.pending_interrupts.append(request_id)
+    if request_id is not None:
+        run.pending_interrupts.append(request_id)
     engine.stop_program(run)
     if run.deferred_usage is not None:
         usage, run.deferred_usage = run.deferred_usage, None
@@ -174,6 +178,7 @@ def interrupt(engine: Engine, thread: ThreadState, run: TurnRun, request_id: Jso
         run.ended = True
         thread.active = None
         thread.last_turn_id = run.turn_id
+        thread.history.append(history_turn(engine, run, "interrupted"))
         if not late.param("never"):
 
             def complete_late() -> None:
@@ -204,6 +209,20 @@ def _abort_pending_requests(engine: Engine, thread: ThreadState, run: TurnRun, *
         _resolved(engine, run, pending)
 
 
+def history_turn(engine: Engine, run: TurnRun, status: str = "inProgress", error: Any = None) -> dict[str, Any]:
+    """The turn as thread/resume shows it: every user and agent message so far (``itemsView: full``)."""
+    ended = status != "inProgress"
+    turn = shapes.turn(
+        run.turn_id,
+        status=status,
+        started_s=run.started_ms // 1000,
+        completed_s=engine.now_ms // 1000 if ended else None,
+        duration_ms=engine.now_ms - run.started_ms if ended else None,
+        error=error,
+    )
+    return {**turn, "items": list(run.history_items), "itemsView": "full"}
+
+
 def _turn_completed(engine: Engine, thread: ThreadState, run: TurnRun, status: str, error: Any) -> None:
     if run.drop_completed:
         return
@@ -231,6 +250,7 @@ def _end_turn(engine: Engine, thread: ThreadState, run: TurnRun, status: str, er
     if thread.active is run:
         thread.active = None
     thread.last_turn_id = run.turn_id
+    thread.history.append(history_turn(engine, run, status, error))
     _turn_completed(engine, thread, run, status, error)
     engine.trace("turn_ended", turn_id=run.turn_id, status=status)
 
@@ -356,6 +376,7 @@ def _stream_message(engine: Engine, run: TurnRun, item: MessageItem, *, complete
         done = shapes.agent_message_item(item_id, item.text, started, engine.now_ms)
         _item_completed(engine, run, done)
         run.agent_messages.append(done)
+        run.history_items.append(done)
 
 
 def _stream_reasoning(engine: Engine, run: TurnRun, item: ReasoningItem, *, complete: bool) -> Program:
