@@ -197,6 +197,16 @@ def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget
         truth.killed = truth.ends_session = True
         return
     pending = (landing.pending,) if landing.pending else ()
+    if pending and (interrupt is None or interrupt.kind not in ("crash", "interrupt_ignored")):
+        # The usage announced at the interrupt is the turn's next "usage" point: its faults strike there.
+        n = sum(1 for s in before if s.kind == "usage") + 1
+        at_usage = [f for f in script.faults if f.at == "usage" and f.n == n]
+        truth.fired += at_usage
+        crash = next((f for f in at_usage if f.kind == "crash"), None)
+        if crash is not None:
+            # Dead right after that frame: no interrupt answer, no turn/completed, nothing after.
+            truth.usage, truth.server_status, truth.crashed, truth.ends_session = usage + pending, "none", crash, True
+            return
     if interrupt is None or interrupt.kind not in ("crash", "interrupt_ignored"):
         # The interrupt ends the turn: its "after_end" faults strike right after (fake_server.turns.interrupt).
         for fault in script.faults:
