@@ -1,6 +1,12 @@
 """Fault fuzzing: hypothesis-generated scenarios with derived ground truth, invariants, shrinking to files.
 
-- :mod:`harness.fuzz.strategies` — public hypothesis strategies (``scenarios()`` and its parts);
-- :mod:`harness.fuzz.timeline` / :mod:`harness.fuzz.truth` — the model that derives ``[expect]``;
+- :mod:`harness.fuzz.strategies` — public hypothesis strategies (``scenarios()`` and its parts), for
+  users testing their own clients: ``from harness.fuzz.strategies import scenarios``;
+- :mod:`harness.fuzz.timeline` / :mod:`harness.fuzz.truth` — the model of the fake's timeline that
+  derives each scenario's ``[expect]`` from its steps (never from a client);
+- :mod:`harness.fuzz.invariants` — what must hold on every example, and playing one;
+- :mod:`harness.fuzz.driver` — ``fuzz()``: generate, play, judge, shrink a failure to files
+  (:mod:`harness.fuzz.shrink`); ``codex-harness fuzz`` is its command line;
+- :mod:`harness.fuzz.stateful` — ``SessionMachine``, a rule-based state machine over the session API;
 - :mod:`harness.fuzz.coverage` — which fault kinds and client actions a run exercised.
 """
