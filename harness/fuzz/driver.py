@@ -23,7 +23,7 @@ from contracts.checks import Check
 from fake_server.scenario import FAULT_KINDS, Scenario
 from harness.fuzz.coverage import Coverage
 from harness.fuzz.invariants import Example, run_example
-from harness.fuzz.shrink import scenario_size, write_failure
+from harness.fuzz.shrink import scenario_size, simplify, write_failure
 from harness.fuzz.strategies import scenarios
 
 #: Every fault kind is fuzzed by default. ``oversized_line`` writes a line over the client's 32 MiB cap
@@ -164,6 +164,21 @@ def fuzz(
         report.seconds = time.perf_counter() - started
     if report.failure is None and last:
         report.failure = Failure(last[0].scenario, last[0].checks)
+    failure = report.failure
+    if shrink and failure is not None and failure.scenario is not None and not failure.flaky and not failure.error:
+
+        def fails(candidate: Scenario) -> list[Check]:
+            try:
+                return player(candidate, target).failures
+            except Exception as exc:
+                return [Check(candidate.name, target, "fuzz", "example played", "fail", repr(exc))]
+
+        quiet = _quiet_client_logs()
+        try:
+            failure.scenario, failure.checks = simplify(failure.scenario, failure.checks, fails)
+        finally:
+            quiet()
+        report.seconds = time.perf_counter() - started
     if report.failure is not None and report.failure.scenario is not None:
         directory = out if out is not None else Path(tempfile.mkdtemp(prefix="codex-harness-fuzz-"))
         report.failure.scenario_file, report.failure.checks_file = write_failure(

@@ -7,6 +7,7 @@ judges it by the same contracts, so the failure reproduces without the fuzzer.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,3 +63,71 @@ def write_failure(
     checks_path = out_dir / f"{name}.checks.json"
     checks_path.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
     return toml_path, checks_path
+
+
+# --- structural simplification after hypothesis ---------------------------------------------------
+
+
+def _without_turn(s: Scenario, index: int) -> Scenario:
+    turns = s.turns[:index] + s.turns[index + 1 :]
+    actions = tuple(
+        replace(a, turn=a.turn - 1 if a.turn > index + 1 else a.turn) for a in s.client.actions if a.turn != index + 1
+    )
+    return replace(s, turns=turns, client=replace(s.client, actions=actions))
+
+
+def _candidates(s: Scenario) -> Iterator[Scenario]:
+    """Smaller scenarios, biggest cuts first: a turn, an action, a fault, a response, an item, the decisions."""
+    if len(s.turns) > 1:
+        for i in range(len(s.turns)):
+            yield _without_turn(s, i)
+    for k in range(len(s.client.actions)):
+        yield replace(s, client=replace(s.client, actions=s.client.actions[:k] + s.client.actions[k + 1 :]))
+    for i, turn in enumerate(s.turns):
+        for j in range(len(turn.faults)):
+            faults = turn.faults[:j] + turn.faults[j + 1 :]
+            yield replace(s, turns=(*s.turns[:i], replace(turn, faults=faults), *s.turns[i + 1 :]))
+        for r in range(len(turn.responses)):
+            responses = turn.responses[:r] + turn.responses[r + 1 :]
+            yield replace(s, turns=(*s.turns[:i], replace(turn, responses=responses), *s.turns[i + 1 :]))
+            response = turn.responses[r]
+            for m in range(len(response.items)):
+                items = response.items[:m] + response.items[m + 1 :]
+                changed = (*turn.responses[:r], replace(response, items=items), *turn.responses[r + 1 :])
+                yield replace(s, turns=(*s.turns[:i], replace(turn, responses=changed), *s.turns[i + 1 :]))
+    if s.client.approvals or s.client.approval != "accept":
+        yield replace(s, client=replace(s.client, approvals=(), approval="accept"))
+
+
+def simplify(
+    scenario: Scenario,
+    checks: list[Check],
+    fails: Callable[[Scenario], list[Check]],
+    *,
+    budget: int = 80,
+) -> tuple[Scenario, list[Check]]:
+    """Cut ``scenario`` down while it still fails a contract it failed before (truth re-derived each time).
+
+    Hypothesis shrinks the draws; this removes whole turns, faults, actions, responses and items, which
+    the draws cannot always express. ``fails`` plays a candidate and returns its failing checks.
+    """
+    from harness.fuzz.truth import RacyScenario, derive
+
+    wanted = {c.contract for c in checks if c.status == "fail"}
+    tries = 0
+    improved = True
+    while improved and tries < budget:
+        improved = False
+        for candidate in _candidates(scenario):
+            if tries >= budget:
+                break
+            try:
+                candidate = replace(candidate, expect=derive(candidate.turns, candidate.client).expect)
+            except RacyScenario:
+                continue
+            tries += 1
+            failing = fails(candidate)
+            if {c.contract for c in failing} & wanted:
+                scenario, checks, improved = candidate, failing, True
+                break
+    return scenario, checks
