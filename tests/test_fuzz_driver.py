@@ -37,3 +37,26 @@ def test_a_passing_run_counts_every_example_and_its_coverage() -> None:
     assert report.examples == report.generated == len(seen) == 40
     assert not report.coverage.faults
     assert report.rate > 0
+
+
+def test_simplify_cuts_everything_the_failure_does_not_need() -> None:
+    from contracts.checks import Check
+    from fake_server.scenario import ClientAction, ClientPlan, CommandItem, Fault, ModelResponse, TurnScript, Usage
+    from harness.fuzz.shrink import simplify
+
+    noisy = TurnScript(
+        responses=(ModelResponse((CommandItem("ls"),), Usage(10, 0, 5)), ModelResponse((), Usage(20, 0, 5))),
+        faults=(Fault("garbage_lines", "start"), Fault("crash", "start", 1, {"exit_code": 2})),
+    )
+    big = Scenario(
+        "big", "x", (TurnScript(), noisy), ClientPlan(actions=(ClientAction(1, "resume"), ClientAction(2, "resume")))
+    )
+
+    def fails(s: Scenario) -> list[Check]:
+        crashed = any(f.kind == "crash" for f in s.faults)
+        return [Check(s.name, "fake", "terminal_status", "x", "fail")] if crashed else []
+
+    small, checks = simplify(big, fails(big), fails)
+    assert [f.kind for f in small.faults] == ["crash"]
+    assert len(small.turns) == 1 and not small.turns[0].responses and not small.client.actions
+    assert checks and small.expect.server_exit == 2  # the truth is re-derived for the cut scenario
