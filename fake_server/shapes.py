@@ -7,7 +7,10 @@ matters because clients and the validator see absent and ``null`` as different t
 from __future__ import annotations
 
 import shlex
+from http import HTTPStatus
 from typing import Any, Final
+
+import orjson
 
 CLI_VERSION: Final = "0.171.0"
 CONTEXT_WINDOW: Final = 258400  # the fallback for a model without metadata
@@ -352,6 +355,28 @@ def token_breakdown(input_tokens: int, cached: int, output: int, reasoning: int)
         "outputTokens": output,
         "reasoningOutputTokens": reasoning,
     }
+
+
+MODEL_URL: Final = "http://127.0.0.1/v1/responses"
+
+
+def http_failure(status: int, error: str) -> tuple[str, Any]:
+    """The turn error 0.171.0 reports for an HTTP error from the model (retries 0), by status (observed)."""
+    if status == 500:
+        return HIGH_DEMAND, "internalServerError"
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Unknown"
+    if status == 429:
+        return f"exceeded retry limit, last status: 429 {reason}", {
+            "responseTooManyFailedAttempts": {"httpStatusCode": 429}
+        }
+    if status == 400:  # the body itself, as the Responses API sent it
+        body = {"error": {"message": error, "type": "server_error", "code": "server_error"}}
+        return orjson.dumps(body).decode(), "other"
+    message = f"unexpected status {status} {reason}: {error}, url: {MODEL_URL}"
+    return message, {"httpConnectionFailed": {"httpStatusCode": status}}
 
 
 def turn_error(message: str, info: Any, details: str | None = None) -> dict[str, Any]:

@@ -278,7 +278,8 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
     engine.trace("inference_started", turn_id=run.turn_id, model=thread.model)
     if response.end == "http_error":
         engine.trace("inference_ended", turn_id=run.turn_id, status="failed", error=f"http {response.http_status}")
-        yield from _fail(engine, thread, run, shapes.HIGH_DEMAND, _http_error_info(response.http_status))
+        message, info = shapes.http_failure(response.http_status, response.error)
+        yield from _fail(engine, thread, run, message, info)
         return False
     cut = response.end in ("failed", "disconnect")
     run.tools = []
@@ -304,7 +305,7 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
             error = shapes.turn_error(f"Reconnecting... {run.retries}/{limit}", info, details)
             engine.notify("error", {"error": error, "willRetry": True, **_ids(run)})
             return True
-        yield from _fail(engine, thread, run, details, info)
+        yield from _fail(engine, thread, run, details, "other")
         return False
     run.retries = 0
     engine.trace(
@@ -328,16 +329,6 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
         yield from _finish(engine, thread, run, "interrupted")
         return False
     return True
-
-
-def _http_error_info(status: int) -> Any:
-    if status == 401:
-        return "unauthorized"
-    if status == 400:
-        return "badRequest"
-    if status == 429:
-        return "usageLimitExceeded"
-    return "internalServerError" if status >= 500 else "other"
 
 
 def _fail(engine: Engine, thread: ThreadState, run: TurnRun, message: str, info: Any) -> Program:

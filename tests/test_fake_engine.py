@@ -279,3 +279,30 @@ def test_nothing_a_client_sends_crashes_the_engine(inputs: list[Any]) -> None:
     assert "internal error" not in "".join(server.stderr)
     assert "request handler failed" not in "".join(server.stderr)
     assert "turn program failed" not in "".join(server.stderr)
+
+
+def test_model_failures_word_errors_like_the_real_binary() -> None:
+    s = scenario(
+        "http",
+        "http errors then a dropped stream",
+        turn(response(end="http_error", http_status=500)),
+        turn(response(end="http_error", http_status=429)),
+        turn(response(end="http_error", http_status=401)),
+        turn(response(end="disconnect")),
+        turn(response(end="failed", error="boom")),
+    )
+    server, thread_id = session(s)
+    for rid in range(2, 7):
+        server.send(turn_start(thread_id, rid))
+        server.run_until(lambda f: f.get("method") == "turn/completed", start=len(server.frames))
+    errors = [f["params"] for f in server.frames if f.get("method") == "error"]
+    assert [e["willRetry"] for e in errors] == [False] * 5
+    assert [(e["error"]["message"][:40], e["error"]["codexErrorInfo"]) for e in errors] == [
+        ("We\u2019re currently experiencing high demand", "internalServerError"),
+        ("exceeded retry limit, last status: 429 T", {"responseTooManyFailedAttempts": {"httpStatusCode": 429}}),
+        ("unexpected status 401 Unauthorized: mode", {"httpConnectionFailed": {"httpStatusCode": 401}}),
+        ("stream disconnected before completion: s", "other"),
+        ("stream disconnected before completion: b", "other"),
+    ]
+    statuses = [f["params"]["status"]["type"] for f in server.frames if f.get("method") == "thread/status/changed"]
+    assert statuses.count("systemError") == 5
