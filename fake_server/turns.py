@@ -398,8 +398,15 @@ def _start_tool(engine: Engine, thread: ThreadState, run: TurnRun, item: Command
         command=item.command if isinstance(item, CommandItem) else item.path,
     )
     if isinstance(item, CommandItem):
+        # Observed: a command that runs at once is already a unified-exec process when it starts.
         started = shapes.command_item(
-            item_id, item.command, thread.cwd, status="inProgress", started_ms=tool.started_ms
+            item_id,
+            item.command,
+            thread.cwd,
+            status="inProgress",
+            started_ms=tool.started_ms,
+            process_id=None if item.approval else str(40000 + len(run.tools)),
+            source="agent" if item.approval else "unifiedExecStartup",
         )
         if item.approval:
             request = engine.endpoint.request(
