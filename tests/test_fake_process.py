@@ -118,19 +118,43 @@ async def test_bad_scenario_is_a_clear_error() -> None:
     assert b"no_such" in result.stderr and b"built-in scenario" in result.stderr
 
 
+#: The scenario scripting the model side of each shared transcript (as in test_fake_fidelity.py).
+SCENARIO_FOR = {
+    "approval_accept": "command_approval",
+    "approval_decline": "command_approval",
+    "approval_cancel": "command_approval",
+    "approval_interrupt": "command_approval",
+    "approval_rpc_error": "command_approval",
+    "plain": "plain_two_turns",
+    "stream_interrupt": "long_stream",
+    "model_error": "model_error",
+    "framing": "plain",
+    "misc_requests": "plain",
+    "stdin_eof": "plain",
+    "no_initialized_notification": "plain",
+    "experimental_optout": "plain",
+}
+
+
 @pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="shared real transcripts not available")
-@pytest.mark.parametrize(
-    "name", ["approval_accept", "approval_decline", "approval_cancel", "approval_interrupt", "approval_rpc_error"]
-)
-async def test_command_approval_process_behaves_like_the_real_binary(name: str) -> None:
+@pytest.mark.parametrize("name", list(SCENARIO_FOR))
+async def test_process_replays_the_real_transcripts(name: str) -> None:
+    """``fake-codex app-server --scenario X`` driven with the transcript's JSON lines (approval_* on
+    command_approval: every decision and interrupt while pending) answers like the real binary did."""
     transcript = load_transcript(str(TRANSCRIPTS / f"{name}.jsonl"))
     recorded: list[Any] = []
     idmap: dict[str, str] = {}
+    closed = False
     async with trio.open_nursery() as nursery:
-        child = await spawn(nursery, "app-server", "--scenario", "command_approval")
+        child = await spawn(nursery, "app-server", "--scenario", SCENARIO_FOR[name])
         for entry in transcript:
             if entry["dir"] == "s2c":
                 recorded.append(entry["msg"])
+                continue
+            if entry["dir"] == "note":
+                if "stdin closed" in str(entry["msg"]):
+                    await child.close_stdin()
+                    closed = True
                 continue
             need = _structural_count(recorded)
             assert await child.until(lambda _, need=need: _structural_count(child.frames) >= need), name
@@ -141,13 +165,15 @@ async def test_command_approval_process_behaves_like_the_real_binary(name: str) 
                         b = (mine.get(side) or {}).get(key) if isinstance(mine, dict) else None
                         if isinstance(a, dict) and isinstance(b, dict) and "id" in a and "id" in b:
                             idmap.setdefault(a["id"], b["id"])
-            text = orjson.dumps(entry["msg"]).decode()
+            msg = entry["msg"]
+            text = msg["_raw"] if "_raw" in msg else orjson.dumps(msg).decode()
             for real_id, mine_id in idmap.items():
                 text = text.replace(real_id, mine_id)
             await child.send(text.encode() + b"\n")
         need = _structural_count(recorded)
         await child.until(lambda _: _structural_count(child.frames) >= need)
-        await child.close_stdin()
+        if not closed:
+            await child.close_stdin()
         with trio.fail_after(STEP_TIMEOUT):
             assert await child.process.wait() == 0
         await child.until(lambda _: False, timeout=STEP_TIMEOUT)  # read to EOF
