@@ -49,6 +49,8 @@ BUDGET_S = 0.5
 TEARDOWN_S = 1.0
 TURN_TIMEOUT_S = 30.0
 SLACK_S = 0.01
+#: Wall-clock bound of one operation (they take milliseconds; virtual time is frozen outside ``wait``).
+OP_WALL_LIMIT_S = 30.0
 #: Client-side checks the session must pass whatever the rules did (server-side faults are the rules' doing).
 CLIENT_CHECKS: tuple[tuple[str, str], ...] = (
     ("schema", "client_frames_invalid"),
@@ -154,6 +156,11 @@ class SessionHarness:
                         for entry in self.turns:
                             if not entry.done and entry.scope is not None:
                                 entry.scope.cancel()
+                        self.clock.autojump_threshold = 0  # cancelled turns interrupt within their budget
+                        with trio.move_on_after(BUDGET_S + TEARDOWN_S + 1):
+                            while any(not e.done for e in self.turns):
+                                await trio.sleep(0.01)
+                        nursery.cancel_scope.cancel()  # an operation still blocked is already reported
                     closing = trio.current_time()
                     self.clock.autojump_threshold = 0  # the teardown's own waits
             except Exception as exc:
@@ -167,15 +174,32 @@ class SessionHarness:
                 self.record = record
 
     def call(self, op: Callable[[], Awaitable[T]]) -> T:
-        """Run ``op`` on the loop, then let the loop settle (every task blocked) at the same virtual time."""
+        """Run ``op`` on the loop, then let the loop settle (every task blocked) at the same virtual time.
 
-        async def settled() -> T:
-            value = await op()
-            await trio.testing.wait_all_tasks_blocked()
-            return value
+        Time is frozen outside ``wait``, so an operation that waits on a timer would never return: a
+        wall-clock bound turns that into a failure instead of a hung test.
+        """
+        done = threading.Event()
+        box: dict[str, Any] = {}
 
-        assert self._token is not None
-        return trio.from_thread.run(settled, trio_token=self._token)
+        async def settled() -> None:
+            try:
+                box["value"] = await op()
+                await trio.testing.wait_all_tasks_blocked()
+            except BaseException as exc:  # handed to the calling thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+        assert self._token is not None and self._nursery is not None
+        nursery = self._nursery
+        trio.from_thread.run_sync(lambda: nursery.start_soon(settled), trio_token=self._token)
+        if not done.wait(timeout=OP_WALL_LIMIT_S):
+            self.errors.append(f"an operation did not settle within {OP_WALL_LIMIT_S} s of wall time")
+            raise AssertionError(self.errors[-1])
+        if "error" in box:
+            raise box["error"]
+        return box["value"]  # type: ignore[no-any-return]
 
     # --- operations --------------------------------------------------------------------------------
 
@@ -275,12 +299,9 @@ class SessionHarness:
 
     def close(self) -> None:
         if self._token is not None and self._thread.is_alive():
-
-            async def op() -> None:
-                assert self._stop is not None
-                self._stop.set()
-
-            trio.from_thread.run(op, trio_token=self._token)
+            stop = self._stop
+            assert stop is not None
+            trio.from_thread.run_sync(stop.set, trio_token=self._token)
         self._thread.join(timeout=60)
         if self._thread.is_alive():
             self.errors.append("the session did not close")
