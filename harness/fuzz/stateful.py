@@ -339,9 +339,10 @@ class SessionMachine(RuleBasedStateMachine):
     def answer(self, decision: str) -> None:
         self.harness.answer(decision)
 
-    @precondition(lambda self: not self.crashed)
+    @precondition(lambda self: not self.crashed and self.harness.active is not None)
     @rule()
     def crash(self) -> None:
+        """The server dies mid-turn (what follows is a dead session: every later turn fails fast)."""
         self.crashed = True
         self.harness.crash()
 
