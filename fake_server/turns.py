@@ -336,6 +336,7 @@ def _fail(engine: Engine, thread: ThreadState, run: TurnRun, message: str, info:
     error = shapes.turn_error(message, info)
     set_status(engine, thread, {"type": "systemError"})
     engine.notify("error", {"error": error, "willRetry": False, **_ids(run)})
+    _read_state(engine, thread, run)
     _end_turn(engine, thread, run, "failed", error)
     yield from _point(engine, run, "after_end")
 
@@ -344,12 +345,18 @@ def _finish(engine: Engine, thread: ThreadState, run: TurnRun, status: str) -> P
     yield from _point(engine, run, "end")
     if run.diff:
         engine.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})
-    if engine.experimental and status == "completed":
-        read_state = {"firstUnread": {"type": "turn", "turnId": run.turn_id}, "revision": engine.ids.uuid4()}
-        engine.notify("thread/readState/changed", {"threadId": thread.thread_id, "readState": read_state})
+    if status == "completed":
+        _read_state(engine, thread, run)
     set_status(engine, thread, {"type": "idle"})
     _end_turn(engine, thread, run, status, None)
     yield from _point(engine, run, "after_end")
+
+
+def _read_state(engine: Engine, thread: ThreadState, run: TurnRun) -> None:
+    """Observed with experimentalApi: a turn that completed or failed is unread (an interrupted one not)."""
+    if engine.experimental:
+        read_state = {"firstUnread": {"type": "turn", "turnId": run.turn_id}, "revision": engine.ids.uuid4()}
+        engine.notify("thread/readState/changed", {"threadId": thread.thread_id, "readState": read_state})
 
 
 def _stream_message(engine: Engine, run: TurnRun, item: MessageItem, *, complete: bool) -> Program:
