@@ -17,11 +17,17 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from contracts.trace.writer import InferenceWindow, ThreadWindow, ToolCallWindow, TraceWriter, TurnWindow
+from contracts.trace.writer import (
+    InferenceWindow,
+    TerminalOperationWindow,
+    ThreadWindow,
+    ToolCallWindow,
+    TraceWriter,
+    TurnWindow,
+)
 from fake_server.effects import TraceEvent
 
 _TURN_END = {"completed": "completed", "failed": "failed"}
-_TOOL_END = {"completed": "completed", "declined": "failed", "failed": "failed"}
 
 
 class ServerTrace:
@@ -34,6 +40,7 @@ class ServerTrace:
         self._turn_writer: dict[str, str] = {}
         self._inference: dict[str, InferenceWindow] = {}
         self._tools: dict[tuple[str, str], ToolCallWindow] = {}
+        self._runtimes: dict[tuple[str, str], TerminalOperationWindow] = {}
         self.broken: str | None = None  # why tracing stopped, if it did
 
     @property
@@ -97,14 +104,41 @@ class ServerTrace:
 
     def _on_tool_started(self, data: dict[str, Any]) -> None:
         turn = self._turns.get(data["turn_id"])
-        if turn is not None and not turn.ended:
-            arguments = {"cmd": data.get("command", "")} if data.get("item_kind") == "command" else {}
-            self._tools[(data["turn_id"], data["call_id"])] = turn.start_tool_call(data["call_id"], arguments=arguments)
+        if turn is None or turn.ended:
+            return
+        key = (data["turn_id"], data["call_id"])
+        arguments = {"cmd": data.get("command", "")}
+        self._tools[key] = turn.start_tool_call(data["call_id"], arguments=arguments)
+        if data.get("item_kind") == "file_change":
+            # Observed: the apply_patch runtime starts with the call, before the approval.
+            self._runtimes[key] = self._tools[key].start_runtime(kind="apply_patch")
+
+    def _on_tool_running(self, data: dict[str, Any]) -> None:
+        tool = self._tools.get((data["turn_id"], data["call_id"]))
+        if tool is not None and not tool.ended:
+            self._runtimes[(data["turn_id"], data["call_id"])] = tool.start_runtime(kind="exec_command")
 
     def _on_tool_ended(self, data: dict[str, Any]) -> None:
-        tool = self._tools.pop((data["turn_id"], data["call_id"]), None)
-        if tool is not None and not tool.ended:
-            tool.end(_TOOL_END.get(str(data.get("status")), "failed"), result={"status": data.get("status")})
+        key = (data["turn_id"], data["call_id"])
+        tool = self._tools.pop(key, None)
+        runtime = self._runtimes.pop(key, None)
+        if tool is None or tool.ended:
+            return
+        decision = data.get("decision")
+        if decision == "cancel":
+            if runtime is not None and not runtime.ended:
+                # 0.171.0 ends a cancelled patch's call but never its apply_patch runtime (a closure
+                # violation the real binary writes); the writer has no public leak for runtimes.
+                runtime._claim()
+            tool.abort()
+            return
+        status = str(data.get("status"))
+        if runtime is not None and not runtime.ended:
+            runtime.end("completed" if status in ("completed", "failed") else "cancelled")
+        if status == "completed" or (status == "failed" and runtime is not None):
+            tool.complete(result={"status": status})
+        else:
+            tool.fail(result={"status": status})
 
     def _on_tool_pending_at_abort(self, data: dict[str, Any]) -> None:
         tool = self._tools.pop((data["turn_id"], data["call_id"]), None)
@@ -129,6 +163,11 @@ class ServerTrace:
             turn.interrupt()
         else:
             turn.end(_TURN_END.get(status, "failed"))
+        # Observed: a command still running when its turn is aborted reports its runtime failed afterwards.
+        for key in [k for k in self._runtimes if k[0] == turn_id]:
+            runtime = self._runtimes.pop(key)
+            if not runtime.ended:
+                runtime.end("failed")
 
     def _on_shutdown(self, data: dict[str, Any]) -> None:
         self.finish(graceful=True)

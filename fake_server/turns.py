@@ -315,6 +315,15 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
         response_id=engine.next_id("resp_"),
         items=[{"type": item.type} for item in response.items],
     )
+    # Traced once the response is complete, as the real binary orders them (inference, then its calls).
+    for tool in run.tools:
+        engine.trace(
+            "tool_started",
+            turn_id=run.turn_id,
+            call_id=tool.item_id,
+            item_kind=tool.item.type,
+            command=tool.item.command if isinstance(tool.item, CommandItem) else tool.item.path,
+        )
     if not run.tools:
         if response.usage is not None:
             emit_usage(engine, thread, run, response.usage)
@@ -397,13 +406,6 @@ def _start_tool(engine: Engine, thread: ThreadState, run: TurnRun, item: Command
     item_id = item.call_id or engine.next_id("call_")
     tool = Tool(item, item_id, engine.now_ms)
     run.tools.append(tool)
-    engine.trace(
-        "tool_started",
-        turn_id=run.turn_id,
-        call_id=item_id,
-        item_kind=item.type,
-        command=item.command if isinstance(item, CommandItem) else item.path,
-    )
     if isinstance(item, CommandItem):
         # Observed: a command that runs at once is already a unified-exec process when it starts.
         started = shapes.command_item(
@@ -495,6 +497,8 @@ def _settle_tools(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
             set_status(engine, thread, _active_status(run))
             if decision == "cancel":
                 tool.done = True
+                ids = {"turn_id": run.turn_id, "call_id": tool.item_id}
+                engine.trace("tool_ended", **ids, status="cancelled", decision=decision)
             else:
                 _run_tool(engine, thread, run, tool, decision)
         else:
@@ -509,6 +513,8 @@ def _settle_tools(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
 def _run_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> None:
     """Complete the tool now, or once its command has run ``duration_ms`` (a wake-up, not a wait)."""
     item = tool.item
+    if isinstance(item, CommandItem) and decision in ACCEPTING:
+        engine.trace("tool_running", turn_id=run.turn_id, call_id=tool.item_id)
     if isinstance(item, CommandItem) and decision in ACCEPTING and item.duration_ms:
 
         def finished() -> None:
@@ -571,4 +577,4 @@ def _complete_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool
             run.diff += shapes.unified_diff_add(rel, item.content)
             engine.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})
     if not run.trace_bug:
-        engine.trace("tool_ended", turn_id=run.turn_id, call_id=tool.item_id, status=status)
+        engine.trace("tool_ended", turn_id=run.turn_id, call_id=tool.item_id, status=status, decision=decision)
