@@ -168,3 +168,77 @@ def test_process_trace_unclosed_after_crash(tmp_path: Path) -> None:
             os.killpg(proc.pid, 9)
             proc.wait(timeout=30)
     assert _verdicts(tmp_path) == ["unclosed"]
+
+
+#: Tool, turn and inference events of the real 0.171.0 bundles for these scenarios (recorded against the
+#: mock Responses API): (type, status, runtime kind).
+REAL_TRACE_EVENTS = {
+    "command_approval": [
+        ("codex_turn_started", None, None),
+        ("inference_started", None, None),
+        ("inference_completed", None, None),
+        ("tool_call_started", None, None),
+        ("tool_call_runtime_started", None, "exec_command"),
+        ("tool_call_runtime_ended", "completed", None),
+        ("tool_call_ended", "completed", None),
+        ("inference_started", None, None),
+        ("inference_completed", None, None),
+        ("codex_turn_ended", "completed", None),
+    ],
+    "running_command_interrupt": [
+        ("codex_turn_started", None, None),
+        ("inference_started", None, None),
+        ("inference_completed", None, None),
+        ("tool_call_started", None, None),
+        ("tool_call_runtime_started", None, "exec_command"),
+        ("tool_call_ended", "aborted", None),
+        ("codex_turn_ended", "cancelled", None),
+        ("tool_call_runtime_ended", "failed", None),
+    ],
+    "approval_cancel": [
+        ("codex_turn_started", None, None),
+        ("inference_started", None, None),
+        ("inference_completed", None, None),
+        ("tool_call_started", None, None),
+        ("tool_call_ended", "aborted", None),
+        ("codex_turn_ended", "cancelled", None),
+    ],
+    "file_change_cancel": [
+        ("codex_turn_started", None, None),
+        ("inference_started", None, None),
+        ("inference_completed", None, None),
+        ("tool_call_started", None, None),
+        ("tool_call_runtime_started", None, "apply_patch"),
+        ("tool_call_ended", "aborted", None),
+        ("codex_turn_ended", "cancelled", None),
+    ],
+    "file_change_approval": [
+        ("codex_turn_started", None, None),
+        ("inference_started", None, None),
+        ("inference_completed", None, None),
+        ("tool_call_started", None, None),
+        ("tool_call_runtime_started", None, "apply_patch"),
+        ("tool_call_runtime_ended", "completed", None),
+        ("tool_call_ended", "completed", None),
+        ("inference_started", None, None),
+        ("inference_completed", None, None),
+        ("codex_turn_ended", "completed", None),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_TRACE_EVENTS))
+def test_trace_events_follow_the_real_binary(name: str, tmp_path: Path) -> None:
+    run = play(load_builtin(name))
+    trace = ServerTrace(tmp_path)
+    for event in run.server.traces:
+        trace.on_event(event)
+    trace.finish(graceful=not run.server.crashed)
+    got = []
+    for line in next(tmp_path.glob("trace-*/trace.jsonl")).read_bytes().splitlines():
+        payload = orjson.loads(line)["payload"]
+        kind = payload["type"]
+        if kind.startswith(("tool", "codex_turn", "inference")):
+            runtime = (payload.get("kind") or {}).get("type") if kind == "tool_call_runtime_started" else None
+            got.append((kind, payload.get("status"), runtime))
+    assert got == REAL_TRACE_EVENTS[name]
