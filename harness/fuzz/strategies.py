@@ -86,6 +86,7 @@ _ENDS = st.sampled_from(("completed", "completed", "http_error", "failed", "disc
 _INPUTS = st.sampled_from((DEFAULT_INPUT, "Run the tests"))
 _DECISION = st.sampled_from(DECISIONS)
 _WHAT = st.sampled_from(("none", "cancel", "steer", "cancel_on_approval"))
+_TWO = st.sampled_from((False, False, False, False, True))
 #: Faults a passive point can carry, simplest first (hypothesis shrinks towards the front).
 PASSIVE_FAULTS: tuple[str, ...] = (
     "garbage_lines",
@@ -165,6 +166,10 @@ def model_responses(draw: st.DrawFn, last: bool = True, errors: bool = True) -> 
     items: list[ModelItem] = draw(_TEXT_ITEMS)
     if not last or draw(_BOOL):
         items.append(draw(_TOOL))
+        if draw(_TWO):
+            # Two approvals at once: both requests are out before either is answered.
+            items[-1] = replace(items[-1], approval=True)  # type: ignore[type-var]
+            items.append(replace(draw(_TOOL), approval=True))
     end = "completed"
     if last and errors and not any(isinstance(i, CommandItem | FileChangeItem) for i in items):
         end = draw(_ENDS)
@@ -395,6 +400,17 @@ def scenarios(
             default = draw(_DECISION)
     budgets = {"interrupt_budget_ms": 2000, "turn_timeout_ms": 5001} if real_time else draw(client_budgets())
     plan = ClientPlan(approval=default, approvals=decisions, **budgets)
+    two_at_once = any(
+        sum(1 for i in r.items if getattr(i, "approval", False)) > 1 for t in scripts for r in t.responses
+    )
+    if two_at_once:
+        # With two requests out, the answers' order is the client's scheduling: a "cancel" among them would
+        # make what runs before the turn ends depend on it. Other decisions commute.
+        plan = replace(
+            plan,
+            approval="decline" if plan.approval == "cancel" else plan.approval,
+            approvals=tuple("decline" if d == "cancel" else d for d in plan.approvals),
+        )
     budget = plan.interrupt_budget_ms
 
     # Passive faults, placed on points the plain walk reaches.
@@ -430,6 +446,8 @@ def scenarios(
             options = (
                 [] if what == "none" else _triggers(walked.steps, "steer" if what == "steer" else "cancel", real_time)
             )
+            if two_at_once:
+                options = [a for a in options if a.at != "approval_pending"]  # the other request would race
             if what == "cancel_on_approval":
                 # Held approvals are where interrupt faults bite hardest: give them their own weight.
                 options = [a for a in options if a.at == "approval_pending"]

@@ -131,6 +131,7 @@ class TurnTruth:
     killed: bool = False  # the client must kill the server (budget expired, unreadable stdout)
     crashed: Fault | None = None
     cancel: Landing | None = None  # where the client's cancel landed, None: no cancel
+    cancelled_patch: bool = False  # the server's trace of that tool is not pinned (see truth._expect)
     approvals_seen: int = 0  # approval requests that arrived (decision indices consumed)
     ends_session: bool = False
 
@@ -177,6 +178,7 @@ class Walker:
         self.approvals = 0
         self.outcome = "completed"
         self.r = 0  # index of the model response being played
+        self.cancelled_patch = False  # a file change answered "cancel": it never completes
 
     def add(self, kind: str, safe: bool = True, **kw: object) -> Step:
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
@@ -224,18 +226,27 @@ class Walker:
         self.add("completed", safe=False)
 
     def response(self, r: ModelResponse) -> bool:
-        """Plays one response; True when the turn ended inside it."""
+        """Plays one response; True when the turn ended inside it.
+
+        As the fake does: items stream in order, a tool item starts (and sends its approval request)
+        as it streams; once the stream is done, the tools run side by side, each from its answer
+        (fake_server/turns.py ``_settle_tools``).
+        """
+        cut = r.end != "completed"
         items = () if r.end == "http_error" else r.items  # the request itself failed: nothing streams
+        tools: list[tuple[CommandItem | FileChangeItem, str | None]] = []
         for item in items:
-            self.add("item_started")
             if isinstance(item, MessageItem):
+                self.add("item_started")
                 self.stream("delta", item.deltas, item.delay_ms)
                 self.add("item_completed")
             elif isinstance(item, ReasoningItem):
+                self.add("item_started")
                 self.stream("rdelta", item.deltas, item.delay_ms)
                 self.add("item_completed")
-            else:
-                decision = "accept"
+            elif not cut:
+                self.add("item_started")
+                decision: str | None = None
                 if _needs_approval(item):
                     arrival = self.offset + self.approvals
                     self.approvals += 1
@@ -247,21 +258,34 @@ class Walker:
                         self.outcome = "held"
                         return True
                     decision = self.plan.decision(arrival)
-                if decision in ("accept", "acceptForSession") and isinstance(item, CommandItem):
-                    self.sleep(item.duration_ms, "command", pending=r.usage)
-                self.add("item_completed")
-                if decision == "cancel":
-                    # The model is not called again; the turn ends interrupted (approval_cancel.jsonl).
-                    if r.usage is not None:
-                        self.add("usage", safe=False, usage=r.usage)
-                    self.add("completed", safe=False)
-                    self.outcome = "interrupted"
-                    return True
-        if r.end != "completed":
+                tools.append((item, decision))
+        if cut:
             self.add("end_failed", safe=False)
             self.add("completed", safe=False)
             self.outcome = "failed"
             return True
+        decisions = [answer or "accept" for _, answer in tools]
+        if "cancel" in decisions:
+            self.cancelled_patch = self.cancelled_patch or any(
+                isinstance(item, FileChangeItem) and d == "cancel"
+                for (item, _), d in zip(tools, decisions, strict=True)
+            )
+            # The model is not called again; the turn ends interrupted (approval_cancel.jsonl). The generator
+            # draws a cancel only where one request is out, so nothing else runs first.
+            if r.usage is not None:
+                self.add("usage", safe=False, usage=r.usage)
+            self.add("completed", safe=False)
+            self.outcome = "interrupted"
+            return True
+        # Answers come at once, and the allowed commands run side by side: the longest sets the wait.
+        running = [
+            item.duration_ms
+            for (item, _), decision in zip(tools, decisions, strict=True)
+            if isinstance(item, CommandItem) and decision in ("accept", "acceptForSession")
+        ]
+        self.sleep(max(running, default=0), "command", pending=r.usage)
+        for _ in tools:
+            self.add("item_completed")
         if r.usage is not None:
             self.add("usage", safe=False, usage=r.usage)
         return False

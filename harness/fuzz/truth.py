@@ -111,6 +111,7 @@ def walk_turn(script: TurnScript, plan: ClientPlan, turn: int, approval_offset: 
             walker.resume_after_steer(prefix, landing.t, wait.r)
             steps = _apply_all(walker.steps, [f for f in faults if not any(f is g for g in struck)])
     truth = TurnTruth(steps=steps, approvals_seen=walker.approvals, outcome=walker.outcome)
+    truth.cancelled_patch = walker.cancelled_patch
     truth.fired = [s.fault for s in steps if s.kind == "fault" and s.fault is not None]
     deadline = plan.turn_timeout_ms
     landing, status = None, "aborted"
@@ -276,7 +277,11 @@ def _expect(session: SessionTruth, plan: ClientPlan) -> Expect:
         server_trace = "violation"
     elif crash is not None or killed:
         server_trace = "unclosed"
-    elif kinds & {"stdout_closed", "drop_turn_completed", "interrupt_answer_missing", "overload", "hang"}:
+    elif kinds & {"stdout_closed", "drop_turn_completed", "interrupt_answer_missing", "overload", "hang"} or any(
+        t.cancelled_patch for t in session.turns
+    ):
+        # A file change answered "cancel" never completes in the fake; whether its tool stays open in the
+        # server's trace is not pinned against the real binary yet: not judged.
         server_trace = "none"  # the fake's shutdown after these is not pinned: not judged
     else:
         server_trace = "closed"
