@@ -204,3 +204,16 @@ def test_the_turn_deadline_is_a_timeout_that_keeps_announced_usage():
     # The deadline lands while the command runs: its response's usage is announced at the interrupt.
     assert (expect.status, expect.server_status, expect.usage) == ("timeout", "interrupted", buckets(U1))
     assert truth.turns[0].cancel is not None
+
+
+def test_two_approvals_at_once_run_side_by_side():
+    # Both requests are out before either answer; the allowed commands run together: the longest sets the wait.
+    two = ModelResponse(
+        (CommandItem("a", approval=True, duration_ms=1000), CommandItem("b", approval=True, duration_ms=3000)), U1
+    )
+    plan = ClientPlan(turn_timeout_ms=2001)
+    expect, truth = one(TurnScript(responses=(two,)), plan)
+    assert (expect.status, expect.usage) == ("timeout", buckets(U1))  # 3 s of running > the 2 s deadline
+    expect, _ = one(TurnScript(responses=(two,)), ClientPlan(turn_timeout_ms=4001))
+    assert (expect.status, expect.usage) == ("completed", buckets(U1, FOLLOW_UP_RESPONSE.usage))
+    assert sum(1 for s in truth.turns[0].steps if s.kind == "approval") == 2
