@@ -56,6 +56,50 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
+def _model_level_scenarios() -> list[str]:
+    """Built-in scenarios the real binary can play (no fake-only fault)."""
+    from fake_server.catalogue import builtin_names, load_builtin
+
+    return [name for name in builtin_names() if load_builtin(name).supports("real")[0]]
+
+
+class _RealRunCounter:
+    """Counts passed real_codex tests, so CI fails when the real binary silently did not run.
+
+    Only the controlling process counts (under xdist the workers' reports reach it).
+    """
+
+    def __init__(self) -> None:
+        self.passed = 0
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and report.passed and "real_codex" in report.keywords:
+            self.passed += 1
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if session.config.option.collectonly or exitstatus not in (0, 1):
+            return
+        needed = len(_model_level_scenarios())
+        if self.passed < needed:
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            message = (
+                f"{REQUIRE_REAL_ENV}=1: only {self.passed} real_codex test(s) passed, fewer than the "
+                f"{needed} model-level built-in scenarios; the real binary did not really run"
+            )
+            if reporter is not None:
+                reporter.write_line(message, red=True, bold=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    is_worker = hasattr(config, "workerinput")
+    if os.environ.get(REQUIRE_REAL_ENV) == "1" and not is_worker and not config.pluginmanager.has_plugin("real-count"):
+        config.pluginmanager.register(_RealRunCounter(), "real-count")
+
+
 @pytest.fixture(scope="session")
 def codex_bin(pytestconfig: pytest.Config) -> Path:
     """The selected real codex binary; fails (never skips) when CODEX_HARNESS_REQUIRE_REAL=1."""
