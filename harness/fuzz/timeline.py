@@ -260,6 +260,7 @@ class Walker:
                     decision = self.plan.decision(arrival)
                 tools.append((item, decision))
         if cut:
+            self.add("end", safe=False)  # the fake passes its "end" point on every way out of a turn
             self.add("end_failed", safe=False)
             self.add("completed", safe=False)
             self.outcome = "failed"
@@ -274,6 +275,7 @@ class Walker:
             # draws a cancel only where one request is out, so nothing else runs first.
             if r.usage is not None:
                 self.add("usage", safe=False, usage=r.usage)
+            self.add("end", safe=False)
             self.add("completed", safe=False)
             self.outcome = "interrupted"
             return True
