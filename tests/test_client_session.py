@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 import trio
 
@@ -17,7 +18,15 @@ from harness.client.approvals import (
     decline_all,
     in_order,
 )
-from harness.client.errors import ClientError, LineTooLong, RequestTimeout, RpcError, SessionClosed, TurnBusy
+from harness.client.errors import (
+    ClientError,
+    LineTooLong,
+    RequestTimeout,
+    RpcError,
+    ServerExited,
+    SessionClosed,
+    TurnBusy,
+)
 from harness.client.events import (
     ApprovalAnswered,
     ApprovalRequested,
@@ -28,6 +37,7 @@ from harness.client.events import (
 )
 from harness.client.memory import ScriptedPeer, memory_pair
 from harness.client.session import Session, SessionOptions, open_session
+from harness.messages import Notification
 
 THREAD = "thr-1"
 MODEL = "mock-model"
@@ -565,6 +575,51 @@ async def test_oversized_line_fails_the_turn(autojump_clock: trio.testing.MockCl
         assert isinstance(session.failure, LineTooLong)
 
     await run_client(script, body, max_line=4096)
+
+
+async def test_send_after_a_lost_frame_raises_the_typed_failure(autojump_clock: trio.testing.MockClock) -> None:
+    # the initialize answer and an oversized line arrive in one read: by the time `initialized` is written the
+    # session has failed; the caller gets the LineTooLong naming size and cap, never a TransportClosed
+    transport, peer = memory_pair()
+
+    async def server() -> None:
+        init = await peer.expect("initialize")
+        answer = {"id": init.id, "result": {"userAgent": "x"}}  # type: ignore[union-attr]
+        await peer.send_raw(orjson.dumps(answer) + b"\n" + b"x" * 5000 + b"\n")
+        await serve_until_eof(peer)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        with pytest.raises(LineTooLong) as info:
+            async with open_session(transport, opts(max_line=4096)):
+                pass
+        assert info.value.size == 5000 and info.value.cap == 4096
+        assert "exceeds the cap of 4096 bytes" in str(info.value)
+        nursery.cancel_scope.cancel()
+
+
+async def test_every_send_path_after_a_kill_gets_the_cause(autojump_clock: trio.testing.MockClock) -> None:
+    transport, peer = memory_pair()
+
+    async def server() -> None:
+        await handshake(peer)
+        await thread_start(peer)
+        await serve_until_eof(peer)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        async with open_session(transport, opts()) as session:
+            await session.start_thread()
+            session.kill("test kill")
+            with pytest.raises(SessionClosed, match="test kill"):
+                await session.notify("thread/name/set", {"threadId": THREAD, "name": "n"})
+            with pytest.raises(ServerExited, match="test kill"):
+                await session._send_message(Notification.make("initialized"))
+            async with session.turn("hi") as turn:
+                pass
+            assert turn.result is not None and turn.result.status == "failed"
+            assert "test kill" in (turn.result.error or "")
+        nursery.cancel_scope.cancel()
 
 
 async def test_request_errors_and_timeouts(autojump_clock: trio.testing.MockClock) -> None:

@@ -268,14 +268,38 @@ class Session:
         if self._closing:
             raise SessionClosed("session is closing")
 
+    def _failure_cause(self) -> BaseException | None:
+        """Why nothing more can be sent, as the typed error the caller should see (None while alive)."""
+        if self.failure is not None:
+            return self.failure
+        if self.killed:
+            return ServerExited(f"server killed: {self.kill_reason}", stderr_tail=self.transport.stderr_tail())
+        return None
+
     async def _send_message(self, message: Message) -> None:
+        """Write one frame. When the session already failed (or fails while this write breaks), the caller
+        gets the session's failure (a lost frame's LineTooLong, the kill, the exit), never a secondary
+        TransportClosed; a bare TransportClosed is raised only when no cause is known yet.
+        """
         async with self._send_lock:
+            cause = self._failure_cause()
+            if cause is not None:
+                raise cause
             self.wire.append(WireEntry(self.now(), "c2s", frame=message.frame))
             try:
                 await self.transport.send(encode(message))
-            except TransportClosed:
+                return
+            except TransportClosed as exc:
                 self.note("send failed: server stdin closed")
-                raise
+                closed = exc
+        if self._failure_cause() is None and not self._reader_done.is_set():
+            # the pipe broke first; the reader is about to learn why (a lost frame, EOF): give it a moment
+            with trio.move_on_after(self.options.exit_grace):
+                await self._reader_done.wait()
+        cause = self._failure_cause()
+        if cause is not None:
+            raise cause from closed
+        raise closed
 
     async def notify(self, method: str, params: Any = NOTSET) -> None:
         self._check_alive()
@@ -482,8 +506,9 @@ class Session:
         except RequestTimeout as exc:
             self._kill_for(turn, str(exc))
             return
-        except (ServerExited, LineTooLong, SessionClosed) as exc:
-            self._finish_turn(turn, failure=str(exc))
+        except ClientError as exc:  # the session's failure: exit, kill, lost frame, closed
+            failure = f"lost frame: {exc}" if isinstance(exc, LineTooLong) else str(exc)
+            self._finish_turn(turn, failure=failure)
             return
         turn_id = _nested_id(result, "turn")
         if turn_id is not None:
@@ -578,7 +603,7 @@ class Session:
                 if turn.result is None:
                     self._kill_for(turn, f"turn interrupt failed: {exc.message}")
                 return
-            except (ServerExited, SessionClosed, LineTooLong, RequestTimeout) as exc:
+            except ClientError as exc:  # timeout, exit, kill, lost frame: the session's typed failure
                 outcome = "no answer"
                 self._interrupt_answered(turn, request.id, outcome, str(exc))
                 if turn.result is None:
@@ -1027,7 +1052,8 @@ class Session:
     async def _send_answer(self, answer: Message) -> None:
         if not self.alive:
             return
-        with contextlib.suppress(TransportClosed), trio.move_on_after(self.options.request_timeout):
+        # an answer that cannot be written is moot: the session's failure is reported where it is awaited
+        with contextlib.suppress(TransportClosed, ClientError), trio.move_on_after(self.options.request_timeout):
             await self._send_message(answer)
 
     def _close_approval_locally(self, request_id: JsonId, pending: _PendingApproval, t: float) -> None:
