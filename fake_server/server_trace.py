@@ -107,7 +107,8 @@ class ServerTrace:
         if turn is None or turn.ended:
             return
         key = (data["turn_id"], data["call_id"])
-        arguments = {"cmd": data.get("command", "")}
+        # The function call's own arguments text, as the real binary stores the invocation.
+        arguments = data.get("arguments") or {"cmd": data.get("command", "")}
         self._tools[key] = turn.start_tool_call(data["call_id"], arguments=arguments)
         if data.get("item_kind") == "file_change":
             # Observed: the apply_patch runtime starts with the call, before the approval.
@@ -128,8 +129,8 @@ class ServerTrace:
         if decision == "cancel":
             if runtime is not None and not runtime.ended:
                 # 0.171.0 ends a cancelled patch's call but never its apply_patch runtime (a closure
-                # violation the real binary writes); the writer has no public leak for runtimes.
-                runtime._claim()
+                # violation the real binary writes).
+                runtime.leak()
             tool.abort()
             return
         status = str(data.get("status"))

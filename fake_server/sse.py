@@ -139,7 +139,12 @@ def _item_chunks(
         return _message_chunks(item, index, item.id or ids.next("msg-"))
     if isinstance(item, ReasoningItem):
         return _reasoning_chunks(item, index, item.id or ids.next("rs_"))
-    call_id = item.call_id or ids.next("call_")
+    call = function_call_item(item, item.call_id or ids.next("call_"), workdir)
+    return [Chunk(0.0, sse_event("response.output_item.done", {"output_index": index, "item": call}))]
+
+
+def function_call_item(item: CommandItem | FileChangeItem, call_id: str, workdir: PurePosixPath) -> dict[str, Any]:
+    """The Responses ``function_call`` item codex receives for a command or a file change."""
     arguments: dict[str, Any]
     if isinstance(item, CommandItem):
         arguments = {"cmd": item.command, "workdir": str(workdir), "yield_time_ms": command_yield_ms(item)}
@@ -152,14 +157,35 @@ def _item_chunks(
             "workdir": str(workdir),
             "yield_time_ms": MIN_YIELD_MS,
         }
-    call = {
+    return {
         "type": "function_call",
         "id": f"fc_{call_id}",
         "call_id": call_id,
         "name": EXEC_TOOL,
         "arguments": orjson.dumps(arguments).decode(),
     }
-    return [Chunk(0.0, sse_event("response.output_item.done", {"output_index": index, "item": call}))]
+
+
+def output_item(
+    item: MessageItem | ReasoningItem | CommandItem | FileChangeItem, item_id: str, workdir: PurePosixPath
+) -> dict[str, Any]:
+    """The completed Responses item (``response.output_item.done``) for one scripted item; for a tool
+    ``item_id`` is its call id. What a rollout trace's ``output_items`` hold."""
+    if isinstance(item, MessageItem):
+        return {
+            "type": "message",
+            "role": "assistant",
+            "id": item_id,
+            "content": [{"type": "output_text", "text": item.text}],
+        }
+    if isinstance(item, ReasoningItem):
+        return {
+            "type": "reasoning",
+            "id": item_id,
+            "summary": [_summary(item, item.summary)],
+            "encrypted_content": _ENCRYPTED_REASONING,
+        }
+    return function_call_item(item, item_id, workdir)
 
 
 def _message_chunks(item: MessageItem, index: int, item_id: str) -> list[Chunk]:
@@ -169,7 +195,7 @@ def _message_chunks(item: MessageItem, index: int, item_id: str) -> list[Chunk]:
     for delta in item.deltas:
         data = {"item_id": item_id, "output_index": index, "content_index": 0, "delta": delta}
         chunks.append(Chunk(delay, sse_event("response.output_text.delta", data)))
-    done = {**added, "content": [{"type": "output_text", "text": item.text}]}
+    done = output_item(item, item_id, PurePosixPath("/"))
     chunks.append(Chunk(0.0, sse_event("response.output_item.done", {"output_index": index, "item": done})))
     return chunks
 
@@ -185,9 +211,12 @@ def _reasoning_chunks(item: ReasoningItem, index: int, item_id: str) -> list[Chu
     for delta in item.deltas:
         chunks.append(Chunk(delay, sse_event("response.reasoning_summary_text.delta", {**where, "delta": delta})))
     chunks.append(Chunk(0.0, sse_event("response.reasoning_summary_text.done", {**where, "text": item.summary})))
-    done = {**added, "summary": [_summary(item, item.summary)], "encrypted_content": "bW9jay1yZWFzb25pbmc="}
+    done = output_item(item, item_id, PurePosixPath("/"))
     chunks.append(Chunk(0.0, sse_event("response.output_item.done", {"output_index": index, "item": done})))
     return chunks
+
+
+_ENCRYPTED_REASONING = "bW9jay1yZWFzb25pbmc="
 
 
 def _summary(item: ReasoningItem, text: str) -> dict[str, str]:

@@ -88,6 +88,7 @@ class TurnRun:
     drop_completed: bool = False
     trace_bug: bool = False  # trace_unclosed_tool: a pending tool's end is never traced
     last_message_id: str | None = None
+    model_items: list[dict[str, Any]] = field(default_factory=list)  # Responses items of the current response
 
     tool_timers: list[int] = field(default_factory=list)
 

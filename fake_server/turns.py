@@ -7,12 +7,15 @@ which leaves open items open exactly as the real server does.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from fake_server import faults, shapes
+from fake_server import faults, shapes, sse
 from fake_server.scenario import CommandItem, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
 from fake_server.state import Answer, NextAnswer, Program, Sleep, ThreadState, Tool, ToolFinished, TurnRun
 from harness.messages import ErrorResponse, JsonId, Request, Response
+
+_ROOT = PurePosixPath("/")  # messages and reasoning carry no workdir
 
 if TYPE_CHECKING:
     from fake_server.engine import Engine
@@ -283,6 +286,7 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
         return False
     cut = response.end in ("failed", "disconnect")
     run.tools = []
+    run.model_items = []
     for item in response.items:
         if isinstance(item, MessageItem):
             yield from _stream_message(engine, run, item, complete=not cut)
@@ -313,7 +317,7 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
         turn_id=run.turn_id,
         status="completed",
         response_id=engine.next_id("resp_"),
-        items=[{"type": item.type} for item in response.items],
+        items=list(run.model_items),
     )
     # Traced once the response is complete, as the real binary orders them (inference, then its calls).
     for tool in run.tools:
@@ -323,6 +327,7 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
             call_id=tool.item_id,
             item_kind=tool.item.type,
             command=tool.item.command if isinstance(tool.item, CommandItem) else tool.item.path,
+            arguments=sse.function_call_item(tool.item, tool.item_id, PurePosixPath(thread.cwd))["arguments"],
         )
     if not run.tools:
         if response.usage is not None:
@@ -384,6 +389,7 @@ def _stream_message(engine: Engine, run: TurnRun, item: MessageItem, *, complete
         _item_completed(engine, run, done)
         run.agent_messages.append(done)
         run.history_items.append(done)
+        run.model_items.append(sse.output_item(item, item_id, _ROOT))
 
 
 def _stream_reasoning(engine: Engine, run: TurnRun, item: ReasoningItem, *, complete: bool) -> Program:
@@ -400,12 +406,14 @@ def _stream_reasoning(engine: Engine, run: TurnRun, item: ReasoningItem, *, comp
         )
     if complete:
         _item_completed(engine, run, shapes.reasoning_item(item_id, [item.summary], started, engine.now_ms))
+        run.model_items.append(sse.output_item(item, item_id, _ROOT))
 
 
 def _start_tool(engine: Engine, thread: ThreadState, run: TurnRun, item: CommandItem | FileChangeItem) -> Program:
     item_id = item.call_id or engine.next_id("call_")
     tool = Tool(item, item_id, engine.now_ms)
     run.tools.append(tool)
+    run.model_items.append(sse.output_item(item, item_id, PurePosixPath(thread.cwd)))
     if isinstance(item, CommandItem):
         # Observed: a command that runs at once is already a unified-exec process when it starts.
         started = shapes.command_item(

@@ -124,6 +124,27 @@ def test_leaked_tool_reproduces_the_pre_fix_bug(tmp_path: Path) -> None:
     assert {(p.kind, p.id) for p in verdict.problems} == {("tool_call", "call_1")}
 
 
+def test_leaked_runtime_stays_open_after_its_call_ends(tmp_path: Path) -> None:
+    """What 0.171.0 writes for a cancelled patch: the call ends ``aborted``, its runtime never ends."""
+    w = make_writer(tmp_path / "b")
+    thread = w.start_thread("thread-root")
+    turn = thread.start_turn("turn-1")
+    tool = turn.start_tool_call("call_1", tool_name="apply_patch")
+    runtime = tool.start_runtime(kind="apply_patch")
+    runtime.leak()
+    tool.abort()
+    turn.end("completed")
+    w.complete()
+    assert runtime.ended
+    with pytest.raises(WindowAlreadyEnded):
+        runtime.end("completed")
+    verdict = check_bundle(w.path)
+    assert verdict.recording_status == "complete"
+    assert verdict.verdict == "violation"
+    assert [p.id for p in verdict.problems] == ["call_1"]
+    assert "tool_call" not in {p.kind for p in verdict.problems}
+
+
 def test_abandon_leaves_a_readable_unclosed_prefix(tmp_path: Path) -> None:
     w = make_writer(tmp_path / "b")
     thread = w.start_thread("thread-root")

@@ -6,8 +6,8 @@ shard's frame is finished only by :meth:`TraceWriter.complete` (or by rotation t
 
 "Ended exactly once" is structural: every window handle is consumed by its end (a second end raises
 :class:`WindowAlreadyEnded`), and a handle used as a context manager that exits without an end records the
-end its kind gets when its owner stops (``aborted``; ``inference_cancelled`` for inferences). ``leak()`` is
-the one deliberate escape hatch, for fault injection.
+end its kind gets when its owner stops (``aborted``; ``inference_cancelled`` for inferences). ``leak()`` (on tool
+calls and on their runtimes) is the one deliberate escape hatch, for fault injection.
 
 Usage::
 
@@ -673,6 +673,15 @@ class TerminalOperationWindow(_Window):
             },
             **self.turn._ctx(),
         )
+
+    def leak(self) -> None:
+        """FAULT INJECTION ONLY: drop this runtime handle without a ``tool_call_runtime_ended``.
+
+        What 0.171.0 does to a cancelled patch's ``apply_patch`` runtime: the runtime stays open in the
+        bundle even after :meth:`TraceWriter.complete`, and the closure checker reports it. The handle
+        counts as consumed: a later end raises.
+        """
+        self._claim()
 
     def _end_on_owner_stop(self) -> None:
         self.end("aborted")
