@@ -100,6 +100,8 @@ class Validator:
         self.bundle = bundle
         self.index: ProtocolIndex = build_index(bundle)
         self._compiled: dict[tuple[str, str], Any] = {}
+        # (direction, method, has id) -> compiled validator: a request or notification frame costs one lookup
+        self._by_method: dict[tuple[str, str, bool], Any] = {}
         self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         self._explainers: dict[tuple[str, str], jsonschema.Draft7Validator] = {}
         self._ref_cache: dict[int, set[str]] = {}
@@ -113,10 +115,20 @@ class Validator:
 
     def validate(self, frame: Any, direction: Direction, request_method: str | None = None) -> list[Violation]:
         """Violations of one frame (empty when valid). ``request_method``: for a response, what it answers."""
-        key = self._key(frame, direction, request_method)
-        if type(key) is list:
-            return key
-        validator = self._compiled.get(key) or self._compile(key)
+        validator = None
+        if type(frame) is dict:
+            method = frame.get("method")
+            if type(method) is str:
+                fast_key = (direction, method, "id" in frame)
+                validator = self._by_method.get(fast_key)
+        if validator is None:
+            key = self._key(frame, direction, request_method)
+            if type(key) is list:
+                return key
+            validator = self._compiled.get(key) or self._compile(key)
+            if key[0] not in ("response", "error"):
+                # a method frame of a known method: next time, skip the classification
+                self._by_method[(direction, key[1], "id" in frame)] = validator
         try:
             if validator.is_valid(frame):
                 return []

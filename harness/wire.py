@@ -7,9 +7,10 @@ becomes a :class:`WireError`; the decoder always carries on with the next line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import orjson
 
@@ -42,6 +43,7 @@ class WireError:
 
 
 Item = Message | WireError
+_T = TypeVar("_T")
 
 
 def encode(message: Message) -> bytes:
@@ -59,13 +61,36 @@ def parse_line(line: bytes) -> Item | None:
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        if not line.strip():
-            return None
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError as uexc:
-            return WireError(WireErrorKind.INVALID_UTF8, str(uexc), len(line), bytes(line[:_SAMPLE]))
-        return WireError(WireErrorKind.INVALID_JSON, str(exc), len(line), bytes(line[:_SAMPLE]))
+        return _unparsable(line, exc)
+    return _from_object(obj, line)
+
+
+def parse_notification_or_line(line: bytes) -> dict[str, Any] | Item | None:
+    """Like :func:`parse_line`, but a notification comes back as its bare frame (a dict), no message built.
+
+    A frame with a string ``method`` and no ``id`` is exactly what :func:`classify` makes a
+    :class:`Notification` of; the hot path of a reader handles those frames without the object.
+    """
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return _unparsable(line, exc)
+    if type(obj) is dict and "id" not in obj and type(obj.get("method")) is str:
+        return obj
+    return _from_object(obj, line)
+
+
+def _unparsable(line: bytes, exc: orjson.JSONDecodeError) -> WireError | None:
+    if not line.strip():
+        return None
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as uexc:
+        return WireError(WireErrorKind.INVALID_UTF8, str(uexc), len(line), bytes(line[:_SAMPLE]))
+    return WireError(WireErrorKind.INVALID_JSON, str(exc), len(line), bytes(line[:_SAMPLE]))
+
+
+def _from_object(obj: Any, line: bytes) -> Item:
     if not isinstance(obj, dict):
         return WireError(
             WireErrorKind.NOT_AN_OBJECT, f"JSON {type(obj).__name__}, not an object", len(line), bytes(line[:_SAMPLE])
@@ -93,50 +118,69 @@ class LineDecoder:
         self._discard_sample = b""
 
     def feed(self, data: bytes) -> list[Item]:
-        out: list[Item] = []
-        start = 0
+        return self._feed(data, parse_line)
+
+    def feed_fast(self, data: bytes) -> list[dict[str, Any] | Item]:
+        """As :meth:`feed`, but notifications come back as bare frames (see :func:`parse_notification_or_line`)."""
+        return self._feed(data, parse_notification_or_line)
+
+    def _feed(self, data: bytes, parse: Callable[[bytes], _T | None]) -> list[_T | WireError]:
+        out: list[_T | WireError] = []
         cap = self.max_line
-        find = data.find
-        while (nl := find(b"\n", start)) >= 0:
+        start = 0
+        if self._discarding or self._buf:
+            # the first line continues one from an earlier read
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._hold(data)
+                return out
             if self._discarding:
-                self._extend_sample(data, start, nl)
-                out.append(self._oversized(self._discarded + nl - start))
-            elif self._buf:
-                size = len(self._buf) + nl - start
+                self._extend_sample(data, 0, nl)
+                out.append(self._oversized(self._discarded + nl))
+            else:
+                size = len(self._buf) + nl
                 if size > cap:
                     # Measured, not concatenated: the excess is never held in memory.
                     self._discard_sample = bytes(self._buf[:_SAMPLE])
-                    self._extend_sample(data, start, nl)
+                    self._extend_sample(data, 0, nl)
                     out.append(self._oversized(size))
                 else:
-                    self._buf += data[start:nl]
-                    item = parse_line(bytes(self._buf))
+                    self._buf += data[:nl]
+                    item = parse(bytes(self._buf))
                     if item is not None:
                         out.append(item)
-                self._buf.clear()
-            elif nl - start > cap:
-                self._discard_sample = data[start : min(nl, start + _SAMPLE)]
-                out.append(self._oversized(nl - start))
-            else:
-                item = parse_line(data[start:nl])
-                if item is not None:
-                    out.append(item)
+            self._buf.clear()
             start = nl + 1
-        rest = len(data) - start
+        # whole lines: one bulk split instead of a find per line
+        lines = (data[start:] if start else data).split(b"\n")
+        rest = lines.pop()  # after the last newline (b"" when the read ended on one)
+        append = out.append
+        for line in lines:
+            if len(line) > cap:
+                self._discard_sample = line[:_SAMPLE]
+                append(self._oversized(len(line)))
+            elif line:
+                item = parse(line)
+                if item is not None:
+                    append(item)
         if rest:
-            if self._discarding:
-                self._extend_sample(data, start, len(data))
-                self._discarded += rest
-            elif len(self._buf) + rest > cap:
-                # Over the cap without a newline: stop buffering, only count from here on.
-                self._discarding = True
-                self._discarded = len(self._buf) + rest
-                self._discard_sample = bytes(self._buf[:_SAMPLE])
-                self._extend_sample(data, start, len(data))
-                self._buf.clear()
-            else:
-                self._buf += data[start:] if start else data
+            self._hold(rest)
         return out
+
+    def _hold(self, rest: bytes) -> None:
+        """Keep the start of a line whose newline has not come yet (or only count it, past the cap)."""
+        if self._discarding:
+            self._extend_sample(rest, 0, len(rest))
+            self._discarded += len(rest)
+        elif len(self._buf) + len(rest) > self.max_line:
+            # Over the cap without a newline: stop buffering, only count from here on.
+            self._discarding = True
+            self._discarded = len(self._buf) + len(rest)
+            self._discard_sample = bytes(self._buf[:_SAMPLE])
+            self._extend_sample(rest, 0, len(rest))
+            self._buf.clear()
+        else:
+            self._buf += rest
 
     def _extend_sample(self, data: bytes, start: int, end: int) -> None:
         # The sample is the line's first bytes however the line was split across reads.

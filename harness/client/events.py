@@ -20,8 +20,11 @@ class TurnStarted:
     turn_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MessageDelta:
+    """Not frozen, unlike the other events: one is built per streamed delta, and a frozen dataclass pays a
+    ``object.__setattr__`` call per field (about twice the cost). Treat it as read-only all the same."""
+
     t: float
     item_id: str
     delta: str

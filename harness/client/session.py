@@ -53,6 +53,7 @@ from harness.client.events import (
     ApprovalResolved,
     InterruptAnswered,
     InterruptSent,
+    MessageDelta,
     TurnEnded,
     TurnEvent,
     UsageUpdated,
@@ -190,7 +191,9 @@ class Session:
         self.transport = transport
         self.options = options
         self.policy = policy
-        self.wire: list[WireEntry] = []
+        self._wire: list[WireEntry] = []
+        # received notification frames not yet turned into WireEntry: (t, frame), in wire order (see `wire`)
+        self._rx: list[tuple[float, dict[str, Any]]] = []
         self.results: list[TurnResult] = []
         self.teardown: list[TeardownStep] = []
         self.log: list[dict[str, Any]] = []
@@ -229,8 +232,27 @@ class Session:
     def now() -> float:
         return trio.current_time()
 
+    @property
+    def wire(self) -> list[WireEntry]:
+        """Every frame sent and received and every note, in order, each with its time on the session clock."""
+        if self._rx:
+            self._flush_rx()
+        return self._wire
+
+    def _flush_rx(self) -> None:
+        # The reader records a notification as a (t, frame) pair; the WireEntry is built here, when the record
+        # is read or before any other entry is appended, so the order and the timestamps stay the wire's.
+        rx = self._rx
+        self._wire.extend([WireEntry(t, "s2c", frame=frame) for t, frame in rx])
+        rx.clear()
+
+    def _record(self, entry: WireEntry) -> None:
+        if self._rx:
+            self._flush_rx()
+        self._wire.append(entry)
+
     def note(self, text: str) -> None:
-        self.wire.append(WireEntry(self.now(), "note", note=text))
+        self._record(WireEntry(self.now(), "note", note=text))
 
     def _log(self, level: int, message: str, **fields: Any) -> None:
         logger.log(level, message, extra=fields)
@@ -285,7 +307,7 @@ class Session:
             cause = self._failure_cause()
             if cause is not None:
                 raise cause
-            self.wire.append(WireEntry(self.now(), "c2s", frame=message.frame))
+            self._record(WireEntry(self.now(), "c2s", frame=message.frame))
             try:
                 await self.transport.send(encode(message))
                 return
@@ -762,14 +784,22 @@ class Session:
                     break
                 newline = data.rfind(b"\n")
                 self._since_newline = len(data) - newline - 1 if newline >= 0 else self._since_newline + len(data)
-                for item in self._decoder.feed(data):
-                    self._on_item(item, t)
-                    if self.failure is not None:
-                        return
+                # One pass over the read: a notification is recorded as (t, frame) and dispatched without a
+                # message object; responses, requests and bad lines take the general path.
+                rx = self._rx
+                on_notification = self._on_notification
+                for item in self._decoder.feed_fast(data):
+                    if type(item) is dict:
+                        rx.append((t, item))
+                        on_notification(item["method"], item.get("params"), t)
+                    else:
+                        self._on_item(item, t)  # type: ignore[arg-type]
+                        if self.failure is not None:
+                            return
                 if self._since_newline > cap:
                     # the line is still streaming in; the child may be blocked writing it: fail now
                     error = LineTooLong(self._since_newline, cap, at_least=True)
-                    self.wire.append(
+                    self._record(
                         WireEntry(
                             t, "s2c", error=WireErrorKind.OVERSIZED_LINE.value, size=self._since_newline, raw=None
                         )
@@ -818,7 +848,7 @@ class Session:
 
     def _on_item(self, item: Message | WireError, t: float) -> None:
         if isinstance(item, WireError):
-            self.wire.append(
+            self._record(
                 WireEntry(t, "s2c", error=item.kind.value, raw=item.sample.decode("utf-8", "replace"), size=item.size)
             )
             if item.kind is WireErrorKind.OVERSIZED_LINE:
@@ -826,7 +856,7 @@ class Session:
             else:
                 self._log(logging.DEBUG, "skipped a line that is not a frame", kind=item.kind.value, size=item.size)
             return
-        self.wire.append(WireEntry(t, "s2c", frame=item.frame))
+        self._record(WireEntry(t, "s2c", frame=item.frame))
         event = self._endpoint.receive(item)
         if isinstance(event, ResponseMatched):
             slot = self._slots.pop(event.request.id, None)
@@ -838,7 +868,7 @@ class Session:
                     slot.error = RpcError.from_response(response, event.request.method)
                 slot.done.set()
         elif isinstance(event, IncomingNotification):
-            self._on_notification(event.notification, t)
+            self._on_notification(event.notification.method, event.notification.params, t)
         elif isinstance(event, IncomingRequest):
             self._on_server_request(event.request, t)
         elif isinstance(event, DuplicateRequest):
@@ -847,9 +877,11 @@ class Session:
             self._log(logging.DEBUG, "late answer", method=event.request.method, request_id=event.request.id)
         # unknown and duplicate responses are ignored (they are on the wire)
 
-    def _on_notification(self, notification: Notification, t: float) -> None:
-        method = notification.method
-        params = notification.params if isinstance(notification.params, dict) else {}
+    def _on_notification(self, method: str, params: Any, t: float) -> None:
+        if type(params) is not dict:
+            params = {}
+        if method == "item/agentMessage/delta" and self._on_delta(params, t):
+            return
         thread = params.get("threadId")
         if thread is None and method == "thread/started":
             thread = _nested_id(params, "thread")
@@ -898,6 +930,40 @@ class Session:
             if turn.usage is not None:
                 turn.usage.apply_completion_usage(turn.state.completion_usage)
             self._finish_turn(turn)
+
+    def _on_delta(self, params: dict[str, Any], t: float) -> bool:
+        """The hot path: an agent message delta of the running turn, once its id is known. False: not handled.
+
+        Handles exactly the deltas the general path would accept for the running turn (our thread, our turn
+        id, the turn not completed), with the same effects; anything else takes the general path.
+        """
+        turn = self._active
+        if turn is None or turn.result is not None:
+            return False
+        state = turn.state
+        turn_id = state.turn_id
+        if (
+            turn_id is None
+            or state.completed
+            or params.get("turnId") != turn_id
+            or params.get("threadId") != self.thread_id
+            or turn_id in self._ended_turn_ids
+        ):
+            return False
+        turn.last_activity = t
+        delta = params.get("delta")
+        if type(delta) is not str:
+            return True
+        item_id = params.get("itemId")
+        if type(item_id) is not str:
+            item_id = str(params.get("itemId", ""))
+        state.deltas += 1
+        parts = state.partial.get(item_id)
+        if parts is None:
+            parts = state.partial[item_id] = []
+        parts.append(delta)
+        turn.events.put(MessageDelta(t, item_id, delta, state.deltas))
+        return True
 
     def _trace_tool_started(self, turn: Turn, item_id: str, item_type: str, item: dict[str, Any]) -> None:
         if item_id in turn.traced_tools:

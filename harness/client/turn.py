@@ -34,7 +34,11 @@ UserInput: TypeAlias = list[dict[str, Any]]
 
 
 class EventQueue:
-    """Never blocks the reader: past ``limit`` events are dropped and counted (the Result does not depend on them)."""
+    """Never blocks the reader: past ``limit`` events are dropped and counted (the Result does not depend on them).
+
+    At most ``limit`` events are held (plus the forced last one). The consumer is woken only when it is parked,
+    so a read that yields hundreds of events wakes it once, not once per event.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
@@ -50,7 +54,8 @@ class EventQueue:
             self.dropped += 1
             return
         self._items.append(event)
-        self._lot.unpark_all()
+        if self._lot:
+            self._lot.unpark_all()
 
     def close(self) -> None:
         self._closed = True
@@ -145,6 +150,10 @@ class Turn:
         return self
 
     async def __anext__(self) -> TurnEvent:
+        items = self.events._items
+        if items and self.sent:
+            # an event already queued: take it without a wait (a checkpoint-free step, like a channel's)
+            return items.popleft()
         self._check_entered()
         event = await self.events.get()
         if event is None:
