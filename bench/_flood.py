@@ -207,10 +207,13 @@ def serve(script_path: str) -> int:
     """Answer requests from the script; after turn/start write the whole turn with one write call.
 
     Anything else that asks (turn/interrupt, unknown methods) gets ``{}``. Exits at stdin EOF.
+    Every turn after the first gets its own turn id, as the real server gives them (a client may
+    rightly ignore events of a turn id it has already seen complete); the first is sent verbatim.
     """
     data = orjson.loads(Path(script_path).read_bytes())
     replies = {m: (r["result"], "".join(r["after"]).encode()) for m, r in data["replies"].items()}
     out = sys.stdout.buffer
+    turns = 0
     for line in sys.stdin.buffer:
         try:
             frame = orjson.loads(line)
@@ -218,10 +221,22 @@ def serve(script_path: str) -> int:
             continue
         if not isinstance(frame, dict) or "id" not in frame or "method" not in frame:
             continue
+        if frame["method"] == "turn/start":
+            turns += 1
         result, after = replies.get(frame["method"], ({}, b""))
-        out.write(orjson.dumps({"id": frame["id"], "result": result}) + b"\n" + after)
+        reply = orjson.dumps({"id": frame["id"], "result": result}) + b"\n" + after
+        if turns > 1:
+            reply = reply.replace(_TURN_ID_BYTES, _nth_turn_id(turns))
+        out.write(reply)
         out.flush()
     return 0
+
+
+_TURN_ID_BYTES = TURN_ID.encode()
+
+
+def _nth_turn_id(n: int) -> bytes:
+    return f"{TURN_ID[:-8]}{n:08x}".encode()
 
 
 def blast_argv(script_path: Path) -> list[str]:

@@ -145,7 +145,10 @@ async def client_pairs(argv: list[str], samples: int, timeout: float) -> tuple[l
         from _client_adapter import interrupt_samples
     except ImportError as exc:
         return None, f"client not available: {exc}"
-    return await interrupt_samples(argv, samples, timeout), ""
+    try:
+        return await interrupt_samples(argv, samples, timeout), ""
+    except Exception as exc:  # report it in the table (the smoke test shows the note) rather than lose the rows
+        return None, f"client not measured: {type(exc).__name__} {exc}"
 
 
 async def main_async(samples: int, deadline: Deadline) -> list[Row]:
