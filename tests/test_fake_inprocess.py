@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -186,3 +187,23 @@ async def test_invalid_input_and_send_after_exit() -> None:
             await server.send(b"{}\n")
         server.kill()  # after exit: no effect, no error
         assert server.exit_code == 0
+
+
+async def test_a_huge_chunk_is_handed_out_in_linear_time() -> None:
+    """A 40 MiB line (``oversized_line``) read through ``receive(max_bytes)``: the same bytes in
+    ``max_bytes`` pieces, each piece copied once (re-slicing the rest on every call took ~20 s)."""
+    server = InProcessServer(scenario())
+    line = bytes(range(256)) * (40 * 4096) + b"\n"  # 40 MiB + 1
+    await server.write(line)
+    await server.write(b"tail\n")
+    await server.close_stdout()
+    pieces = []
+    started = time.perf_counter()
+    with trio.fail_after(60):
+        while data := await server.receive(65536):
+            pieces.append(data)
+    elapsed = time.perf_counter() - started
+    assert b"".join(pieces) == line + b"tail\n"
+    assert max(len(p) for p in pieces) == 65536
+    assert pieces[-1] == b"tail\n"  # a small chunk is handed out whole
+    assert elapsed < 5.0, f"{elapsed:.1f} s to hand out 40 MiB"  # linear: well under a second

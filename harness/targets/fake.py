@@ -7,42 +7,12 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from fake_server.scenario import Scenario
 from fake_server.scenario_file import dump
 from harness.targets import TargetRun, TargetUnavailable
 
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
-
-
-class _WholeChunkReader:
-    """The in-process server's transport, read a whole chunk at a time and handed out by offset.
-
-    The server's ``receive(max_bytes)`` re-slices its leftover on every call, which is quadratic for a
-    40 MiB line (``oversized_line``: ~25 s instead of milliseconds). Reading each chunk whole and
-    slicing a memoryview here gives the client the same bytes in the same ``max_bytes`` pieces.
-    """
-
-    _WHOLE = 1 << 40
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self._chunk = memoryview(b"")
-        self._pos = 0
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        if self._pos >= len(self._chunk):
-            data = await self._inner.receive(self._WHOLE)
-            if not data:
-                return b""
-            self._chunk, self._pos = memoryview(data), 0
-        piece = bytes(self._chunk[self._pos : self._pos + max_bytes])
-        self._pos += len(piece)
-        return piece
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 @asynccontextmanager
@@ -54,9 +24,7 @@ async def in_process(scenario: Scenario, *, work_dir: Path) -> AsyncIterator[Tar
     trace_root = work_dir / "server-trace-root"
     trace_root.mkdir(parents=True, exist_ok=True)
     async with serve_in_process(scenario, trace_root=trace_root) as server:
-        yield TargetRun(
-            "fake", _WholeChunkReader(server), virtual_time=True, trace_root=trace_root, server_version="0.171.0"
-        )
+        yield TargetRun("fake", server, virtual_time=True, trace_root=trace_root, server_version="0.171.0")
 
 
 def fake_codex_argv() -> list[str]:
