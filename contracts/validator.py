@@ -100,8 +100,10 @@ class Validator:
         self.bundle = bundle
         self.index: ProtocolIndex = build_index(bundle)
         self._compiled: dict[tuple[str, str], Any] = {}
-        # (direction, method, has id) -> compiled validator: a request or notification frame costs one lookup
-        self._by_method: dict[tuple[str, str, bool], Any] = {}
+        # direction -> method -> compiled validator, for requests and notifications: such a frame costs two
+        # dict lookups before jsonschema-rs runs
+        self._requests: dict[str, dict[str, Any]] = {"c2s": {}, "s2c": {}}
+        self._notifications: dict[str, dict[str, Any]] = {"c2s": {}, "s2c": {}}
         self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         self._explainers: dict[tuple[str, str], jsonschema.Draft7Validator] = {}
         self._ref_cache: dict[int, set[str]] = {}
@@ -119,8 +121,9 @@ class Validator:
         if type(frame) is dict:
             method = frame.get("method")
             if type(method) is str:
-                fast_key = (direction, method, "id" in frame)
-                validator = self._by_method.get(fast_key)
+                table = (self._requests if "id" in frame else self._notifications).get(direction)
+                if table is not None:
+                    validator = table.get(method)
         if validator is None:
             key = self._key(frame, direction, request_method)
             if type(key) is list:
@@ -128,7 +131,7 @@ class Validator:
             validator = self._compiled.get(key) or self._compile(key)
             if key[0] not in ("response", "error"):
                 # a method frame of a known method: next time, skip the classification
-                self._by_method[(direction, key[1], "id" in frame)] = validator
+                (self._requests if "id" in frame else self._notifications)[direction][key[1]] = validator
         try:
             if validator.is_valid(frame):
                 return []

@@ -155,6 +155,27 @@ class LineDecoder:
         lines = (data[start:] if start else data).split(b"\n")
         rest = lines.pop()  # after the last newline (b"" when the read ended on one)
         append = out.append
+        if parse is parse_notification_or_line:
+            # the reader's hot loop: parse_notification_or_line inlined (one call less per line)
+            loads = orjson.loads
+            for line in lines:
+                if len(line) > cap:
+                    self._discard_sample = line[:_SAMPLE]
+                    append(self._oversized(len(line)))
+                elif line:
+                    try:
+                        obj = loads(line)
+                    except orjson.JSONDecodeError as exc:
+                        if (error := _unparsable(line, exc)) is not None:
+                            append(error)
+                        continue
+                    if type(obj) is dict and "id" not in obj and type(obj.get("method")) is str:
+                        append(obj)
+                    else:
+                        append(_from_object(obj, line))
+            if rest:
+                self._hold(rest)
+            return out
         for line in lines:
             if len(line) > cap:
                 self._discard_sample = line[:_SAMPLE]

@@ -784,18 +784,8 @@ class Session:
                     break
                 newline = data.rfind(b"\n")
                 self._since_newline = len(data) - newline - 1 if newline >= 0 else self._since_newline + len(data)
-                # One pass over the read: a notification is recorded as (t, frame) and dispatched without a
-                # message object; responses, requests and bad lines take the general path.
-                rx = self._rx
-                on_notification = self._on_notification
-                for item in self._decoder.feed_fast(data):
-                    if type(item) is dict:
-                        rx.append((t, item))
-                        on_notification(item["method"], item.get("params"), t)
-                    else:
-                        self._on_item(item, t)  # type: ignore[arg-type]
-                        if self.failure is not None:
-                            return
+                if not self._dispatch(self._decoder.feed_fast(data), t):
+                    return
                 if self._since_newline > cap:
                     # the line is still streaming in; the child may be blocked writing it: fail now
                     error = LineTooLong(self._since_newline, cap, at_least=True)
@@ -930,6 +920,66 @@ class Session:
             if turn.usage is not None:
                 turn.usage.apply_completion_usage(turn.state.completion_usage)
             self._finish_turn(turn)
+
+    def _dispatch(self, items: list[Any], t: float) -> bool:
+        """Handle the frames of one read in one pass; False once the session failed (stop reading).
+
+        A notification is recorded as (t, frame) and dispatched without a message object; responses, requests
+        and bad lines take the general path. While a turn with a known id runs, its agent message deltas are
+        handled inline (the conditions of :meth:`_on_delta`, re-evaluated after every other frame, since only
+        those can change the running turn), and the consumer is woken once for the whole read.
+        """
+        rx = self._rx
+        on_notification = self._on_notification
+        fast = self._delta_target()
+        for item in items:
+            if type(item) is dict:
+                rx.append((t, item))
+                params = item.get("params")
+                if fast is not None and item["method"] == "item/agentMessage/delta" and type(params) is dict:
+                    turn, state, turn_id, thread_id, queue = fast
+                    if params.get("turnId") == turn_id and params.get("threadId") == thread_id:
+                        turn.last_activity = t
+                        delta = params.get("delta")
+                        if type(delta) is not str:
+                            continue
+                        item_id = params.get("itemId")
+                        if type(item_id) is not str:
+                            item_id = str(params.get("itemId", ""))
+                        state.deltas += 1
+                        parts = state.partial.get(item_id)
+                        if parts is None:
+                            parts = state.partial[item_id] = []
+                        parts.append(delta)
+                        if len(queue._items) < queue.limit:
+                            queue._items.append(MessageDelta(t, item_id, delta, state.deltas))
+                        else:
+                            queue.dropped += 1
+                        continue
+                if fast is not None:
+                    fast[4].wake()
+                on_notification(item["method"], params, t)
+            else:
+                if fast is not None:
+                    fast[4].wake()
+                self._on_item(item, t)
+                if self.failure is not None:
+                    return False
+            fast = self._delta_target()
+        if fast is not None:
+            fast[4].wake()
+        return True
+
+    def _delta_target(self) -> tuple[Turn, Any, str, str | None, Any] | None:
+        """The running turn whose deltas may take the inline path: its id known, not completed, not ended."""
+        turn = self._active
+        if turn is None or turn.result is not None:
+            return None
+        state = turn.state
+        turn_id = state.turn_id
+        if turn_id is None or state.completed or turn_id in self._ended_turn_ids or turn.events._closed:
+            return None
+        return turn, state, turn_id, self.thread_id, turn.events
 
     def _on_delta(self, params: dict[str, Any], t: float) -> bool:
         """The hot path: an agent message delta of the running turn, once its id is known. False: not handled.

@@ -57,6 +57,11 @@ class EventQueue:
         if self._lot:
             self._lot.unpark_all()
 
+    def wake(self) -> None:
+        """Wake a parked consumer (after events were appended to ``_items`` directly, in bulk)."""
+        if self._lot and self._items:
+            self._lot.unpark_all()
+
     def close(self) -> None:
         self._closed = True
         self._lot.unpark_all()
