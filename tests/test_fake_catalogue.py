@@ -217,7 +217,7 @@ def test_fault_delayed_completion() -> None:
     timed = _times("delayed_completion")
     last_item = max(t for t, f in timed if f.get("method") == "item/completed")
     completed = next(t for t, f in timed if f.get("method") == "turn/completed")
-    assert completed - last_item >= 30000
+    assert completed - last_item >= 3000  # the scenario's delay_ms: more than "at once", less than the deadline
 
 
 def test_fault_completion_after_interrupt() -> None:

@@ -88,6 +88,23 @@ async def test_scripted_30s_delay_costs_no_wall_time(mock_clock: trio.testing.Mo
         assert trio.current_time() - start == pytest.approx(30.0)
 
 
+async def test_a_30s_delayed_completion_costs_no_wall_time(mock_clock: trio.testing.MockClock) -> None:
+    """The ``delayed_completion`` fault at 30 s (the built-in scenario uses 3 s, for real processes)."""
+    mock_clock.autojump_threshold = 0
+    delayed = Fault("delayed_completion", "end", 1, {"delay_ms": 30_000})
+    wall = time.perf_counter()
+    async with serve_in_process(scenario(TurnScript(faults=(delayed,)))) as server:
+        d = Driver(server)
+        thread_id = await d.handshake()
+        await d.send({"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": []}})
+        await d.until(method_is("item/completed"))
+        last_item = trio.current_time()
+        done = await d.until(method_is("turn/completed"))
+        assert done.params["turn"]["status"] == "completed"
+        assert trio.current_time() - last_item == pytest.approx(30.0)
+    assert time.perf_counter() - wall < 10.0  # virtual: no 30 s of real waiting
+
+
 async def test_crash_reports_exit_code_and_closes_stream(mock_clock: trio.testing.MockClock) -> None:
     mock_clock.autojump_threshold = 0
     crash = Fault("crash", "delta", 1, {"exit_code": 7, "mid_line": True})
