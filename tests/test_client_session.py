@@ -224,8 +224,45 @@ async def test_cancel_after_delta_interrupts_and_keeps_usage(autojump_clock: tri
     assert result.ended_at == result.turn_completed_at  # the Result is delivered at turn/completed
     logs = [entry for entry in session.log if entry["msg"] == "codex turn interrupted"]
     assert len(logs) == 1 and abs(logs[0]["latency"] - 0.12) < 1e-6 and logs[0]["turn_id"] == "t1"
+    assert logs[0]["answered"] is True
     assert not session.killed
     assert next(n.note for n in session.wire if n.dir == "note").startswith("cancel: aborted")
+
+
+async def test_completion_without_interrupt_answer_is_logged_and_not_killed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # client-behaviour §6: "wait for turn/completed (any status) -> info 'codex turn interrupted'" with the
+    # latency from the interrupt write; the answer that never comes is recorded, the healthy server is kept
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        base = {"threadId": THREAD, "turnId": "t1"}
+        await peer.notify("item/agentMessage/delta", {**base, "itemId": "m1", "delta": "Hel"})
+        await peer.expect("turn/interrupt")
+        await trio.sleep(0.05)
+        await turn_end(peer, "t1", "interrupted")  # and never an answer to the interrupt
+
+    seen: list[Any] = []
+
+    async def body(session: Session) -> None:
+        with trio.move_on_after(10) as scope:
+            async with session.turn("hi") as turn:
+                async for event in turn:
+                    seen.append(event)
+                    if isinstance(event, MessageDelta):
+                        scope.cancel()
+        seen.append(turn)
+        await trio.sleep(1)  # past the 0.5 s budget: the missing answer is recorded, nothing is killed
+
+    session = await run_client(script, body)
+    result = seen[-1].result
+    assert result.status == "aborted" and result.server_status == "interrupted" and not result.killed
+    assert result.interrupt_answered_at is None
+    logs = [entry for entry in session.log if entry["msg"] == "codex turn interrupted"]
+    assert len(logs) == 1 and logs[0]["turn_id"] == "t1" and logs[0]["answered"] is False
+    assert abs(logs[0]["latency"] - 0.05) < 1e-6
+    assert [type(e).__name__ for e in seen[:-1]].count("InterruptAnswered") == 0  # the Result came first
+    assert not session.killed
 
 
 async def test_interrupt_ignored_kills_at_the_budget(autojump_clock: trio.testing.MockClock) -> None:

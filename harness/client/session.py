@@ -723,6 +723,9 @@ class Session:
                 turn_id=state.turn_id,
                 latency=turn.completed_at - turn.interrupt_sent_at,
                 timeout=self.options.interrupt_budget,
+                # whether the turn/interrupt answer had come by then (it may come later, or never: §6 keys the
+                # record to turn/completed; the missing answer is recorded as `interrupt.answered: no answer`)
+                answered=turn.interrupt_answered_at is not None,
             )
         if state.turn_id is not None:
             self._ended_turn_ids.add(state.turn_id)
