@@ -51,16 +51,19 @@ def test_usages_are_consistent(usage):
     assert usage.cached <= usage.input and usage.reasoning <= usage.output
 
 
-def test_every_fault_kind_and_client_action_is_reachable_over_a_fixed_seed():
+def test_every_fault_kind_and_client_action_is_reachable_over_fixed_seeds():
+    # Two fixed seeds: hypothesis' draws for one seed still differ a little between plain pytest and xdist
+    # workers, and the rarest kinds (held approvals with an interrupt fault) need some room.
     coverage = Coverage()
+    for fixed in (20261130, 7):
 
-    @seed(20261130)
-    @settings(max_examples=1000, suppress_health_check=list(HealthCheck), database=None, deadline=None)
-    @given(scenarios())
-    def draw(scenario):
-        coverage.add(scenario)
+        @seed(fixed)
+        @settings(max_examples=700, suppress_health_check=list(HealthCheck), database=None, deadline=None)
+        @given(scenarios())
+        def draw(scenario):
+            coverage.add(scenario)
 
-    draw()
+        draw()
     assert coverage.missing_faults() == [], coverage.summary()
     assert coverage.missing_actions() == [], coverage.summary()
     assert set(coverage.faults) <= set(ALL_FAULTS) and set(coverage.actions) <= set(ALL_ACTIONS)

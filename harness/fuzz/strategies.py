@@ -85,7 +85,7 @@ _PATHS = st.sampled_from(("hello.txt", "src/a.py"))
 _ENDS = st.sampled_from(("completed", "completed", "http_error", "failed", "disconnect"))
 _INPUTS = st.sampled_from((DEFAULT_INPUT, "Run the tests"))
 _DECISION = st.sampled_from(DECISIONS)
-_WHAT = st.sampled_from(("none", "cancel", "steer", "cancel_on_approval"))
+_WHAT = st.sampled_from(("none", "cancel", "steer", "cancel_on_approval", "cancel_on_approval"))
 _TWO = st.sampled_from((False, False, False, False, True))
 #: Faults a passive point can carry, simplest first (hypothesis shrinks towards the front).
 PASSIVE_FAULTS: tuple[str, ...] = (
@@ -342,7 +342,9 @@ def _interrupt_faults(truth: TurnTruth, last: bool, terminal_left: bool) -> list
     if last and terminal_left:
         kinds += ["interrupt_answer_missing", "completion_after_interrupt_late", "crash"]
         if landing.approval_held:
-            kinds.append("interrupt_ignored")  # otherwise the turn runs on and may complete within the budget
+            # Only here is the outcome certain (elsewhere the turn runs on and may end within the budget), and
+            # held approvals are rare: weigh it up so it is reached.
+            kinds += ["interrupt_ignored"] * 2
     return kinds
 
 
