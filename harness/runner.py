@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ import trio.testing
 
 from contracts.checks import CONTRACT_NAMES, Check, run_all
 from contracts.record import Budgets, SessionRecord, TurnResult
-from fake_server.scenario import ClientAction, ClientPlan, Scenario
+from fake_server.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
@@ -89,18 +89,29 @@ def scenario_budgets(plan: ClientPlan) -> Budgets:
     )
 
 
+#: How long an approval request waits for the other approvals its model response asks for. The real
+#: binary asks for them one after the other; on a loaded machine an answer sent before the next request
+#: makes it report an extra ``active`` / ``waitingOnApproval`` flip that the scenario did not mean.
+SIBLING_APPROVAL_WAIT_S = 5.0
+
+
 class PlanPolicy:
     """The plan's approval decisions, by the request's ordinal among the session's approval requests.
 
     An approval that a ``cancel`` action targets (``at = "approval_pending"``) is held unanswered: the
     scenario means the user cancels *while* it is pending, so answering it first would test nothing.
     The client's own approval deadline still bounds the wait.
+
+    Approvals one model response asks for together (``turns``: the scenario's scripts) are answered once
+    they are all pending ("ask at once"), bounded by :data:`SIBLING_APPROVAL_WAIT_S`.
     """
 
-    def __init__(self, plan: ClientPlan) -> None:
+    def __init__(self, plan: ClientPlan, turns: Sequence[TurnScript] = ()) -> None:
         self.plan = plan
+        self.turns = tuple(turns)
         self.turn = 0  # 1-based number of the running turn
         self.in_turn = 0  # approvals seen in the running turn
+        self._arrived = trio.Event()
 
     def start_turn(self, number: int) -> None:
         self.turn, self.in_turn = number, 0
@@ -110,15 +121,33 @@ class PlanPolicy:
             a.do == "cancel" and a.at == "approval_pending" and a.n == n for a in self.plan.actions_for(self.turn)
         )
 
+    def siblings_end(self, n: int) -> int:
+        """How many approvals of this turn are asked up to the end of the response that asks the ``n``-th."""
+        if not 0 < self.turn <= len(self.turns):
+            return n
+        end = 0
+        for response in self.turns[self.turn - 1].responses:
+            if response.end == "completed":  # a cut or failed response starts no tool
+                end += sum(1 for item in response.items if getattr(item, "approval", False))
+            if end >= n:
+                return end
+        return n
+
     async def __call__(self, request: Any) -> str:
         self.in_turn += 1
+        arrived, self._arrived = self._arrived, trio.Event()
+        arrived.set()
         if self.held(self.in_turn):
             await trio.sleep_forever()
+        end = self.siblings_end(self.in_turn)
+        with trio.move_on_after(SIBLING_APPROVAL_WAIT_S):
+            while self.in_turn < end:
+                await self._arrived.wait()
         return self.plan.decision(request.index)
 
 
-def approval_policy(plan: ClientPlan) -> PlanPolicy:
-    return PlanPolicy(plan)
+def approval_policy(plan: ClientPlan, turns: Sequence[TurnScript] = ()) -> PlanPolicy:
+    return PlanPolicy(plan, turns)
 
 
 def _triggered(action: ClientAction, event: TurnEvent) -> bool:
@@ -222,7 +251,9 @@ async def _play_async(
     record = SessionRecord(scenario.name, target, scenario.expect, meta={"scenario_turns": len(scenario.turns)})
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)
-    policy = approval_policy(scenario.client)
+    policy = approval_policy(scenario.client)  # one argument: tests swap in a policy of their own
+    if isinstance(policy, PlanPolicy):
+        policy.turns = tuple(scenario.turns)
     run: TargetRun | None = None
     with trio.move_on_after(limit_s) as limit:
         async with open_target(target, scenario, work_dir=work_dir, codex=codex) as run:

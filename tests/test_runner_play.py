@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 
 from contracts.expect import Expect, ExpectTurn
 from contracts.record import SessionRecord
@@ -24,6 +26,7 @@ from fake_server.scenario import (
     Usage,
 )
 from harness import runner
+from harness.client.approvals import ApprovalRequest
 
 PLAIN_USAGE = UsageBuckets(input=60, cache_read=40, output=20)
 
@@ -232,3 +235,33 @@ def test_an_exception_escaping_the_client_is_recorded(monkeypatch: pytest.Monkey
     assert run.record is not None
     assert any("KeyError" in e for e in run.record.client_errors)
     assert by(run, "terminal_status")["client errors"] == "fail"
+
+
+async def test_approvals_one_response_asks_together_are_answered_once_all_are_pending(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """On a loaded machine the real binary asks the second approval late; answering the first before it
+    would make the server flip the thread's status in between (not what "ask at once" means)."""
+    mock_clock.autojump_threshold = 0
+    both = ModelResponse((CommandItem("echo one", approval=True), CommandItem("echo two", approval=True)))
+    policy = runner.approval_policy(ClientPlan(approvals=("accept", "decline")), (TurnScript(responses=(both,)),))
+    policy.start_turn(1)
+    answers: dict[int, tuple[str, float]] = {}
+
+    async def ask(index: int) -> None:
+        request = ApprovalRequest(index, "item/commandExecution/requestApproval", "command", {}, index)
+        answers[index] = (await policy(request), trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, 0)
+        await trio.sleep(1.0)
+        assert answers == {}  # the first waits for its sibling
+        nursery.start_soon(ask, 1)
+    assert answers == {0: ("accept", 1.0), 1: ("decline", 1.0)}
+
+    alone = runner.approval_policy(ClientPlan(), (TurnScript(responses=(both,)),))
+    alone.start_turn(1)
+    start = trio.current_time()
+    request = ApprovalRequest(0, "item/commandExecution/requestApproval", "command", {}, 0)
+    assert await alone(request) == "accept"  # a sibling that never comes: answered at the bound
+    assert trio.current_time() - start == runner.SIBLING_APPROVAL_WAIT_S
