@@ -119,11 +119,10 @@ class Validator:
         """Violations of one frame (empty when valid). ``request_method``: for a response, what it answers."""
         validator = None
         if type(frame) is dict:
-            method = frame.get("method")
-            if type(method) is str:
-                table = (self._requests if "id" in frame else self._notifications).get(direction)
-                if table is not None:
-                    validator = table.get(method)
+            try:
+                validator = (self._requests if "id" in frame else self._notifications)[direction][frame["method"]]
+            except (KeyError, TypeError):  # no method, an unhashable one, not seen yet, or a bad direction
+                pass
         if validator is None:
             key = self._key(frame, direction, request_method)
             if type(key) is list:
