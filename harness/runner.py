@@ -231,6 +231,34 @@ async def _play_session(
         await _play_turn(session, script.input, tuple(a for a in actions if a.do != "resume"), probe)
 
 
+#: How long the end of a real-time session waits for ``serverRequest/resolved`` of requests still open.
+RESOLVED_SETTLE_S = 0.5
+_RESOLVED_POLL_S = 0.01
+
+
+def _unresolved_requests(session: Any) -> set[Any]:
+    asked: set[Any] = set()
+    resolved: set[Any] = set()
+    for entry in session.wire:
+        frame = entry.frame
+        if entry.dir != "s2c" or not isinstance(frame, dict) or "method" not in frame:
+            continue
+        if "id" in frame:
+            asked.add(frame["id"])
+        elif frame["method"] == "serverRequest/resolved" and isinstance(frame.get("params"), dict):
+            resolved.add(frame["params"].get("requestId"))
+    return asked - resolved
+
+
+async def _settle_resolved(session: Any, transport: Any) -> None:
+    """0.171.0 writes ``serverRequest/resolved`` for an interrupted approval just after ``turn/completed``;
+    closing stdin at once can beat it on a loaded machine and lose it from the record. Bounded, and only
+    while the server runs and something is unresolved (a fake that never resolves costs the bound)."""
+    with trio.move_on_after(RESOLVED_SETTLE_S):
+        while getattr(transport, "exit_code", None) is None and _unresolved_requests(session):
+            await trio.sleep(_RESOLVED_POLL_S)
+
+
 def _server_trace(trace_root: Path | None) -> Path | None:
     if trace_root is None or not trace_root.is_dir():
         return None
@@ -266,6 +294,8 @@ async def _play_async(
             try:
                 async with open_session(run.transport, options, policy=policy) as session:
                     await _play_session(session, scenario, cancel_trigger, record, policy)
+                    if not run.virtual_time:
+                        await _settle_resolved(session, run.transport)
             except Exception as exc:  # the client let an exception escape: a finding, recorded
                 escaped.append("".join(traceback.format_exception_only(exc)).strip())
             finally:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import trio
 import trio.testing
 
 from contracts.expect import Expect, ExpectTurn
-from contracts.record import SessionRecord
+from contracts.record import SessionRecord, WireEntry
 from contracts.usage import UsageBuckets
 from fake_server.scenario import (
     ClientAction,
@@ -265,3 +266,33 @@ async def test_approvals_one_response_asks_together_are_answered_once_all_are_pe
     request = ApprovalRequest(0, "item/commandExecution/requestApproval", "command", {}, 0)
     assert await alone(request) == "accept"  # a sibling that never comes: answered at the bound
     assert trio.current_time() - start == runner.SIBLING_APPROVAL_WAIT_S
+
+
+async def test_a_real_time_session_waits_briefly_for_open_requests_to_resolve(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    asked = WireEntry(0.0, "s2c", {"id": 0, "method": "item/commandExecution/requestApproval", "params": {}})
+    resolved = WireEntry(0.1, "s2c", {"method": "serverRequest/resolved", "params": {"threadId": "t", "requestId": 0}})
+    session = SimpleNamespace(wire=[asked])
+    server = SimpleNamespace(exit_code=None)
+    assert runner._unresolved_requests(session) == {0}
+
+    async def resolve_later() -> None:
+        await trio.sleep(0.1)
+        session.wire.append(resolved)
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(resolve_later)
+        await runner._settle_resolved(session, server)
+    assert trio.current_time() - start == pytest.approx(0.1, abs=0.02)  # returns once resolved
+
+    session.wire = [asked]
+    start = trio.current_time()
+    await runner._settle_resolved(session, server)
+    assert trio.current_time() - start == pytest.approx(runner.RESOLVED_SETTLE_S)  # bounded
+    server.exit_code = 0
+    start = trio.current_time()
+    await runner._settle_resolved(session, server)
+    assert trio.current_time() == start  # an exited server resolves nothing more
