@@ -265,6 +265,26 @@ async def test_completion_without_interrupt_answer_is_logged_and_not_killed(
     assert not session.killed
 
 
+async def test_frames_validated_inline_when_asked(autojump_clock: trio.testing.MockClock) -> None:
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        base = {"threadId": THREAD, "turnId": "t1", "itemId": "m1"}
+        await peer.notify("item/agentMessage/delta", {**base, "delta": "ok"}, emittedAtMs=1)
+        await peer.notify("item/agentMessage/delta", base, emittedAtMs=2)  # no delta: breaks the schema
+        await turn_end(peer, "t1")
+
+    async def body(session: Session) -> None:
+        turn, _ = await consume(session)
+        assert turn.result.status == "completed" and turn.partial_text == "ok"
+
+    session = await run_client(script, body, validate_frames=True)
+    deltas = [v for v in session.schema_violations if v[2].get("method") == "item/agentMessage/delta"]
+    assert len(deltas) == 1 and deltas[0][1] == "s2c" and deltas[0][2]["emittedAtMs"] == 2
+    assert any("delta" in str(violation) for violation in deltas[0][3])
+    assert session.schema_violation_count == len(session.schema_violations)
+    assert not [v for v in session.schema_violations if v[1] == "c2s"]  # what the client sends is valid
+
+
 async def test_interrupt_ignored_kills_at_the_budget(autojump_clock: trio.testing.MockClock) -> None:
     async def script(peer: ScriptedPeer) -> None:
         await turn_begin(peer, "t1")

@@ -89,6 +89,7 @@ from harness.wire import DEFAULT_MAX_LINE, LineDecoder, WireError, WireErrorKind
 logger = logging.getLogger("harness.client")
 
 _READ_CHUNK: Final = 65536
+MAX_KEPT_VIOLATIONS: Final = 1000
 #: methods the client understands; anything else is ignored and counted
 KNOWN_NOTIFICATIONS: Final = frozenset(
     {
@@ -157,6 +158,9 @@ class SessionOptions:
     initialize: bool = True  # open_session does initialize + initialized
     trace_dir: Path | None = None  # the client's trace bundle directory (manifest.json inside); None: no bundle
     trace_marker_events: str = "protocol_event"  # approval/interrupt steps as protocol events (replayable) or "other"
+    # validate every frame sent and received with jsonschema-rs as it passes (the schema contract validates the
+    # record afterwards either way); findings go to Session.schema_violations
+    validate_frames: bool = False
 
     def budgets(self) -> Budgets:
         return Budgets(
@@ -210,6 +214,15 @@ class Session:
         self.trace: Any = NullTrace()
         self._endpoint = Endpoint(first_id=1)
         self._decoder = LineDecoder(options.max_line)
+        #: frames that broke the pinned schema (validate_frames): (t, dir, frame, violations), the first
+        #: MAX_KEPT_VIOLATIONS kept; schema_violation_count counts them all
+        self.schema_violations: list[tuple[float, str, dict[str, Any], list[Any]]] = []
+        self.schema_violation_count = 0
+        self._validator: Any = None
+        if options.validate_frames:
+            from contracts.validator import SessionValidator
+
+            self._validator = SessionValidator()
         self._since_newline = 0
         self._slots: dict[JsonId, _Slot] = {}
         self._send_lock = trio.Lock()
@@ -308,6 +321,8 @@ class Session:
             if cause is not None:
                 raise cause
             self._record(WireEntry(self.now(), "c2s", frame=message.frame))
+            if self._validator is not None:
+                self._check_frame(self.now(), "c2s", message.frame)
             try:
                 await self.transport.send(encode(message))
                 return
@@ -850,6 +865,8 @@ class Session:
                 self._log(logging.DEBUG, "skipped a line that is not a frame", kind=item.kind.value, size=item.size)
             return
         self._record(WireEntry(t, "s2c", frame=item.frame))
+        if self._validator is not None:
+            self._check_frame(t, "s2c", item.frame)
         event = self._endpoint.receive(item)
         if isinstance(event, ResponseMatched):
             slot = self._slots.pop(event.request.id, None)
@@ -935,9 +952,13 @@ class Session:
         rx = self._rx
         on_notification = self._on_notification
         fast = self._delta_target()
+        # inline validation of notifications: the frame is checked while it is still hot in the cache
+        check = self._validator.validator.validate if self._validator is not None else None
         for item in items:
             if type(item) is dict:
                 rx.append((t, item))
+                if check is not None and (violations := check(item, "s2c")):
+                    self._schema_violation(t, "s2c", item, violations)
                 params = item.get("params")
                 if fast is not None and item["method"] == "item/agentMessage/delta" and type(params) is dict:
                     turn, state, turn_id, thread_id, queue = fast
@@ -972,6 +993,16 @@ class Session:
         if fast is not None:
             fast[4].wake()
         return True
+
+    def _check_frame(self, t: float, direction: str, frame: dict[str, Any]) -> None:
+        violations = self._validator.validate(frame, direction)
+        if violations:
+            self._schema_violation(t, direction, frame, violations)
+
+    def _schema_violation(self, t: float, direction: str, frame: dict[str, Any], violations: list[Any]) -> None:
+        self.schema_violation_count += 1
+        if len(self.schema_violations) < MAX_KEPT_VIOLATIONS:
+            self.schema_violations.append((t, direction, frame, violations))
 
     def _delta_target(self) -> tuple[Turn, Any, str, str | None, Any] | None:
         """The running turn whose deltas may take the inline path: its id known, not completed, not ended."""
