@@ -62,6 +62,9 @@ def test_reducer_agrees_with_corpus(codex_bin: Path, tmp_path: Path, mutation: o
 
 
 CROSS_CHECK_SCENARIOS = ("plain", "interrupt_pending_approval", "running_command", "trace_unclosed_tool")
+#: The fake server's bundles also with reasoning items, file changes (a cancelled patch's runtime left open)
+#: and two tool calls in one response.
+FAKE_SERVER_SCENARIOS = (*CROSS_CHECK_SCENARIOS, "reasoning", "file_change_cancel", "two_approvals")
 
 
 def bundles_of_run(codex_bin: Path, tmp_path: Path, name: str, target: str) -> dict[str, Path]:
@@ -100,12 +103,16 @@ def test_reducer_agrees_on_real_run_bundles(codex_bin: Path, tmp_path: Path, nam
 @pytest.mark.real_codex
 @pytest.mark.parametrize("name", CROSS_CHECK_SCENARIOS)
 def test_reducer_agrees_on_fake_process_client_bundle(codex_bin: Path, tmp_path: Path, name: str) -> None:
+    """The client's own bundle (harness/client/trace.py) replays with the real reducer."""
     bundles = bundles_of_run(codex_bin, tmp_path, name, "fake-process")
     assert disagreements(codex_bin, tmp_path, {"client": bundles["client"]}) == []
+    assert check_bundle(bundles["client"]).verdict == "closed"  # so the reducer accepted it
 
 
 @pytest.mark.real_codex
-@pytest.mark.parametrize("name", CROSS_CHECK_SCENARIOS)
+@pytest.mark.parametrize("name", FAKE_SERVER_SCENARIOS)
 def test_reducer_agrees_on_fake_server_bundle(codex_bin: Path, tmp_path: Path, name: str) -> None:
+    """The fake's payloads are what the reducer reads (message roles, function calls, runtimes)."""
     bundles = bundles_of_run(codex_bin, tmp_path, name, "fake-process")
     assert disagreements(codex_bin, tmp_path, {"server": bundles["server"]}) == []
+    assert check_bundle(bundles["server"]).verdict != "invalid"  # so the reducer accepted it
