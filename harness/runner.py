@@ -150,7 +150,8 @@ def approval_policy(plan: ClientPlan, turns: Sequence[TurnScript] = ()) -> PlanP
     return PlanPolicy(plan, turns)
 
 
-def _triggered(action: ClientAction, event: TurnEvent) -> bool:
+def action_triggered(action: ClientAction, event: TurnEvent) -> bool:
+    """Whether ``event`` is the moment the plan's ``action`` waits for (its ``at`` and ``n``)."""
     if action.at == "started":
         return isinstance(event, TurnStarted)
     if action.at == "delta":
@@ -191,7 +192,7 @@ async def _play_turn(
                     nursery.start_soon(act, action, action.delay_ms / 1000)
             async for event in turn:
                 for i, action in enumerate(actions):
-                    if i not in fired and _triggered(action, event):
+                    if i not in fired and action_triggered(action, event):
                         fired.add(i)
                         nursery.start_soon(act, action, action.delay_ms / 1000)
                 if cancel_trigger is not None and cancel_trigger[0](event):

@@ -19,10 +19,10 @@ from fake_server.inprocess import serve_in_process
 from fake_server.scenario import ClientAction, Scenario
 from harness.client.approvals import ApprovalRequest
 from harness.client.errors import ClientError
-from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.process import spawn_process
 from harness.client.session import Session, SessionOptions, open_session
 from harness.jsonrpc import RpcError
+from harness.runner import action_triggered
 from harness.scenario_lookup import builtin_names, load_builtin
 from harness.targets.fake import fake_codex_argv
 
@@ -45,18 +45,6 @@ def options_for(scenario: Scenario, trace_dir: Path | None = None) -> SessionOpt
     )
 
 
-def _fires(action: ClientAction, event: TurnEvent) -> bool:
-    if action.at == "started":
-        return isinstance(event, TurnStarted)
-    if action.at == "delta":
-        return isinstance(event, MessageDelta) and event.n == action.n
-    if action.at == "item_started":
-        return isinstance(event, ItemStarted) and event.n == action.n
-    if action.at == "approval_pending":
-        return isinstance(event, ApprovalRequested) and event.n == action.n
-    return False
-
-
 async def play_turn(session: Session, text: str, actions: list[ClientAction]) -> None:
     turn = session.turn(text)
     with trio.CancelScope() as caller:
@@ -77,7 +65,7 @@ async def play_turn(session: Session, text: str, actions: list[ClientAction]) ->
                 pending.remove(action)
                 nursery.start_soon(act, action)
             async for event in turn:
-                for action in [a for a in pending if _fires(a, event)]:
+                for action in [a for a in pending if action_triggered(a, event)]:
                     pending.remove(action)
                     nursery.start_soon(act, action)
             nursery.cancel_scope.cancel()
