@@ -132,3 +132,35 @@ def test_collapse_deltas_forgives_chunking() -> None:
     a = [{"method": "item/agentMessage/delta", "params": {}}] * 4
     assert diff_server_sides(a, a[:1]) != []
     assert diff_server_sides(a, a[:1], collapse_deltas=True) == []
+
+
+def _swap_status_around_item(frames: list[dict]) -> list[dict]:
+    """Move the thread/status/changed that follows a declined item/completed in front of it."""
+    out = list(frames)
+    for i in range(len(out) - 1):
+        item = out[i].get("params", {}).get("item", {}) if out[i].get("method") == "item/completed" else {}
+        if item.get("status") == "declined" and out[i + 1].get("method") == "thread/status/changed":
+            out[i], out[i + 1] = out[i + 1], out[i]
+            return out
+    raise AssertionError("no declined item followed by a status change")
+
+
+def test_fidelity_forgives_the_real_status_race_after_a_declined_approval_only() -> None:
+    real = [e["msg"] for e in load_transcript(str(TRANSCRIPTS / "approval_decline.jsonl")) if e["dir"] == "s2c"]
+    assert diff_server_sides(real, _swap_status_around_item(real)) == []
+    # The same swap around a completed (accepted) item is a real difference.
+    accepted = [e["msg"] for e in load_transcript(str(TRANSCRIPTS / "approval_accept.jsonl")) if e["dir"] == "s2c"]
+    completed_at = next(
+        i
+        for i, f in enumerate(accepted)
+        if f.get("method") == "item/completed" and f["params"]["item"]["type"] == "commandExecution"
+    )
+    moved = list(accepted)
+    status = {
+        "method": "thread/status/changed",
+        "params": {"threadId": "t", "status": {"type": "active", "activeFlags": []}},
+    }
+    moved.insert(completed_at + 1, status)
+    reordered = list(accepted)
+    reordered.insert(completed_at, status)
+    assert diff_server_sides(moved, reordered) != []
