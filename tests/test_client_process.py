@@ -12,6 +12,7 @@ import trio
 
 from conformance.noleak import marked_processes
 from harness.client.errors import ClientError, LineTooLong, SessionClosed, TransportClosed
+from harness.client.events import MessageDelta
 from harness.client.process import RUN_MARKER_ENV, child_environment, run_marker, spawn_process
 from harness.client.session import SessionOptions, open_session
 from harness.client.stderr import StderrTail, redact
@@ -46,8 +47,19 @@ MINI_SERVER = textwrap.dedent(
                   "item": {"type": "agentMessage", "id": "m1", "text": "hi", "phase": "final_answer"}}})
             if mode == "hang":
                 time.sleep(60)
+            if mode in ("hold", "deaf"):
+                # the turn stays open until interrupted ("hold", as 0.171.0 answers) or forever ("deaf")
+                send({"method": "item/agentMessage/delta", "params": {"threadId": "thr", "turnId": "t1",
+                      "itemId": "m2", "delta": "more"}})
+                continue
             send({"method": "turn/completed", "params": {"threadId": "thr", "turn": {"id": "t1",
                   "status": "completed"}}})
+        elif method == "turn/interrupt" and mode == "hold":
+            send({"id": rid, "result": {}})
+            send({"method": "turn/completed", "params": {"threadId": "thr", "turn": {"id": "t1",
+                  "status": "interrupted"}}})
+    if mode == "deaf":
+        time.sleep(60)  # ignores stdin EOF too
     """
 )
 
@@ -163,3 +175,50 @@ def test_noleak_scan_finds_a_marked_process(tmp_path: Path) -> None:
         proc.kill()
         proc.wait(5)
     assert marked_processes(marker) == []
+
+
+@pytest.mark.parametrize("mode", ["hold", "deaf"])
+async def test_caller_deadline_around_the_whole_session_interrupts_within_the_budget(
+    mode: str, mini_server: Path, tmp_path: Path
+) -> None:
+    # The caller's fail_after encloses spawn + session + turn, so its expiry cancels every task of the session
+    # too. The reader, the exit watcher and the turn's supervisor must survive it: the interrupt is sent and its
+    # turn/completed read ("hold": no kill, Result at once), or the budget expires ("deaf": never answers, ignores
+    # stdin EOF); then the teardown sees the exit. cancel -> Result <= budget (+ slack), Result -> session closed
+    # <= the teardown bound, and nothing waits out request_timeout (which used to be added to the budget).
+    budget, bound = 0.5, 1.0
+    options = SessionOptions(interrupt_budget=budget, teardown_timeout=bound, request_timeout=10.0)
+    times: dict[str, float] = {}
+    with trio.move_on_after(30) as safety:
+        with pytest.raises(trio.TooSlowError):
+            with trio.fail_after(25) as deadline:
+                async with spawn_process([sys.executable, str(mini_server), mode], cwd=tmp_path) as transport:
+                    try:
+                        async with open_session(transport, options) as session:
+                            await session.start_thread()
+                            async with session.turn("hi") as turn:
+                                async for event in turn:
+                                    if isinstance(event, MessageDelta) and "cancel" not in times:
+                                        times["cancel"] = trio.current_time()
+                                        deadline.deadline = times["cancel"]  # the caller's deadline expires
+                    finally:
+                        times["closed"] = trio.current_time()
+        times["returned"] = trio.current_time()
+    assert not safety.cancelled_caught
+    result = turn.result
+    assert result is not None and result.status == "aborted" and result.cancel_at is not None
+    cancel_to_result = result.ended_at - times["cancel"]
+    steps = {s.name: s.outcome for s in session.teardown}
+    if mode == "hold":
+        assert not result.killed, result.kill_reason
+        assert result.server_status == "interrupted" and result.turn_completed_at is not None
+        assert cancel_to_result < budget
+        assert steps == {"close_stdin": "done", "wait_stdout_eof": "done", "wait_exit": "done", "kill": "skipped"}
+        assert transport.exit_code == 0
+    else:
+        assert result.killed and "interrupt completion timed out" in (result.kill_reason or "")
+        assert budget <= cancel_to_result < budget + 0.25 + 0.5
+        assert steps["wait_exit"] == "done" and steps["kill"] in ("done", "skipped")  # the exit was seen
+        assert transport.exit_code == -9
+    assert times["closed"] - result.ended_at <= bound
+    assert times["returned"] - times["closed"] < 0.5

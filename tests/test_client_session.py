@@ -305,6 +305,58 @@ async def test_interrupt_ignored_kills_at_the_budget(autojump_clock: trio.testin
     assert session.log[-1]["msg"] == "cleanup"
 
 
+@pytest.mark.parametrize("answers", [True, False])
+async def test_caller_scope_around_the_session_still_interrupts(
+    answers: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The caller's scope encloses open_session, so its cancellation reaches the session's own tasks as well.
+    # The reader, the exit watcher and the supervisor must outlive it: the interrupt's turn/completed is read
+    # (Result when it arrives, no kill), or the budget expires (kill at the budget, never budget + the 30 s
+    # request timeout); then the teardown sees the exit instead of timing out on a watcher that was cancelled.
+    transport, peer = memory_pair()
+
+    async def server() -> None:
+        await handshake(peer)
+        await thread_start(peer)
+        await turn_begin(peer, "t1")
+        await message(peer, "t1", "m1", ["Hel"])
+        req = await peer.expect("turn/interrupt")
+        if answers:
+            await trio.sleep(0.12)
+            await peer.respond(req.id, {})  # type: ignore[union-attr]
+            await turn_end(peer, "t1", "interrupted")
+        await serve_until_eof(peer)
+
+    options = opts(request_timeout=30.0)
+    times: dict[str, float] = {}
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        with trio.CancelScope() as caller:
+            try:
+                async with open_session(transport, options) as session:
+                    await session.start_thread()
+                    async with session.turn("hi") as turn:
+                        async for event in turn:
+                            if isinstance(event, MessageDelta):
+                                times["cancel"] = trio.current_time()
+                                caller.cancel()
+            finally:
+                times["closed"] = trio.current_time()
+        nursery.cancel_scope.cancel()
+    result = turn.result
+    assert result is not None and result.status == "aborted"
+    steps = {s.name: s.outcome for s in session.teardown}
+    if answers:
+        assert not result.killed and result.server_status == "interrupted"
+        assert result.ended_at - times["cancel"] == pytest.approx(0.12)
+        assert steps == {"close_stdin": "done", "wait_stdout_eof": "done", "wait_exit": "done", "kill": "skipped"}
+    else:
+        assert result.killed and result.kill_reason == "turn interrupt completion timed out after 0.5s"
+        assert result.ended_at - times["cancel"] == pytest.approx(0.5)
+        assert steps["wait_exit"] == "done" and steps["kill"] in ("done", "skipped")
+    assert times["closed"] - result.ended_at <= options.teardown_timeout
+
+
 async def test_interrupt_error_answer_kills(autojump_clock: trio.testing.MockClock) -> None:
     async def script(peer: ScriptedPeer) -> None:
         await turn_begin(peer, "t1")

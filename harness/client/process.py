@@ -64,6 +64,7 @@ class ProcessTransport:
         self._tail = tail
         self._stdin_closed = False
         self.killed = False
+        self.killed_at: float | None = None  # trio clock of the first kill: the backstop's reap bound counts from it
 
     # --- Transport -------------------------------------------------------------------------------
 
@@ -104,6 +105,8 @@ class ProcessTransport:
         members that carry our run marker are killed, one by one.
         """
         self.killed = True
+        if self.killed_at is None:
+            self.killed_at = trio.current_time()
         if self.process.returncode is not None and _PROC.is_dir():
             for pid in self._marked_members():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -174,11 +177,13 @@ class ProcessTransport:
     def stderr_truncated(self) -> bool:
         return self._tail.truncated
 
-    async def _drain_stderr(self) -> None:
+    async def _drain_stderr(self, scope: trio.CancelScope) -> None:
+        # shielded from the caller's cancellation: a child whose stderr is not drained blocks writing it and
+        # answers no interrupt; the context manager's exit cancels ``scope`` once the child is reaped
         stderr = self.process.stderr
         if stderr is None:
             return
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        with scope, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             while chunk := await stderr.receive_some(65536):
                 self._tail.feed(chunk)
 
@@ -197,7 +202,9 @@ async def spawn_process(
 
     ``env`` None inherits this process's environment without ``OPENAI_*`` / ``CODEX_*``; a mapping is
     used as given. Either way the run marker is added. The session does the graceful teardown
-    (close stdin, wait for EOF and exit); this exit is only the backstop, bounded by ``reap_timeout``.
+    (close stdin, wait for EOF and exit); this exit is only the backstop: it kills what is left and waits
+    for the reap at most ``reap_timeout`` after the first kill (whoever sent it), so a session teardown
+    that already killed and waited is not followed by a second full wait.
     """
     mark = marker or run_marker()
     process = await trio.lowlevel.open_process(
@@ -212,12 +219,14 @@ async def spawn_process(
     transport = ProcessTransport(process, StderrTail(stderr_tail_bytes), [os.fspath(a) for a in argv], mark)
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(transport._drain_stderr)
+            drain = trio.CancelScope(shield=True)
+            nursery.start_soon(transport._drain_stderr, drain)
             try:
                 yield transport
             finally:
                 with trio.CancelScope(shield=True):
                     await _backstop(transport, reap_timeout)
+                drain.cancel()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise _single(group) from None
@@ -226,7 +235,8 @@ async def spawn_process(
 async def _backstop(transport: ProcessTransport, reap_timeout: float) -> None:
     if transport.exit_code is None or transport.group_alive():
         transport.kill()
-    with trio.move_on_after(reap_timeout):
+    killed_at = transport.killed_at if transport.killed_at is not None else trio.current_time()
+    with trio.move_on_at(killed_at + reap_timeout):
         await transport.process.wait()
     for stream in (transport.process.stdin, transport.process.stdout):
         if stream is not None:

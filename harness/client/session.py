@@ -238,6 +238,10 @@ class Session:
         self._eof_seen = False
         self._exited = trio.Event()
         self._closing = False
+        # cancel scopes of the background tasks (reader, exit watcher, supervisors, approval tasks): shielded
+        # from the caller's cancellation, stopped by the teardown (see _spawn)
+        self._background: set[trio.CancelScope] = set()
+        self._background_stopped = False
 
     # --- clock, wire and log ----------------------------------------------------------------------
 
@@ -527,8 +531,7 @@ class Session:
         turn.started_at = self.now()
         turn.last_activity = turn.started_at
         turn.sent = True
-        assert self._nursery is not None
-        self._nursery.start_soon(self._supervise, turn)
+        self._spawn(self._supervise, turn)
         self._log(logging.DEBUG, "turn/start sent", thread_id=self.thread_id, turn_index=turn.index)
         try:
             result = await self._call(request, self.options.request_timeout, kill_on_timeout=False)
@@ -822,7 +825,7 @@ class Session:
             if self.failure is None and not self.killed:
                 self.note("stdout EOF")
             if self._nursery is not None:
-                self._nursery.start_soon(self._after_eof)
+                self._spawn(self._after_eof)
 
     async def _after_eof(self) -> None:
         """stdout is gone: fail waiting requests and the running turn (after a short wait for the exit status)."""
@@ -1103,14 +1106,13 @@ class Session:
         ):
             turn = None  # another (earlier, sub-agent) turn's request: answered, not attributed
         kind = APPROVAL_METHODS.get(request.method)
-        assert self._nursery is not None
         if kind is None:
             reason = f"unsupported app-server request: {request.method}"
             if turn is not None:
                 turn.state.record_error(reason)
                 turn.emit(ApprovalAnswered(t, request.id, request.method, error=reason, reason=reason))
             self._log(logging.WARNING, reason, request_id=request.id)
-            self._nursery.start_soon(self._answer_error, request.id, METHOD_NOT_FOUND, reason)
+            self._spawn(self._answer_error, request.id, METHOD_NOT_FOUND, reason)
             return
         if turn is not None:
             turn.state.approvals += 1
@@ -1141,7 +1143,7 @@ class Session:
                 )
             )
             turn.wake.set()  # the inactivity window pauses while an approval is pending
-        self._nursery.start_soon(self._run_policy, pending)
+        self._spawn(self._run_policy, pending)
 
     async def _run_policy(self, pending: _PendingApproval) -> None:
         request = pending.request
@@ -1219,6 +1221,35 @@ class Session:
                 {"request_id": request_id, "local": True, "outcome": "cancelled"},
                 turn_id=pending.request.turn_id,
             )
+
+    # --- background tasks -------------------------------------------------------------------------
+
+    def _spawn(self, fn: Any, *args: Any) -> None:
+        """Start a background task in the session's nursery, shielded from the caller's cancellation.
+
+        The caller's cancel scope often encloses the whole session (``fail_after`` around spawn + session +
+        turn). Its expiry must interrupt the turn, not stop the tasks the interrupt depends on: without the
+        reader no answer and no ``turn/completed`` is read, without the supervisor no ``turn/interrupt`` is
+        sent, without the exit watcher the teardown waits for an exit it can never see. Each task is bounded
+        on its own (budgets, timeouts); the teardown stops what is left (:meth:`_stop_background`).
+        """
+        assert self._nursery is not None
+        self._nursery.start_soon(self._shielded, fn, *args)
+
+    async def _shielded(self, fn: Any, *args: Any) -> None:
+        with trio.CancelScope(shield=True) as scope:
+            if self._background_stopped:
+                scope.cancel()  # started after the teardown (the reader's EOF handler): no waiting any more
+            self._background.add(scope)
+            try:
+                await fn(*args)
+            finally:
+                self._background.discard(scope)
+
+    def _stop_background(self) -> None:
+        self._background_stopped = True
+        for scope in list(self._background):
+            scope.cancel()
 
     # --- exit and teardown ------------------------------------------------------------------------
 
@@ -1338,8 +1369,8 @@ async def open_session(
     try:
         async with trio.open_nursery() as nursery:
             session._nursery = nursery
-            nursery.start_soon(session._read_loop)
-            nursery.start_soon(session._watch_exit)
+            session._spawn(session._read_loop)
+            session._spawn(session._watch_exit)
             try:
                 if session.options.initialize:
                     await session.initialize()
@@ -1351,6 +1382,7 @@ async def open_session(
                     except Exception as exc:  # teardown must never hang or mask the body's outcome
                         session.client_errors.append(f"teardown: {exc!r}")
                         transport.kill()
+                session._stop_background()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise _single(group) from None

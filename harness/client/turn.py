@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import trio
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from harness.client.session import Session
 
 UserInput: TypeAlias = list[dict[str, Any]]
+#: how long after the interrupt budget a cancelled caller's backstop waits before killing (scheduling only)
+BACKSTOP_SLACK: Final = 0.25
 
 
 class EventQueue:
@@ -141,10 +143,16 @@ class Turn:
         await self._wait_after_cancel()
 
     async def _wait_after_cancel(self) -> None:
-        """Shielded: the interrupt procedure is bounded by the budget; this is only its backstop."""
-        opts = self.session.options
+        """Shielded: the supervisor ends the turn within the interrupt budget; this is only its backstop.
+
+        The backstop counts from the cancellation, with the same budget plus a little slack for scheduling:
+        cancel -> Result stays within the budget on every path (it used to add ``request_timeout`` here, so a
+        supervisor that never ran kept a cancelled caller waiting budget + request timeout).
+        """
+        budget = self.session.options.interrupt_budget
+        start = self.cancel_at if self.cancel_at is not None else self.session.now()
         with trio.CancelScope(shield=True):
-            with trio.move_on_after(opts.interrupt_budget + opts.request_timeout):
+            with trio.move_on_at(start + budget + BACKSTOP_SLACK):
                 await self.finished.wait()
             if self.result is None:
                 self.session._kill_for(self, "turn did not end after cancellation")
