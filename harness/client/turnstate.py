@@ -219,3 +219,11 @@ class TurnState:
         ]
         self.open_items.clear()
         return closed
+
+
+def nested_id(obj: Any, key: str) -> str | None:
+    if isinstance(obj, Mapping):
+        inner = obj.get(key)
+        if isinstance(inner, Mapping) and isinstance(inner.get("id"), str) and inner["id"]:
+            return inner["id"]
+    return None
