@@ -3,7 +3,9 @@
 ``CLIENT_METHODS`` is copied in order from the real -32600 "unknown variant" answer
 (``misc_requests.jsonl``), which lists every variant of ``ClientRequest`` including experimental
 and deprecated v1 ones; ``EXPERIMENTAL_METHODS`` are those only the ``--experimental`` schema has;
-``PARAMLESS_METHODS`` may omit ``params``.
+``PARAMLESS_METHODS`` may omit ``params``. They stay literals so ``fake-codex`` starts without
+loading the schema bundle; ``tests/test_fake_methods.py`` fails as soon as one drifts from the pinned
+schema.
 """
 
 from __future__ import annotations
