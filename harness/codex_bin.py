@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -31,12 +32,29 @@ def find_codex(explicit: str | os.PathLike[str] | None = None, *, use_path: bool
 def codex_version(binary: str | os.PathLike[str], timeout: float = 30.0) -> str:
     """``codex --version`` → ``"0.171.0"``. Raises CodexNotFound with the reason when it cannot run."""
     try:
-        out = subprocess.run(
-            [os.fspath(binary), "--version"], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        out = run_bounded([os.fspath(binary), "--version"], timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CodexNotFound(f"cannot run {binary} --version: {exc}") from exc
-    match = _VERSION_RE.search(out.stdout)
+    stdout = out.stdout.decode("utf-8", "replace")
+    match = _VERSION_RE.search(stdout)
     if out.returncode != 0 or not match:
-        raise CodexNotFound(f"{binary} --version gave no version (exit {out.returncode}): {out.stdout!r}")
+        raise CodexNotFound(f"{binary} --version gave no version (exit {out.returncode}): {stdout!r}")
     return match.group(1)
+
+
+def run_bounded(argv: list[str], timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """Run in its own process group so a timeout kills the whole tree (the npm shim spawns the binary)."""
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)

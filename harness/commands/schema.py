@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -15,7 +14,7 @@ import orjson
 
 from contracts import schema_store
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
-from harness.codex_bin import CodexNotFound, codex_version, find_codex
+from harness.codex_bin import CodexNotFound, codex_version, find_codex, run_bounded
 from harness.exitcodes import FAILED, OK, UsageError
 
 NAME = "schema"
@@ -68,24 +67,6 @@ def run(args: argparse.Namespace) -> int:
 # --- pin --------------------------------------------------------------------------------------------
 
 
-def _run_bounded(argv: list[str], timeout: float) -> subprocess.CompletedProcess[bytes]:
-    """Run in its own process group so a timeout kills the whole tree (the npm shim spawns the binary)."""
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
-
 def _writable_target(root: Path) -> None:
     probe = root
     while not probe.exists():
@@ -100,7 +81,7 @@ def generate(binary: Path, out_dir: Path, experimental: bool, timeout: float) ->
     if experimental:
         argv.insert(3, "--experimental")
     try:
-        done = _run_bounded(argv, timeout)
+        done = run_bounded(argv, timeout)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"`{' '.join(argv[1:4])}` did not finish within {timeout:g} s") from None
     except OSError as exc:
