@@ -14,13 +14,13 @@ from typing import Any
 
 import trio
 
+from contracts.messages import Request
 from contracts.validator import Validator
+from contracts.wire import encode_frame
 from harness.client.events import MessageDelta
 from harness.client.memory import memory_pair
 from harness.client.process import spawn_process
 from harness.client.session import Session, SessionOptions, open_session
-from harness.messages import Request
-from harness.wire import encode_frame
 
 
 def _options(timeout: float, events: int = 1 << 24) -> SessionOptions:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _flood
 from _common import Deadline, Row, arg_parser, fake_codex_argv, finish, ratio
 
-from harness.wire import LineDecoder, WireError
+from contracts.wire import LineDecoder, WireError
 
 BENCH = "ingest"
 TARGET_RATIO = 0.3

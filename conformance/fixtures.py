@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_server.scenario import Scenario
+from contracts.scenario import Scenario
 from harness import scenario_lookup
 from harness.targets.fake import fake_codex_argv
 

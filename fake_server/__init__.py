@@ -4,7 +4,7 @@
   :mod:`~fake_server.faults`, :mod:`~fake_server.shapes`, :mod:`~fake_server.methods`, :mod:`~fake_server.ids`);
 - :mod:`fake_server.inprocess` — ``serve_in_process(scenario, trace_root=None)``: a Transport on trio memory streams;
 - :mod:`fake_server.cli` — the ``fake-codex`` executable (stdio), on :mod:`fake_server.runtime`;
-- :mod:`fake_server.scenario`, :mod:`fake_server.scenario_file`, :mod:`fake_server.builder`,
+- :mod:`contracts.scenario`, :mod:`contracts.scenario_file`, :mod:`fake_server.builder`,
   :mod:`fake_server.catalogue` — scenarios, their TOML format, the Python builder, the built-in catalogue;
 - :mod:`fake_server.server_trace` — the server's rollout trace bundle;
 - :mod:`fake_server.virtual`, :mod:`fake_server.replay`, :mod:`fake_server.plan` — self-checks on a virtual clock.

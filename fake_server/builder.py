@@ -1,7 +1,7 @@
 """Build scenarios in Python, equivalent to the TOML format (function style).
 
 Every function checks what the TOML loader checks, and :func:`scenario` returns exactly the
-:class:`~fake_server.scenario.Scenario` that loading ``scenario_file.dumps`` of it gives back
+:class:`~contracts.scenario.Scenario` that loading ``scenario_file.dumps`` of it gives back
 (``source`` aside), so a built scenario can be saved and shared as a file::
 
     from fake_server.builder import *
@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from contracts import scenario_file
 from contracts.expect import RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
-from contracts.usage import UsageBuckets
-from fake_server import scenario_file
-from fake_server.scenario import (
+from contracts.scenario import (
     ACTION_TRIGGERS,
     ACTIONS,
     DECISIONS,
@@ -49,7 +48,8 @@ from fake_server.scenario import (
     TurnScript,
     Usage,
 )
-from fake_server.scenario_file import ScenarioError, split_text
+from contracts.scenario_file import ScenarioError, split_text
+from contracts.usage import UsageBuckets
 
 SOURCE = "<builder>"
 

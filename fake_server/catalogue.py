@@ -1,14 +1,14 @@
-"""The built-in scenario catalogue (``conformance/scenarios/*.toml``) and name-or-path resolution."""
+"""The built-in scenario catalogue (``fake_server/scenarios/*.toml``, package data) and name-or-path resolution."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fake_server import scenario_file
-from fake_server.scenario import Scenario
-from fake_server.scenario_file import ScenarioError
+from contracts import scenario_file
+from contracts.scenario import Scenario
+from contracts.scenario_file import ScenarioError
 
-CATALOGUE_DIR = Path(__file__).resolve().parent.parent / "conformance" / "scenarios"
+CATALOGUE_DIR = Path(__file__).resolve().parent / "scenarios"
 DEFAULT_SCENARIO = "plain"
 
 

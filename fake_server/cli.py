@@ -23,14 +23,14 @@ from pathlib import Path
 
 import trio
 
+from contracts.argparsing import ArgumentParser
+from contracts.scenario import Scenario
+from contracts.scenario_file import ScenarioError
 from fake_server.catalogue import resolve
 from fake_server.effects import TraceEvent
 from fake_server.engine import Engine
 from fake_server.runtime import run_engine
-from fake_server.scenario import Scenario
-from fake_server.scenario_file import ScenarioError
 from fake_server.server_trace import ServerTrace
-from harness.argparsing import ArgumentParser
 
 FAKE_VERSION = "0.171.0"
 SCENARIO_ENV = "FAKE_CODEX_SCENARIO"

@@ -7,7 +7,7 @@ only ends up in timestamps. Scripted delays become :class:`~fake_server.effects.
 
 Turns run as generator programs (:mod:`fake_server.turns`) that yield waits; the engine resumes
 them on timers and approval answers, and closes them on interrupt or steer. The JSON-RPC
-bookkeeping (ids, pending tables in both directions) is :class:`harness.jsonrpc.Endpoint`.
+bookkeeping (ids, pending tables in both directions) is :class:`contracts.jsonrpc.Endpoint`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,27 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from contracts.jsonrpc import (
+    DuplicateRequest,
+    DuplicateResponse,
+    Endpoint,
+    IncomingNotification,
+    IncomingRequest,
+    LateResponse,
+    ProtocolViolation,
+    ResponseMatched,
+    UnknownResponse,
+)
+from contracts.messages import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    SERVER_OVERLOADED,
+    JsonId,
+    Request,
+)
+from contracts.scenario import Fault, Scenario, Usage
+from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
 from fake_server import shapes
 from fake_server.effects import (
     CloseStdout,
@@ -38,28 +59,7 @@ from fake_server.methods import (
     schema_required_params,
     unknown_variant_message,
 )
-from fake_server.scenario import Fault, Scenario, Usage
 from fake_server.state import Answer, NextAnswer, Park, Sleep, ThreadState, TurnRun
-from harness.jsonrpc import (
-    DuplicateRequest,
-    DuplicateResponse,
-    Endpoint,
-    IncomingNotification,
-    IncomingRequest,
-    LateResponse,
-    ProtocolViolation,
-    ResponseMatched,
-    UnknownResponse,
-)
-from harness.messages import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    SERVER_OVERLOADED,
-    JsonId,
-    Request,
-)
-from harness.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
 
 OVERLOADED_MESSAGE = "Server overloaded; retry later."
 STARTUP_INTERRUPT_MS = 5

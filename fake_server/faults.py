@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 import orjson
 
-from fake_server.scenario import Fault
+from contracts.scenario import Fault
 from fake_server.state import TurnRun
 
 if TYPE_CHECKING:

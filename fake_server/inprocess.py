@@ -1,6 +1,6 @@
 """The fake app-server in process: the engine on a trio task, talking over memory channels.
 
-:class:`InProcessServer` implements :class:`harness.client.transport.Transport`, so the client
+:class:`InProcessServer` implements :class:`contracts.transport.Transport`, so the client
 code is the same as against a child process. Process faults map onto it:
 
 - a crash closes the server's stdout after what the fault flushes (half a frame for mid-line) and
@@ -22,19 +22,19 @@ from pathlib import Path
 
 import trio
 
+from contracts.scenario import Scenario
+from contracts.transport import TransportClosed
 from fake_server.effects import TraceEvent
 from fake_server.engine import Engine
 from fake_server.runtime import default_clock_ms, run_engine
-from fake_server.scenario import Scenario
 from fake_server.server_trace import ServerTrace
-from harness.client.transport import TransportClosed
 
 STDERR_TAIL_BYTES = 64 * 1024
 CHANNEL_CHUNKS = 256  # bounded like a pipe: a client that never reads stalls the server
 
 
 class InProcessServer:
-    """One in-process fake app-server session (a :class:`~harness.client.transport.Transport`)."""
+    """One in-process fake app-server session (a :class:`~contracts.transport.Transport`)."""
 
     def __init__(self, scenario: Scenario, *, trace_root: Path | None = None, cwd: str = "/RUN/workdir") -> None:
         self.scenario = scenario

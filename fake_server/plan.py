@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fake_server.scenario import ClientAction, Scenario
+from contracts.scenario import ClientAction, Scenario
+from contracts.wire import DEFAULT_MAX_LINE
 from fake_server.virtual import Frame, VirtualServer
-from harness.wire import DEFAULT_MAX_LINE
 
 APPROVAL_METHODS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from contracts.fidelity import Difference, diff_server_sides, shape
-from fake_server.scenario import Scenario
+from contracts.scenario import Scenario
 from fake_server.virtual import VirtualServer
 
 MAX_CATCH_UP_MS = 120_000

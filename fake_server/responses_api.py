@@ -31,7 +31,7 @@ import orjson
 import trio
 import zstandard
 
-from fake_server.scenario import ModelResponse, Scenario
+from contracts.scenario import ModelResponse, Scenario
 from fake_server.sse import IdCounter, StreamPlan, build_stream
 
 RESPONSES_PATH = "/v1/responses"

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import orjson
 
-from fake_server.scenario import (
+from contracts.scenario import (
     CommandItem,
     FileChangeItem,
     MessageItem,

@@ -7,8 +7,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from fake_server.scenario import CommandItem, FileChangeItem, TurnScript, Usage
-from harness.messages import ErrorResponse, JsonId, Response
+from contracts.messages import ErrorResponse, JsonId, Response
+from contracts.scenario import CommandItem, FileChangeItem, TurnScript, Usage
 
 # --- what a turn program yields ---------------------------------------------------------------
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from contracts.messages import ErrorResponse, JsonId, Request, Response
+from contracts.scenario import CommandItem, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
 from fake_server import faults, shapes, sse
-from fake_server.scenario import CommandItem, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
 from fake_server.state import Answer, NextAnswer, Program, Sleep, ThreadState, Tool, ToolFinished, TurnRun
-from harness.messages import ErrorResponse, JsonId, Request, Response
 
 _ROOT = PurePosixPath("/")  # messages and reasoning carry no workdir
 

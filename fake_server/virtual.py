@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from contracts.scenario import Scenario
 from fake_server.effects import (
     CloseStdout,
     Effect,
@@ -27,7 +28,6 @@ from fake_server.effects import (
 )
 from fake_server.engine import Engine
 from fake_server.runtime import VIRTUAL_EPOCH_MS
-from fake_server.scenario import Scenario
 
 Frame = dict[str, Any]
 

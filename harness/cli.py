@@ -6,9 +6,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from harness.argparsing import ArgumentParser
+from contracts.argparsing import ArgumentParser
+from contracts.exitcodes import USAGE, UsageError
 from harness.commands import COMMAND_MODULES
-from harness.exitcodes import USAGE, UsageError
 
 
 def build_parser() -> ArgumentParser:

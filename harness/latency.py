@@ -17,7 +17,7 @@ from typing import Any
 
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
-from fake_server.scenario import ClientAction, Scenario
+from contracts.scenario import ClientAction, Scenario
 from harness.client.events import ItemStarted, TurnEvent
 from harness.runner import play, with_cancel_only
 

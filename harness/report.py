@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from contracts.checks import CONTRACT_NAMES, Check, worst
-from harness.exitcodes import FAILED, OK, UsageError
+from contracts.exitcodes import FAILED, OK, UsageError
 
 SYMBOLS = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "- skip", "warn": "! warn"}
 ASCII_SYMBOLS = {"pass": "ok", "fail": "FAIL", "skip": "skip", "warn": "warn"}

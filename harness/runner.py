@@ -25,12 +25,12 @@ import trio
 import trio.testing
 
 from contracts.checks import CONTRACT_NAMES, Check, run_all
+from contracts.jsonrpc import RpcError
 from contracts.record import Budgets, SessionRecord, TurnResult
-from fake_server.scenario import ClientAction, ClientPlan, Scenario, TurnScript
+from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
-from harness.jsonrpc import RpcError
 from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_target
 
 #: Wall-clock bound of one scenario on a process target (the scenario's own budgets are far below).

@@ -4,27 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fake_server.scenario import Scenario
-from fake_server.scenario_file import ScenarioError, load
-from harness.exitcodes import UsageError
+from contracts.exitcodes import UsageError
+from contracts.scenario import Scenario
+from contracts.scenario_file import ScenarioError, load
+from fake_server.catalogue import CATALOGUE_DIR, builtin_names, load_builtin
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "conformance" / "scenarios"
-
-
-def builtin_names() -> list[str]:
-    try:
-        from fake_server.catalogue import builtin_names as catalogue_names
-    except ImportError:  # the catalogue module is optional: the files are the catalogue
-        return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
-    return list(catalogue_names())
-
-
-def load_builtin(name: str) -> Scenario:
-    try:
-        from fake_server.catalogue import load_builtin as catalogue_load
-    except ImportError:
-        return load(BUILTIN_DIR / f"{name}.toml")
-    return catalogue_load(name)
+BUILTIN_DIR = CATALOGUE_DIR
 
 
 def resolve(spec: str) -> Scenario:

@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from contracts.checks import CONTRACT_NAMES
+from contracts.exitcodes import FAILED, INVALID_INPUT, OK, USAGE
 from harness.cli import main
-from harness.exitcodes import FAILED, INVALID_INPUT, OK, USAGE
 
 PLAIN = """
 name = "{name}"

@@ -8,8 +8,8 @@ import orjson
 import pytest
 from test_contracts_records import interrupted_record
 
+from contracts.exitcodes import OK, USAGE
 from harness.cli import main
-from harness.exitcodes import OK, USAGE
 from harness.latency import measure, nearest_rank, percentiles, summary_line
 
 

@@ -14,14 +14,14 @@ import pytest
 import trio
 import trio.testing
 
+from contracts.jsonrpc import RpcError
+from contracts.scenario import ClientAction, Scenario
 from contracts.trace import check_bundle, read_bundle
 from fake_server.inprocess import serve_in_process
-from fake_server.scenario import ClientAction, Scenario
 from harness.client.approvals import ApprovalRequest
 from harness.client.errors import ClientError
 from harness.client.process import spawn_process
 from harness.client.session import Session, SessionOptions, open_session
-from harness.jsonrpc import RpcError
 from harness.runner import action_triggered
 from harness.scenario_lookup import builtin_names, load_builtin
 from harness.targets.fake import fake_codex_argv

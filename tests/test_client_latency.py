@@ -18,8 +18,8 @@ from pathlib import Path
 
 import trio
 
+from contracts.scenario_file import dump
 from fake_server import builder as b
-from fake_server.scenario_file import dump
 from harness.client.events import MessageDelta
 from harness.client.process import spawn_process
 from harness.client.session import SessionOptions, open_session

@@ -8,6 +8,7 @@ import orjson
 import pytest
 import trio
 
+from contracts.messages import Notification
 from contracts.usage import UsageBuckets
 from harness.client.approvals import (
     APPROVAL_METHODS,
@@ -37,7 +38,6 @@ from harness.client.events import (
 )
 from harness.client.memory import ScriptedPeer, memory_pair
 from harness.client.session import Session, SessionOptions, open_session
-from harness.messages import Notification
 
 THREAD = "thr-1"
 MODEL = "mock-model"

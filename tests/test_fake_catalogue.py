@@ -11,13 +11,13 @@ from typing import Any
 import orjson
 import pytest
 
+from contracts.messages import Message
+from contracts.scenario import FAULT_KINDS
+from contracts.scenario_file import ScenarioError
 from contracts.validator import Validator
+from contracts.wire import LineDecoder, WireError, WireErrorKind
 from fake_server.catalogue import builtin_names, load_builtin, resolve
 from fake_server.plan import PlanRun, play
-from fake_server.scenario import FAULT_KINDS
-from fake_server.scenario_file import ScenarioError
-from harness.messages import Message
-from harness.wire import LineDecoder, WireError, WireErrorKind
 
 REQUIRED = [
     "plain",

@@ -11,11 +11,11 @@ import pytest
 import trio
 import trio.testing
 
+from contracts.messages import ErrorResponse, Notification, Request, Response
+from contracts.scenario import Fault, MessageItem, ModelResponse, Scenario, TurnScript, Usage
+from contracts.transport import Transport, TransportClosed
+from contracts.wire import LineDecoder, WireError
 from fake_server.inprocess import InProcessServer, serve_in_process
-from fake_server.scenario import Fault, MessageItem, ModelResponse, Scenario, TurnScript, Usage
-from harness.client.transport import Transport, TransportClosed
-from harness.messages import ErrorResponse, Notification, Request, Response
-from harness.wire import LineDecoder, WireError
 
 INIT = {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
 

@@ -16,8 +16,8 @@ import pytest
 import trio
 
 from contracts.fidelity import diff_server_sides, render, shape
+from contracts.wire import LineDecoder, WireError, WireErrorKind
 from fake_server.replay import load_transcript
-from harness.wire import LineDecoder, WireError, WireErrorKind
 
 TRANSCRIPTS = Path("/work/shared/reference/real-transcripts")
 FAKE = [sys.executable, "-m", "fake_server.cli"]

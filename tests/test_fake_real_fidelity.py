@@ -14,9 +14,9 @@ import pytest
 import trio
 
 from contracts.fidelity import diff_server_sides, render
+from contracts.scenario import Scenario
 from fake_server.builder import message, response, scenario, turn, usage
 from fake_server.catalogue import builtin_names, load_builtin
-from fake_server.scenario import Scenario
 from fake_server.virtual import VirtualServer
 
 REAL_SCENARIOS = [n for n in builtin_names() if load_builtin(n).supports("real")[0]]
@@ -100,8 +100,8 @@ def _play_fake(s: Scenario, steps: list[Step]) -> list[Frame]:
 
 
 async def _play_real(s: Scenario, steps: list[Step], codex: Path) -> list[Frame]:
+    from contracts.wire import LineDecoder
     from harness.targets.real import real_target
-    from harness.wire import LineDecoder
 
     frames: list[Frame] = []
     ids: dict[str, str] = {}

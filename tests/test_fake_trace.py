@@ -13,14 +13,14 @@ import pytest
 import trio
 import trio.testing
 
+from contracts.messages import Response
 from contracts.trace.closure import check_bundle
+from contracts.wire import LineDecoder
 from fake_server.catalogue import builtin_names, load_builtin
 from fake_server.inprocess import serve_in_process
 from fake_server.plan import play
 from fake_server.runtime import VIRTUAL_EPOCH_MS
 from fake_server.server_trace import ServerTrace
-from harness.messages import Response
-from harness.wire import LineDecoder
 
 INIT = b'{"id":0,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}\n'
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fake_server.scenario import Scenario
-from fake_server.scenario_file import load
+from contracts.scenario import Scenario
+from contracts.scenario_file import load
 from harness.fuzz.driver import fuzz
 from harness.fuzz.invariants import Example
 from harness.fuzz.strategies import scenarios
@@ -41,7 +41,7 @@ def test_a_passing_run_counts_every_example_and_its_coverage() -> None:
 
 def test_simplify_cuts_everything_the_failure_does_not_need() -> None:
     from contracts.checks import Check
-    from fake_server.scenario import ClientAction, ClientPlan, CommandItem, Fault, ModelResponse, TurnScript, Usage
+    from contracts.scenario import ClientAction, ClientPlan, CommandItem, Fault, ModelResponse, TurnScript, Usage
     from harness.fuzz.shrink import simplify
 
     noisy = TurnScript(

@@ -8,8 +8,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
-from contracts.usage import UsageBuckets
-from fake_server.scenario import (
+from contracts.scenario import (
     FOLLOW_UP_RESPONSE,
     ClientAction,
     ClientPlan,
@@ -20,7 +19,8 @@ from fake_server.scenario import (
     TurnScript,
     Usage,
 )
-from fake_server.scenario_file import dumps, loads
+from contracts.scenario_file import dumps, loads
+from contracts.usage import UsageBuckets
 from harness.fuzz.coverage import ALL_ACTIONS, ALL_FAULTS, Coverage
 from harness.fuzz.strategies import scenarios, usages
 from harness.fuzz.truth import RacyScenario, derive

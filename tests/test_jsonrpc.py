@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.jsonrpc import (
+from contracts.jsonrpc import (
     DuplicateRequest,
     DuplicateResponse,
     Endpoint,
@@ -18,7 +18,7 @@ from harness.jsonrpc import (
     RpcError,
     UnknownResponse,
 )
-from harness.messages import INVALID_REQUEST, ErrorResponse, Notification, Request, Response
+from contracts.messages import INVALID_REQUEST, ErrorResponse, Notification, Request, Response
 
 
 def test_ids_are_integers_from_zero_per_endpoint() -> None:

@@ -20,8 +20,7 @@ import pytest
 import trio
 from test_real_driver import Driver, close_and_wait, project, reduce_with_codex, run_server
 
-from contracts.trace.closure import check_bundle
-from fake_server.scenario import (
+from contracts.scenario import (
     CommandItem,
     FileChangeItem,
     MessageItem,
@@ -32,6 +31,7 @@ from fake_server.scenario import (
     TurnScript,
     Usage,
 )
+from contracts.trace.closure import check_bundle
 from harness.targets.real import RealTarget, real_target
 
 pytestmark = pytest.mark.real_codex

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from fake_server.scenario import (
+from contracts.scenario import (
     CommandItem,
     Fault,
     FileChangeItem,

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from test_contracts_records import approval_record, interrupted_record
 
+from contracts.exitcodes import OK, USAGE
 from contracts.record import WireEntry
 from harness.cli import main
-from harness.exitcodes import OK, USAGE
 
 
 def test_show_record_dir_marks_windows_faults_and_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from contracts.checks import Check
-from harness.exitcodes import FAILED, OK, UsageError
+from contracts.exitcodes import FAILED, OK, UsageError
 from harness.report import (
     BaselineEntry,
     judge,

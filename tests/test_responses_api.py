@@ -12,14 +12,7 @@ import pytest
 import trio
 import zstandard
 
-from fake_server.responses_api import (
-    MAX_REQUEST_BYTES,
-    NotLoopback,
-    ResponseSchedule,
-    serve_responses_api,
-    turn_key,
-)
-from fake_server.scenario import (
+from contracts.scenario import (
     FOLLOW_UP_RESPONSE,
     CommandItem,
     FileChangeItem,
@@ -29,6 +22,13 @@ from fake_server.scenario import (
     Scenario,
     TurnScript,
     Usage,
+)
+from fake_server.responses_api import (
+    MAX_REQUEST_BYTES,
+    NotLoopback,
+    ResponseSchedule,
+    serve_responses_api,
+    turn_key,
 )
 from fake_server.sse import IdCounter, apply_patch_command, build_stream, sse_event
 

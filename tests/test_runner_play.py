@@ -13,8 +13,7 @@ import trio.testing
 
 from contracts.expect import Expect, ExpectTurn
 from contracts.record import SessionRecord, WireEntry
-from contracts.usage import UsageBuckets
-from fake_server.scenario import (
+from contracts.scenario import (
     ClientAction,
     ClientPlan,
     CommandItem,
@@ -26,6 +25,7 @@ from fake_server.scenario import (
     TurnScript,
     Usage,
 )
+from contracts.usage import UsageBuckets
 from harness import runner
 from harness.client.approvals import ApprovalRequest
 

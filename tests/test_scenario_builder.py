@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from contracts.scenario_file import ScenarioError
 from fake_server import scenario_file
 from fake_server.builder import (
     action,
@@ -27,7 +28,6 @@ from fake_server.builder import (
     usage,
 )
 from fake_server.catalogue import builtin_names, load_builtin
-from fake_server.scenario_file import ScenarioError
 
 TOML = """
 name = "approve_then_cancel"

@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 from contracts import schema_store
+from contracts.exitcodes import FAILED, OK, USAGE
 from contracts.schema_diff import Change, ChangeKind, diff_bundles
 from harness.cli import main
 from harness.commands.schema import format_diff
-from harness.exitcodes import FAILED, OK, USAGE
 
 K = ChangeKind
 

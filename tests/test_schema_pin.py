@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from contracts import schema_store
+from contracts.exitcodes import FAILED, OK, USAGE
 from harness.cli import main
-from harness.exitcodes import FAILED, OK, USAGE
 
 FAKE_CODEX = f"""#!{sys.executable}
 import json, os, sys, time

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from contracts.schema_store import ReleaseNotPinned
 from contracts.validator import SessionValidator, Validator, Violation
-from harness.wire import LineDecoder, WireError
+from contracts.wire import LineDecoder, WireError
 
 # CI gets a copy of shared/ beside the clone: <repo>/../shared/reference.
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.messages import ErrorResponse, Notification, Request, Response, classify
-from harness.wire import LineDecoder, WireError, WireErrorKind, encode, encode_frame, parse_line
+from contracts.messages import ErrorResponse, Notification, Request, Response, classify
+from contracts.wire import LineDecoder, WireError, WireErrorKind, encode, encode_frame, parse_line
 
 
 def decode_all(chunks: list[bytes], max_line: int = 1024) -> list[object]:

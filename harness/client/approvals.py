@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
-from harness.messages import JsonId
+from contracts.messages import JsonId
 
 Decision: TypeAlias = str | dict[str, Any]
 Policy: TypeAlias = Callable[["ApprovalRequest"], Decision | Awaitable[Decision]]

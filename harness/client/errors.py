@@ -1,9 +1,9 @@
-"""Typed errors of the client. JSON-RPC error answers are :class:`harness.jsonrpc.RpcError`."""
+"""Typed errors of the client. JSON-RPC error answers are :class:`contracts.jsonrpc.RpcError`."""
 
 from __future__ import annotations
 
-from harness.client.transport import TransportClosed
-from harness.jsonrpc import RpcError
+from contracts.jsonrpc import RpcError
+from contracts.transport import TransportClosed
 
 __all__ = [
     "ClientError",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from contracts.messages import JsonId
 from contracts.usage import UsageBuckets
-from harness.messages import JsonId
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,10 @@ from typing import Any
 import trio
 import trio.testing
 
+from contracts.messages import NOTSET, JsonId, Message, Notification
+from contracts.transport import TransportClosed
+from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError, encode_frame
 from harness.client.stderr import StderrTail
-from harness.client.transport import TransportClosed
-from harness.messages import NOTSET, JsonId, Message, Notification
-from harness.wire import DEFAULT_MAX_LINE, LineDecoder, WireError, encode_frame
 
 
 class MemoryTransport:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.record import Budgets
-from harness.wire import DEFAULT_MAX_LINE
+from contracts.wire import DEFAULT_MAX_LINE
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,8 @@ from typing import Final
 
 import trio
 
+from contracts.transport import TransportClosed
 from harness.client.stderr import DEFAULT_TAIL_BYTES, StderrTail
-from harness.client.transport import TransportClosed
 
 RUN_MARKER_ENV: Final = "CODEX_HARNESS_RUN_MARKER"
 #: prefixes scrubbed from an inherited environment (credentials and codex settings of the host)
@@ -55,7 +55,7 @@ def child_environment(env: Mapping[str, str] | None, marker: str | None = None) 
 
 
 class ProcessTransport:
-    """:class:`harness.client.transport.Transport` over a child process. Build it with :func:`spawn_process`."""
+    """:class:`contracts.transport.Transport` over a child process. Build it with :func:`spawn_process`."""
 
     def __init__(self, process: trio.Process, tail: StderrTail, argv: Sequence[str], marker: str) -> None:
         self.process = process

@@ -12,14 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from contracts.record import WireEntry
-from contracts.usage import UsageBuckets
-from harness.client.errors import ClientError, LineTooLong, ServerExited
-from harness.client.events import MessageDelta, UsageUpdated
-from harness.client.server_requests import on_resolved, on_server_request
-from harness.client.tracemarks import trace_tool_ended, trace_tool_started
-from harness.client.turnstate import TOOL_ITEM_TYPES, is_turn_scoped, nested_id, notification_turn_id
-from harness.jsonrpc import (
+from contracts.jsonrpc import (
     DuplicateRequest,
     IncomingNotification,
     IncomingRequest,
@@ -27,8 +20,15 @@ from harness.jsonrpc import (
     ResponseMatched,
     RpcError,
 )
-from harness.messages import ErrorResponse, Message, Response
-from harness.wire import WireError, WireErrorKind
+from contracts.messages import ErrorResponse, Message, Response
+from contracts.record import WireEntry
+from contracts.usage import UsageBuckets
+from contracts.wire import WireError, WireErrorKind
+from harness.client.errors import ClientError, LineTooLong, ServerExited
+from harness.client.events import MessageDelta, UsageUpdated
+from harness.client.server_requests import on_resolved, on_server_request
+from harness.client.tracemarks import trace_tool_ended, trace_tool_started
+from harness.client.turnstate import TOOL_ITEM_TYPES, is_turn_scoped, nested_id, notification_turn_id
 
 if TYPE_CHECKING:
     from harness.client.session import Session

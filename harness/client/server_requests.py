@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from contracts.jsonrpc import ProtocolViolation
+from contracts.messages import INTERNAL_ERROR, METHOD_NOT_FOUND, JsonId, Message, Request
+from contracts.transport import TransportClosed
 from harness.client.approvals import APPROVAL_METHODS, DECISIONS, ERROR_DECISION, ApprovalRequest, answer_for
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalAnswered, ApprovalRequested, ApprovalResolved
-from harness.client.transport import TransportClosed
-from harness.jsonrpc import ProtocolViolation
-from harness.messages import INTERNAL_ERROR, METHOD_NOT_FOUND, JsonId, Message, Request
 
 if TYPE_CHECKING:
     from harness.client.session import Session

@@ -29,7 +29,11 @@ from typing import Any, Final
 
 import trio
 
+from contracts.jsonrpc import Endpoint, RpcError
+from contracts.messages import NOTSET, JsonId, Message, Notification, Request
 from contracts.record import Budgets, SessionRecord, TeardownStep, TurnResult, WireEntry
+from contracts.transport import Transport, TransportClosed
+from contracts.wire import LineDecoder, encode
 from harness.client.approvals import Policy, accept_all
 from harness.client.errors import (
     ClientError,
@@ -49,13 +53,9 @@ from harness.client.supervisor import supervise
 from harness.client.teardown import run_teardown, watch_exit
 from harness.client.trace import ClientTrace, NullTrace
 from harness.client.tracemarks import turn_status
-from harness.client.transport import Transport, TransportClosed
 from harness.client.turn import Turn, UserInput
 from harness.client.turnstate import TOOL_ITEM_TYPES, nested_id
 from harness.client.usage import UsageLedger
-from harness.jsonrpc import Endpoint, RpcError
-from harness.messages import NOTSET, JsonId, Message, Notification, Request
-from harness.wire import LineDecoder, encode
 
 logger = logging.getLogger("harness.client")
 

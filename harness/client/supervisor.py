@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from contracts.jsonrpc import RpcError
 from harness.client.errors import ClientError
 from harness.client.events import InterruptSent
 from harness.client.server_requests import approval_pending
 from harness.client.tracemarks import interrupt_answered
-from harness.jsonrpc import RpcError
 
 if TYPE_CHECKING:
     from harness.client.session import Session

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contracts.messages import JsonId
 from harness.client.errors import ServerExited
 from harness.client.events import InterruptAnswered
-from harness.messages import JsonId
 
 if TYPE_CHECKING:
     from harness.client.session import Session

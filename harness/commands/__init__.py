@@ -1,7 +1,7 @@
 """One module per ``codex-harness`` subcommand.
 
 Each module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; the
-exit code follows the project's rule (see :mod:`harness.exitcodes`).
+exit code follows the project's rule (see :mod:`contracts.exitcodes`).
 """
 
 # Order is the order of ``codex-harness --help``.

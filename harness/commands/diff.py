@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
 from contracts.fidelity import Difference, diff_server_sides, render
 from contracts.record import SessionRecord
-from fake_server.scenario import Scenario
+from contracts.scenario import Scenario
 from harness import scenario_lookup
-from harness.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
 
 NAME = "diff"
 HELP = "play a scenario on the fake and on the real codex; print the structural difference of the server sides"

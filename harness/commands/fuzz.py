@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.exitcodes import UsageError
+from contracts.exitcodes import UsageError
 from harness.fuzz.driver import DEFAULT_FAULTS, FAST_FAULTS, FuzzReport, fuzz
 
 NAME = "fuzz"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import orjson
 
+from contracts.exitcodes import FAILED, OK, UsageError
 from harness import scenario_lookup
-from harness.exitcodes import FAILED, OK, UsageError
 from harness.latency import CASES, METRICS, CaseResult, Sample, run_case, summary_line
 from harness.targets import TargetUnavailable
 

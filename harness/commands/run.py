@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from contracts.checks import Check
-from fake_server.scenario import Scenario
+from contracts.exitcodes import INVALID_INPUT, UsageError
+from contracts.scenario import Scenario
 from harness import scenario_lookup
-from harness.exitcodes import INVALID_INPUT, UsageError
 from harness.report import judge, load_baseline, render_table, summary_dict, write_checks_json, write_junit
 from harness.runner import ScenarioRun, run_many
 from harness.targets import TARGET_NAMES

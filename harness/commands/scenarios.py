@@ -6,9 +6,9 @@ import argparse
 
 import orjson
 
-from fake_server.scenario import TARGETS
+from contracts.exitcodes import FAILED, OK
+from contracts.scenario import TARGETS
 from harness import scenario_lookup
-from harness.exitcodes import FAILED, OK
 
 NAME = "scenarios"
 HELP = "list the built-in scenarios with a one-line description and the targets each supports"

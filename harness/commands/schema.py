@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 
 from contracts import schema_store
+from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
 from harness.codex_bin import CodexNotFound, codex_version, find_codex, run_bounded
-from harness.exitcodes import FAILED, OK, UsageError
 
 NAME = "schema"
 HELP = "pin the wire schema of a codex binary, or diff two pinned releases"

@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 
 from contracts.checks import run_all
+from contracts.exitcodes import OK, UsageError
 from contracts.record import SessionRecord, WireEntry
-from harness.exitcodes import OK, UsageError
 from harness.timeline import render
 
 NAME = "show"

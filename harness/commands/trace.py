@@ -13,10 +13,10 @@ from pathlib import Path
 
 import orjson
 
+from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
 from contracts.trace.closure import TraceVerdict, check_bundle
 from contracts.trace.errors import TraceInvalid, TraceUnreadable
 from contracts.trace.reader import ReplayedTrace, read_bundle
-from harness.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
 
 NAME = "trace"
 HELP = "check a rollout-trace bundle's closure (exit 0 closed, 1 unclosed/violation, 2 invalid) or show it"

@@ -22,12 +22,12 @@ from typing import Any
 
 from contracts import schema_store
 from contracts.checks.base import Check
+from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.fidelity import render
+from contracts.scenario import Scenario
 from contracts.schema_diff import SchemaDiff, diff_bundles
-from fake_server.scenario import Scenario
 from harness import scenario_lookup
 from harness.codex_bin import CodexNotFound, codex_version
-from harness.exitcodes import FAILED, OK, UsageError
 
 NAME = "validate-release"
 HELP = "pin a codex release's schema, diff it, run the real-binary suite, fidelity diffs and latency; one report"

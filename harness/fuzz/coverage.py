@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from fake_server.scenario import ACTION_TRIGGERS, DECISIONS, FAULT_KINDS, Scenario
+from contracts.scenario import ACTION_TRIGGERS, DECISIONS, FAULT_KINDS, Scenario
 from harness.fuzz.truth import derive
 
 ALL_FAULTS: tuple[str, ...] = tuple(FAULT_KINDS)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 
 from contracts.checks import Check
-from fake_server.scenario import FAULT_KINDS, Scenario
+from contracts.scenario import FAULT_KINDS, Scenario
 from harness.fuzz.coverage import Coverage
 from harness.fuzz.invariants import Example, run_example
 from harness.fuzz.shrink import scenario_size, simplify, write_failure

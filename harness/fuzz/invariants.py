@@ -17,7 +17,7 @@ from pathlib import Path
 
 from contracts.checks import Check
 from contracts.record import SessionRecord
-from fake_server.scenario import Scenario
+from contracts.scenario import Scenario
 
 NAME = "fuzz"
 REFERENCE = "client-behaviour.md §6-7"

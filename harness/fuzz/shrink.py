@@ -15,8 +15,8 @@ from pathlib import Path
 import orjson
 
 from contracts.checks import Check
-from fake_server.scenario import Scenario
-from fake_server.scenario_file import dump, dumps
+from contracts.scenario import Scenario
+from contracts.scenario_file import dump, dumps
 
 
 def scenario_size(scenario: Scenario) -> dict[str, int]:

@@ -32,7 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from contracts.checks import run_all
 from contracts.expect import Expect
 from contracts.record import SessionRecord
-from fake_server.scenario import (
+from contracts.scenario import (
     DECISIONS,
     ClientPlan,
     CommandItem,
@@ -232,8 +232,8 @@ class SessionHarness:
         entry = self.active
 
         async def op() -> None:
+            from contracts.jsonrpc import RpcError
             from harness.client.errors import ClientError
-            from harness.jsonrpc import RpcError
 
             if entry is None:
                 return
@@ -271,8 +271,8 @@ class SessionHarness:
 
     def resume(self) -> None:
         async def op() -> None:
+            from contracts.jsonrpc import RpcError
             from harness.client.errors import ClientError
-            from harness.jsonrpc import RpcError
 
             try:
                 self.thread_id = await self.session.resume_thread(self.thread_id, cwd="/RUN/workdir")

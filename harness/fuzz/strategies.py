@@ -8,8 +8,8 @@ Public and meant for users testing their own clients::
     @given(scenarios())
     def test_my_client(scenario): ...
 
-Every strategy builds values of :mod:`fake_server.scenario`, so a drawn scenario dumps to a TOML
-file (:func:`fake_server.scenario_file.dumps`) that ``codex-harness run --scenario FILE`` plays.
+Every strategy builds values of :mod:`contracts.scenario`, so a drawn scenario dumps to a TOML
+file (:func:`contracts.scenario_file.dumps`) that ``codex-harness run --scenario FILE`` plays.
 The ``[expect]`` of a drawn scenario is derived from its steps by :mod:`harness.fuzz.truth`, never
 by running a client. Client actions are placed only where their outcome does not depend on task
 scheduling (see :mod:`harness.fuzz.timeline`), so the truth is exact.
@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from fake_server.scenario import (
+from contracts.scenario import (
     DECISIONS,
     DEFAULT_INPUT,
     FAULT_KINDS,
@@ -45,7 +45,7 @@ from fake_server.scenario import (
     TurnScript,
     Usage,
 )
-from fake_server.scenario_file import split_text
+from contracts.scenario_file import split_text
 from harness.fuzz.timeline import (
     INTERRUPT_FAULTS,
     NOISE_FAULTS,

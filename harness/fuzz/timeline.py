@@ -28,8 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from contracts.usage import UsageBuckets
-from fake_server.scenario import (
+from contracts.scenario import (
     ClientAction,
     ClientPlan,
     CommandItem,
@@ -41,6 +40,7 @@ from fake_server.scenario import (
     TurnScript,
     Usage,
 )
+from contracts.usage import UsageBuckets
 
 #: Faults that only add harmless lines (or stderr) around the wire: the session carries on.
 NOISE_FAULTS: frozenset[str] = frozenset(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from contracts.expect import Allowance, Expect, ExpectTurn
-from fake_server.scenario import ClientAction, ClientPlan, Fault, TurnScript, Usage
+from contracts.scenario import ClientAction, ClientPlan, Fault, TurnScript, Usage
 from harness.fuzz.timeline import (
     FATAL_FAULTS,
     INTERRUPT_FAULTS,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fake_server.scenario import Scenario
+from contracts.scenario import Scenario
 
 TARGET_NAMES: tuple[str, ...] = ("fake", "fake-process", "real")
 
@@ -26,7 +26,7 @@ class TargetUnavailable(Exception):
 @dataclass(slots=True)
 class TargetRun:
     name: str
-    transport: Any  # harness.client.transport.Transport
+    transport: Any  # contracts.transport.Transport
     virtual_time: bool
     trace_root: Path | None
     schema_release: str = "0.171.0"

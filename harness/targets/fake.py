@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fake_server.scenario import Scenario
-from fake_server.scenario_file import dump
+from contracts.scenario import Scenario
+from contracts.scenario_file import dump
 from harness.targets import TargetRun, TargetUnavailable
 
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"

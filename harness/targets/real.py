@@ -22,8 +22,8 @@ from typing import Any
 import tomli_w
 import trio
 
+from contracts.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
 from fake_server.responses_api import MockResponsesServer, RecordedRequest, serve_responses_api
-from fake_server.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
 from harness.codex_bin import CodexNotFound, codex_version
 
 TARGET = "real"

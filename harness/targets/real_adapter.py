@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-from fake_server.scenario import Scenario
+from contracts.scenario import Scenario
 from harness.codex_bin import CodexNotFound, find_codex
 from harness.targets import TargetRun, TargetUnavailable
 

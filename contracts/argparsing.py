@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from harness.exitcodes import USAGE
+from contracts.exitcodes import USAGE
 
 
 class ArgumentParser(argparse.ArgumentParser):

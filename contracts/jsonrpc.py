@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.messages import (
+from contracts.messages import (
     NOTSET,
     ErrorResponse,
     JsonId,

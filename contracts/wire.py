@@ -14,7 +14,7 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
-from harness.messages import Message, classify
+from contracts.messages import Message, classify
 
 DEFAULT_MAX_LINE: Final = 32 * 1024 * 1024
 _SAMPLE: Final = 120  # bytes of a bad line kept for the report

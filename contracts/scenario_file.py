@@ -1,0 +1,438 @@
+"""Reading and writing scenario TOML files (stdlib ``tomllib`` in, ``tomli-w`` out).
+
+Every error names the file, the key and what was expected, so a user fixes a scenario without
+reading our code. The format is documented in ``docs/scenarios.md``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import tomli_w
+
+from contracts.expect import RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
+from contracts.scenario import (
+    ACTION_TRIGGERS,
+    ACTIONS,
+    DECISIONS,
+    DEFAULT_INPUT,
+    DEFAULT_JUSTIFICATION,
+    DEFAULT_STEER_TEXT,
+    FAULT_DEFAULT_POINT,
+    FAULT_KINDS,
+    FAULT_POINTS,
+    RESPONSE_ENDS,
+    TARGETS,
+    ClientAction,
+    ClientPlan,
+    CommandItem,
+    Fault,
+    FileChangeItem,
+    MessageItem,
+    ModelItem,
+    ModelResponse,
+    ReasoningItem,
+    Scenario,
+    ServerConfig,
+    TurnScript,
+    Usage,
+)
+from contracts.usage import UsageBuckets
+
+MAX_SCENARIO_BYTES = 4 * 1024 * 1024
+T = TypeVar("T")
+
+
+class ScenarioError(ValueError):
+    """A scenario file that does not say what it must. ``str()`` names file, key and expectation."""
+
+    def __init__(self, source: str, key: str, expected: str, got: Any = None) -> None:
+        got_text = "" if got is None else f", got {got!r}"[:200]
+        super().__init__(f"{source}: {key}: expected {expected}{got_text}")
+        self.source = source
+        self.key = key
+        self.expected = expected
+
+
+class _Reader:
+    """Typed access to one TOML table, reporting errors at their dotted key path."""
+
+    def __init__(self, source: str, table: dict[str, Any], path: str) -> None:
+        self.source, self.data, self.path = source, table, path
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def error(self, name: str, expected: str, got: Any = None) -> ScenarioError:
+        return ScenarioError(self.source, self.key(name), expected, got)
+
+    def get(self, name: str, kind: type[T] | tuple[type, ...], default: Any, expected: str) -> Any:
+        self.used.add(name)
+        if name not in self.data:
+            return default
+        value = self.data[name]
+        if isinstance(value, bool) and kind in (int, float):
+            raise self.error(name, expected, value)
+        if not isinstance(value, kind):
+            raise self.error(name, expected, value)
+        return value
+
+    def int(self, name: str, default: int | None, minimum: int = 0) -> int:
+        value = self.get(name, int, default, f"an integer >= {minimum}")
+        if value is None:
+            raise self.error(name, f"an integer >= {minimum} (required)")
+        if value < minimum:
+            raise self.error(name, f"an integer >= {minimum}", value)
+        return value
+
+    def str(self, name: str, default: str | None, choices: tuple[str, ...] | None = None) -> str:
+        expected = f"one of {', '.join(choices)}" if choices else "a string"
+        value = self.get(name, str, default, expected)
+        if value is None:
+            raise self.error(name, expected + " (required)")
+        if choices and value not in choices:
+            raise self.error(name, expected, value)
+        return value
+
+    def bool(self, name: str, default: bool) -> bool:
+        return self.get(name, bool, default, "true or false")
+
+    def strs(self, name: str, choices: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        value = self.get(name, list, [], "a list of strings")
+        for i, v in enumerate(value):
+            if not isinstance(v, str) or (choices and v not in choices):
+                expected = f"one of {', '.join(choices)}" if choices else "a string"
+                raise ScenarioError(self.source, f"{self.key(name)}[{i}]", expected, v)
+        return tuple(value)
+
+    def tables(self, name: str) -> list[_Reader]:
+        value = self.get(name, list, [], "an array of tables")
+        out = []
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise ScenarioError(self.source, f"{self.key(name)}[{i}]", "a table", item)
+            out.append(_Reader(self.source, item, f"{self.key(name)}[{i}]"))
+        return out
+
+    def table(self, name: str) -> _Reader:
+        value = self.get(name, dict, {}, "a table")
+        return _Reader(self.source, value, self.key(name))
+
+    def done(self, allowed_extra: tuple[str, ...] = ()) -> None:
+        unknown = sorted(set(self.data) - self.used - set(allowed_extra))
+        if unknown:
+            raise self.error(unknown[0], f"a known key (known: {', '.join(sorted(self.used)) or 'none'})")
+
+
+def split_text(text: str, chunks: int) -> tuple[str, ...]:
+    """Split ``text`` into ``chunks`` nearly equal, non-empty parts (fewer if the text is short)."""
+    chunks = max(1, min(chunks, len(text) or 1))
+    size, extra = divmod(len(text), chunks)
+    parts, start = [], 0
+    for i in range(chunks):
+        end = start + size + (1 if i < extra else 0)
+        parts.append(text[start:end])
+        start = end
+    return tuple(p for p in parts if p) or (text,)
+
+
+def _deltas(r: _Reader, text: str) -> tuple[str, ...]:
+    if "deltas" in r.data:
+        deltas = r.strs("deltas")
+        if "".join(deltas) != text:
+            raise r.error("deltas", "strings that join to `text`", deltas)
+        return deltas
+    return split_text(text, r.int("chunks", 1, minimum=1))
+
+
+def _item(r: _Reader) -> ModelItem:
+    kind = r.str("type", None, ("message", "reasoning", "command", "file_change"))
+    item: ModelItem
+    if kind == "message":
+        text = r.str("text", None)
+        item = MessageItem(text, _deltas(r, text), r.int("delay_ms", 0), r.get("id", str, None, "a string"))
+    elif kind == "reasoning":
+        text = r.str("summary", None)
+        item = ReasoningItem(text, _deltas(r, text), r.int("delay_ms", 0), r.get("id", str, None, "a string"))
+    elif kind == "command":
+        item = CommandItem(
+            command=r.str("command", None),
+            call_id=r.get("call_id", str, None, "a string"),
+            approval=r.bool("approval", False),
+            justification=r.str("justification", DEFAULT_JUSTIFICATION),
+            output=r.str("output", ""),
+            exit_code=r.int("exit_code", 0, minimum=-255),
+            duration_ms=r.int("duration_ms", 0),
+        )
+    else:
+        item = FileChangeItem(
+            path=r.str("path", None),
+            content=r.str("content", ""),
+            call_id=r.get("call_id", str, None, "a string"),
+            approval=r.bool("approval", True),
+        )
+    r.done()
+    return item
+
+
+def _usage(r: _Reader, name: str) -> Usage | None:
+    if name not in r.data:
+        r.used.add(name)
+        return None
+    u = r.table(name)
+    usage = Usage(u.int("input", 0), u.int("cached", 0), u.int("output", 0), u.int("reasoning", 0))
+    u.done()
+    if usage.cached > usage.input:
+        raise r.error(name, "cached <= input (input includes cached tokens)", usage.cached)
+    if usage.reasoning > usage.output:
+        raise r.error(name, "reasoning <= output (output includes reasoning tokens)", usage.reasoning)
+    return usage
+
+
+def _response(r: _Reader) -> ModelResponse:
+    response = ModelResponse(
+        items=tuple(_item(i) for i in r.tables("items")),
+        usage=_usage(r, "usage"),
+        end=r.str("end", "completed", RESPONSE_ENDS),  # type: ignore[arg-type]
+        error=r.str("error", "model error"),
+        http_status=r.int("http_status", 500, minimum=100),
+    )
+    r.done()
+    return response
+
+
+def _fault(r: _Reader) -> Fault:
+    kind = r.str("kind", None, tuple(FAULT_KINDS))
+    at = r.str("at", FAULT_DEFAULT_POINT[kind], FAULT_POINTS)
+    n = r.int("n", 1, minimum=1)
+    params: dict[str, Any] = {}
+    for name, default in FAULT_KINDS[kind].items():
+        if name in r.data:
+            value = r.data[name]
+            r.used.add(name)
+            expected_type = type(default) if default is not None else int
+            if isinstance(value, bool) != (expected_type is bool) or not isinstance(value, expected_type):
+                raise r.error(name, f"a {expected_type.__name__} for fault {kind}", value)
+            params[name] = value
+        elif default is None:
+            raise r.error(name, f"a value (required by fault {kind})")
+    r.done()
+    return Fault(kind, at, n, params)
+
+
+def _turn(r: _Reader) -> TurnScript:
+    turn = TurnScript(
+        input=r.str("input", DEFAULT_INPUT),
+        responses=tuple(_response(x) for x in r.tables("responses")),
+        faults=tuple(_fault(x) for x in r.tables("faults")),
+    )
+    r.done()
+    return turn
+
+
+def _client(r: _Reader) -> ClientPlan:
+    actions = []
+    for a in r.tables("actions"):
+        action = ClientAction(
+            turn=a.int("turn", 1, minimum=1),
+            do=a.str("do", None, ACTIONS),  # type: ignore[arg-type]
+            at=a.str("at", "started", ACTION_TRIGGERS),
+            n=a.int("n", 1, minimum=1),
+            delay_ms=a.int("delay_ms", 0),
+            text=a.str("text", DEFAULT_STEER_TEXT),
+        )
+        a.done()
+        actions.append(action)
+    plan = ClientPlan(
+        approval=r.str("approval", "accept", DECISIONS),
+        approvals=r.strs("approvals", DECISIONS),
+        actions=tuple(actions),
+        interrupt_budget_ms=r.int("interrupt_budget_ms", 2000, minimum=1),
+        request_timeout_ms=r.int("request_timeout_ms", 30000, minimum=1),
+        turn_timeout_ms=r.int("turn_timeout_ms", 60000, minimum=1),
+        teardown_ms=r.int("teardown_ms", 3000, minimum=1),
+        experimental_api=r.bool("experimental_api", False),
+        opt_out=r.strs("opt_out"),
+    )
+    r.done()
+    return plan
+
+
+def _expect(r: _Reader) -> Expect:
+    turns = []
+    for t in r.tables("turns"):
+        usage = None
+        if "usage" in t.data:
+            u = t.table("usage")
+            usage = UsageBuckets(
+                u.int("input", 0),
+                u.int("cache_read", 0),
+                u.int("cache_write", 0),
+                u.int("output", 0),
+                u.int("reasoning", 0),
+            )
+            u.done()
+        else:
+            t.used.add("usage")
+        server_status = t.get("server_status", str, None, "completed, interrupted, failed or none")
+        turns.append(ExpectTurn(t.str("status", None, RESULT_STATUSES), usage, server_status))  # type: ignore[arg-type]
+        t.done()
+    allow = []
+    for a in r.tables("allow"):
+        count = a.get("count", int, None, "an integer")
+        allow.append(Allowance(a.str("contract", None), a.str("what", None), count, a.str("reason", "")))
+        a.done()
+    server_exit = r.get("server_exit", int, None, "an integer")
+    expect = Expect(
+        turns=tuple(turns),
+        server_trace=r.str("server_trace", "closed", TRACE_EXPECTATIONS),  # type: ignore[arg-type]
+        client_trace=r.str("client_trace", "closed", TRACE_EXPECTATIONS),  # type: ignore[arg-type]
+        server_exit=server_exit,
+        allow=tuple(allow),
+        notes=r.get("notes", dict, {}, "a table"),
+    )
+    r.done()
+    return expect
+
+
+def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
+    needs_approval = any(getattr(item, "approval", False) for t in turns for resp in t.responses for item in resp.items)
+    config = ServerConfig(
+        approval_policy=r.str("approval_policy", "on-request" if needs_approval else "never"),
+        sandbox=r.str("sandbox", "read-only", ("read-only", "workspace-write", "danger-full-access")),
+        stream_max_retries=r.int("stream_max_retries", 0),
+        model=r.str("model", "mock-model"),
+    )
+    r.done()
+    return config
+
+
+def loads(text: str, source: str = "<scenario>", name: str | None = None) -> Scenario:
+    """Parse scenario TOML text. ``name`` defaults to the file stem of ``source``."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(source, "(file)", "valid TOML", str(exc)) from None
+    r = _Reader(source, data, "")
+    turns = tuple(_turn(t) for t in r.tables("turns"))
+    if not turns:
+        raise r.error("turns", "at least one [[turns]] table")
+    scenario = Scenario(
+        name=r.str("name", name or Path(source).stem),
+        description=r.str("description", None),
+        turns=turns,
+        client=_client(r.table("client")),
+        expect=_expect(r.table("expect")),
+        config=_config(r.table("config"), turns),
+        targets=r.strs("targets", TARGETS) or TARGETS,
+        source=source,
+    )
+    r.done()
+    _check_consistency(scenario, source)
+    return scenario
+
+
+def _check_consistency(s: Scenario, source: str) -> None:
+    for i, action in enumerate(s.client.actions):
+        if action.turn > len(s.turns):
+            raise ScenarioError(
+                source, f"client.actions[{i}].turn", f"a turn between 1 and {len(s.turns)}", action.turn
+            )
+    if s.expect.turns and len(s.expect.turns) != len(s.turns):
+        raise ScenarioError(
+            source, "expect.turns", f"one [[expect.turns]] per [[turns]] ({len(s.turns)})", len(s.expect.turns)
+        )
+
+
+def load(path: str | Path) -> Scenario:
+    """Load a scenario file; errors name the file."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_SCENARIO_BYTES:
+            raise ScenarioError(str(p), "(file)", f"at most {MAX_SCENARIO_BYTES} bytes", size)
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(str(p), "(file)", "a readable file", exc.strerror) from None
+    except UnicodeDecodeError:
+        raise ScenarioError(str(p), "(file)", "UTF-8 text") from None
+    return loads(text, str(p), p.stem)
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def _nondefault(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields of a dataclass that differ from their defaults (keeps written files short)."""
+    out = {}
+    for f in fields(obj):
+        if f.name in skip:
+            continue
+        value = getattr(obj, f.name)
+        if f.default is not MISSING:
+            default = f.default
+        elif f.default_factory is not MISSING:
+            default = f.default_factory()
+        else:
+            default = None
+        if value is None or value == default or value == () or value == {}:
+            continue
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _item_dict(item: ModelItem) -> dict[str, Any]:
+    data: dict[str, Any] = {"type": item.type}
+    if isinstance(item, MessageItem | ReasoningItem):
+        data["text" if isinstance(item, MessageItem) else "summary"] = (
+            item.text if isinstance(item, MessageItem) else item.summary
+        )
+        data["deltas"] = list(item.deltas)
+        data.update(_nondefault(item, ("text", "summary", "deltas", "type")))
+    else:
+        data.update(_nondefault(item, ("type",)))
+    return data
+
+
+def to_dict(s: Scenario) -> dict[str, Any]:
+    turns = []
+    for t in s.turns:
+        turn: dict[str, Any] = {"input": t.input}
+        if t.responses:
+            turn["responses"] = []
+            for resp in t.responses:
+                rd: dict[str, Any] = {"items": [_item_dict(i) for i in resp.items]}
+                if resp.usage is not None:
+                    rd["usage"] = _nondefault(resp.usage) or {"input": 0}
+                rd.update(_nondefault(resp, ("items", "usage")))
+                turn["responses"].append(rd)
+        if t.faults:
+            turn["faults"] = [{"kind": f.kind, "at": f.at, "n": f.n, **f.params} for f in t.faults]
+        turns.append(turn)
+    data: dict[str, Any] = {"name": s.name, "description": s.description}
+    if s.targets != TARGETS:
+        data["targets"] = list(s.targets)
+    if config := _nondefault(s.config):
+        data["config"] = config
+    data["turns"] = turns
+    client = _nondefault(s.client, ("actions",))
+    if s.client.actions:
+        client["actions"] = [_nondefault(a) | {"turn": a.turn, "do": a.do} for a in s.client.actions]
+    if client:
+        data["client"] = client
+    data["expect"] = s.expect.to_dict()
+    return data
+
+
+def dumps(s: Scenario) -> str:
+    return tomli_w.dumps(to_dict(s))
+
+
+def dump(s: Scenario, path: str | Path) -> Path:
+    p = Path(path)
+    p.write_text(dumps(s), encoding="utf-8")
+    return p
