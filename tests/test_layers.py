@@ -81,7 +81,7 @@ def test_no_package_circle() -> None:
     [
         ("contracts", "from harness.runner import run_many\n"),
         ("contracts", "def f():\n    import fake_server.engine\n"),
-        ("fake_server", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness.client import Session\n"),
+        ("fake_server", "if TYPE_CHECKING:\n    from harness.client import Session\n"),
         ("fake_server", "import importlib\nm = importlib.import_module('harness.cli')\n"),
         ("harness", "from conformance.plugin import pytest_addoption\n"),
     ],
