@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.scenario import ClientAction, Scenario
+from contracts.triggers import ActionSchedule, Moment
 from contracts.wire import DEFAULT_MAX_LINE
 from fake_server.virtual import Frame, VirtualServer
 
@@ -142,8 +143,7 @@ class _Client:
         plan = self.plan
         rid = self.request("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": text}]})
         turn_id: str | None = None
-        deltas = items = approvals = 0
-        pending_actions = list(actions)
+        schedule = ActionSchedule(actions)
         started_at = self.server.now_ms
         deadline = started_at + plan.turn_timeout_ms
         interrupt_deadline: int | None = None
@@ -166,14 +166,12 @@ class _Client:
                     },
                 )
 
-        def trigger(kind: str, count: int) -> None:
-            for action in list(pending_actions):
-                if action.at == kind and action.n == count:
-                    pending_actions.remove(action)
-                    if action.delay_ms:
-                        delayed.append((self.server.now_ms + action.delay_ms, action))
-                    else:
-                        fire(action)
+        def trigger(moment: Moment) -> None:
+            for action in schedule.observe(moment):
+                if action.delay_ms:
+                    delayed.append((self.server.now_ms + action.delay_ms, action))
+                else:
+                    fire(action)
 
         while True:
             limit = min(deadline, interrupt_deadline or deadline, *(t for t, _ in delayed))
@@ -204,27 +202,19 @@ class _Client:
                         return "none"
                     if frame.get("id") == rid and "result" in frame and turn_id is None:
                         turn_id = frame["result"]["turn"]["id"]
-                        for action in pending_actions:
-                            if action.at == "delay":
-                                pending_actions.remove(action)
-                                delayed.append((started_at + action.delay_ms, action))
-                                break
+                        delayed += [(started_at + action.delay_ms, action) for action in schedule.timed()]
                     continue
                 if method == "turn/started":
                     turn_id = params["turn"]["id"]
-                    trigger("started", 1)
+                    trigger("started")
                 elif method == "item/agentMessage/delta":
-                    deltas += 1
-                    trigger("delta", deltas)
+                    trigger("delta")
                 elif method == "item/started":
-                    items += 1
-                    trigger("item_started", items)
+                    trigger("item_started")
                 elif method in APPROVAL_METHODS and "id" in frame:
-                    approvals += 1
-                    cancelling = any(a.at == "approval_pending" and a.n == approvals for a in pending_actions)
-                    if not cancelling:
+                    if not schedule.waits_for("approval_pending"):  # an action due here holds the answer
                         self.answer_approval(frame)
-                    trigger("approval_pending", approvals)
+                    trigger("approval_pending")
                 elif "id" in frame:
                     self.on_side_frame(frame)
                 elif method == "turn/completed" and params.get("turn", {}).get("id") == turn_id:

@@ -19,7 +19,7 @@ from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
 from contracts.scenario import ClientAction, Scenario
 from harness.client.events import ItemStarted, TurnEvent
-from harness.runner import play, with_cancel_only
+from harness.runner import play, without_cancels
 
 CASES: tuple[str, ...] = ("long_stream", "running_command", "interrupt_pending_approval")
 METRICS: tuple[str, ...] = ("interrupt_to_completed", "cancel_to_result", "client_overhead")
@@ -96,14 +96,14 @@ def probe_scenario(
     """The scenario with the case's cancel point, and a cancel trigger when no plan action can say it."""
     if scenario.name == "long_stream":
         cancel = ClientAction(1, "cancel", at="delta", n=1, delay_ms=settle_ms)
-        base = with_cancel_only(scenario)
+        base = without_cancels(scenario)
         return replace(base, client=replace(base.client, actions=(*base.client.actions, cancel))), None
     if scenario.name == "running_command":
 
         def command_started(event: TurnEvent) -> bool:
             return isinstance(event, ItemStarted) and event.item_type == "commandExecution"
 
-        return with_cancel_only(scenario), (command_started, 0.0)
+        return without_cancels(scenario), (command_started, 0.0)
     # interrupt_pending_approval: the scenario itself cancels while its approval is pending
     return scenario, None
 

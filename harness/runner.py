@@ -28,6 +28,7 @@ from contracts.checks import CONTRACT_NAMES, Check, run_all
 from contracts.jsonrpc import RpcError
 from contracts.record import Budgets, SessionRecord, TurnResult
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
+from contracts.triggers import ActionSchedule, Moment
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
@@ -150,17 +151,17 @@ def approval_policy(plan: ClientPlan, turns: Sequence[TurnScript] = ()) -> PlanP
     return PlanPolicy(plan, turns)
 
 
-def action_triggered(action: ClientAction, event: TurnEvent) -> bool:
-    """Whether ``event`` is the moment the plan's ``action`` waits for (its ``at`` and ``n``)."""
-    if action.at == "started":
-        return isinstance(event, TurnStarted)
-    if action.at == "delta":
-        return isinstance(event, MessageDelta) and event.n == action.n
-    if action.at == "item_started":
-        return isinstance(event, ItemStarted) and event.n == action.n
-    if action.at == "approval_pending":
-        return isinstance(event, ApprovalRequested) and event.n == action.n
-    return False
+_MOMENTS: dict[type, Moment] = {
+    TurnStarted: "started",
+    MessageDelta: "delta",
+    ItemStarted: "item_started",
+    ApprovalRequested: "approval_pending",
+}
+
+
+def moment_of(event: TurnEvent) -> Moment | None:
+    """The plan moment a client event is (see :mod:`contracts.triggers`), None for the others."""
+    return _MOMENTS.get(type(event))
 
 
 async def _play_turn(
@@ -171,7 +172,7 @@ async def _play_turn(
 ) -> TurnResult | None:
     """One turn, acting on its events; returns the Result (None only if the client gave none)."""
     turn = session.turn(text)
-    fired: set[int] = set()
+    schedule = ActionSchedule(actions)
     with trio.CancelScope() as caller:  # cancelling the caller's scope is how a user cancels
 
         async def act(action: ClientAction | None, delay_s: float) -> None:
@@ -186,15 +187,13 @@ async def _play_turn(
                     session.note(f"runner: steer failed: {exc}")
 
         async with turn, trio.open_nursery() as nursery:
-            for i, action in enumerate(actions):
-                if action.at == "delay":
-                    fired.add(i)
-                    nursery.start_soon(act, action, action.delay_ms / 1000)
+            for action in schedule.timed():
+                nursery.start_soon(act, action, action.delay_ms / 1000)
             async for event in turn:
-                for i, action in enumerate(actions):
-                    if i not in fired and action_triggered(action, event):
-                        fired.add(i)
-                        nursery.start_soon(act, action, action.delay_ms / 1000)
+                moment = moment_of(event)
+                fired = schedule.observe(moment, getattr(event, "n", None)) if moment is not None else ()
+                for action in fired:
+                    nursery.start_soon(act, action, action.delay_ms / 1000)
                 if cancel_trigger is not None and cancel_trigger[0](event):
                     nursery.start_soon(act, None, cancel_trigger[1])
                     cancel_trigger = None
@@ -403,7 +402,7 @@ def run_many(
     return runs
 
 
-def with_cancel_only(scenario: Scenario) -> Scenario:
+def without_cancels(scenario: Scenario) -> Scenario:
     """The scenario without its own cancel actions (the latency probe places its own)."""
     actions = tuple(a for a in scenario.client.actions if a.do != "cancel")
     return replace(scenario, client=replace(scenario.client, actions=actions))

@@ -17,12 +17,13 @@ import trio.testing
 from contracts.jsonrpc import RpcError
 from contracts.scenario import ClientAction, Scenario
 from contracts.trace import check_bundle, read_bundle
+from contracts.triggers import ActionSchedule
 from fake_server.inprocess import serve_in_process
 from harness.client.approvals import ApprovalRequest
 from harness.client.errors import ClientError
 from harness.client.process import spawn_process
 from harness.client.session import Session, SessionOptions, open_session
-from harness.runner import action_triggered
+from harness.runner import moment_of
 from harness.scenario_lookup import builtin_names, load_builtin
 from harness.targets.fake import fake_codex_argv
 
@@ -60,13 +61,12 @@ async def play_turn(session: Session, text: str, actions: list[ClientAction]) ->
                     pass
 
         async with turn, trio.open_nursery() as nursery:
-            pending = list(actions)
-            for action in [a for a in pending if a.at == "delay"]:
-                pending.remove(action)
+            schedule = ActionSchedule(actions)
+            for action in schedule.timed():
                 nursery.start_soon(act, action)
             async for event in turn:
-                for action in [a for a in pending if action_triggered(a, event)]:
-                    pending.remove(action)
+                moment = moment_of(event)
+                for action in schedule.observe(moment, getattr(event, "n", None)) if moment else ():
                     nursery.start_soon(act, action)
             nursery.cancel_scope.cancel()
 
