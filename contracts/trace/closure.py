@@ -20,20 +20,10 @@ from typing import Any, Literal
 import orjson
 
 from contracts.trace.errors import TraceInvalid
-from contracts.trace.reader import ReadLimits, ReplayedTrace, Window, read_bundle
+from contracts.trace.reader import WINDOW_KINDS, ReadLimits, ReplayedTrace, Window, read_bundle
 
 Verdict = Literal["closed", "unclosed", "violation", "invalid"]
 
-# Window kinds whose windows must end (terminal sessions are allowed to stay open, §7).
-_CHECKED_KINDS = (
-    "thread",
-    "codex_turn",
-    "inference_call",
-    "tool_call",
-    "terminal_operation",
-    "compaction_request",
-    "code_cell",
-)
 _START_END_EVENTS = {
     "thread": ("thread_started", "thread_ended"),
     "codex_turn": ("codex_turn_started", "codex_turn_ended"),
@@ -182,7 +172,8 @@ def _order(trace: ReplayedTrace, problems: list[Problem]) -> None:
 
 
 def _ends(trace: ReplayedTrace, problems: list[Problem]) -> None:
-    for kind in _CHECKED_KINDS:
+    # Every window kind must end; terminal sessions are no window kind and may stay open (§7).
+    for kind in WINDOW_KINDS:
         start_name, end_name = _START_END_EVENTS[kind]
         for w in trace.windows_of(kind).values():
             explicit = [m for m in w.ends if not m.implicit]

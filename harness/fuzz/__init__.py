@@ -2,7 +2,7 @@
 
 - :mod:`harness.fuzz.strategies` — public hypothesis strategies (``scenarios()`` and its parts), for
   users testing their own clients: ``from harness.fuzz.strategies import scenarios``;
-- :mod:`harness.fuzz.timeline` / :mod:`harness.fuzz.truth` — the model of the fake's timeline that
+- :mod:`harness.fuzz.walk` / :mod:`harness.fuzz.truth` — the model of the fake's timeline that
   derives each scenario's ``[expect]`` from its steps (never from a client);
 - :mod:`harness.fuzz.invariants` — what must hold on every example, and playing one;
 - :mod:`harness.fuzz.driver` — ``fuzz()``: generate, play, judge, shrink a failure to files

@@ -12,7 +12,7 @@ Every strategy builds values of :mod:`contracts.scenario`, so a drawn scenario d
 file (:func:`contracts.scenario_file.dumps`) that ``codex-harness run --scenario FILE`` plays.
 The ``[expect]`` of a drawn scenario is derived from its steps by :mod:`harness.fuzz.truth`, never
 by running a client. Client actions are placed only where their outcome does not depend on task
-scheduling (see :mod:`harness.fuzz.timeline`), so the truth is exact.
+scheduling (see :mod:`harness.fuzz.walk`), so the truth is exact.
 
 Shapes shrink well: lists of steps, small integers, and ``sampled_from`` lists whose first
 element is the simplest choice.
@@ -46,7 +46,7 @@ from contracts.scenario import (
     Usage,
 )
 from contracts.scenario_file import split_text
-from harness.fuzz.timeline import (
+from harness.fuzz.walk import (
     INTERRUPT_FAULTS,
     NOISE_FAULTS,
     PENDING_APPROVAL_FAULTS,

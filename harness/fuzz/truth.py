@@ -1,6 +1,6 @@
 """Deriving a generated scenario's ``[expect]`` from its steps, by the documented rules.
 
-:func:`derive` walks every turn (:mod:`harness.fuzz.timeline`), applies the faults that strike and
+:func:`derive` walks every turn (:mod:`harness.fuzz.walk`), applies the faults that strike and
 the client's cancel where it lands, then writes the truth as literal values:
 
 - status (client-behaviour.md §7): ``turn/completed`` completed → completed (failed when an
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from contracts.expect import Allowance, Expect, ExpectTurn
 from contracts.scenario import ClientAction, ClientPlan, Fault, TurnScript, Usage
-from harness.fuzz.timeline import (
+from harness.fuzz.walk import (
     FATAL_FAULTS,
     INTERRUPT_FAULTS,
     Landing,
