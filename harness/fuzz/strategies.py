@@ -46,6 +46,7 @@ from contracts.scenario import (
     Usage,
 )
 from contracts.scenario_file import split_text
+from harness.fuzz.truth import RacyScenario, derive, walk_turn
 from harness.fuzz.walk import (
     INTERRUPT_FAULTS,
     NOISE_FAULTS,
@@ -56,7 +57,6 @@ from harness.fuzz.walk import (
     landing_for,
     windows,
 )
-from harness.fuzz.truth import RacyScenario, derive, walk_turn
 
 T = TypeVar("T")
 
