@@ -1,6 +1,6 @@
 """Against the real binary (``--codex PATH``): the fake's server side is structurally equal to the real one
-for every built-in scenario the real target can play (``codex-harness diff`` over the catalogue), and for
-raw request scripts the catalogue's client plans do not produce (input while busy, edge requests)."""
+for raw request scripts the catalogue's client plans do not produce (input while busy, edge requests).
+The catalogue's scenarios are compared once, in tests/test_real_fidelity.py."""
 
 from __future__ import annotations
 
@@ -16,23 +16,11 @@ import trio
 from contracts.fidelity import diff_server_sides, render
 from contracts.scenario import Scenario
 from fake_server.builder import message, response, scenario, turn, usage
-from fake_server.catalogue import builtin_names, load_builtin
 from fake_server.virtual import VirtualServer
 
-REAL_SCENARIOS = [n for n in builtin_names() if load_builtin(n).supports("real")[0]]
 Frame = dict[str, Any]
 #: A script step: ("send", frame with THREAD/TURN placeholders) or ("wait", predicate over all frames so far).
 Step = tuple[str, Any]
-
-
-@pytest.mark.real_codex
-@pytest.mark.parametrize("name", REAL_SCENARIOS)
-def test_fake_matches_real_binary(name: str, codex_bin: Path, tmp_path: Path) -> None:
-    from harness.commands.diff import fidelity_diff
-
-    result = fidelity_diff(load_builtin(name), codex_bin, work_root=tmp_path)
-    assert result.error is None and result.skipped is None, result.error or result.skipped
-    assert result.differences == [], render(result.differences)
 
 
 def _streaming(count: int) -> Scenario:
