@@ -10,28 +10,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from contracts.scenario import Scenario
+from harness.targets.base import TARGET_NAMES, TargetRun, TargetUnavailable
 
-TARGET_NAMES: tuple[str, ...] = ("fake", "fake-process", "real")
-
-
-class TargetUnavailable(Exception):
-    """The target cannot run here (no binary, not built yet); ``str()`` says why."""
-
-
-@dataclass(slots=True)
-class TargetRun:
-    name: str
-    transport: Any  # contracts.transport.Transport
-    virtual_time: bool
-    trace_root: Path | None
-    schema_release: str = "0.171.0"
-    server_version: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+__all__ = ["TARGET_NAMES", "TargetRun", "TargetUnavailable", "open_target"]
 
 
 @asynccontextmanager

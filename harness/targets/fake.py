@@ -10,7 +10,7 @@ from pathlib import Path
 
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
-from harness.targets import TargetRun, TargetUnavailable
+from harness.targets.base import TargetRun, TargetUnavailable
 
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 

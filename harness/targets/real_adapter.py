@@ -8,7 +8,7 @@ from pathlib import Path
 
 from contracts.scenario import Scenario
 from harness.codex_bin import CodexNotFound, find_codex
-from harness.targets import TargetRun, TargetUnavailable
+from harness.targets.base import TargetRun, TargetUnavailable
 
 
 def select_codex(codex: Path | None) -> Path:

@@ -1,0 +1,24 @@
+"""What every target yields, and how a target says it cannot run (shared by the target modules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TARGET_NAMES: tuple[str, ...] = ("fake", "fake-process", "real")
+
+
+class TargetUnavailable(Exception):
+    """The target cannot run here (no binary, not built yet); ``str()`` says why."""
+
+
+@dataclass(slots=True)
+class TargetRun:
+    name: str
+    transport: Any  # contracts.transport.Transport
+    virtual_time: bool
+    trace_root: Path | None
+    schema_release: str = "0.171.0"
+    server_version: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
