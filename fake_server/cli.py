@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -29,6 +30,7 @@ from contracts.scenario_file import ScenarioError
 from fake_server.catalogue import resolve
 from fake_server.effects import TraceEvent
 from fake_server.engine import Engine
+from fake_server.recording import RECORD_ENV, Recorder, RecordingIo, open_recorder
 from fake_server.runtime import run_engine
 from fake_server.server_trace import ServerTrace
 
@@ -92,9 +94,10 @@ class _StdioIo:
             self.trace_writer.on_event(event)
 
 
-async def serve_stdio(scenario: Scenario) -> tuple[int, bool]:
+async def serve_stdio(scenario: Scenario, recorder: Recorder | None = None) -> tuple[int, bool]:
     """Serve one session on stdio until the engine exits; returns (exit code, crashed)."""
-    root = os.environ.get(TRACE_ENV)
+    # A recording keeps the server's trace bundle with its wire (fake_server.recording).
+    root = str(recorder.trace_root) if recorder is not None else os.environ.get(TRACE_ENV)
     trace = ServerTrace(Path(root)) if root else None
     engine = Engine(
         scenario,
@@ -102,13 +105,15 @@ async def serve_stdio(scenario: Scenario) -> tuple[int, bool]:
         codex_home=os.environ.get("CODEX_HOME") or str(Path.home() / ".codex"),
         hostname=socket.gethostname(),
     )
-    io = _StdioIo(trace)
+    io: Any = _StdioIo(trace) if recorder is None else RecordingIo(_StdioIo(trace), recorder)
     outcome_box: list[tuple[int, bool]] = []
-    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
 
             async def on_sigterm() -> None:
-                async for _ in signals:
+                async for signum in signals:
+                    if recorder is not None:
+                        recorder.on_signal(signal.Signals(signum).name)
                     # Graceful like stdin EOF: the engine's input loop sees EOF and shuts down.
                     await io.stdin.aclose()
                     if engine.hung:
@@ -145,10 +150,12 @@ def _parser() -> ArgumentParser:
     parser = ArgumentParser(prog="fake-codex", description="Scriptable fake of `codex app-server` 0.171.0.")
     parser.add_argument("--version", "-V", action="store_true", help="print the version like the real binary")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="accepted, ignored")
+    parser.add_argument("--record", dest="record_top", metavar="DIR", help="as app-server --record")
     sub = parser.add_subparsers(dest="command")
     app = sub.add_parser("app-server", help="serve one app-server session on stdio")
     app.add_argument("--scenario", help=f"built-in scenario name or scenario file (default: ${SCENARIO_ENV} or plain)")
     app.add_argument("--listen", default="stdio://", help="only stdio:// is served")
+    app.add_argument("--record", metavar="DIR", help=f"record the session into DIR/<n>-<pid>/ (or ${RECORD_ENV})")
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     return parser
 
@@ -170,13 +177,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"fake-codex: {exc}", file=sys.stderr)
         return 2
+    spec = args.scenario or os.environ.get(SCENARIO_ENV) or None
+    recorder = open_recorder(args.record or args.record_top or os.environ.get(RECORD_ENV), scenario, spec)
     # trio makes the shared stdin/stdout descriptions non-blocking; give a terminal back as it was.
     blocking = {fd: _get_blocking(fd) for fd in (0, 1)}
     try:
-        code, crashed = trio.run(serve_stdio, scenario)
+        code, crashed = trio.run(serve_stdio, scenario, recorder)
     finally:
         for fd, was in blocking.items():
             _set_blocking(fd, was)
+    if recorder is not None:
+        recorder.finish(code, crashed)
     if crashed:
         os._exit(code & 0xFF)  # like a dying process: no flushing of Python buffers, no atexit
     return code

@@ -1,0 +1,249 @@
+"""``fake-codex --record DIR``: what the fake saw, for judging a client we did not write.
+
+Each server process gets its own folder ``DIR/<n>-<pid>/`` (``n`` counts the servers of the
+recording from 1, claimed atomically so concurrent servers never share a number):
+
+    start.json     pid, argv, the scenario's name, reference and hash, the release profile, the run
+                   marker, when it started (monotonic and Unix seconds)
+    wire.jsonl     every line both ways, ``{"t", "dir", "msg"}`` as ``codex-harness show`` reads it;
+                   ``t`` is CLOCK_MONOTONIC seconds (system-wide on Linux, so comparable with the
+                   harness's own clock); notes mark stdin EOF and signals
+    server-trace/  the server's rollout-trace bundle
+    end.json       how it ended: ``stdin_closed`` | ``signal`` | ``crash`` | ``exit``, when, the exit
+                   code. No ``end.json`` means the process was killed (SIGKILL) or died unrecorded.
+
+Bounded: a line is kept up to the wire cap and reported as ``oversized_line`` past it; the wire file
+stops at :data:`MAX_WIRE_BYTES` with one ``recording truncated`` note; every write is one ``os.write``
+of whole lines, so a SIGKILL leaves a readable file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from contracts.scenario import Scenario
+from contracts.scenario_file import dumps
+from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
+
+RECORD_ENV = "FAKE_CODEX_RECORD"
+PROFILE_ENV = "FAKE_CODEX_PROFILE"
+RUN_MARKER_ENV = "CODEX_HARNESS_RUN_MARKER"
+RECORDING_FORMAT = 1
+MAX_WIRE_BYTES = 64 * 1024 * 1024
+MAX_SERVERS = 10_000  # folders one recording may hold; past it the server runs unrecorded
+_RAW_SAMPLE = 120
+END_REASONS = ("stdin_closed", "signal", "crash", "exit")
+
+
+def scenario_hash(scenario: Scenario) -> str:
+    """sha256 of the scenario's canonical TOML (its ``source`` left out: the same script from two paths)."""
+    return hashlib.sha256(dumps(replace(scenario, source=None)).encode("utf-8")).hexdigest()
+
+
+def _claim_folder(root: Path) -> Path | None:
+    """``root/<n>-<pid>``, ``n`` the first number no other server of the recording claimed."""
+    root.mkdir(parents=True, exist_ok=True)
+    pid = os.getpid()
+    claimed = len([p for p in root.iterdir() if p.name.startswith(".n-")])
+    for n in range(claimed + 1, MAX_SERVERS + 1):
+        try:
+            fd = os.open(root / f".n-{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        folder = root / f"{n}-{pid}"
+        folder.mkdir()
+        return folder
+    return None
+
+
+class _Direction:
+    """Lines of one direction, reassembled across reads and writes."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.decoder = LineDecoder(DEFAULT_MAX_LINE)
+
+    def entries(self, data: bytes, t: float) -> list[dict[str, Any]]:
+        return [_entry(t, self.name, item) for item in self.decoder.feed(data)]
+
+    def flush(self, t: float) -> list[dict[str, Any]]:
+        return [_entry(t, self.name, item) for item in self.decoder.feed_eof()]
+
+
+def _entry(t: float, direction: str, item: Any) -> dict[str, Any]:
+    if isinstance(item, WireError):
+        raw = item.sample[:_RAW_SAMPLE].decode("utf-8", "replace")
+        msg: dict[str, Any] = {"_raw": raw, "_error": str(item.kind), "_size": item.size}
+    else:
+        msg = item.frame
+    return {"t": round(t, 6), "dir": direction, "msg": msg}
+
+
+class Recorder:
+    """The recording of one server process. Not thread-safe; the fake is one trio task per direction."""
+
+    def __init__(self, folder: Path, scenario: Scenario, spec: str | None, profile: str) -> None:
+        self.folder = folder
+        self._c2s = _Direction("c2s")
+        self._s2c = _Direction("s2c")
+        self._written = 0
+        self._truncated = False
+        self._fd = os.open(folder / "wire.jsonl", os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+        self.stdin_closed_at: float | None = None
+        self.signal: str | None = None
+        self.signal_at: float | None = None
+        self.ended = False
+        start = {
+            "format": RECORDING_FORMAT,
+            "n": int(folder.name.split("-", 1)[0]),
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+            "argv": sys.argv[:32],
+            "scenario": scenario.name,
+            "scenario_ref": spec,
+            "scenario_hash": scenario_hash(scenario),
+            "profile": profile,
+            "run_marker": os.environ.get(RUN_MARKER_ENV),
+            "started_t": time.monotonic(),
+            "started_unix": time.time(),
+        }
+        _write_json(folder / "start.json", start)
+
+    @property
+    def trace_root(self) -> Path:
+        return self.folder / "server-trace"
+
+    def _put(self, entries: list[dict[str, Any]]) -> None:
+        if not entries or self._truncated:
+            return
+        data = b"".join(orjson.dumps(e) + b"\n" for e in entries)
+        if self._written + len(data) > MAX_WIRE_BYTES:
+            self._truncated = True
+            note = {"t": round(time.monotonic(), 6), "dir": "note", "msg": {"note": "recording truncated"}}
+            data = orjson.dumps(note) + b"\n"
+        self._written += len(data)
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except OSError:
+            self._truncated = True  # a full disk stops the recording, never the server
+
+    def inbound(self, data: bytes) -> None:
+        self._put(self._c2s.entries(data, time.monotonic()))
+
+    def outbound(self, data: bytes) -> None:
+        self._put(self._s2c.entries(data, time.monotonic()))
+
+    def note(self, text: str) -> None:
+        self._put([{"t": round(time.monotonic(), 6), "dir": "note", "msg": {"note": text}}])
+
+    def on_stdin_eof(self) -> None:
+        if self.stdin_closed_at is None:
+            self.stdin_closed_at = time.monotonic()
+            self._put(self._c2s.flush(self.stdin_closed_at))
+            self.note("stdin closed")
+
+    def on_signal(self, name: str) -> None:
+        if self.signal is None:
+            self.signal, self.signal_at = name, time.monotonic()
+            self.note(f"signal {name}")
+
+    def finish(self, code: int, crashed: bool) -> None:
+        """Write ``end.json`` (and any half line still pending). Called once, just before the process leaves."""
+        if self.ended:
+            return
+        self.ended = True
+        now = time.monotonic()
+        self._put(self._c2s.flush(now) + self._s2c.flush(now))
+        if crashed:
+            reason, at = "crash", now
+        elif self.signal is not None:
+            reason, at = "signal", self.signal_at
+        elif self.stdin_closed_at is not None:
+            reason, at = "stdin_closed", self.stdin_closed_at
+        else:
+            reason, at = "exit", now
+        end = {
+            "reason": reason,
+            "t": at,
+            "exited_t": now,
+            "exit_code": code,
+            "signal": self.signal,
+            "stdin_closed_t": self.stdin_closed_at,
+            "truncated": self._truncated,
+        }
+        _write_json(self.folder / "end.json", end)
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    os.replace(tmp, path)
+
+
+def open_recorder(root: str | None, scenario: Scenario, spec: str | None) -> Recorder | None:
+    """The recorder for ``root`` (``--record`` or ``$FAKE_CODEX_RECORD``), None when not recording.
+
+    An unusable root is reported on stderr and the server runs unrecorded: the client still gets a server.
+    """
+    if not root:
+        return None
+    try:
+        folder = _claim_folder(Path(root))
+    except OSError as exc:
+        print(f"fake-codex: cannot record into {root}: {exc.strerror}", file=sys.stderr)
+        return None
+    if folder is None:
+        print(f"fake-codex: {root} already holds {MAX_SERVERS} recordings; not recording", file=sys.stderr)
+        return None
+    return Recorder(folder, scenario, spec, os.environ.get(PROFILE_ENV) or "0.171.0")
+
+
+class RecordingIo:
+    """The stdio I/O of the fake with every byte both ways going through the recorder too."""
+
+    def __init__(self, io: Any, recorder: Recorder) -> None:
+        self._io = io
+        self.recorder = recorder
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._io, name)
+
+    async def read(self) -> bytes:
+        data: bytes = await self._io.read()
+        if data:
+            self.recorder.inbound(data)
+        else:
+            self.recorder.on_stdin_eof()
+        return data
+
+    async def write(self, data: bytes) -> None:
+        if not self._io.stdout_closed:
+            self.recorder.outbound(data)
+        await self._io.write(data)
+
+    async def close_stdout(self) -> None:
+        self.recorder.note("server closed stdout")
+        await self._io.close_stdout()
+
+    def write_stderr(self, text: str) -> None:
+        self._io.write_stderr(text)
+
+    async def spawn_grandchild(self, hold_ms: int) -> None:
+        await self._io.spawn_grandchild(hold_ms)
+
+    def trace(self, event: Any) -> None:
+        self._io.trace(event)
