@@ -7,6 +7,9 @@ with, and the scenario's ground truth. A record saves to a directory and loads b
     DIR/record.json      everything but the wire and the bundles
     DIR/wire.jsonl       {"t", "dir", "msg"} per line, the format of the shared real transcripts
                          (dir "c2s" / "s2c" / "note"; a line that was not a frame is {"_raw": ...})
+    DIR/model.jsonl      the mock Responses API's traffic, when the target had one (format 2 on):
+                         {"t", "dir", "msg"} per line, dir "c2m" (a request codex sent the model) or "m2c"
+                         (what the mock answered: an HTTP status, an SSE event, the end of the stream)
     DIR/stderr.txt       the server's stderr tail
     DIR/client-trace/    the client's trace bundle
     DIR/server-trace/    the server's trace bundle, when the target writes one
@@ -15,6 +18,7 @@ with, and the scenario's ground truth. A record saves to a directory and loads b
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,7 +29,15 @@ from contracts.expect import Expect
 from contracts.usage import UsageBuckets
 
 Direction = Literal["c2s", "s2c", "note"]
-RECORD_FORMAT = 1
+ModelDirection = Literal["c2m", "m2c"]
+#: 1: the first format (no model.jsonl); 2: model.jsonl. A loader reads every format up to its own.
+RECORD_FORMAT = 2
+#: Bound on the model traffic kept in a record (a stream of 100,000 events stays far below it in size).
+MAX_MODEL_ENTRIES = 200_000
+
+
+class RecordFormatError(ValueError):
+    """A record written by a newer codex-harness (or not a record at all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +83,30 @@ class WireEntry:
                 size=msg.get("_size"),
             )
         return cls(float(data["t"]), direction, frame=msg)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    """One event of the mock Responses API's traffic, on the session's clock (the real target only).
+
+    ``msg``: for ``c2m``, ``{"method", "path", "turn", "response", "status"}``; for ``m2c``, ``{"event": type}``
+    for an SSE event, ``{"http": status}`` for an error answer, ``{"end": "complete" | "cut"}``.
+    """
+
+    t: float
+    dir: ModelDirection
+    msg: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": round(self.t, 6), "dir": self.dir, "msg": self.msg}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ModelEntry:
+        direction = data.get("dir")
+        if direction not in ("c2m", "m2c"):
+            raise RecordFormatError(f"model.jsonl: unknown direction {direction!r}")
+        msg = data.get("msg")
+        return cls(float(data["t"]), direction, msg if isinstance(msg, dict) else {})
 
 
 @dataclass(slots=True)
@@ -161,6 +197,8 @@ class SessionRecord:
     schema_release: str = "0.171.0"
     experimental_api: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the mock Responses API's traffic (real target); empty for the fakes and for format-1 records
+    model: list[ModelEntry] = field(default_factory=list)
 
     # --- persistence ---------------------------------------------------------------------------
 
@@ -170,6 +208,8 @@ class SessionRecord:
         with open(out / "wire.jsonl", "wb") as fh:
             for entry in self.wire:
                 fh.write(orjson.dumps(entry.to_json()) + b"\n")
+        if self.model:
+            _write_jsonl(out / "model.jsonl", (e.to_json() for e in self.model[:MAX_MODEL_ENTRIES]))
         (out / "stderr.txt").write_text(self.stderr_tail, encoding="utf-8")
         client_trace = _copy_bundle(self.client_trace, out / "client-trace")
         server_trace = _copy_bundle(self.server_trace, out / "server-trace")
@@ -199,6 +239,18 @@ class SessionRecord:
     def load(cls, directory: str | Path) -> SessionRecord:
         src = Path(directory)
         body = orjson.loads((src / "record.json").read_bytes())
+        if not isinstance(body, dict):
+            raise RecordFormatError(f"{src / 'record.json'}: not a record (expected a JSON object)")
+        version = body.get("format", 1)
+        if not isinstance(version, int) or version > RECORD_FORMAT:
+            raise RecordFormatError(
+                f"{src}: record format {version!r}; this codex-harness reads formats 1 to {RECORD_FORMAT}"
+            )
+        model_file = src / "model.jsonl"
+        model = []
+        if version >= 2 and model_file.is_file():
+            lines = model_file.read_bytes().splitlines()[:MAX_MODEL_ENTRIES]
+            model = [ModelEntry.from_json(orjson.loads(line)) for line in lines if line]
         wire = [
             WireEntry.from_json(orjson.loads(line)) for line in (src / "wire.jsonl").read_bytes().splitlines() if line
         ]
@@ -222,7 +274,14 @@ class SessionRecord:
             schema_release=body.get("schema_release", "0.171.0"),
             experimental_api=bool(body.get("experimental_api")),
             meta=dict(body.get("meta", {})),
+            model=model,
         )
+
+
+def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    with open(path, "wb") as fh:
+        for row in rows:
+            fh.write(orjson.dumps(row) + b"\n")
 
 
 def _copy_bundle(bundle: Path | None, dest: Path) -> Path | None:

@@ -4,7 +4,9 @@ Serves ``POST /v1/responses`` as ``text/event-stream``: one scripted body per re
 across the session, turn by turn (a turn makes one request, plus one per tool round trip, plus one
 per stream retry), from the scenario's model-level steps (:meth:`TurnScript.response`, so the
 defaults match the fake app-server). Anything else gets 404. Every request is recorded (method,
-path, headers, parsed JSON body, which turn and response it was given).
+path, headers, parsed JSON body, which turn and response it was given), and the traffic as a timeline
+(:attr:`MockResponsesServer.traffic`: each request, each SSE event sent, each stream's end, stamped with
+``trio.current_time()``, the clock of the session's wire), for the record's ``model.jsonl``.
 
 Which turn a request belongs to comes from the ``x-codex-turn-metadata`` header codex sends
 (``turn_id``): a new turn id starts the next scripted turn; the same id continues the turn.
@@ -20,7 +22,7 @@ Usage::
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
@@ -43,6 +45,8 @@ RECEIVE_CHUNK = 65536
 #: How long a connection may sit between requests (codex keeps connections alive).
 IDLE_TIMEOUT_S = 120.0
 TURN_METADATA_HEADER = "x-codex-turn-metadata"
+#: Bound on the traffic timeline: past it, events are counted in ``traffic_dropped``, not kept.
+MAX_TRAFFIC = 200_000
 
 
 class MockServerError(Exception):
@@ -135,6 +139,9 @@ class MockResponsesServer:
     _responses_served: int = 0
     _connections: int = 0
     _errors: list[str] = field(default_factory=list)
+    #: {"t", "dir": "c2m" | "m2c", "msg"} in order: the record's model.jsonl lines
+    traffic: list[dict[str, Any]] = field(default_factory=list)
+    traffic_dropped: int = 0
 
     def __post_init__(self) -> None:
         _check_loopback(self.host)
@@ -150,6 +157,13 @@ class MockResponsesServer:
     def errors(self) -> list[str]:
         """Problems seen on connections (bad HTTP, oversized bodies); empty in a healthy run."""
         return list(self._errors)
+
+    def note(self, direction: str, msg: dict[str, Any]) -> None:
+        """Add one event to :attr:`traffic` (bounded)."""
+        if len(self.traffic) >= MAX_TRAFFIC:
+            self.traffic_dropped += 1
+            return
+        self.traffic.append({"t": trio.current_time(), "dir": direction, "msg": msg})
 
     def responses_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path == RESPONSES_PATH and r.method == "POST"]
@@ -237,6 +251,7 @@ class MockResponsesServer:
             return False
         if request.method != "POST" or request.path != RESPONSES_PATH:
             self.requests.append(replace(request, status=404))
+            self.note("c2m", {"method": request.method, "path": request.path, "status": 404})
             await _send_simple(conn, stream, 404, b'{"error":{"message":"not found"}}')
             return True
         assert self.schedule is not None
@@ -245,7 +260,10 @@ class MockResponsesServer:
         plan = build_stream(response, response_id=f"resp-{self._responses_served}", workdir=self.workdir, ids=self.ids)
         status = plan.http_error.status if plan.http_error else 200
         self.requests.append(replace(request, turn=turn, response_index=index, status=status))
-        return await _send_plan(conn, stream, plan)
+        self.note(
+            "c2m", {"method": request.method, "path": request.path, "turn": turn, "response": index, "status": status}
+        )
+        return await _send_plan(conn, stream, plan, self.note)
 
 
 async def _send(conn: h11.Connection, stream: trio.SocketStream, event: h11.Event) -> None:
@@ -261,9 +279,22 @@ async def _send_simple(conn: h11.Connection, stream: trio.SocketStream, status: 
     await _send(conn, stream, h11.EndOfMessage())
 
 
-async def _send_plan(conn: h11.Connection, stream: trio.SocketStream, plan: StreamPlan) -> bool:
+def _event_type(data: bytes) -> str:
+    """The ``event:`` name of one SSE chunk (what the traffic timeline keeps of it)."""
+    first = data.split(b"\n", 1)[0]
+    return first[len(b"event: ") :].decode("utf-8", "replace") if first.startswith(b"event: ") else "data"
+
+
+async def _send_plan(
+    conn: h11.Connection,
+    stream: trio.SocketStream,
+    plan: StreamPlan,
+    note: Callable[[str, dict[str, Any]], None] | None = None,
+) -> bool:
     """Send one planned answer. False when the connection must be closed afterwards."""
     if plan.http_error is not None:
+        if note is not None:
+            note("m2c", {"http": plan.http_error.status})
         await _send_simple(conn, stream, plan.http_error.status, plan.http_error.body)
         return True
     headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("transfer-encoding", "chunked")]
@@ -272,6 +303,10 @@ async def _send_plan(conn: h11.Connection, stream: trio.SocketStream, plan: Stre
         if chunk.delay_s > 0:
             await trio.sleep(chunk.delay_s)
         await _send(conn, stream, h11.Data(data=chunk.data))
+        if note is not None:
+            note("m2c", {"event": _event_type(chunk.data)})
+    if note is not None:
+        note("m2c", {"end": plan.ending})
     if plan.ending == "cut":
         return False  # the caller closes the connection mid-body: no terminal chunk
     await _send(conn, stream, h11.EndOfMessage())

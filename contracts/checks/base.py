@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -9,6 +10,8 @@ from contracts.expect import Allowance
 from contracts.record import SessionRecord
 
 Status = Literal["pass", "fail", "skip", "warn"]
+#: At most this many locations per check: enough to mark the frames on a page, bounded on a flood.
+MAX_AT = 50
 STATUSES: tuple[str, ...] = ("pass", "fail", "skip", "warn")
 # Order of badness: a contract's cell in the table shows its worst check.
 _RANK = {"pass": 0, "skip": 1, "warn": 2, "fail": 3}
@@ -16,7 +19,11 @@ _RANK = {"pass": 0, "skip": 1, "warn": 2, "fail": 3}
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One verdict. ``reference`` names the documented behaviour, e.g. ``client-behaviour.md §6``."""
+    """One verdict. ``reference`` names the documented behaviour, e.g. ``client-behaviour.md §6``.
+
+    ``at``: where the verdict points, as 1-based line numbers of the record's ``wire.jsonl`` (the frames
+    that broke the contract, or that it measured); empty when no frame says it.
+    """
 
     scenario: str
     target: str
@@ -25,6 +32,7 @@ class Check:
     status: Status
     detail: str = ""
     reference: str = ""
+    at: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -35,6 +43,7 @@ class Check:
             "status": self.status,
             "detail": self.detail,
             "reference": self.reference,
+            "at": list(self.at),
         }
 
     @classmethod
@@ -47,11 +56,25 @@ class Check:
             status=data["status"],
             detail=str(data.get("detail", "")),
             reference=str(data.get("reference", "")),
+            at=_lines(data.get("at")),
         )
 
     @property
     def key(self) -> tuple[str, str, str, str]:
         return (self.scenario, self.target, self.contract, self.name)
+
+
+def _lines(value: object) -> tuple[int, ...]:
+    """``at`` from checks.json; a file from before locations (or a malformed entry) has none."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(v for v in value[:MAX_AT] if isinstance(v, int) and not isinstance(v, bool) and v > 0)
+
+
+def wire_lines(positions: Iterable[int]) -> tuple[int, ...]:
+    """0-based positions in ``record.wire`` as the check's ``at`` (1-based wire.jsonl lines), bounded."""
+    out = sorted({p + 1 for p in positions if p >= 0})
+    return tuple(out[:MAX_AT])
 
 
 def worst(statuses: list[str] | tuple[str, ...]) -> str:
@@ -65,7 +88,10 @@ class Maker:
     def __init__(self, record: SessionRecord, contract: str, reference: str) -> None:
         self.record, self.contract, self.reference = record, contract, reference
 
-    def __call__(self, name: str, status: Status, detail: str = "", reference: str | None = None) -> Check:
+    def __call__(
+        self, name: str, status: Status, detail: str = "", reference: str | None = None, at: Iterable[int] = ()
+    ) -> Check:
+        """``at``: 0-based positions in ``record.wire`` (stored as 1-based wire.jsonl lines)."""
         return Check(
             self.record.scenario,
             self.record.target,
@@ -74,6 +100,7 @@ class Maker:
             status,
             detail,
             self.reference if reference is None else reference,
+            wire_lines(at),
         )
 
 

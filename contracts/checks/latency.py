@@ -5,6 +5,8 @@ server's interrupt→turn/completed, both on the wire) stays small.
 
 from __future__ import annotations
 
+from typing import Any
+
 from contracts.checks.base import Check, Maker
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
@@ -42,17 +44,39 @@ def _server_interrupt_latency(index: WireIndex, result: TurnResult) -> tuple[flo
     return completions[0][1].t - first.t, ""
 
 
-def _interrupt_logged(make: Maker, record: SessionRecord, result: TurnResult, label: str) -> Check:
-    """A clean interrupt is logged as "codex turn interrupted" with its latency, as the Go client does."""
+def _interrupt_frames(index: WireIndex, result: TurnResult) -> list[int]:
+    """Where the cancellation shows on the wire: the first turn/interrupt and the turn/completed after it."""
+    if result.turn_id is None or not (interrupts := index.interrupts(result.turn_id)):
+        return []
+    first = interrupts[0]
+    after = [pos for pos, _ in index.turn_completions(result.turn_id) if pos > first.pos]
+    return [first.pos, *after[:1]]
+
+
+def _interrupt_logs(record: SessionRecord) -> dict[Any, dict[str, Any]]:
+    """turn id → its first "codex turn interrupted" log record (one pass, not one per turn)."""
+    out: dict[Any, dict[str, Any]] = {}
     for entry in record.log:
-        if entry.get("msg") == "codex turn interrupted" and entry.get("turn_id") == result.turn_id:
-            latency = entry.get("latency")
-            if isinstance(latency, int | float) and not isinstance(latency, bool):
-                detail = f"{_clock(record)}logged with latency {_ms(float(latency))}"
-                return make(f"{label} interrupt logged", "pass", detail)
-            detail = f"{_clock(record)}logged without a numeric latency: {latency!r}"
-            return make(f"{label} interrupt logged", "warn", detail)
-    return make(f"{label} interrupt logged", "warn", f'{_clock(record)}no "codex turn interrupted" log record')
+        if entry.get("msg") == "codex turn interrupted":
+            turn_id = entry.get("turn_id")
+            if isinstance(turn_id, str | None):
+                out.setdefault(turn_id, entry)
+    return out
+
+
+def _interrupt_logged(
+    make: Maker, record: SessionRecord, result: TurnResult, label: str, logs: dict[Any, dict[str, Any]]
+) -> Check:
+    """A clean interrupt is logged as "codex turn interrupted" with its latency, as the Go client does."""
+    entry = logs.get(result.turn_id)
+    if entry is None:
+        return make(f"{label} interrupt logged", "warn", f'{_clock(record)}no "codex turn interrupted" log record')
+    latency = entry.get("latency")
+    if isinstance(latency, int | float) and not isinstance(latency, bool):
+        detail = f"{_clock(record)}logged with latency {_ms(float(latency))}"
+        return make(f"{label} interrupt logged", "pass", detail)
+    detail = f"{_clock(record)}logged without a numeric latency: {latency!r}"
+    return make(f"{label} interrupt logged", "warn", detail)
 
 
 def check(record: SessionRecord) -> list[Check]:
@@ -61,6 +85,7 @@ def check(record: SessionRecord) -> list[Check]:
     index = WireIndex.build(record.wire)
     checks: list[Check] = []
     bound = record.budgets.interrupt_s + record.budgets.teardown_s
+    logs = _interrupt_logs(record)
     for result in record.results:
         if result.cancel_at is None:
             continue
@@ -71,13 +96,15 @@ def check(record: SessionRecord) -> list[Check]:
             f"(interrupt budget {_ms(record.budgets.interrupt_s)} + teardown {_ms(record.budgets.teardown_s)})"
         )
         server, why = _server_interrupt_latency(index, result)
+        where = _interrupt_frames(index, result)
         if server is None:
             # Nothing to subtract: only the total bound applies (the overhead check would be meaningless).
             detail += f"; the server did not honour the interrupt ({why})"
         if elapsed < 0:
-            checks.append(make(f"{label} cancel→Result", "fail", f"Result before the cancel ({_ms(elapsed)})"))
+            early = f"Result before the cancel ({_ms(elapsed)})"
+            checks.append(make(f"{label} cancel→Result", "fail", early, at=where))
         else:
-            checks.append(make(f"{label} cancel→Result", "pass" if elapsed <= bound else "fail", detail))
+            checks.append(make(f"{label} cancel→Result", "pass" if elapsed <= bound else "fail", detail, at=where))
         if server is None:
             continue
         overhead = elapsed - server
@@ -85,8 +112,9 @@ def check(record: SessionRecord) -> list[Check]:
             f"{clock}client overhead {_ms(overhead)} = cancel→Result {_ms(elapsed)} "
             f"- interrupt→turn/completed {_ms(server)}, bound {_ms(OVERHEAD_BOUND_S)}"
         )
-        checks.append(make(f"{label} interrupt overhead", "pass" if overhead <= OVERHEAD_BOUND_S else "fail", detail))
-        checks.append(_interrupt_logged(make, record, result, label))
+        status = "pass" if overhead <= OVERHEAD_BOUND_S else "fail"
+        checks.append(make(f"{label} interrupt overhead", status, detail, at=where))
+        checks.append(_interrupt_logged(make, record, result, label, logs))
     if record.teardown:
         start = min(s.started_at for s in record.teardown)
         end = max(s.ended_at for s in record.teardown)

@@ -41,21 +41,26 @@ def _server_requests(make: Maker, record: SessionRecord, index: WireIndex) -> li
     unanswered: list[str] = []
     twice: list[str] = []
     late: list[str] = []
+    open_at: list[int] = []  # the requests left open or answered late
+    twice_at: list[int] = []  # the second and later answers
     for key, request in index.server_requests.items():
         what = f"{request.method} id {request.id!r} (t={request.t:.3f})"
         if len(request.answers) > 1:
             twice.append(f"{what} answered {len(request.answers)} times")
+            twice_at += [pos for pos, _, _ in request.answers[1:]]
         ends = [t for _, t, _ in request.answers[:1]] + ([resolved[key]] if key in resolved else [])
         if not ends:
             unanswered.append(f"{what}: never answered nor resolved")
+            open_at.append(request.pos)
         elif min(ends) - request.t > limit:
             late.append(f"{what}: open {min(ends) - request.t:.3f} s, over the request timeout {limit:.3f} s")
+            open_at.append(request.pos)
     checks = []
     ok, why, _ = judge_allowance(record, NAME, "unanswered_server_requests", len(unanswered) + len(late))
     problems = unanswered + late
     if problems or why:
         detail = (f"{why} — " if why else "") + (_summary(problems) or "none open")
-        checks.append(make("server requests answered", "pass" if ok else "fail", detail))
+        checks.append(make("server requests answered", "pass" if ok else "fail", detail, at=open_at))
     else:
         n = len(index.server_requests)
         checks.append(make("server requests answered", "pass", f"{n} server request(s), each answered or resolved"))
@@ -64,6 +69,7 @@ def _server_requests(make: Maker, record: SessionRecord, index: WireIndex) -> li
             "server requests answered once",
             "fail" if twice else "pass",
             _summary(twice) or "no request answered twice",
+            at=twice_at,
         )
     )
     return checks
@@ -77,13 +83,15 @@ def _after_close(make: Maker, record: SessionRecord) -> Check:
             break
     if closed_at is None:
         return make("no request after close", "pass", "the session was not closed by the client before its end")
-    sent = [
-        f"t={e.t:.3f} {e.frame.get('method')}"
-        for e in record.wire[closed_at + 1 :]
+    after = [
+        (pos, e)
+        for pos, e in enumerate(record.wire[closed_at + 1 :], closed_at + 1)
         if e.dir == "c2s" and isinstance(e.frame, dict) and "method" in e.frame and "id" in e.frame
     ]
+    sent = [f"t={e.t:.3f} {e.frame.get('method')}" for _, e in after]  # type: ignore[union-attr]
     if sent:
-        return make("no request after close", "fail", f"sent after {record.wire[closed_at].note!r}: {_summary(sent)}")
+        detail = f"sent after {record.wire[closed_at].note!r}: {_summary(sent)}"
+        return make("no request after close", "fail", detail, at=[closed_at] + [pos for pos, _ in after])
     return make("no request after close", "pass", f"nothing sent after {record.wire[closed_at].note!r}")
 
 
@@ -91,6 +99,7 @@ def _interrupt_order(make: Maker, index: WireIndex) -> Check | None:
     """None when no interrupt was both answered and followed by turn/completed: nothing to order."""
     judged = 0
     wrong: list[str] = []
+    where: list[int] = []
     interrupts: list[Request] = [r for r in index.client_requests.values() if r.method == "turn/interrupt"]
     for request in interrupts:
         turn_id = request.params.get("turnId")
@@ -102,6 +111,7 @@ def _interrupt_order(make: Maker, index: WireIndex) -> Check | None:
         judged += 1
         if request.answers[0][0] > completions[0]:
             wrong.append(f"interrupt id {request.id!r}: turn/completed before its answer")
+            where += [request.pos, completions[0], request.answers[0][0]]
     if not judged:
         return None
     return make(
@@ -109,6 +119,7 @@ def _interrupt_order(make: Maker, index: WireIndex) -> Check | None:
         "fail" if wrong else "pass",
         _summary(wrong) or f"{judged} interrupt(s) answered before turn/completed",
         "app-server-protocol.md §10.2",
+        at=where,
     )
 
 
@@ -123,25 +134,34 @@ def _unknown_ids(make: Maker, record: SessionRecord, index: WireIndex) -> list[C
         for pos, d, frame in index.orphan_answers
         if d == "s2c"
     ]
+    client_at = [pos for pos, d, _ in index.orphan_answers if d == "c2s"]
+    server_at = [pos for pos, d, _ in index.orphan_answers if d == "s2c"]
     for request in index.client_requests.values():
-        for _pos, t, _ in request.answers[1:]:
+        for pos, t, _ in request.answers[1:]:
             server.append(f"t={t:.3f} second answer to {request.method} id {request.id!r}")
+            server_at.append(pos)
     checks = [
         make(
             "no answer to an unknown id",
             "fail" if client else "pass",
             _summary(client) or "the client answered only ids the server asked with",
+            at=client_at,
         )
     ]
     ok, why, _ = judge_allowance(record, NAME, "unknown_response_id", len(server))
     if server or why:
         detail = (f"{why} — " if why else "") + (_summary(server) or "none seen")
-        checks.append(make("server answers known ids", "pass" if ok else "fail", detail, "app-server-protocol.md §2"))
+        checks.append(
+            make("server answers known ids", "pass" if ok else "fail", detail, "app-server-protocol.md §2", server_at)
+        )
     if index.duplicate_requests:
         dup = [f"{d} reused id {f['id']!r} ({f.get('method')})" for _, d, f in index.duplicate_requests]
         client_dup = [x for x in dup if x.startswith("c2s")]
+        dup_at = [pos for pos, d, _ in index.duplicate_requests if d == "c2s"]
         if client_dup:
-            checks.append(make("request ids unique", "fail", _summary(client_dup), "app-server-protocol.md §2"))
+            checks.append(
+                make("request ids unique", "fail", _summary(client_dup), "app-server-protocol.md §2", at=dup_at)
+            )
     return checks
 
 

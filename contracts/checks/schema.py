@@ -29,14 +29,16 @@ def _summary(items: list[str]) -> str:
     return "; ".join(items[:_SHOWN]) + more
 
 
-def _judge(make: Maker, record: SessionRecord, what: str, side: str, found: list[str]) -> Check:
+def _judge(
+    make: Maker, record: SessionRecord, what: str, side: str, found: list[str], at: list[int] | None = None
+) -> Check:
     ok, why, _ = judge_allowance(record, NAME, what, len(found))
     if not found and ok:
         return make(what, "pass", f"every {side} frame valid against codex-cli {record.schema_release}")
     detail = f"{len(found)} invalid, sent by the {side}" + (f": {_summary(found)}" if found else "")
     if why:
         detail = f"{why} — {detail}"
-    return make(what, "pass" if ok else "fail", detail)
+    return make(what, "pass" if ok else "fail", detail, at=at or ())
 
 
 def check(record: SessionRecord) -> list[Check]:
@@ -49,24 +51,30 @@ def check(record: SessionRecord) -> list[Check]:
     server: list[str] = []
     client: list[str] = []
     wire_errors: list[str] = []
-    for entry in record.wire:
+    # Positions of each kind, so the report can mark the frames.
+    where: dict[str, list[int]] = {"server": [], "client": [], "wire": []}
+    for pos, entry in enumerate(record.wire):
         if entry.dir == "note":
             continue
         sink = server if entry.dir == "s2c" else client
+        side = "server" if entry.dir == "s2c" else "client"
         if entry.frame is None:
             size = f" ({entry.size} bytes)" if entry.size else ""
             text = f"t={entry.t:.3f} not a frame: {entry.error or 'raw line'}{size}"
             (wire_errors if entry.dir == "s2c" else client).append(text)
+            where["wire" if entry.dir == "s2c" else "client"].append(pos)
             continue
         violations = validator.validate(entry.frame, entry.dir, index.request_method(entry))
         if violations:
             method = entry.frame.get("method") if isinstance(entry.frame, dict) else None
             label = method or f"answer to {index.request_method(entry) or 'unknown request'}"
             sink.append(f"t={entry.t:.3f} {label}: {violations[0].message}")
+            where[side].append(pos)
     if record.expect.allowance(NAME, "wire_errors") is not None:
-        wire_check = _judge(make, record, "wire_errors", "server", wire_errors)
-        checks = [_judge(make, record, "server_frames_invalid", "server", server), wire_check]
+        wire_check = _judge(make, record, "wire_errors", "server", wire_errors, where["wire"])
+        checks = [_judge(make, record, "server_frames_invalid", "server", server, where["server"]), wire_check]
     else:
-        checks = [_judge(make, record, "server_frames_invalid", "server", wire_errors + server)]
-    checks.append(_judge(make, record, "client_frames_invalid", "client", client))
+        server_at = sorted(where["wire"] + where["server"])
+        checks = [_judge(make, record, "server_frames_invalid", "server", wire_errors + server, server_at)]
+    checks.append(_judge(make, record, "client_frames_invalid", "client", client, where["client"]))
     return checks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contracts.checks.base import Check, Maker
 from contracts.checks.wire_index import WireIndex
-from contracts.record import SessionRecord
+from contracts.record import SessionRecord, TurnResult
 
 NAME = "terminal_status"
 REFERENCE = "client-behaviour.md §7"
@@ -27,16 +27,22 @@ def check(record: SessionRecord) -> list[Check]:
     make = Maker(record, NAME, REFERENCE)
     checks: list[Check] = []
     turns = _turns_started(record)
+    index = WireIndex.build(record.wire)
     if turns == 0:
         checks.append(make("results", "skip", "the session started no turn and [expect] declares none"))
+    by_index: dict[int, list[TurnResult]] = {}  # grouped once: a lookup per turn keeps this linear
+    for r in record.results:
+        by_index.setdefault(r.index, []).append(r)
     for i in range(turns):
         label = f"turn {i + 1}"
-        results = [r for r in record.results if r.index == i]
+        results = by_index.get(i, [])
         if len(results) != 1:
             what = "no Result" if not results else f"{len(results)} Results"
             checks.append(make(f"{label} result", "fail", f"{what} for {label}; every turn gets exactly one"))
             continue
         result = results[0]
+        # Where the turn ended on the wire (its turn/completed frames), for the report to mark.
+        ended = [pos for pos, _ in index.turn_completions(result.turn_id)] if result.turn_id else []
         expected = record.expect.turns[i] if i < len(record.expect.turns) else None
         if expected is None:
             checks.append(
@@ -56,6 +62,7 @@ def check(record: SessionRecord) -> list[Check]:
                     "fail",
                     f"{result.completed_consumed} turn/completed consumed; a turn ends once",
                     "client-behaviour.md §8.2",
+                    at=ended,
                 )
             )
         else:
@@ -69,6 +76,7 @@ def check(record: SessionRecord) -> list[Check]:
                     status,
                     f"turn/completed status {got}, [expect] declares {expected.server_status}",
                     "app-server-protocol.md §10",
+                    at=ended[:1],
                 )
             )
     extra = [r for r in record.results if r.index >= turns or r.index < 0]

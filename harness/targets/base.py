@@ -22,3 +22,5 @@ class TargetRun:
     schema_release: str = "0.171.0"
     server_version: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the mock Responses API's traffic timeline (real target), live: the runner copies it into the record
+    model_traffic: list[dict[str, Any]] | None = None

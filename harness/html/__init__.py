@@ -1,0 +1,13 @@
+"""HTML reports: a run's ``index.html`` (summary table, a sequence diagram per session, failed checks),
+one session's page (``show --html``), latency histograms and the release report. Self-contained files:
+inline CSS and SVG, no network.
+
+Modules: :mod:`.diagram` (a record as diagram rows, sans-IO), :mod:`.sequence` (rows as SVG),
+:mod:`.histogram` (a latency distribution as SVG), :mod:`.page` (the shared shell), :mod:`.report`
+(index and session pages), :mod:`.latency` and :mod:`.release` (those commands' pages),
+:mod:`.browser` (headless Chromium for tests, benchmarks and screenshots).
+"""
+
+from harness.html.report import render_index, render_session_page, write_index_html, write_session_html
+
+__all__ = ["render_index", "render_session_page", "write_index_html", "write_session_html"]

@@ -1,0 +1,126 @@
+"""The shell every HTML page of codex-harness shares: one self-contained file, inline CSS and SVG.
+
+No network: no external stylesheet, font, script or image. The little JavaScript there is only reports:
+errors (``window.onerror``, ``console.error``) go into ``#js-errors`` (shown) and ``data-js-errors``;
+after load the body carries ``data-load-ms`` (time from navigation start to the load event),
+``data-drawn-arrows`` (sequence-diagram arrows with a non-empty box) and ``data-height``. The page reads
+fine without it.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 24px 40px;color:#0f172a}
+h1{font-size:22px;margin:18px 0 6px}h2{font-size:17px;margin:28px 0 4px}h3{font-size:14px;margin:14px 0 4px}
+a{color:#1d4ed8;text-decoration:none}a:hover{text-decoration:underline}
+.meta{color:#475569;margin:2px 0 8px}
+table.sum{border-collapse:collapse;margin:10px 0}
+table.sum th,table.sum td{border:1px solid #e2e8f0;padding:3px 9px;text-align:left;white-space:nowrap}
+table.sum th{background:#f8fafc;font-weight:600}
+td.pass,span.pass{color:#166534;background:#f0fdf4}td.fail,span.fail{color:#991b1b;background:#fee2e2;font-weight:600}
+td.skip,span.skip{color:#64748b;background:#f8fafc}td.warn,span.warn{color:#92400e;background:#fef3c7}
+span.badge{padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;margin-left:8px}
+.verdict{font-size:16px;font-weight:700;padding:4px 10px;border-radius:4px;display:inline-block}
+.verdict.pass{background:#dcfce7;color:#166534}.verdict.fail{background:#fee2e2;color:#991b1b}
+.verdict.none{background:#fef3c7;color:#92400e}
+ul.checks{margin:4px 0 8px;padding-left:20px}ul.checks li{margin:2px 0}
+.detail{color:#334155;font-size:13px}.ref{color:#64748b;font-size:12px}
+.scroll{overflow-x:auto;border:1px solid #e2e8f0;border-radius:4px;background:#fff}
+.legend{color:#475569;font-size:12px;margin:4px 0}
+.legend b{font-weight:600}
+#js-errors{background:#fee2e2;color:#991b1b;padding:6px;white-space:pre-wrap;font-family:monospace}
+pre{background:#f8fafc;border:1px solid #e2e8f0;padding:8px;overflow-x:auto;font-size:12px}
+svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+.life{stroke:#cbd5e1;stroke-width:1.5;stroke-dasharray:4 4}
+.lanehead{fill:#f1f5f9;stroke:#94a3b8}.lanename{font-weight:700!important;font-size:12px!important;text-anchor:middle}
+.arrow line{stroke-width:1.6}.arrow text{text-anchor:middle;fill:#0f172a}
+.arrow.c2s line{stroke:#2563eb;marker-end:url(#ah-blue)}.arrow.s2c line{stroke:#059669;marker-end:url(#ah-green)}
+.arrow.c2m line,.arrow.m2c line{stroke:#7c3aed;marker-end:url(#ah-violet)}
+.arrow.run line{stroke-width:4;stroke-opacity:.75}.count{font-weight:700!important;fill:#0f172a;text-anchor:middle}
+.arrow.bad line,.arrow.error line{stroke:#dc2626;stroke-dasharray:5 3;marker-end:url(#ah-red)}
+.arrow.bad text,.arrow.error text{fill:#b91c1c;font-weight:600}
+.arrow.approval text,.arrow.decision text{fill:#b45309;font-weight:700}
+.arrow.approval line,.arrow.decision line{stroke:#d97706;marker-end:url(#ah-amber)}
+.arrow.interrupt text{fill:#6d28d9;font-weight:700}.arrow.turn text{font-weight:700}
+.arrow.orphan text{fill:#b91c1c}
+.time{font-size:10px!important;fill:#64748b;text-anchor:end}
+.note text{font-style:italic;fill:#475569;text-anchor:middle}.note circle{fill:#475569}
+.fault rect{fill:#fef3c7;stroke:#d97706;stroke-width:1.5}.fault text{font-weight:700;fill:#92400e;text-anchor:middle}
+.fold rect{fill:#f1f5f9;stroke:#64748b;stroke-dasharray:4 3}.fold text{fill:#334155;text-anchor:middle}
+.failband{fill:#fee2e2}.mark{fill:#b91c1c;font-weight:700}
+.pair{fill:none;stroke:#94a3b8;stroke-width:1.5}.pair.server{stroke:#d97706}
+.pair.open{stroke:#dc2626;stroke-dasharray:4 3;stroke-width:2}
+.interval path{fill:none;stroke:#7c3aed;stroke-width:2}.interval text{fill:#6d28d9;font-weight:700}
+.interval.open path{stroke:#dc2626;stroke-dasharray:4 3}.interval.open text{fill:#b91c1c}
+.openend{fill:#b91c1c;font-weight:700}
+.hist{background:#fff;border:1px solid #e2e8f0;margin:4px 8px 4px 0}.hist .bar{fill:#93c5fd}
+.hist .axis,.hist .tick{stroke:#475569}.hist .tlabel{fill:#475569;text-anchor:middle;font-size:10px}
+.hist .htitle{font-weight:700}.hist .hlegend{fill:#334155}.hist .pmark line{stroke-width:2}
+.hist .pmark text{font-weight:700}.hist .empty{text-anchor:middle;fill:#64748b}
+"""
+
+#: Arrow heads, defined once per page (inline SVGs of one document share ids).
+DEFS = (
+    '<svg width="0" height="0" style="position:absolute" aria-hidden="true"><defs>'
+    + "".join(
+        f'<marker id="ah-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
+        for name, colour in (
+            ("blue", "#2563eb"),
+            ("green", "#059669"),
+            ("violet", "#7c3aed"),
+            ("red", "#dc2626"),
+            ("amber", "#d97706"),
+        )
+    )
+    + "</defs></svg>"
+)
+
+ERROR_HOOK = """
+window.__errors=[];
+function __report(m){window.__errors.push(String(m));var d=document.getElementById('js-errors');
+if(d){d.textContent=window.__errors.join('\\n');d.hidden=false;}
+if(document.body){document.body.setAttribute('data-js-errors',String(window.__errors.length));}}
+window.addEventListener('error',function(e){__report('error: '+e.message);});
+window.addEventListener('unhandledrejection',function(e){__report('unhandled rejection: '+e.reason);});
+(function(){var orig=console.error;console.error=function(){
+__report('console.error: '+Array.prototype.join.call(arguments,' '));return orig.apply(console,arguments);};})();
+"""
+
+AFTER_LOAD = """
+(function(){
+var b=document.body;b.setAttribute('data-js-errors',String(window.__errors.length));
+if(window.__errors.length){__report(window.__errors.pop());}
+window.addEventListener('load',function(){
+var total=0;document.querySelectorAll('svg.seq').forEach(function(s){var n=0;
+s.querySelectorAll('g.arrow').forEach(function(g){var r=g.getBBox();if(r.width>0){n++;}});
+s.setAttribute('data-drawn',String(n));total+=n;});
+b.setAttribute('data-drawn-arrows',String(total));
+b.setAttribute('data-height',String(document.documentElement.scrollHeight));
+b.setAttribute('data-load-ms',performance.now().toFixed(1));b.setAttribute('data-ready','1');});
+})();
+"""
+
+LEGEND = (
+    '<p class="legend"><b style="color:#2563eb">→ client to server</b> · <b style="color:#059669">← server to '
+    'client</b> · <b style="color:#7c3aed">model traffic</b> · <b style="color:#b45309">approvals and '
+    "decisions</b> · thick arrow ×N: a stream of one notification kind · left brackets: request ↔ answer "
+    '(<b style="color:#dc2626">dashed red: never answered</b>) · <b style="color:#6d28d9">violet: interrupt → '
+    'turn/completed</b> · <b style="color:#92400e">⚡ fault</b> · <b style="color:#b91c1c">red rows: a failed '
+    "check points here</b> · ⋯ folded rows · hover an arrow for its frame</p>"
+)
+
+
+def e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def page(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{e(title)}</title>'
+        f"<script>{ERROR_HOOK}</script><style>{CSS}</style></head><body>"
+        f'{DEFS}<div id="js-errors" hidden></div>{body}<script>{AFTER_LOAD}</script></body></html>'
+    )

@@ -1,0 +1,221 @@
+"""The HTML report of a run (``DIR/index.html``) and of one recorded session (``show --html``).
+
+:func:`write_index_html` is the one call a command needs: the checks of the run and, when it has them, the
+session records (else the records saved under ``DIR/sessions/<target>/<scenario>/`` are loaded). The page
+holds the summary table (scenario × contract, linking down the page), then one section per session with
+its sequence diagram and its failed checks, then every failed check with its detail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from contracts.checks import CONTRACT_NAMES, Check, worst
+from contracts.record import RecordFormatError, SessionRecord
+from harness.html import diagram, sequence
+from harness.html.page import LEGEND, e, page
+
+INDEX = "index.html"
+_DETAIL = 600
+
+
+def session_id(scenario: str, target: str) -> str:
+    return "s-" + re.sub(r"[^A-Za-z0-9_-]", "_", f"{target}-{scenario}")
+
+
+def _contracts(checks: Sequence[Check]) -> list[str]:
+    seen = [c for c in CONTRACT_NAMES if any(k.contract == c for k in checks)]
+    return seen + sorted({k.contract for k in checks} - set(seen))
+
+
+def _rows(checks: Sequence[Check]) -> list[tuple[str, str]]:
+    rows: dict[tuple[str, str], None] = {}
+    for c in checks:
+        rows.setdefault((c.scenario, c.target), None)
+    return list(rows)
+
+
+def _clip(text: str, width: int = _DETAIL) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def summary_table(checks: Sequence[Check], with_records: set[tuple[str, str]]) -> str:
+    contracts = _contracts(checks)
+    by_cell: dict[tuple[str, str, str], list[str]] = {}
+    for c in checks:
+        by_cell.setdefault((c.scenario, c.target, c.contract), []).append(c.status)
+    multi = len({t for _, t in _rows(checks)}) > 1
+    head = "".join(f"<th>{e(c)}</th>" for c in contracts)
+    out = [f'<table class="sum"><tr><th>scenario{" [target]" if multi else ""}</th>{head}</tr>']
+    for scenario, target in _rows(checks):
+        sid = session_id(scenario, target)
+        label = f"{scenario} [{target}]" if multi else scenario
+        name = f'<a href="#{sid}">{e(label)}</a>' if (scenario, target) in with_records else e(label)
+        cells = []
+        for contract in contracts:
+            statuses = by_cell.get((scenario, target, contract), [])
+            if not statuses:
+                cells.append("<td></td>")
+                continue
+            status = worst(statuses)
+            link = f"#{sid}-{contract}" if status == "fail" else f"#{sid}"
+            text = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "– skip", "warn": "! warn"}[status]
+            inner = f'<a href="{link}">{text}</a>' if (scenario, target) in with_records else text
+            cells.append(f'<td class="{status}">{inner}</td>')
+        out.append(f"<tr><td>{name}</td>{''.join(cells)}</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _check_item(check: Check, sid: str | None, *, anchor: bool = False) -> str:
+    ref = f' <span class="ref">[{e(check.reference)}]</span>' if check.reference else ""
+    where = ""
+    if check.at and sid is not None:
+        links = ", ".join(f'<a href="#{sid}-L{n}">{n}</a>' for n in check.at[:8])
+        where = f' <span class="ref">wire line {links}{" …" if len(check.at) > 8 else ""}</span>'
+    ident = f' id="{sid}-{e(check.contract)}"' if anchor and sid else ""
+    return (
+        f'<li{ident}><span class="badge {check.status}">{check.status}</span> <b>{e(check.contract)}</b> / '
+        f'{e(check.name)}: <span class="detail">{e(_clip(check.detail))}</span>{ref}{where}</li>'
+    )
+
+
+def session_section(record: SessionRecord, checks: Sequence[Check], *, link: str | None = None) -> str:
+    """One session: heading, what happened, the sequence diagram, its failed checks."""
+    sid = session_id(record.scenario, record.target)
+    status = worst([c.status for c in checks]) if checks else "skip"
+    turns = ", ".join(f"turn {r.index + 1} {r.status}" for r in sorted(record.results, key=lambda r: r.index))
+    clock = "virtual time (MockClock): times are not measured" if record.virtual_time else "real time"
+    d = diagram.build(record, checks)
+    folded = f"; {d.folded_frames:,} frames folded into ⋯ rows (see wire.jsonl)" if d.folded_frames else ""
+    target = {
+        "fake": "fake app-server (in process)",
+        "fake-process": "fake-codex app-server",
+        "real": "codex app-server",
+    }
+    svg = sequence.render(d, sid=sid, target_label=target.get(record.target, "server"))
+    wire_link = f' · <a href="{e(link)}/wire.jsonl">wire.jsonl</a>' if link else ""
+    out = [
+        f'<section id="{sid}"><h2>{e(record.scenario)} <span class="ref">[{e(record.target)}]</span>'
+        f'<span class="badge {status}">{status}</span></h2>',
+        f'<p class="meta">{e(turns or "no Result")}; server exit {e(record.server_exit)}; {clock}; '
+        f"{d.frames:,} frames drawn as {d.arrows:,} arrows{e(folded)}{wire_link}</p>",
+        f'<div class="scroll">{svg}</div>',
+    ]
+    bad = [c for c in checks if c.status in ("fail", "warn")]
+    seen: set[str] = set()
+    if bad:
+        items = []
+        for c in bad:
+            items.append(_check_item(c, sid, anchor=c.contract not in seen))
+            seen.add(c.contract)
+        out.append(f'<ul class="checks">{"".join(items)}</ul>')
+    elif checks:
+        out.append(f'<p class="meta">{sum(c.status == "pass" for c in checks)} checks passed.</p>')
+    if record.client_errors:
+        out.append(f"<pre>{e(chr(10).join(x[:2000] for x in record.client_errors[:5]))}</pre>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _load_saved(report_dir: Path) -> list[SessionRecord]:
+    records = []
+    for record_json in sorted((report_dir / "sessions").glob("*/*/record.json")):
+        try:
+            records.append(SessionRecord.load(record_json.parent))
+        except (OSError, ValueError, KeyError, TypeError, RecordFormatError):
+            continue  # a record this version cannot read: the table still shows its checks
+    return records
+
+
+def render_index(
+    checks: Sequence[Check],
+    records: Iterable[SessionRecord],
+    *,
+    title: str = "codex-harness report",
+    result: str | None = None,
+    links: dict[tuple[str, str], str] | None = None,
+) -> str:
+    """The whole index page as a string. ``result``: the verdict word (PASS / FAIL / …) when known."""
+    records = list(records)
+    by_key: dict[tuple[str, str], list[Check]] = {}
+    for c in checks:
+        by_key.setdefault((c.scenario, c.target), []).append(c)
+    order = {key: i for i, key in enumerate(_rows(checks))}
+    records.sort(key=lambda r: order.get((r.scenario, r.target), len(order)))
+    with_records = {(r.scenario, r.target) for r in records}
+    counts = {s: sum(c.status == s for c in checks) for s in ("pass", "fail", "warn", "skip")}
+    if result is None:
+        result = "FAIL" if counts["fail"] else ("PASS" if counts["pass"] else "NOTHING JUDGED")
+    css = {"PASS": "pass", "FAIL": "fail"}.get(result, "none")
+    body = [
+        f"<h1>{e(title)}</h1>",
+        f'<p><span class="verdict {css}">RESULT: {e(result)}</span> &nbsp; {len(_rows(checks))} scenario run(s), '
+        f"{len(checks)} checks: {counts['pass']} passed, {counts['fail']} failed, {counts['warn']} warnings, "
+        f"{counts['skip']} skipped</p>",
+        summary_table(checks, with_records),
+    ]
+    failed = [c for c in checks if c.status == "fail"]
+    if failed:
+        body.append(f'<h2 id="failures">Failed checks ({len(failed)})</h2><ul class="checks">')
+        for c in failed:
+            sid = session_id(c.scenario, c.target) if (c.scenario, c.target) in with_records else None
+            where = (
+                f'<a href="#{sid}">{e(c.scenario)} [{e(c.target)}]</a>' if sid else f"{e(c.scenario)} [{e(c.target)}]"
+            )
+            body.append(f"{_check_item(c, sid)[:-5]} — {where}</li>")
+        body.append("</ul>")
+    skipped = [c for c in checks if c.status == "skip" and c.name in ("", "scenario")]
+    if skipped:
+        reasons: dict[tuple[str, str], str] = {}
+        for c in skipped:
+            reasons.setdefault((c.scenario, c.target), c.detail)
+        body.append(f'<h3>Skipped scenarios ({len(reasons)})</h3><ul class="checks">')
+        body += [f"<li>{e(s)} [{e(t)}]: {e(_clip(r, 300))}</li>" for (s, t), r in reasons.items()]
+        body.append("</ul>")
+    if records:
+        body.append(f"<h2>Sessions</h2>{LEGEND}")
+    for record in records:
+        key = (record.scenario, record.target)
+        body.append(session_section(record, by_key.get(key, []), link=(links or {}).get(key)))
+    return page(title, "".join(body))
+
+
+def write_index_html(
+    report_dir: str | Path,
+    checks: Sequence[Check],
+    records: Iterable[SessionRecord] | None = None,
+    *,
+    title: str = "codex-harness report",
+    result: str | None = None,
+) -> Path:
+    """Write ``report_dir/index.html`` and return its path.
+
+    ``records``: the sessions to draw; None loads those saved under ``report_dir/sessions/``.
+    ``result``: the run's verdict word (``Verdict.result``); by default derived from the checks.
+    """
+    out_dir = Path(report_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chosen = _load_saved(out_dir) if records is None else list(records)
+    links = {}
+    for r in chosen:
+        saved = out_dir / "sessions" / r.target / r.scenario
+        if (saved / "wire.jsonl").is_file():
+            links[(r.scenario, r.target)] = f"sessions/{r.target}/{r.scenario}"
+    path = out_dir / INDEX
+    path.write_text(render_index(checks, chosen, title=title, result=result, links=links), encoding="utf-8")
+    return path
+
+
+def render_session_page(record: SessionRecord, checks: Sequence[Check]) -> str:
+    title = f"{record.scenario} [{record.target}] — codex-harness"
+    return page(title, f"<h1>{e(title)}</h1>{LEGEND}{session_section(record, checks)}")
+
+
+def write_session_html(path: str | Path, record: SessionRecord, checks: Sequence[Check]) -> Path:
+    out = Path(path)
+    out.write_text(render_session_page(record, checks), encoding="utf-8")
+    return out
