@@ -1,4 +1,11 @@
-"""Pinned wire schemas, one directory per Codex release: ``schema/codex-cli-<version>/``.
+"""Pinned wire schemas, one directory per Codex release: ``codex-cli-<version>/``, in two stores.
+
+- **Shipped pins** (:data:`SHIPPED_ROOT`, ``contracts/schema/`` of the package): read-only, never written.
+- **User pins** (:func:`user_store`): where ``schema pin`` and ``validate-release`` write — ``--store DIR``,
+  else ``$CODEX_HARNESS_STORE``, else ``${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas``.
+
+A lookup by version without an explicit ``root`` sees both; a shipped pin wins over a user pin of the
+same version, and :func:`shadowed_note` says when such a user pin differs from it.
 
 A release directory holds ``meta.json`` (the version and how the bundle was produced) and one
 zstd-compressed JSON document per bundle (``stable.json.zst``, ``experimental.json.zst``) mapping
@@ -13,7 +20,8 @@ import functools
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
@@ -22,7 +30,9 @@ import zstandard
 
 Bundle: TypeAlias = Mapping[str, Any]
 
-SCHEMA_ROOT: Final = Path(__file__).resolve().parent / "schema"
+SHIPPED_ROOT: Final = Path(__file__).resolve().parent / "schema"
+SCHEMA_ROOT: Final = SHIPPED_ROOT  # the older name of the shipped pins
+STORE_ENV: Final = "CODEX_HARNESS_STORE"
 RELEASE_PREFIX: Final = "codex-cli-"
 META_FILE: Final = "meta.json"
 BUNDLE_FILES: Final = {False: "stable.json.zst", True: "experimental.json.zst"}
@@ -66,35 +76,127 @@ def is_version(text: str) -> bool:
     return bool(_VERSION_RE.match(text))
 
 
+# --- where pins live ---------------------------------------------------------------------------------
+
+_store_override: Path | None = None  # set by `--store DIR` for the command's duration (using_user_store)
+
+
+def default_user_store() -> Path:
+    """``$CODEX_HARNESS_STORE``, else ``${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas``.
+
+    A relative ``XDG_DATA_HOME`` is ignored, as the XDG spec says.
+    """
+    explicit = os.environ.get(STORE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return base / "codex-harness" / "schemas"
+
+
+def user_store(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The user's pin store: ``explicit`` (``--store``), else the one in use, else :func:`default_user_store`."""
+    if explicit is not None:
+        return Path(explicit).expanduser()
+    return _store_override if _store_override is not None else default_user_store()
+
+
+@contextmanager
+def using_user_store(store: str | os.PathLike[str] | None) -> Iterator[Path]:
+    """Lookups inside the block see ``store`` as the user's pins (``--store DIR``); None: the default."""
+    global _store_override
+    previous = _store_override
+    _store_override = None if store is None else Path(store).expanduser()
+    _load_bundle_cached.cache_clear()
+    try:
+        yield user_store()
+    finally:
+        _store_override = previous
+        _load_bundle_cached.cache_clear()
+
+
+def is_shipped(root: Path) -> bool:
+    """Whether ``root`` is (or lies inside) the package's read-only shipped pins."""
+    try:
+        return root.resolve().is_relative_to(SHIPPED_ROOT)
+    except OSError:
+        return False
+
+
+def _releases_under(base: Path) -> list[str]:
+    try:
+        if not base.is_dir():
+            return []
+        entries = list(base.iterdir())
+    except OSError:  # an unreadable user store hides its pins; the shipped ones still count
+        return []
+    return [
+        entry.name[len(RELEASE_PREFIX) :]
+        for entry in entries
+        if entry.name.startswith(RELEASE_PREFIX) and (entry / META_FILE).is_file()
+    ]
+
+
+def release_root(version: str) -> Path:
+    """Which store holds ``version`` for a lookup by version: the shipped pins win, else the user's store."""
+    if version in _releases_under(SHIPPED_ROOT):
+        return SHIPPED_ROOT
+    return user_store()
+
+
 def release_dir(version: str, root: Path | None = None) -> Path:
-    return (root or SCHEMA_ROOT) / f"{RELEASE_PREFIX}{version}"
+    return (root or release_root(version)) / f"{RELEASE_PREFIX}{version}"
 
 
 def pinned_releases(root: Path | None = None) -> list[str]:
-    """Versions with a pinned schema under ``root`` (default: the packaged store), oldest first."""
-    base = root or SCHEMA_ROOT
-    if not base.is_dir():
-        return []
-    versions = [
-        entry.name[len(RELEASE_PREFIX) :]
-        for entry in base.iterdir()
-        if entry.name.startswith(RELEASE_PREFIX) and (entry / META_FILE).is_file()
-    ]
+    """Versions with a pinned schema under ``root``, oldest first; no ``root``: shipped and user pins together."""
+    if root is not None:
+        versions = set(_releases_under(root))
+    else:
+        versions = set(_releases_under(SHIPPED_ROOT)) | set(_releases_under(user_store()))
     return sorted(versions, key=version_key)
+
+
+def shipped_releases() -> list[str]:
+    return pinned_releases(SHIPPED_ROOT)
+
+
+def shadowed_note(version: str, store: Path | None = None) -> str | None:
+    """A sentence when the user store holds a pin of a shipped ``version`` that differs from the shipped one.
+
+    The shipped pin is the one used; the user's copy is reported, never silently preferred or ignored.
+    """
+    store = user_store(store)
+    if version not in _releases_under(SHIPPED_ROOT) or version not in _releases_under(store):
+        return None
+    try:
+        mine = load_meta(version, store).get("bundles", {})
+        shipped = load_meta(version, SHIPPED_ROOT).get("bundles", {})
+    except SchemaStoreError as exc:
+        return f"user pin of codex-cli {version} in {store} cannot be read ({exc}); the shipped pin is used"
+    digests = {kind: (mine.get(kind, {}).get("sha256"), shipped.get(kind, {}).get("sha256")) for kind in shipped}
+    if all(a == b for a, b in digests.values()):
+        return None
+    return (
+        f"user pin of codex-cli {version} in {release_dir(version, store)} differs from the pin shipped with "
+        f"the package; the shipped pin is used"
+    )
 
 
 def latest_release(root: Path | None = None) -> str:
     """The newest pinned release."""
     versions = pinned_releases(root)
     if not versions:
-        raise SchemaStoreError(f"no pinned schema under {root or SCHEMA_ROOT}")
+        where = root or f"{SHIPPED_ROOT} or {user_store()}"
+        raise SchemaStoreError(f"no pinned schema under {where}")
     return versions[-1]
 
 
 def load_meta(version: str, root: Path | None = None) -> dict[str, Any]:
     path = release_dir(version, root) / META_FILE
     if not path.is_file():
-        raise ReleaseNotPinned(version, pinned_releases(root))
+        default = root is None or root.resolve() == user_store().resolve()
+        raise ReleaseNotPinned(version, pinned_releases(None if default else root))
     try:
         meta = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -105,8 +207,11 @@ def load_meta(version: str, root: Path | None = None) -> dict[str, Any]:
 
 
 def load_bundle(version: str, experimental: bool = False, root: Path | None = None) -> Bundle:
-    """The bundle of a pinned release: relative file path → parsed schema. Cached per release."""
-    return _load_bundle_cached(version, experimental, (root or SCHEMA_ROOT).resolve())
+    """The bundle of a pinned release: relative file path → parsed schema. Cached per release.
+
+    No ``root``: the shipped pin of ``version`` if there is one, else the user's (:func:`release_root`).
+    """
+    return _load_bundle_cached(version, experimental, (root or release_root(version)).resolve())
 
 
 @functools.lru_cache(maxsize=16)
@@ -176,12 +281,19 @@ def write_release(
     root: Path | None = None,
     produced_by: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Store both bundles of ``version`` under ``root`` (default: the packaged store); returns the directory.
+    """Store both bundles of ``version`` under ``root`` (default: :func:`user_store`); returns the directory.
 
-    Files are written to a temporary name and renamed, so a reader never sees half a bundle.
+    The shipped pins are read-only: a ``root`` inside them is refused. Files are written to a temporary
+    name and renamed, so a reader never sees half a bundle.
     """
     if not is_version(version):
         raise SchemaStoreError(f"not a release version: {version!r}")
+    root = root if root is not None else user_store()
+    if is_shipped(root):
+        raise SchemaStoreError(
+            f"{root} holds the pins shipped with the package and is never written; pins go to a store of yours "
+            f"(--store DIR, ${STORE_ENV}, default {default_user_store()})"
+        )
     target = release_dir(version, root)
     meta: dict[str, Any] = {
         "codex_version": version,
@@ -214,14 +326,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def checkout_schema_root() -> Path | None:
-    """The store of the source tree when running from a checkout (not an installed wheel), else None."""
-    repo = SCHEMA_ROOT.parent.parent
-    if (repo / "pyproject.toml").is_file() and (repo / "contracts" / "__init__.py").is_file():
-        return SCHEMA_ROOT
-    return None
-
-
 def open_bundle(spec: str | os.PathLike[str], experimental: bool = False) -> tuple[str, Bundle]:
     """A bundle named by a pinned version or a directory; returns a label and the bundle.
 
@@ -242,3 +346,8 @@ def open_bundle(spec: str | os.PathLike[str], experimental: bool = False) -> tup
         raise ReleaseNotPinned(text, pinned_releases())
     pinned = ", ".join(pinned_releases()) or "none"
     raise SchemaStoreError(f"{text}: no such directory and not a version (pinned releases: {pinned})")
+
+
+def describe_stores() -> str:
+    """Where lookups look, for messages: the shipped pins and the user's store."""
+    return f"shipped: {SHIPPED_ROOT}; yours: {user_store()}"

@@ -18,6 +18,7 @@ import re
 import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 import jsonschema
@@ -111,7 +112,8 @@ class Validator:
     @classmethod
     def for_release(cls, version: str = DEFAULT_RELEASE, experimental: bool = False) -> Validator:
         """The cached validator of a pinned release; raises ``schema_store.ReleaseNotPinned`` (clear message)."""
-        return _validator_for(version, experimental)
+        # Keyed by the store too: a user pin (``--store``) and another store's pin of one version differ.
+        return _validator_for(version, experimental, schema_store.release_root(version))
 
     # --- hot path -------------------------------------------------------------------------------
 
@@ -327,8 +329,8 @@ class Validator:
 
 
 @functools.lru_cache(maxsize=16)
-def _validator_for(version: str, experimental: bool) -> Validator:
-    bundle = schema_store.load_bundle(version, experimental)
+def _validator_for(version: str, experimental: bool, root: Path) -> Validator:
+    bundle = schema_store.load_bundle(version, experimental, root)
     return Validator(bundle, version, experimental)
 
 

@@ -11,6 +11,12 @@ from pathlib import Path
 
 _VERSION_RE = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?)")
 
+#: Bound of ``codex --version``: a binary that cannot say its version this fast cannot run a scenario
+#: either, and a run should say so at once. ``$CODEX_HARNESS_VERSION_TIMEOUT`` (seconds, at most 600)
+#: overrides it (the tests use a fraction of a second).
+VERSION_TIMEOUT_S = 8.0
+VERSION_TIMEOUT_ENV = "CODEX_HARNESS_VERSION_TIMEOUT"
+
 
 class CodexNotFound(Exception):
     pass
@@ -29,16 +35,33 @@ def find_codex(explicit: str | os.PathLike[str] | None = None, *, use_path: bool
     return None
 
 
-def codex_version(binary: str | os.PathLike[str], timeout: float = 30.0) -> str:
-    """``codex --version`` → ``"0.171.0"``. Raises CodexNotFound with the reason when it cannot run."""
+def version_timeout() -> float:
+    """The ``--version`` bound: ``$CODEX_HARNESS_VERSION_TIMEOUT`` when it is a number in (0, 600], else the default."""
     try:
-        out = run_bounded([os.fspath(binary), "--version"], timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CodexNotFound(f"cannot run {binary} --version: {exc}") from exc
+        value = float(os.environ.get(VERSION_TIMEOUT_ENV, ""))
+    except ValueError:
+        return VERSION_TIMEOUT_S
+    return value if 0 < value <= 600 else VERSION_TIMEOUT_S
+
+
+def codex_version(binary: str | os.PathLike[str], timeout: float | None = None) -> str:
+    """``codex --version`` → ``"0.171.0"``. Raises CodexNotFound with the reason when it cannot run.
+
+    ``timeout``: default :func:`version_timeout`.
+    """
+    limit = version_timeout() if timeout is None else timeout
+    try:
+        out = run_bounded([os.fspath(binary), "--version"], limit)
+    except subprocess.TimeoutExpired:
+        raise CodexNotFound(f"{binary} --version did not answer within {limit:g} s") from None
+    except OSError as exc:
+        raise CodexNotFound(f"cannot run {binary} --version: {exc.strerror or exc}") from None
     stdout = out.stdout.decode("utf-8", "replace")
     match = _VERSION_RE.search(stdout)
     if out.returncode != 0 or not match:
-        raise CodexNotFound(f"{binary} --version gave no version (exit {out.returncode}): {stdout!r}")
+        text = stdout.strip() or out.stderr.decode("utf-8", "replace").strip()
+        said = text.splitlines()[0][:200] if text else ""
+        raise CodexNotFound(f"{binary} --version gave no version (exit {out.returncode}): {said!r}")
     return match.group(1)
 
 

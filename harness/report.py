@@ -52,7 +52,15 @@ class Verdict:
     known: list[Check] = field(default_factory=list)  # fail, listed in the baseline
     stale: list[BaselineEntry] = field(default_factory=list)  # listed, now passing
     strict_failures: list[Check] = field(default_factory=list)  # skip/warn under --strict
+    nothing_judged: bool = False  # no check passed or failed (every scenario skipped, or no checks at all)
     exit_code: int = OK
+
+    @property
+    def result(self) -> str:
+        """The word of the ``RESULT:`` line: PASS, FAIL or NOTHING JUDGED."""
+        if self.nothing_judged:
+            return "NOTHING JUDGED"
+        return "FAIL" if self.exit_code else "PASS"
 
 
 def load_baseline(path: str | Path) -> list[BaselineEntry]:
@@ -92,7 +100,9 @@ def judge(checks: Sequence[Check], *, strict: bool = False, baseline: Sequence[B
         ran = [c for c in matching if c.status != "skip"]
         if ran and not any(c.status == "fail" for c in ran):
             verdict.stale.append(entry)
-    bad = verdict.failures or verdict.stale or verdict.strict_failures
+    # A run in which nothing passed or failed proved nothing: not a pass, whatever was skipped.
+    verdict.nothing_judged = not any(c.status in ("pass", "fail") for c in checks)
+    bad = verdict.failures or verdict.stale or verdict.strict_failures or verdict.nothing_judged
     verdict.exit_code = FAILED if bad else OK
     return verdict
 
@@ -122,9 +132,9 @@ def render_table(
     checks: Sequence[Check], verdict: Verdict | None = None, *, ascii_only: bool = False, show_skips: bool = True
 ) -> str:
     """The scenario × contract table, then failures with detail, then warnings and skips with reasons."""
-    if not checks:
-        return "no checks ran\n"
     verdict = verdict or judge(checks)
+    if not checks:
+        return f"no checks ran\n\nRESULT: {verdict.result}\n"
     symbols = ASCII_SYMBOLS if ascii_only else SYMBOLS
     contracts = _contracts_of(checks)
     rows = _rows(checks)
@@ -172,7 +182,9 @@ def render_table(
         out += _skip_lines(skips)
     if verdict.strict_failures:
         out += ["", f"--strict: {len(verdict.strict_failures)} skip(s)/warning(s) count as failures"]
-    out += ["", "RESULT: " + ("FAIL" if verdict.exit_code else "PASS")]
+    if verdict.nothing_judged:
+        out += ["", "Nothing was judged: no check passed or failed, so this run proves nothing (not a pass)."]
+    out += ["", "RESULT: " + verdict.result]
     return "\n".join(out) + "\n"
 
 
@@ -256,4 +268,5 @@ def summary_dict(checks: Sequence[Check], verdict: Verdict) -> dict[str, Any]:
         "known": len(verdict.known),
         "stale": [e.describe() for e in verdict.stale],
         "exit_code": verdict.exit_code,
+        "result": verdict.result,
     }

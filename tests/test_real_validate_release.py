@@ -15,6 +15,7 @@ from harness.commands.validate_release import ReleaseReport, model_level_scenari
 
 def test_verdict_and_markdown() -> None:
     report = ReleaseReport(version="9.9.9", codex="/bin/codex", pin_state="new", schema_store="/s")
+    report.checks = [Check("plain", "real", "usage", "turn 1 usage", "pass", "")]
     assert report.verdict == "ok"
     assert "no client-breaking change found" in render_markdown(report)
     report.compared_with = "0.171.0"
@@ -43,7 +44,7 @@ def test_failed_check_or_fidelity_breaks() -> None:
     report.fidelity = [{"scenario": "plain", "equal": False, "skipped": None, "error": None, "differences": []}]
     assert report.verdict == "breaks"
     report.fidelity = [{"scenario": "x", "equal": False, "skipped": "fake-only", "error": None, "differences": []}]
-    assert report.verdict == "ok"
+    assert report.verdict == "nothing judged"  # no check ran and no diff was made: not "ok"
     report.pin_state = "already pinned, DIFFERENT from what the binary prints"
     assert report.verdict == "breaks"
 

@@ -116,4 +116,5 @@ def test_junit_counts_and_elements() -> None:
 
 
 def test_empty_run_says_so() -> None:
-    assert render_table([]) == "no checks ran\n"
+    assert render_table([]) == "no checks ran\n\nRESULT: NOTHING JUDGED\n"
+    assert judge([]).exit_code == FAILED

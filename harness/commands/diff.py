@@ -110,12 +110,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def select_binary(codex: str | None) -> Path:
+def select_binary(codex: str | None, *, require_pinned_schema: bool = True) -> Path:
+    """The real binary, once checked to run at all (:func:`harness.targets.real_adapter.preflight`); else exit 3."""
     from harness.targets import TargetUnavailable
-    from harness.targets.real_adapter import select_codex
+    from harness.targets.real_adapter import preflight
 
     try:
-        return select_codex(Path(codex) if codex else None)
+        return preflight(Path(codex) if codex else None, require_pinned_schema=require_pinned_schema)[0]
     except TargetUnavailable as exc:
         raise UsageError(str(exc)) from None
 
@@ -126,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
     except scenario_lookup.ScenarioError as exc:
         print(f"codex-harness diff: {exc}", file=sys.stderr)
         return INVALID_INPUT
+    for target in (args.fake_target, "real"):  # invalid input (2) is said before the binary is looked at
+        supported, reason = scenario.supports(target)
+        if not supported:
+            print(f"{scenario.name}: cannot be compared: {target}: {reason}")
+            return INVALID_INPUT
     codex = select_binary(args.codex)
     result = fidelity_diff(scenario, codex, fake_target=args.fake_target)
     if args.json:

@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("harness").addHandler(logging.NullHandler())
     cases = args.scenario or list(CASES)
     codex = Path(args.codex) if args.codex else None
+    if args.target == "real":
+        from harness.commands.diff import select_binary
+
+        codex = select_binary(args.codex)  # a binary that cannot run at all: exit 3 now, not per sample
     results: list[CaseResult] = []
     for name in cases:
         scenario = scenario_lookup.resolve(name)

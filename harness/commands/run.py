@@ -17,6 +17,8 @@ from contracts.checks import Check
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.scenario import Scenario
 from harness import scenario_lookup
+from harness.html import write_index_html
+from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
 from harness.report import judge, load_baseline, render_table, summary_dict, write_checks_json, write_junit
 from harness.runner import ScenarioRun, run_many
 from harness.targets import TARGET_NAMES
@@ -26,7 +28,7 @@ HELP = "run the contract suite: scenarios x target, a table of what holds, exit 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", choices=TARGET_NAMES, default="fake", help="where the server runs (default: fake)")
+    parser.add_argument("--target", choices=TARGET_NAMES, default=None, help="where the server runs (default: fake)")
     parser.add_argument(
         "--scenario",
         metavar="NAME|PATH",
@@ -35,12 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a built-in scenario name or a scenario file (repeatable; default: every built-in scenario)",
     )
     parser.add_argument("--scenario-dir", metavar="DIR", action="append", default=[], help="every scenario file of DIR")
-    parser.add_argument("--report", metavar="DIR", help="write checks.json, junit.xml and each session record here")
+    parser.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write checks.json, junit.xml, each session record and index.html (the HTML report) here",
+    )
     parser.add_argument("--strict", action="store_true", help="skips and warnings fail the run too")
     parser.add_argument("--baseline", metavar="FILE", help="known failures (JSON list; a previous checks.json works)")
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--ascii", action="store_true", help="plain ASCII statuses in the table")
+    add_client_arguments(parser)
 
 
 def _scenarios(args: argparse.Namespace) -> list[Scenario]:
@@ -71,6 +78,8 @@ def _progress(run: ScenarioRun, n: int, total: int) -> None:
 def run(args: argparse.Namespace) -> int:
     # The client's warnings are in each record's log; on the terminal they would drown the table.
     logging.getLogger("harness").addHandler(logging.NullHandler())
+    client = client_spec(args) if args.client_cmd is not None else None  # an outside client (harness.outside)
+    args.target = args.target or "fake"
     baseline = load_baseline(args.baseline) if args.baseline else []
     try:
         scenarios = _scenarios(args)
@@ -86,15 +95,19 @@ def run(args: argparse.Namespace) -> int:
     codex = Path(args.codex) if args.codex else None
     if args.target == "real":
         from harness.targets import TargetUnavailable
-        from harness.targets.real_adapter import select_codex
+        from harness.targets.real_adapter import preflight
 
         try:
-            codex = select_codex(codex)
+            codex, _ = preflight(codex)
         except TargetUnavailable as exc:
             raise UsageError(f"--target real: {exc}") from None
-    runs = run_many(
-        scenarios, [args.target], codex=codex, report_dir=report_dir, progress=None if args.quiet else _progress
-    )
+    if client is not None:
+        runs = run_clients(client, scenarios, report_dir=report_dir, progress=None if args.quiet else _progress)
+        describe(client, runs)
+    else:
+        runs = run_many(
+            scenarios, [args.target], codex=codex, report_dir=report_dir, progress=None if args.quiet else _progress
+        )
     checks: list[Check] = [c for r in runs for c in r.checks]
     verdict = judge(checks, strict=args.strict, baseline=baseline)
     print(render_table(checks, verdict, ascii_only=args.ascii), end="")
@@ -103,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         write_junit(checks, report_dir / "junit.xml")
         summary = summary_dict(checks, verdict)
         print(f"report: {report_dir}/checks.json, junit.xml, sessions/ ({summary['checks']} checks)")
+        records = [r.record for r in runs if r.record is not None]
+        print(f"HTML report: {write_index_html(report_dir, checks, records, result=verdict.result)}")
     wall = sum(r.wall_s for r in runs)
     print(f"wall time {wall:.2f}s for {len(runs)} scenario run(s)", file=sys.stderr)
     return verdict.exit_code

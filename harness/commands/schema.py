@@ -32,13 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="generate and store the schema bundles of a codex binary under its version",
         description=(
             "Run `codex app-server generate-json-schema` (stable and --experimental) and store both bundles "
-            "under contracts/schema/codex-cli-<version>/ of the source tree (in a checkout) or under --out DIR. "
-            "Exit 0 when pinned, 1 when the binary failed to generate them, 3 on a usage error, a binary that "
-            "does not run or a target that is not writable."
+            "under codex-cli-<version>/ of your schema store: --store DIR, else $CODEX_HARNESS_STORE, else "
+            "${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas. The pins shipped with the package are "
+            "read-only: a release they hold is compared, not written again. Exit 0 when pinned (or identical to "
+            "the shipped pin), 1 when the binary failed to generate them or its schema differs from the pin "
+            "shipped for its version (your pin is written and reported; the shipped one is used), 3 on a usage "
+            "error, a binary that does not run or a store that is not writable."
         ),
     )
     pin.add_argument("--codex", metavar="PATH", help="the codex binary (default: $CODEX_BIN)")
-    pin.add_argument("--out", metavar="DIR", type=Path, help="schema store to write to (required outside a checkout)")
+    pin.add_argument(
+        "--store", "--out", dest="store", metavar="DIR", type=Path, help="your schema store (default: see above)"
+    )
     pin.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per generation (default 60)")
     pin.set_defaults(_schema_run=run_pin)
 
@@ -46,12 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "diff",
         help="methods and fields added, removed and changed between two releases",
         description=(
-            "Compare two schemas; OLD and NEW are pinned versions (e.g. 0.171.0) or directories (a pinned "
-            "release directory, or what generate-json-schema --out wrote). Exit 1 when a change can break a "
-            "client (removed method, field, enum value or variant; a type change; a newly required field in "
-            "something the client sends), 0 otherwise, 3 when a side cannot be read."
+            "Compare two schemas; OLD and NEW are pinned versions (e.g. 0.171.0: the pins shipped with the "
+            "package, then your store) or directories (a pinned release directory, or what "
+            "generate-json-schema --out wrote). Exit 1 when a change can break a client (removed method, field, "
+            "enum value or variant; a type change; a newly required field in something the client sends), 0 "
+            "otherwise, 3 when a side cannot be read."
         ),
     )
+    diff.add_argument("--store", metavar="DIR", type=Path, help="your schema store (default: as for `schema pin`)")
     diff.add_argument("old", metavar="OLD")
     diff.add_argument("new", metavar="NEW")
     diff.add_argument("--experimental", action="store_true", help="compare the experimental bundles")
@@ -99,15 +106,14 @@ def run_pin(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if binary is None:
         raise UsageError("no codex binary: pass --codex PATH or set CODEX_BIN")
-    root = args.out if args.out is not None else schema_store.checkout_schema_root()
-    if root is None:
-        raise UsageError("not running from a source checkout: pass --out DIR to choose where the schema goes")
-    root = root.resolve()
+    root = schema_store.user_store(args.store).resolve()
+    if schema_store.is_shipped(root):
+        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
     _writable_target(root)
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
     try:
-        version = codex_version(binary, timeout=args.timeout)
+        version = codex_version(binary)
     except CodexNotFound as exc:
         raise UsageError(str(exc)) from exc
     try:
@@ -117,6 +123,15 @@ def run_pin(args: argparse.Namespace) -> int:
     except (RuntimeError, schema_store.SchemaStoreError) as exc:
         print(f"codex-harness schema pin: {exc}", file=sys.stderr)
         return FAILED
+    if version in schema_store.shipped_releases():
+        shipped = schema_store.load_meta(version, schema_store.SHIPPED_ROOT).get("bundles", {})
+        same = all(
+            shipped.get(kind, {}).get("sha256") == schema_store.bundle_digest(bundle)
+            for kind, bundle in (("stable", stable), ("experimental", experimental))
+        )
+        if same:
+            print(f"codex-cli {version} is shipped with the package, identical: nothing to pin")
+            return OK
     previous = None
     if version in schema_store.pinned_releases(root):
         previous = schema_store.load_meta(version, root).get("bundles", {})
@@ -138,6 +153,10 @@ def run_pin(args: argparse.Namespace) -> int:
         f"pinned codex-cli {version} ({state}): {len(stable)} stable and {len(experimental)} experimental "
         f"schema files -> {target}"
     )
+    note = schema_store.shadowed_note(version, root)
+    if note:
+        print(f"codex-harness schema pin: {note}", file=sys.stderr)
+        return FAILED
     return OK
 
 
@@ -146,11 +165,16 @@ def run_pin(args: argparse.Namespace) -> int:
 
 def run_diff(args: argparse.Namespace) -> int:
     sides = []
-    for spec in (args.old, args.new):
-        try:
-            sides.append(schema_store.open_bundle(spec, args.experimental))
-        except schema_store.SchemaStoreError as exc:
-            raise UsageError(str(exc)) from exc
+    with schema_store.using_user_store(args.store):
+        for spec in dict.fromkeys((args.old, args.new)):
+            note = schema_store.shadowed_note(spec) if schema_store.is_version(spec) else None
+            if note:
+                print(f"codex-harness schema diff: {note}", file=sys.stderr)
+        for spec in (args.old, args.new):
+            try:
+                sides.append(schema_store.open_bundle(spec, args.experimental))
+            except schema_store.SchemaStoreError as exc:
+                raise UsageError(str(exc)) from exc
     (old_label, old), (new_label, new) = sides
     result = diff_bundles(old, new, old_label, new_label)
     if args.json:

@@ -1,9 +1,10 @@
 """``codex-harness validate-release``: does a codex release break clients? One report to decide.
 
-For the binary given with ``--codex``: pin its wire schema (into the source tree's schema store, like
-``schema pin``; review and commit it, or discard it), diff the schema against the newest other pinned
-release, run the model-level built-in scenarios on the real binary with the contracts, the fidelity
-diff of each against the fake, and the interrupt latency cases. Writes ``report.md`` and
+For the binary given with ``--codex``: pin its wire schema (into your schema store, like ``schema pin``:
+``--store DIR``, else ``$CODEX_HARNESS_STORE``, else ``${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas``;
+a release shipped with the package is compared with the shipped pin, never written), diff the schema
+against the newest other pinned release, run the model-level built-in scenarios on the real binary with
+the contracts, the fidelity diff of each against the fake, and the interrupt latency cases. Writes ``report.md`` and
 ``report.json`` into ``--out``. Exit 1 when the schema diff has breaking changes, a contract fails,
 or a fidelity diff is not empty; 3 for usage errors (no binary, no writable store).
 """
@@ -27,7 +28,6 @@ from contracts.fidelity import render
 from contracts.scenario import Scenario
 from contracts.schema_diff import SchemaDiff, diff_bundles
 from harness import scenario_lookup
-from harness.codex_bin import CodexNotFound, codex_version
 
 NAME = "validate-release"
 HELP = "pin a codex release's schema, diff it, run the real-binary suite, fidelity diffs and latency; one report"
@@ -67,7 +67,21 @@ class ReleaseReport:
         pin_failed = self.pin_state.startswith("failed") or "DIFFERENT" in self.pin_state
         if pin_failed or self.breaking or self.failed_checks or self.fidelity_failures:
             return "breaks"
+        if self.nothing_judged:
+            return "nothing judged"
         return "ok"
+
+    @property
+    def nothing_judged(self) -> bool:
+        """No contract check passed or failed and no fidelity diff was made: the run proves nothing."""
+        judged = any(c.status in ("pass", "fail") for c in self.checks)
+        compared = any(not f["skipped"] and not f.get("error") for f in self.fidelity)
+        return not judged and not compared
+
+    @property
+    def result(self) -> str:
+        """The word of the ``RESULT:`` line, as ``run`` prints it."""
+        return {"ok": "PASS", "breaks": "FAIL"}.get(self.verdict, "NOTHING JUDGED")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,7 +112,9 @@ class ReleaseReport:
 
 def render_markdown(report: ReleaseReport) -> str:
     data = report.to_json()
-    headline = "no client-breaking change found" if report.verdict == "ok" else "BREAKS CLIENTS"
+    headline = {"ok": "no client-breaking change found", "breaks": "BREAKS CLIENTS"}.get(
+        report.verdict, "NOTHING JUDGED (no check passed or failed: not a pass)"
+    )
     lines = [
         f"# codex-cli {report.version}: {headline}",
         "",
@@ -162,7 +178,8 @@ def model_level_scenarios() -> list[Scenario]:
 def pin_schema(binary: Path, version: str, root: Path) -> tuple[str, dict[str, Any] | None]:
     """Generate both bundles; store them when ``version`` is not pinned yet. Returns (state, stable bundle).
 
-    An already pinned release is compared, never overwritten (re-pinning is ``schema pin``'s job).
+    An already pinned release (shipped with the package, else in ``root``, the user's store) is compared,
+    never overwritten (re-pinning is ``schema pin``'s job); a new one goes to ``root``.
     State: ``new``, ``already pinned, identical``, ``already pinned, DIFFERENT …`` or ``failed: …``.
     """
     from harness.commands.schema import generate
@@ -173,8 +190,9 @@ def pin_schema(binary: Path, version: str, root: Path) -> tuple[str, dict[str, A
             experimental = generate(binary, Path(tmp) / "experimental", True, GENERATE_TIMEOUT_S)
     except (RuntimeError, schema_store.SchemaStoreError) as exc:
         return f"failed: {exc}", None
-    if version in schema_store.pinned_releases(root):
-        pinned = schema_store.load_meta(version, root).get("bundles", {})
+    holder = schema_store.SHIPPED_ROOT if version in schema_store.shipped_releases() else root
+    if version in schema_store.pinned_releases(holder):
+        pinned = schema_store.load_meta(version, holder).get("bundles", {})
         same = all(
             pinned.get(kind, {}).get("sha256") == schema_store.bundle_digest(bundle)
             for kind, bundle in (("stable", stable), ("experimental", experimental))
@@ -208,6 +226,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenario", metavar="NAME", action="append", default=[], help="only these model-level scenarios"
     )
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        type=Path,
+        help="your schema store (default: $CODEX_HARNESS_STORE, else "
+        "${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas)",
+    )
 
 
 def _progress(text: str) -> None:
@@ -225,13 +250,13 @@ def validate(
     report = ReleaseReport(version=version, codex=str(binary), schema_store=str(root))
     _progress(f"pinning the schema of codex-cli {version}")
     report.pin_state, stable = pin_schema(binary, version, root)
-    others = [v for v in schema_store.pinned_releases(root) if v != version]
+    others = [v for v in schema_store.pinned_releases() if v != version]  # shipped and the user's
     if stable is not None:
         older = [v for v in others if schema_store.version_key(v) < schema_store.version_key(version)]
         base = (older or others or [None])[-1]
         if base is not None:
             report.compared_with = base
-            report.schema = diff_bundles(schema_store.load_bundle(base, root=root), stable, base, version)
+            report.schema = diff_bundles(schema_store.load_bundle(base), stable, base, version)
     if report.pin_state.startswith("failed"):
         report.wall_s = time.perf_counter() - started
         return report
@@ -259,18 +284,20 @@ def validate(
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.diff import select_binary
+    from harness.commands.schema import _writable_target
+    from harness.targets import TargetUnavailable
+    from harness.targets.real_adapter import preflight
 
-    binary = select_binary(args.codex)
     if args.latency_samples < 0:
         raise UsageError("--latency-samples must be >= 0")
-    root = schema_store.checkout_schema_root()
-    if root is None:
-        raise UsageError("validate-release pins into the source tree's schema store: run it from a checkout")
-    try:
-        version = codex_version(binary)
-    except CodexNotFound as exc:
+    try:  # a binary that cannot run at all: exit 3 at once (its release need not be pinned yet)
+        binary, version = preflight(Path(args.codex) if args.codex else None, require_pinned_schema=False)
+    except TargetUnavailable as exc:
         raise UsageError(str(exc)) from None
+    root = schema_store.user_store(args.store).resolve()
+    if schema_store.is_shipped(root):
+        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
+    _writable_target(root)
     scenarios = model_level_scenarios()
     if args.scenario:
         known = {s.name: s for s in scenarios}
@@ -283,9 +310,14 @@ def run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {out}: {exc.strerror}") from None
-    report = validate(binary, version, root, scenarios=scenarios, latency_samples=args.latency_samples)
+    with schema_store.using_user_store(root):  # the suite validates frames against a pin made here too
+        report = validate(binary, version, root, scenarios=scenarios, latency_samples=args.latency_samples)
+        note = schema_store.shadowed_note(version)
+    if note:
+        print(f"codex-harness validate-release: {note}", file=sys.stderr)
     (out / "report.json").write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
     (out / "report.md").write_text(render_markdown(report))
     print(render_markdown(report), end="")
     print(f"report: {out}/report.md, {out}/report.json")
+    print(f"RESULT: {report.result}")
     return OK if report.verdict == "ok" else FAILED

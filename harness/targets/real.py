@@ -32,7 +32,17 @@ SCRUBBED_PREFIXES = ("OPENAI_", "CODEX_")
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 APPROVAL_POLICIES = ("never", "on-request", "on-failure")
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
-VERSION_TIMEOUT_S = 30.0
+#: What keeps a real run on this machine. codex-cli 0.171.0 syncs the curated plugin marketplace at
+#: start-up (``git ls-remote https://github.com/openai/plugins.git``, then api.github.com, then
+#: chatgpt.com); the ``plugins`` feature gates that sync and the remote plugin catalogue. Analytics and
+#: the update check are the other start-up calls home. ``tests/test_real_hermetic.py`` proves under
+#: strace that with these settings a session connects to nothing but 127.0.0.1 (and that without them it
+#: does not).
+HERMETIC_CONFIG: dict[str, Any] = {
+    "check_for_update_on_startup": False,
+    "analytics": {"enabled": False},
+    "features": {"plugins": False},
+}
 
 
 class RealTargetError(Exception):
@@ -110,8 +120,7 @@ def config_toml(config: ServerConfig, base_url: str) -> dict[str, Any]:
         "approvals_reviewer": "user",
         "sandbox_mode": config.sandbox,
         "model_provider": PROVIDER_ID,
-        "check_for_update_on_startup": False,
-        "analytics": {"enabled": False},
+        **HERMETIC_CONFIG,
         "model_providers": {
             PROVIDER_ID: {
                 "name": "Mock Responses API of codex-harness",
@@ -166,7 +175,7 @@ def schema_not_pinned_message(version: str) -> str:
 
 async def read_version(codex: Path) -> str:
     try:
-        return await trio.to_thread.run_sync(codex_version, codex, VERSION_TIMEOUT_S)
+        return await trio.to_thread.run_sync(codex_version, codex)
     except CodexNotFound as exc:
         raise RealTargetError(str(exc)) from exc
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from contracts.scenario import Scenario
-from harness.codex_bin import CodexNotFound, find_codex
+from harness.codex_bin import CodexNotFound, codex_version, find_codex
 from harness.targets.base import TargetRun, TargetUnavailable
 
 
@@ -19,6 +20,30 @@ def select_codex(codex: Path | None) -> Path:
     if path is None:
         raise TargetUnavailable("no real codex selected (use --codex PATH or CODEX_BIN)")
     return path
+
+
+def preflight(codex: Path | None, *, require_pinned_schema: bool = True) -> tuple[Path, str]:
+    """Can the real target run at all? The binary and its version, else TargetUnavailable saying why.
+
+    Asked once, before any scenario: a missing, non-executable or broken binary (``/bin/false``, one
+    that hangs on ``--version``: bounded by :func:`harness.codex_bin.version_timeout`), or a release
+    without a pinned schema, would otherwise skip every scenario one by one.
+    """
+    path = select_codex(codex)
+    if not path.is_file():
+        raise TargetUnavailable(f"{path} is not a file")
+    if not os.access(path, os.X_OK):
+        raise TargetUnavailable(f"{path} is not executable")
+    try:
+        version = codex_version(path)
+    except CodexNotFound as exc:
+        raise TargetUnavailable(str(exc)) from None
+    if require_pinned_schema:
+        from harness.targets.real import pinned_schema_for, schema_not_pinned_message
+
+        if pinned_schema_for(version) is None:
+            raise TargetUnavailable(schema_not_pinned_message(version))
+    return path, version
 
 
 @asynccontextmanager
@@ -48,4 +73,5 @@ async def real(scenario: Scenario, *, work_dir: Path, codex: Path | None) -> Asy
             schema_release=target.schema_release or target.version,
             server_version=target.version,
             meta={"codex": str(binary)},
+            model_traffic=target.mock.traffic,
         )
