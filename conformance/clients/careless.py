@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""A careless outside client, standard library only: what ``run --client-cmd`` must catch.
+
+It starts the server, plays the plan's turns without ever answering a server request, stops waiting after
+two seconds of silence, never ends the server (a helper it leaves behind holds the server's stdin open)
+and writes no result file. The harness must fail it on exactly that: unanswered requests, a server it did
+not end, processes left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+SILENCE_S = 2.0
+
+
+def main() -> int:
+    with open(os.environ["CODEX_HARNESS_PLAN"], encoding="utf-8") as fh:
+        plan = json.load(fh)
+    server = subprocess.Popen(
+        [os.environ["CODEX_BIN"], "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    # The helper keeps the server's stdin open after we are gone, so the server never sees EOF.
+    subprocess.Popen(["sleep", "60"], pass_fds=(server.stdin.fileno(),), start_new_session=True)
+
+    def send(frame: dict) -> None:
+        server.stdin.write(json.dumps(frame).encode() + b"\n")  # type: ignore[union-attr]
+        server.stdin.flush()  # type: ignore[union-attr]
+
+    def read_until(done: str) -> bytes:
+        buffered = b""
+        while True:
+            ready, _, _ = select.select([server.stdout], [], [], SILENCE_S)
+            if not ready:
+                return buffered
+            chunk = os.read(server.stdout.fileno(), 65536)  # type: ignore[union-attr]
+            if not chunk:
+                return buffered
+            buffered += chunk
+            if done.encode() in buffered:
+                return buffered
+
+    send({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "careless", "version": "0"}}})
+    send({"method": "initialized"})
+    send({"id": 2, "method": "thread/start", "params": {}})
+    thread_id = None
+    for line in read_until('"id":2').splitlines():
+        if line.startswith(b'{"id":2,'):
+            thread_id = json.loads(line)["result"]["thread"]["id"]
+    for n, turn in enumerate(plan["turns"], 3):
+        text = [{"type": "text", "text": turn["input"]}]
+        send({"id": n, "method": "turn/start", "params": {"threadId": thread_id, "input": text}})
+        read_until('"turn/completed"')
+    time.sleep(0.1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""An outside client judged from what the fake saw (``codex-harness run --client-cmd``).
+
+The record's wire is one server's view (``fake-codex --record``); ``meta["outside"]`` holds the facts of
+the run: the servers the client started and how each ended, the deadline, what was left running, the
+result file. Per server:
+
+- ``scenario hash``: the server played the scenario the harness gave (a shim bypassed fails);
+- ``not answered after resolved``: no answer to a server request after its ``serverRequest/resolved``;
+- ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
+  within the interrupt budget, or the client gave up and ended the server within budget;
+- ``cancels sent``: where the plan cancels a turn and the trigger happened on the wire, a ``turn/interrupt``
+  was sent (or the client ended the server);
+- ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
+  its last turn ended (``turn/completed``), or after the turn deadline when the server went silent; a
+  server that ended itself (crash, exit) needs nothing.
+
+Once per run (the record with ``primary``): ``server started``, ``deadline`` (``client/deadline``),
+``nothing left running``, ``result file`` (absent: a skip, never a pass; invalid: a failure) and
+``reported statuses agree with the wire``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.checks.base import Check, Maker
+from contracts.checks.wire_index import WireIndex, id_key
+from contracts.record import SessionRecord
+
+NAME = "client"
+REFERENCE = "clients.md"
+#: Scheduling room on every wire-judged bound (a process start, a pipe, a poll).
+SLACK_S = 0.5
+_SHOWN = 3
+_WIRE_STATUS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
+
+
+def _summary(items: list[str]) -> str:
+    return "; ".join(items[:_SHOWN]) + (f" (+{len(items) - _SHOWN} more)" if len(items) > _SHOWN else "")
+
+
+def wire_turns(index: WireIndex) -> list[dict[str, Any]]:
+    """The turns started on the wire, in order: start time, id, how and when they ended."""
+    out = []
+    for request in sorted(index.client_requests.values(), key=lambda r: r.pos):
+        if request.method != "turn/start":
+            continue
+        answer = request.answers[0][2] if request.answers else {}
+        result = answer.get("result") if isinstance(answer, dict) else None
+        turn = result.get("turn") if isinstance(result, dict) else None
+        turn_id = turn.get("id") if isinstance(turn, dict) else None
+        completed = index.turn_completions(turn_id) if isinstance(turn_id, str) else []
+        status = None
+        if completed:
+            frame = completed[0][1].frame or {}
+            status = ((frame.get("params") or {}).get("turn") or {}).get("status")
+        out.append(
+            {
+                "t": request.t,
+                "pos": request.pos,
+                "id": turn_id,
+                "error": "error" in answer if isinstance(answer, dict) else False,
+                "completed_t": completed[0][1].t if completed else None,
+                "completed_pos": completed[0][0] if completed else None,
+                "status": status,
+            }
+        )
+    return out
+
+
+def _ended(server: dict[str, Any], facts: dict[str, Any]) -> tuple[str, float | None]:
+    """How the server ended (``client`` / ``itself`` / ``harness`` / ``sigkill``) and when."""
+    end = server.get("end")
+    if end is None:
+        return ("harness", None) if server.get("killed_by_harness") else ("sigkill", facts.get("client_ended_t"))
+    if end.get("reason") in ("stdin_closed", "signal"):
+        return "client", end.get("t")
+    return "itself", end.get("t")
+
+
+def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: dict[str, Any]) -> Check:
+    server = facts["server"]
+    budgets = facts.get("budgets") or {}
+    teardown = record.budgets.teardown_s
+    how, at = _ended(server, facts)
+    if how == "itself":
+        reason = (server.get("end") or {}).get("reason")
+        return make("server ended", "pass", f"the server ended by itself ({reason}); nothing to end")
+    if how == "harness":
+        return make(
+            "server ended",
+            "fail",
+            "the client never closed the server's stdin nor signalled it; the harness killed it after the client "
+            + ("hit its deadline" if facts.get("deadline_hit") else "exited"),
+        )
+    turns = wire_turns(index)
+    if turns and turns[-1]["completed_t"] is not None:
+        ref, allowed, what = turns[-1]["completed_t"], teardown, "the last turn/completed"
+    elif turns:
+        turn_timeout = float(budgets.get("turn_timeout_ms", 60000)) / 1000
+        ref = turns[-1]["t"] + turn_timeout
+        allowed = record.budgets.interrupt_s + teardown
+        what = f"the last turn's deadline (turn/start + turn_timeout {turn_timeout:g} s)"
+    else:
+        frames = [e.t for e in record.wire if e.dir != "note"]
+        ref = frames[-1] if frames else float(server.get("started_t") or 0.0)
+        allowed, what = teardown, "its last frame"
+    if at is None:
+        return make("server ended", "skip", "the server was killed (SIGKILL) at a time the wire does not show")
+    late = at - ref
+    verb = "signalled/closed" if how == "client" else "SIGKILLed (by the client's exit at the latest)"
+    detail = f"{verb} {late:+.3f} s after {what}, budget {allowed:.3f} s"
+    return make("server ended", "pass" if late <= allowed + SLACK_S else "fail", detail)
+
+
+def _answered_after_resolved(make: Maker, index: WireIndex) -> Check:
+    resolved: dict[str, int] = {}
+    for pos, entry in index.frames("s2c", "serverRequest/resolved"):
+        params = (entry.frame or {}).get("params")
+        if isinstance(params, dict) and "requestId" in params:
+            resolved.setdefault(id_key(params["requestId"]), pos)
+    late = [
+        f"{r.method} id {r.id!r} answered after serverRequest/resolved"
+        for key, r in index.server_requests.items()
+        if key in resolved and any(pos > resolved[key] for pos, _, _ in r.answers)
+    ]
+    return make(
+        "not answered after resolved",
+        "fail" if late else "pass",
+        _summary(late) or f"{len(resolved)} resolved request(s), none answered afterwards",
+        "app-server-protocol.md §9",
+    )
+
+
+def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dict[str, Any]) -> Check | None:
+    interrupts = [r for r in index.client_requests.values() if r.method == "turn/interrupt"]
+    if not interrupts:
+        return None
+    how, end_t = _ended(facts["server"], facts)
+    budget = record.budgets.interrupt_s
+    bad: list[str] = []
+    for request in interrupts:
+        turn_id = request.params.get("turnId")
+        completions = index.turn_completions(turn_id) if isinstance(turn_id, str) else []
+        done = [e.t for pos, e in completions if pos > request.pos]
+        if done and done[0] - request.t <= budget + SLACK_S:
+            continue
+        gave_up = how in ("client", "sigkill") and end_t is not None
+        if gave_up and end_t - request.t <= budget + record.budgets.teardown_s + SLACK_S:
+            continue
+        what = f"{done[0] - request.t:.3f} s later" if done else "never"
+        bad.append(f"interrupt at t={request.t:.3f}: turn/completed {what}, and the client did not end the server")
+    return make(
+        "interrupt -> turn/completed",
+        "fail" if bad else "pass",
+        _summary(bad) or f"{len(interrupts)} interrupt(s), each ended within {budget:.3f} s or given up on",
+        "client-behaviour.md §6",
+    )
+
+
+def _triggered(action: dict[str, Any], index: WireIndex, turn: dict[str, Any], next_pos: int) -> bool:
+    """Whether the plan action's trigger happened on the wire during the turn."""
+    at, n = action.get("at"), int(action.get("n") or 1)
+    end_pos = turn["completed_pos"] if turn["completed_pos"] is not None else next_pos
+    inside = [(pos, e) for pos, e in enumerate(index.entries) if turn["pos"] < pos < end_pos and e.dir == "s2c"]
+    methods = [((e.frame or {}).get("method"), e) for _, e in inside]
+    if at == "started":
+        return any(m == "turn/started" for m, _ in methods)
+    if at == "delta":
+        return sum(m == "item/agentMessage/delta" for m, _ in methods) >= n
+    if at == "item_started":
+        return sum(m == "item/started" for m, _ in methods) >= n
+    if at == "approval_pending":
+        return sum(1 for m, e in methods if m and "id" in (e.frame or {}) and "Approval" in m) >= n
+    if at == "delay":
+        end_t = turn["completed_t"] if turn["completed_t"] is not None else float("inf")
+        return end_t - turn["t"] > (int(action.get("delay_ms") or 0) / 1000) + SLACK_S
+    return False
+
+
+def _cancels(make: Maker, index: WireIndex, facts: dict[str, Any]) -> Check | None:
+    plan_turns = facts.get("plan_turns") or []
+    seen = wire_turns(index)
+    judged, missing = 0, []
+    for k, planned in enumerate(plan_turns):
+        cancels = [a for a in planned.get("actions", ()) if a.get("do") == "cancel"]
+        if not cancels or k >= len(seen):
+            continue
+        turn = seen[k]
+        next_pos = seen[k + 1]["pos"] if k + 1 < len(seen) else len(index.entries)
+        if not any(_triggered(a, index, turn, next_pos) for a in cancels):
+            continue
+        judged += 1
+        sent = turn["id"] is not None and index.interrupts(turn["id"])
+        if not sent:
+            missing.append(f"turn {k + 1}: the plan cancels it and its trigger came, but no turn/interrupt was sent")
+    if not judged:
+        return None
+    return make(
+        "cancels sent",
+        "fail" if missing else "pass",
+        _summary(missing) or f"{judged} planned cancel(s), each sent as turn/interrupt",
+    )
+
+
+def server_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
+    make = Maker(record, NAME, REFERENCE)
+    index = WireIndex.build(record.wire)
+    server = facts["server"]
+    expected = facts.get("expected_hash")
+    got = server.get("scenario_hash")
+    checks = [
+        make(
+            "scenario hash",
+            "pass" if got == expected else "fail",
+            f"the server played scenario {server.get('scenario')!r} "
+            + ("as given" if got == expected else f"with hash {str(got)[:12]}, not {str(expected)[:12]}"),
+        ),
+        _answered_after_resolved(make, index),
+    ]
+    for extra in (_interrupts(make, record, index, facts), _cancels(make, index, facts)):
+        if extra is not None:
+            checks.append(extra)
+    checks.append(_server_ended(make, record, index, facts))
+    return checks
+
+
+def _agrees(reported: str, turn: dict[str, Any] | None, interrupted: bool) -> bool:
+    if reported == "unsupported":
+        return True
+    if turn is None:
+        return reported in ("failed", "timeout", "aborted")
+    wire = _WIRE_STATUS.get(str(turn["status"])) if turn["status"] else None
+    if reported == "completed":
+        return wire == "completed"
+    if reported == "aborted":
+        return wire == "aborted" or interrupted
+    if reported == "failed":
+        return wire in ("failed", None) or turn["error"]
+    return wire is None or interrupted  # timeout: the turn did not end on the wire while the client waited
+
+
+def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
+    make = Maker(record, NAME, REFERENCE)
+    servers = facts.get("servers") or []
+    checks = [
+        make(
+            "server started",
+            "pass" if servers else "fail",
+            f"{len(servers)} server process(es) started through the shim"
+            if servers
+            else "the client never started a server through CODEX_BIN or PATH",
+        )
+    ]
+    deadline = facts.get("deadline_s")
+    if facts.get("deadline_hit"):
+        checks.append(make("deadline", "fail", f"the client was still running at its deadline of {deadline:g} s"))
+    else:
+        ended = facts.get("client_ended_t")
+        checks.append(make("deadline", "pass", f"the client exited after {ended or 0:.3f} s, deadline {deadline:g} s"))
+    left = list(facts.get("left_running") or [])
+    checks.append(
+        make(
+            "nothing left running",
+            "fail" if left else "pass",
+            f"alive after the client exited (killed by the harness): {_summary(left)}"
+            if left
+            else "no process of the run outlived the client",
+            "client-behaviour.md §10",
+        )
+    )
+    result = facts.get("result") or {}
+    state = result.get("state", "absent")
+    if state == "absent":
+        checks.append(make("result file", "skip", "no result file: terminal status and usage are not judged"))
+        return checks
+    if state == "invalid":
+        problems = [str(p) for p in result.get("problems", [])]
+        checks.append(make("result file", "fail", f"invalid against result.schema.json: {_summary(problems)}"))
+        return checks
+    checks.append(make("result file", "pass", f"valid, {len(result.get('turns', []))} turn(s) reported"))
+    index = WireIndex.build(record.wire)
+    seen = wire_turns(index)
+    wrong = []
+    for reported in result.get("turns", []):
+        k = int(reported["turn"]) - 1
+        turn = seen[k] if 0 <= k < len(seen) else None
+        interrupted = bool(turn and turn["id"] and index.interrupts(turn["id"]))
+        if not _agrees(str(reported["status"]), turn, interrupted):
+            says = "not started" if turn is None else (turn["status"] or "no turn/completed")
+            wrong.append(f"turn {k + 1} reported {reported['status']}, the wire says {says}")
+    checks.append(
+        make(
+            "reported statuses agree with the wire",
+            "fail" if wrong else "pass",
+            _summary(wrong) or "every reported status matches what the server sent",
+        )
+    )
+    return checks
+
+
+def check(record: SessionRecord) -> list[Check]:
+    """Every client_run check the record's facts allow (``show`` and the runner both come here)."""
+    facts = record.meta.get("outside")
+    if not isinstance(facts, dict):
+        return [Maker(record, NAME, REFERENCE)("outside client", "skip", "not a record of an outside client")]
+    checks = server_checks(record, facts) if facts.get("server") else []
+    if facts.get("primary", True):
+        checks = session_checks(record, facts) + checks
+    return checks

@@ -1,0 +1,82 @@
+"""``codex-harness run --client-cmd "CMD ARGS"``: the contract suite against an outside client.
+
+``--client-cmd`` implies ``--target fake-process``; any other target is a usage error (exit 3), so is a
+command that cannot start. The outputs are those of any run: the table, ``--report`` (checks.json,
+junit.xml, one record per scenario with the fake's recordings and the client's output tails), exit 0/1,
+``--baseline``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from contracts.checks import Check
+from contracts.exitcodes import UsageError
+from contracts.scenario import Scenario
+from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
+from harness.outside.shim import DEFAULT_PROFILE
+
+
+def add_client_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--client-cmd",
+        metavar='"CMD ARGS"',
+        help="judge this outside client instead of ours (split like a shell; implies --target fake-process)",
+    )
+    parser.add_argument(
+        "--client-deadline",
+        metavar="SECONDS",
+        type=float,
+        help="wall-clock bound per scenario for --client-cmd (default: sum of turn timeouts + teardown + 10 s)",
+    )
+
+
+def client_spec(args: argparse.Namespace) -> ClientSpec:
+    """Validate the --client-cmd options (usage errors exit 3) and set the implied target."""
+    if args.target not in (None, TARGET):
+        raise UsageError(f"--client-cmd runs on --target {TARGET} only, not {args.target}")
+    args.target = TARGET
+    try:
+        argv = shlex.split(args.client_cmd)
+    except ValueError as exc:
+        raise UsageError(f"--client-cmd: {exc}") from None
+    check_command(argv)
+    deadline = args.client_deadline
+    if deadline is not None and not 0 < deadline <= 24 * 3600:
+        raise UsageError(f"--client-deadline must be in (0, 86400] seconds, not {deadline:g}")
+    # The release profile: one today; the releases work selects it per client (e.g. the SDK's own).
+    return ClientSpec(argv, deadline, getattr(args, "release", None) or DEFAULT_PROFILE)
+
+
+def run_clients(
+    spec: ClientSpec,
+    scenarios: Sequence[Scenario],
+    *,
+    report_dir: Path | None,
+    progress: Callable[..., None] | None,
+) -> list:
+    runs = []
+    for n, scenario in enumerate(scenarios, 1):
+        save = report_dir / "sessions" / TARGET / scenario.name if report_dir is not None else None
+        run = run_outside_one(scenario, spec, save_dir=save)
+        runs.append(run)
+        if progress is not None:
+            progress(run, n, len(scenarios))
+    return runs
+
+
+def describe(spec: ClientSpec, runs: list) -> None:
+    """What the harness killed, per scenario, on stderr (the record keeps it too)."""
+    for run in runs:
+        facts = run.record.meta.get("outside", {}) if run.record is not None else {}
+        if facts.get("killed"):
+            why = "at its deadline" if facts.get("deadline_hit") else "after the client exited"
+            print(f"{run.scenario}: killed {why}: {', '.join(facts['killed'])}", file=sys.stderr)
+
+
+def checks_of(runs: list) -> list[Check]:
+    return [c for r in runs for c in r.checks]

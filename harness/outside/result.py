@@ -1,0 +1,90 @@
+"""The result file an adapter may write (``CODEX_HARNESS_RESULT``), validated against the shipped schema.
+
+``result.schema.json`` (package data next to this module) is the contract: per turn the status the client
+reported (``completed|aborted|failed|timeout|unsupported``), its usage in the buckets of
+docs/scenarios.md, the final text and the error. ``unsupported`` says the client cannot do what the plan
+asks (a decision it has no way to send): that turn's status and usage are not judged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from contracts.record import TurnResult
+from contracts.usage import UsageBuckets
+
+MAX_RESULT_BYTES = 4 * 1024 * 1024
+SCHEMA_NAME = "result.schema.json"
+
+
+@cache
+def result_schema() -> dict[str, Any]:
+    text = resources.files("harness.outside").joinpath(SCHEMA_NAME).read_bytes()
+    return orjson.loads(text)  # type: ignore[no-any-return]
+
+
+@dataclass(slots=True)
+class ReadResult:
+    """``state``: ``absent`` (no file), ``invalid`` (problems say why) or ``valid``."""
+
+    state: str
+    problems: list[str] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    client: str | None = None
+
+
+def read_result(path: Path) -> ReadResult:
+    """Read and validate the result file; never raises for a bad file (a bad file is a finding)."""
+    import jsonschema
+
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return ReadResult("absent")
+    except OSError as exc:
+        return ReadResult("invalid", [f"cannot read {path.name}: {exc.strerror}"])
+    if size > MAX_RESULT_BYTES:
+        return ReadResult("invalid", [f"{path.name} is {size} bytes, more than {MAX_RESULT_BYTES}"])
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        return ReadResult("invalid", [f"{path.name} is not JSON: {exc}"])
+    validator = jsonschema.Draft202012Validator(result_schema())
+    problems = [
+        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}"
+        for e in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))[:5]
+    ]
+    if problems:
+        return ReadResult("invalid", problems)
+    turns = data["turns"]
+    seen = [t["turn"] for t in turns]
+    if len(seen) != len(set(seen)):
+        return ReadResult("invalid", [f"a turn is reported twice: {seen}"])
+    return ReadResult("valid", [], list(turns), data.get("client"))
+
+
+def turn_results(read: ReadResult) -> list[TurnResult]:
+    """The reported turns as Results for the terminal-status and usage contracts (``unsupported`` left out)."""
+    out = []
+    for t in read.turns:
+        if t["status"] == "unsupported":
+            continue
+        usage = t.get("usage")
+        buckets = {"reported": UsageBuckets.from_dict(usage)} if usage else {}
+        out.append(
+            TurnResult(
+                index=t["turn"] - 1,
+                status=t["status"],
+                error=t.get("error"),
+                turn_id=t.get("turn_id"),
+                final_text=t.get("final_text") or "",
+                usage={k: v for k, v in buckets.items() if not v.is_zero()},
+            )
+        )
+    return out

@@ -1,0 +1,394 @@
+"""Play one scenario against an outside client and judge what the fake saw.
+
+The client runs in its own process group and session with ``CODEX_BIN`` = the shim (also first on
+``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
+marker. It gets Σ ``turn_timeout_ms`` + ``teardown_ms`` + 10 s (or ``deadline_s``); past that, or once it
+exited and a teardown budget of grace passed, everything of the run still alive (the client's group, every
+marked process, every descendant the subreaper kept) is SIGKILLed and named.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+
+from contracts.checks import Check, run_all
+from contracts.checks import client_run as client_contract
+from contracts.checks.wire_index import WireIndex
+from contracts.exitcodes import UsageError
+from contracts.record import SessionRecord
+from contracts.scenario import Scenario
+from contracts.scenario_file import dump
+from fake_server.recording import scenario_hash
+from harness.client.process import run_marker
+from harness.outside import procs
+from harness.outside.plan import adapter_plan, budgets, total_turn_budget_s
+from harness.outside.record import RecordingError, read_recordings, server_facts, server_record
+from harness.outside.result import read_result, turn_results
+from harness.outside.shim import DEFAULT_PROFILE, write_shim
+
+TARGET = "fake-process"
+PLAN_ENV = "CODEX_HARNESS_PLAN"
+RESULT_ENV = "CODEX_HARNESS_RESULT"
+DEADLINE_EXTRA_S = 10.0
+TAIL_BYTES = 16 * 1024
+#: How long the stdout/stderr drains may outlive the client (a leaked helper can hold the pipes).
+DRAIN_AFTER_EXIT_S = 0.3
+_POLL_S = 0.02
+#: Wire contracts run per server; the result-file ones once (on the first server's record).
+PER_SERVER = ("trace_closure", "schema", "protocol")
+RESULT_CONTRACTS = ("terminal_status", "usage")
+
+
+class ClientCannotStart(UsageError):
+    """The client command is empty, not found or not executable (exit 3)."""
+
+
+@dataclass(slots=True)
+class ClientSpec:
+    argv: list[str]
+    deadline_s: float | None = None
+    #: the release profile the shim answers and the fake plays (the releases work adds more than one)
+    profile: str = DEFAULT_PROFILE
+
+
+@dataclass(slots=True)
+class ClientRun:
+    """What happened to the client process."""
+
+    started_at: float = 0.0  # time.monotonic() of the start
+    ended_t: float | None = None  # seconds after the start
+    exit_code: int | None = None
+    deadline_hit: bool = False
+    killed: list[str] = field(default_factory=list)
+    killed_pids: set[int] = field(default_factory=set)
+    left_running: list[str] = field(default_factory=list)
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+
+def check_command(argv: list[str]) -> None:
+    """Raise :class:`ClientCannotStart` unless ``argv[0]`` is something we can exec."""
+    if not argv:
+        raise ClientCannotStart("--client-cmd is empty")
+    program = argv[0]
+    found = shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
+    if found is None or Path(found).is_dir():
+        raise ClientCannotStart(f"--client-cmd: cannot start {program!r}: not found or not executable")
+
+
+def deadline_for(scenario: Scenario, override: float | None) -> float:
+    if override is not None:
+        return override
+    return total_turn_budget_s(scenario) + scenario.client.teardown_ms / 1000 + DEADLINE_EXTRA_S
+
+
+class _Tail:
+    def __init__(self) -> None:
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+
+    def add(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        while self.size - len(self.chunks[0]) >= TAIL_BYTES:
+            self.size -= len(self.chunks.popleft())
+
+    def text(self) -> str:
+        return b"".join(self.chunks)[-TAIL_BYTES:].decode("utf-8", "replace")
+
+
+async def _drain(stream: Any, tail: _Tail, done: list[int]) -> None:
+    try:
+        while data := await stream.receive_some(65536):
+            tail.add(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        done.append(1)
+
+
+def _client_env(shim: Path, scenario_file: Path, plan: Path, result: Path, marker: str, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_HARNESS_", "FAKE_CODEX_"))}
+    env.update(
+        {
+            "CODEX_BIN": str(shim),
+            "PATH": f"{shim.parent}{os.pathsep}{env.get('PATH', '')}",
+            "FAKE_CODEX_SCENARIO": str(scenario_file),
+            PLAN_ENV: str(plan),
+            RESULT_ENV: str(result),
+            procs.MARKER_ENV: marker,
+            "CODEX_HOME": str(home),
+        }
+    )
+    return env
+
+
+async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float) -> ClientRun:
+    out = ClientRun()
+    stdout, stderr = _Tail(), _Tail()
+    marker = env[procs.MARKER_ENV]
+    out.started_at = time.monotonic()
+    try:
+        proc = await trio.lowlevel.open_process(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=str(cwd),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ClientCannotStart(f"--client-cmd: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+    async with trio.open_nursery() as nursery:
+        drained: list[int] = []
+        nursery.start_soon(_drain, proc.stdout, stdout, drained)
+        nursery.start_soon(_drain, proc.stderr, stderr, drained)
+        with trio.move_on_after(deadline_s) as limit:
+            await proc.wait()
+        out.deadline_hit = limit.cancelled_caught
+        out.ended_t = time.monotonic() - out.started_at
+        if out.deadline_hit:
+            alive = procs.survivors(marker) | {proc.pid}
+            out.killed_pids = set(alive)
+            out.killed = procs.kill_all(alive, group=proc.pid)
+            await proc.wait()
+        else:
+            out.exit_code = proc.returncode
+            # Grace: a server the client closed may still be finishing its shutdown.
+            with trio.move_on_after(grace_s):
+                while procs.survivors(marker, {proc.pid}):
+                    await trio.sleep(_POLL_S)
+            left = procs.survivors(marker, {proc.pid})
+            if left:
+                out.killed_pids = set(left)
+                out.left_running = [procs.describe(p) for p in sorted(left)]
+                out.killed = procs.kill_all(left, group=proc.pid)
+        with trio.move_on_after(DRAIN_AFTER_EXIT_S):
+            while len(drained) < 2:
+                await trio.sleep(_POLL_S)
+        nursery.cancel_scope.cancel()
+    procs.reap(procs.orphan_zombies({proc.pid}))
+    out.stdout_tail, out.stderr_tail = stdout.text(), stderr.text()
+    return out
+
+
+def run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float) -> ClientRun:
+    """Run the client to its end or deadline as a child subreaper; nothing it started survives."""
+    subreaper = procs.set_child_subreaper(True)
+    try:
+        return trio.run(_run_client, argv, env, cwd, deadline_s, grace_s)
+    finally:
+        if subreaper:
+            procs.set_child_subreaper(False)
+
+
+def _skips(record: SessionRecord, contract: str, reason: str) -> Check:
+    return Check(record.scenario, record.target, contract, "outside client", "skip", reason, "")
+
+
+def _adjust(check: Check, record: SessionRecord, facts: dict[str, Any]) -> Check:
+    """What our own client's contracts ask that is not an outside client's to answer."""
+    if check.contract != "trace_closure":
+        return check
+    if check.name == "client trace":
+        return replace(check, status="skip", detail="an outside client's own trace bundle is not judged")
+    server = facts.get("server") or {}
+    if check.name == "server trace" and record.expect.server_trace != "closed":
+        return replace(
+            check,
+            status="skip",
+            detail=f"[expect] declares {record.expect.server_trace} for how our client ends the server; "
+            "an outside client's way of ending it decides this (judged by client / server ended)",
+        )
+    if check.name == "server trace" and server.get("end") is None:
+        return replace(check, status="skip", detail="the server was killed (SIGKILL): its trace is cut, not judged")
+    return check
+
+
+def judge(records: list[SessionRecord]) -> list[Check]:
+    """Every check of an outside run: per server the wire contracts, once the session and result checks."""
+    checks: list[Check] = []
+    primary = records[0]
+    facts = primary.meta["outside"]
+    many = len(records) > 1
+    result_state = (facts.get("result") or {}).get("state", "absent")
+    if result_state == "valid":
+        checks += run_all(primary, RESULT_CONTRACTS)
+    else:
+        why = "no result file" if result_state == "absent" else "the result file is invalid"
+        checks += [_skips(primary, c, f"{why}: reported statuses and usage are not judged") for c in RESULT_CONTRACTS]
+    checks.append(
+        _skips(
+            primary,
+            "latency",
+            "cancel→Result is on the client's own clock, not on the wire; "
+            "interrupts are judged by client / interrupt -> turn/completed",
+        )
+    )
+    for k, record in enumerate(records):
+        own = [_adjust(c, record, record.meta["outside"]) for c in run_all(record, PER_SERVER)]
+        own += client_contract.check(record)
+        if many and record.meta["outside"].get("server"):
+            n = record.meta["outside"]["server"]["n"]
+            own = [
+                c
+                if (c.contract == "client" and k == 0 and c.name in _SESSION)
+                else replace(c, name=f"server {n}: {c.name}")
+                for c in own
+            ]
+        checks += own
+    return checks
+
+
+_SESSION = (
+    "server started",
+    "deadline",
+    "nothing left running",
+    "result file",
+    "reported statuses agree with the wire",
+)
+
+
+def build_records(
+    scenario: Scenario, record_dir: Path, client: ClientRun, facts: dict[str, Any], result_path: Path
+) -> list[SessionRecord]:
+    try:
+        servers = read_recordings(record_dir)
+    except RecordingError as exc:
+        servers = []
+        facts["recording_error"] = str(exc)
+    zero = client.started_at
+    read = read_result(result_path)
+    facts.update(
+        {
+            "deadline_hit": client.deadline_hit,
+            "client_exit": client.exit_code,
+            "client_ended_t": client.ended_t,
+            "killed": client.killed,
+            "left_running": client.left_running,
+            "servers": [server_facts(s, zero, s.pid in client.killed_pids) for s in servers],
+            "result": {"state": read.state, "problems": read.problems, "turns": read.turns, "client": read.client},
+            "stdout_tail": client.stdout_tail,
+            "stderr_tail": client.stderr_tail,
+        }
+    )
+    records = []
+    for k, server in enumerate(servers or [None]):
+        own = dict(facts, primary=k == 0, server=facts["servers"][k] if servers else None)
+        if k > 0:
+            own = {key: v for key, v in own.items() if key not in ("stdout_tail", "stderr_tail", "result")}
+        records.append(server_record(scenario, server, zero=zero, facts=own))
+    if read.state == "valid":
+        records[0].results = turn_results(read)
+        # What the server sent for each turn is a wire fact, not the client's report.
+        wire_turns = client_contract.wire_turns(WireIndex.build(records[0].wire))
+        for result in records[0].results:
+            turn = wire_turns[result.index] if result.index < len(wire_turns) else None
+            result.server_status = turn["status"] if turn else None
+            result.completed_consumed = 1 if turn and turn["status"] else 0
+    return records
+
+
+@dataclass(slots=True)
+class OutsideRun:
+    records: list[SessionRecord]
+    checks: list[Check]
+    record_dir: Path
+
+
+def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path) -> OutsideRun:
+    """Run the client on ``scenario`` in ``work_dir`` (kept: the recordings live there) and judge it."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    if scenario.source and Path(scenario.source).is_file():
+        scenario_file = Path(scenario.source).resolve()
+    else:
+        scenario_file = dump(scenario, work_dir / f"{scenario.name}.toml").resolve()
+    record_dir = work_dir / "recording"
+    plan_path = work_dir / "plan.json"
+    result_path = work_dir / "result.json"
+    plan = adapter_plan(scenario)
+    plan_path.write_bytes(orjson.dumps(plan, option=orjson.OPT_INDENT_2))
+    marker = run_marker()
+    shim = write_shim(
+        work_dir / "bin", scenario_file=scenario_file, record_dir=record_dir, marker=marker, profile=spec.profile
+    )
+    home = work_dir / "codex-home"
+    home.mkdir(exist_ok=True)
+    env = _client_env(shim, scenario_file, plan_path, result_path, marker, home)
+    deadline = deadline_for(scenario, spec.deadline_s)
+    grace = scenario.client.teardown_ms / 1000 + client_contract.SLACK_S
+    # The client runs where the user runs the harness: its command line is relative to that.
+    client = run_client(spec.argv, env, Path.cwd(), deadline, grace)
+    facts: dict[str, Any] = {
+        "client_cmd": list(spec.argv),
+        "deadline_s": deadline,
+        "expected_hash": scenario_hash(scenario),
+        "profile": spec.profile,
+        "plan_turns": plan["turns"],
+        "budgets": budgets(scenario.client),
+    }
+    records = build_records(scenario, record_dir, client, facts, result_path)
+    return OutsideRun(records, judge(records), record_dir)
+
+
+def save_outside(run: OutsideRun, save_dir: Path, work_dir: Path) -> None:
+    """The primary record, plus the recordings, the plan, the result file and the client's output tails."""
+    record = run.records[0]
+    record.save(save_dir)
+    facts = record.meta["outside"]
+    (save_dir / "client-stdout.txt").write_text(facts.get("stdout_tail", ""), encoding="utf-8")
+    (save_dir / "client-stderr.txt").write_text(facts.get("stderr_tail", ""), encoding="utf-8")
+    for name in ("plan.json", "result.json"):
+        if (work_dir / name).is_file():
+            shutil.copyfile(work_dir / name, save_dir / name)
+    if run.record_dir.is_dir():
+        shutil.copytree(run.record_dir, save_dir / "recording", dirs_exist_ok=True)
+
+
+def run_outside_one(
+    scenario: Scenario, spec: ClientSpec, *, save_dir: Path | None = None, work_root: Path | None = None
+) -> Any:
+    """Play and judge one scenario; a :class:`harness.runner.ScenarioRun` (never raises for the client's faults)."""
+    from harness.runner import ScenarioRun
+
+    outcome = ScenarioRun(scenario.name, TARGET)
+    supported, reason = scenario.supports(TARGET)
+    if not supported:
+        from harness.runner import skipped_checks
+
+        outcome.skipped = reason
+        outcome.checks = skipped_checks(scenario.name, TARGET, reason)
+        return outcome
+    started = time.perf_counter()
+    work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-client-{scenario.name}-", dir=work_root))
+    try:
+        try:
+            run = play_outside(scenario, spec, work_dir)
+        except ClientCannotStart:
+            raise
+        except Exception as exc:
+            detail = "".join(traceback.format_exception(exc)[-3:]).strip()
+            outcome.checks = [Check(scenario.name, TARGET, "runner", "play", "fail", detail, "")]
+            return outcome
+        outcome.record = run.records[0]
+        outcome.checks = run.checks
+        if save_dir is not None:
+            save_outside(run, save_dir, work_dir)
+            outcome.saved_to = save_dir
+    finally:
+        outcome.wall_s = time.perf_counter() - started
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return outcome
