@@ -296,7 +296,7 @@ async def test_interrupt_ignored_kills_at_the_budget(autojump_clock: trio.testin
         with trio.move_on_after(1):
             await consume(session)
         assert trio.current_time() - start == pytest.approx(1.5)  # cancel at 1 s + the 0.5 s budget
-        turn = session._turns[-1]
+        turn = session.turns[-1]
         assert turn.result.status == "aborted" and turn.result.killed
         assert "interrupt completion timed out after 0.5s" in turn.result.kill_reason
 
@@ -723,7 +723,7 @@ async def test_every_send_path_after_a_kill_gets_the_cause(autojump_clock: trio.
             with pytest.raises(SessionClosed, match="test kill"):
                 await session.notify("thread/name/set", {"threadId": THREAD, "name": "n"})
             with pytest.raises(ServerExited, match="test kill"):
-                await session._send_message(Notification.make("initialized"))
+                await session.send(Notification.make("initialized"))
             async with session.turn("hi") as turn:
                 pass
             assert turn.result is not None and turn.result.status == "failed"

@@ -15,6 +15,7 @@ __all__ = [
     "ThreadStartFailed",
     "TransportClosed",
     "TurnBusy",
+    "single_exception",
 ]
 
 
@@ -61,3 +62,11 @@ class ThreadStartFailed(ClientError):
 
 class TurnBusy(ClientError):
     """A turn was started while another one of the same session is still running."""
+
+
+def single_exception(group: BaseExceptionGroup) -> BaseException:
+    """The one exception a nursery wrapped (its background tasks never raise), else the group."""
+    if len(group.exceptions) == 1:
+        inner = group.exceptions[0]
+        return single_exception(inner) if isinstance(inner, BaseExceptionGroup) else inner
+    return group

@@ -32,6 +32,28 @@ class MessageDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageDeltas:
+    """The agent message deltas of the running turn that one read brought, as one batch.
+
+    Only :meth:`harness.client.turn.Turn.batches` hands these out; the per-event iterator yields one
+    :class:`MessageDelta` per delta instead. ``item_ids[i]`` and ``deltas[i]`` belong together; the i-th
+    delta's ``n`` is ``first_n + i``.
+    """
+
+    t: float
+    item_ids: list[str]
+    deltas: list[str]
+    first_n: int
+
+    def __len__(self) -> int:
+        return len(self.deltas)
+
+    def events(self) -> list[MessageDelta]:
+        t, n = self.t, self.first_n
+        return [MessageDelta(t, i, d, n + k) for k, (i, d) in enumerate(zip(self.item_ids, self.deltas, strict=True))]
+
+
+@dataclass(frozen=True, slots=True)
 class ItemStarted:
     t: float
     item_id: str

@@ -22,6 +22,7 @@ from typing import Final
 import trio
 
 from contracts.transport import TransportClosed
+from harness.client.errors import single_exception
 from harness.client.stderr import DEFAULT_TAIL_BYTES, StderrTail
 
 RUN_MARKER_ENV: Final = "CODEX_HARNESS_RUN_MARKER"
@@ -229,7 +230,7 @@ async def spawn_process(
                 drain.cancel()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        raise _single(group) from None
+        raise single_exception(group) from None
 
 
 async def _backstop(transport: ProcessTransport, reap_timeout: float) -> None:
@@ -242,11 +243,3 @@ async def _backstop(transport: ProcessTransport, reap_timeout: float) -> None:
         if stream is not None:
             with contextlib.suppress(Exception):
                 await stream.aclose()
-
-
-def _single(group: BaseExceptionGroup) -> BaseException:
-    """The one exception a nursery wrapped (its background tasks never raise), else the group."""
-    if len(group.exceptions) == 1:
-        inner = group.exceptions[0]
-        return _single(inner) if isinstance(inner, BaseExceptionGroup) else inner
-    return group

@@ -1,4 +1,5 @@
-"""The client session: one reader owns the server's stdout, everything runs in the session's nursery.
+"""The client session: the trio driver of the client core. One reader owns the server's stdout, everything
+runs in the session's nursery.
 
     async with open_session(transport, SessionOptions(...), policy=accept_all) as session:
         await session.start_thread(cwd="/work")
@@ -12,11 +13,12 @@ the interrupt budget, the teardown step by step. Every frame sent or received is
 :attr:`Session.wire` with its time on the session's monotonic clock (``trio.current_time()``, so
 virtual under MockClock). See ``docs/client.md``.
 
-The session holds the state, the wire record, requests, the handshake and the turns' Results; the rest
-works on it beside it: :mod:`~harness.client.options` (what it runs with), :mod:`~harness.client.reader`
-(the read loop and the dispatch, the hot path), :mod:`~harness.client.server_requests` (approvals),
-:mod:`~harness.client.supervisor` (turn deadlines and the interrupt), :mod:`~harness.client.teardown` and
-:mod:`~harness.client.tracemarks` (the client trace's bookkeeping).
+What the client knows lives in the sans-IO core, :class:`~harness.client.connection.ClientConnection`
+(``session.connection``); this module does the waiting: the reader task feeds it what stdout gives, the
+requests wait for their answers, the core's events (:meth:`Session.handle`) wake turns, start policy tasks
+and kill the server. Per turn, :mod:`~harness.client.supervisor` watches the deadlines and runs the
+interrupt; :mod:`~harness.client.server_requests` runs the approval policy; :mod:`~harness.client.teardown`
+closes the session.
 """
 
 from __future__ import annotations
@@ -25,16 +27,29 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Final
+from typing import Any
 
 import trio
 
-from contracts.jsonrpc import Endpoint, RpcError
+from contracts.jsonrpc import RpcError
 from contracts.messages import NOTSET, JsonId, Message, Notification, Request
 from contracts.record import Budgets, SessionRecord, TeardownStep, TurnResult, WireEntry
 from contracts.transport import Transport, TransportClosed
-from contracts.wire import LineDecoder, encode
+from contracts.wire import encode
 from harness.client.approvals import Policy, accept_all
+from harness.client.connection import (
+    ApprovalClosed,
+    ApprovalOpened,
+    ClientConnection,
+    Event,
+    KillServer,
+    RequestAnswered,
+    RequestsFailed,
+    SendFrame,
+    TurnFinished,
+    TurnIdKnown,
+    TurnWoken,
+)
 from harness.client.errors import (
     ClientError,
     LineTooLong,
@@ -43,23 +58,21 @@ from harness.client.errors import (
     SessionClosed,
     ThreadStartFailed,
     TurnBusy,
+    single_exception,
 )
-from harness.client.events import TurnEnded, TurnEvent
+from harness.client.events import TurnEvent
+from harness.client.notifications import KNOWN_NOTIFICATIONS as KNOWN_NOTIFICATIONS
 from harness.client.options import ClientInfo, SessionOptions
-from harness.client.reader import KNOWN_NOTIFICATIONS as KNOWN_NOTIFICATIONS
-from harness.client.reader import read_loop
-from harness.client.server_requests import PendingApproval, close_approval_locally
+from harness.client.server_requests import run_policy, send_answer
 from harness.client.supervisor import supervise
 from harness.client.teardown import run_teardown, watch_exit
-from harness.client.trace import ClientTrace, NullTrace
-from harness.client.tracemarks import turn_status
+from harness.client.trace import ClientTrace
 from harness.client.turn import Turn, UserInput
-from harness.client.turnstate import TOOL_ITEM_TYPES, nested_id
-from harness.client.usage import UsageLedger
+from harness.client.turncore import TurnCore
+from harness.client.turnstate import nested_id
+from harness.client.wirerecord import SchemaViolation
 
-logger = logging.getLogger("harness.client")
-
-MAX_KEPT_VIOLATIONS: Final = 1000
+_READ_CHUNK = 65536
 
 
 class _Slot:
@@ -79,93 +92,118 @@ class Session:
         self.transport = transport
         self.options = options
         self.policy = policy
-        self._wire: list[WireEntry] = []
-        # received notification frames not yet turned into WireEntry: (t, frame), in wire order (see `wire`)
-        self._rx: list[tuple[float, dict[str, Any]]] = []
-        self.results: list[TurnResult] = []
+        self.connection = ClientConnection(
+            max_line=options.max_line,
+            event_buffer=options.event_buffer,
+            interrupt_budget=options.interrupt_budget,
+            validate_frames=options.validate_frames,
+        )
         self.teardown: list[TeardownStep] = []
-        self.log: list[dict[str, Any]] = []
-        self.client_errors: list[str] = []
-        self.ignored_notifications: Counter[str] = Counter()
-        self.other_thread_dropped = 0
-        self.thread_id: str | None = None
-        self.model: str | None = None
         self.initialize_result: dict[str, Any] | None = None
-        self.failure: BaseException | None = None  # why the session cannot go on
-        self.killed = False
-        self.kill_reason: str | None = None
-        self.exit_code: int | None = None
-        self.trace: Any = NullTrace()
-        self._endpoint = Endpoint(first_id=1)
-        self._decoder = LineDecoder(options.max_line)
-        #: frames that broke the pinned schema (validate_frames): (t, dir, frame, violations), the first
-        #: MAX_KEPT_VIOLATIONS kept; schema_violation_count counts them all
-        self.schema_violations: list[tuple[float, str, dict[str, Any], list[Any]]] = []
-        self.schema_violation_count = 0
-        self._validator: Any = None
-        if options.validate_frames:
-            from contracts.validator import SessionValidator
-
-            self._validator = SessionValidator()
-        self._since_newline = 0
+        self.turns: list[Turn] = []
+        self.reader_done = trio.Event()
+        self.exited = trio.Event()
+        self._by_core: dict[int, Turn] = {}  # id(TurnCore) -> its Turn
         self._slots: dict[JsonId, _Slot] = {}
+        self._policy_scopes: dict[JsonId, trio.CancelScope] = {}
         self._send_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
-        self._turns: list[Turn] = []
-        self._active: Turn | None = None
-        self._ledger = UsageLedger()
-        self._usage_owner: dict[str, Turn] = {}
-        self._approvals: dict[JsonId, PendingApproval] = {}
-        self._approval_count = 0
-        self._ended_turn_ids: set[str] = set()
-        self._reader_done = trio.Event()
-        self._eof_seen = False
-        self._exited = trio.Event()
-        self._closing = False
         # cancel scopes of the background tasks (reader, exit watcher, supervisors, approval tasks): shielded
         # from the caller's cancellation, stopped by the teardown (see _spawn)
         self._background: set[trio.CancelScope] = set()
         self._background_stopped = False
 
-    # --- clock, wire and log ----------------------------------------------------------------------
-
-    @staticmethod
-    def now() -> float:
-        return trio.current_time()
+    # --- what the core knows --------------------------------------------------------------------
 
     @property
     def wire(self) -> list[WireEntry]:
         """Every frame sent and received and every note, in order, each with its time on the session clock."""
-        if self._rx:
-            self._flush_rx()
-        return self._wire
+        return self.connection.wire
 
-    def _flush_rx(self) -> None:
-        # The reader records a notification as a (t, frame) pair; the WireEntry is built here, when the record
-        # is read or before any other entry is appended, so the order and the timestamps stay the wire's.
-        rx = self._rx
-        self._wire.extend([WireEntry(t, "s2c", frame=frame) for t, frame in rx])
-        rx.clear()
+    @property
+    def results(self) -> list[TurnResult]:
+        return self.connection.results
 
-    def _record(self, entry: WireEntry) -> None:
-        if self._rx:
-            self._flush_rx()
-        self._wire.append(entry)
+    @property
+    def log(self) -> list[dict[str, Any]]:
+        return self.connection.log
 
-    def note(self, text: str) -> None:
-        self._record(WireEntry(self.now(), "note", note=text))
+    @property
+    def client_errors(self) -> list[str]:
+        return self.connection.client_errors
 
-    def _log(self, level: int, message: str, **fields: Any) -> None:
-        logger.log(level, message, extra=fields)
-        self.log.append({"t": self.now(), "level": logging.getLevelName(level).lower(), "msg": message, **fields})
+    @property
+    def ignored_notifications(self) -> Counter[str]:
+        return self.connection.ignored_notifications
+
+    @property
+    def other_thread_dropped(self) -> int:
+        return self.connection.other_thread_dropped
+
+    @property
+    def schema_violations(self) -> list[SchemaViolation]:
+        """Frames that broke the pinned schema (``validate_frames``): the first 1,000 (all are counted)."""
+        return self.connection.schema_violations
+
+    @property
+    def schema_violation_count(self) -> int:
+        return self.connection.schema_violation_count
+
+    @property
+    def thread_id(self) -> str | None:
+        return self.connection.thread_id
+
+    @property
+    def model(self) -> str | None:
+        return self.connection.model
+
+    @property
+    def failure(self) -> BaseException | None:
+        return self.connection.failure
+
+    @property
+    def killed(self) -> bool:
+        return self.connection.killed
+
+    @property
+    def kill_reason(self) -> str | None:
+        return self.connection.kill_reason
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.connection.exit_code
+
+    @property
+    def trace(self) -> Any:
+        return self.connection.trace
+
+    @trace.setter
+    def trace(self, trace: Any) -> None:
+        self.connection.trace = trace
+
+    @property
+    def alive(self) -> bool:
+        return self.connection.alive
 
     @property
     def budgets(self) -> Budgets:
         return self.options.budgets()
 
-    @property
-    def alive(self) -> bool:
-        return self.failure is None and not self.killed
+    # --- clock, notes and log -------------------------------------------------------------------
+
+    @staticmethod
+    def now() -> float:
+        return trio.current_time()
+
+    def note(self, text: str) -> None:
+        self.connection.note(self.now(), text)
+
+    def write_log(self, level: int, message: str, **fields: Any) -> None:
+        self.connection.emit_log(self.now(), level, message, **fields)
+
+    def stderr_suffix(self) -> str:
+        tail = self.transport.stderr_tail().strip()
+        return f"; stderr: {tail}" if tail else ""
 
     def fill_record(self, record: SessionRecord) -> SessionRecord:
         """Copy what the session kept (wire, Results, teardown, log, stderr, exit, budgets) into ``record``."""
@@ -181,14 +219,94 @@ class Session:
         record.client_trace = self.trace.path
         return record
 
-    # --- sending and requests ---------------------------------------------------------------------
+    # --- the core's events ----------------------------------------------------------------------
+
+    def handle(self, events: list[Event]) -> None:
+        """Do what the core asked (after every call into it), then wake the running turn's consumer."""
+        for event in events:
+            kind = type(event)
+            if kind is RequestAnswered:
+                self._answer(event)  # type: ignore[arg-type]
+            elif kind is TurnFinished:
+                self._turn_finished(self._by_core[id(event.turn)])  # type: ignore[union-attr]
+            elif kind is TurnIdKnown:
+                self._by_core[id(event.turn)].id_known.set()  # type: ignore[union-attr]
+            elif kind is TurnWoken:
+                self._by_core[id(event.turn)].wake.set()  # type: ignore[union-attr]
+            elif kind is ApprovalOpened:
+                pending = event.pending  # type: ignore[union-attr]
+                scope = self._policy_scopes[pending.request.request_id] = trio.CancelScope()
+                self._spawn(run_policy, self, pending, scope)
+            elif kind is ApprovalClosed:
+                scope = self._policy_scopes.get(event.request_id)  # type: ignore[union-attr]
+                if scope is not None:
+                    scope.cancel()
+            elif kind is SendFrame:
+                self._spawn(send_answer, self, event.message)  # type: ignore[union-attr]
+            elif kind is KillServer:
+                self.transport.kill()
+            elif kind is RequestsFailed:
+                self._fail_pending(event.error)  # type: ignore[union-attr]
+        active = self.connection.active
+        if active is not None:
+            self._by_core[id(active)].wake_consumer()
+
+    def _answer(self, event: RequestAnswered) -> None:
+        slot = self._slots.pop(event.request_id, None)
+        if slot is not None:
+            slot.result, slot.error = event.result, event.error
+            slot.done.set()
+
+    def _turn_finished(self, turn: Turn) -> None:
+        turn.finished.set()
+        turn.wake.set()
+        turn.wake_consumer()
+        if turn.interrupt_scope is not None:
+            turn.interrupt_scope.shield = False
+
+    def _fail_pending(self, error: BaseException) -> None:
+        for request_id, slot in list(self._slots.items()):
+            if not slot.done.is_set():
+                slot.error = error
+                slot.done.set()
+            self._slots.pop(request_id, None)
+
+    # --- the reader -----------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        connection = self.connection
+        try:
+            while True:
+                data = await self.transport.receive(_READ_CHUNK)
+                self.handle(connection.receive_data(data, self.now()))
+                if not data or connection.failure is not None:
+                    break
+        except Exception as exc:
+            connection.client_errors.append(f"reader: {exc!r}")
+            connection.failure = connection.failure or ClientError(f"reader failed: {exc!r}")
+        finally:
+            self.reader_done.set()
+            if connection.failure is None and not connection.killed:
+                self.note("stdout EOF")
+            if self._nursery is not None:
+                self._spawn(self._after_eof)
+
+    async def _after_eof(self) -> None:
+        """stdout is gone: fail waiting requests and the running turn (after a short wait for the exit status)."""
+        if not self.exited.is_set() and not self.killed:
+            with trio.move_on_after(self.options.exit_grace):
+                await self.exited.wait()
+        self.connection.connection_lost(self.now(), self.transport.stderr_tail())
+        self.handle(self.connection.take_events())
+
+    # --- sending and requests -------------------------------------------------------------------
 
     def _check_alive(self) -> None:
         if self.failure is not None:
             raise SessionClosed(f"session failed: {self.failure}") from self.failure
         if self.killed:
             raise SessionClosed(f"server killed: {self.kill_reason}")
-        if self._closing:
+        if self.connection.closing:
             raise SessionClosed("session is closing")
 
     def _failure_cause(self) -> BaseException | None:
@@ -199,7 +317,7 @@ class Session:
             return ServerExited(f"server killed: {self.kill_reason}", stderr_tail=self.transport.stderr_tail())
         return None
 
-    async def _send_message(self, message: Message) -> None:
+    async def send(self, message: Message) -> None:
         """Write one frame. When the session already failed (or fails while this write breaks), the caller
         gets the session's failure (a lost frame's LineTooLong, the kill, the exit), never a secondary
         TransportClosed; a bare TransportClosed is raised only when no cause is known yet.
@@ -208,19 +326,17 @@ class Session:
             cause = self._failure_cause()
             if cause is not None:
                 raise cause
-            self._record(WireEntry(self.now(), "c2s", frame=message.frame))
-            if self._validator is not None:
-                self._check_frame(self.now(), "c2s", message.frame)
+            self.connection.sent(self.now(), message)
             try:
                 await self.transport.send(encode(message))
                 return
             except TransportClosed as exc:
                 self.note("send failed: server stdin closed")
                 closed = exc
-        if self._failure_cause() is None and not self._reader_done.is_set():
+        if self._failure_cause() is None and not self.reader_done.is_set():
             # the pipe broke first; the reader is about to learn why (a lost frame, EOF): give it a moment
             with trio.move_on_after(self.options.exit_grace):
-                await self._reader_done.wait()
+                await self.reader_done.wait()
         cause = self._failure_cause()
         if cause is not None:
             raise cause from closed
@@ -228,19 +344,20 @@ class Session:
 
     async def notify(self, method: str, params: Any = NOTSET) -> None:
         self._check_alive()
-        await self._send_message(Notification.make(method, params))
+        await self.send(Notification.make(method, params))
 
     async def request(self, method: str, params: Any = NOTSET, *, timeout: float | None = None) -> Any:
         """Send a request and wait for its answer. Raises RpcError, RequestTimeout, ServerExited, SessionClosed."""
         self._check_alive()
-        return await self._call(self._endpoint.request(method, params), timeout or self.options.request_timeout)
+        return await self.call(self.connection.request(method, params), timeout or self.options.request_timeout)
 
-    async def _call(self, request: Request, timeout: float, *, kill_on_timeout: bool = False) -> Any:
+    async def call(self, request: Request, timeout: float, *, kill_on_timeout: bool = False) -> Any:
+        """Send ``request`` (made by ``session.connection.request``) and wait at most ``timeout`` for its answer."""
         slot = _Slot(request.method)
         self._slots[request.id] = slot
         try:
             with trio.move_on_after(timeout):
-                await self._send_message(request)
+                await self.send(request)
                 await slot.done.wait()
         except TransportClosed as exc:
             self._abandon(request.id)
@@ -259,19 +376,18 @@ class Session:
 
     def _abandon(self, request_id: JsonId) -> None:
         self._slots.pop(request_id, None)
-        if request_id in self._endpoint.outgoing:
-            self._endpoint.abandon(request_id)
+        self.connection.abandon(request_id)
 
     async def _startup_call(self, method: str, params: Any, timeout: float) -> Any:
         """A startup RPC: its own deadline; expiry or cancellation kills the group at once."""
         self._check_alive()
         try:
-            return await self._call(self._endpoint.request(method, params), timeout, kill_on_timeout=True)
+            return await self.call(self.connection.request(method, params), timeout, kill_on_timeout=True)
         except trio.Cancelled:
             self.kill(f"cancelled during {method}")
             raise
 
-    # --- handshake and threads --------------------------------------------------------------------
+    # --- handshake and threads ------------------------------------------------------------------
 
     async def initialize(self) -> dict[str, Any]:
         """``initialize`` (clientInfo, capabilities) then the ``initialized`` notification."""
@@ -279,15 +395,15 @@ class Session:
         if self.options.opt_out_notifications:
             capabilities["optOutNotificationMethods"] = list(self.options.opt_out_notifications)
         params = {"clientInfo": self.options.client_info.to_json(), "capabilities": capabilities}
-        self._log(logging.DEBUG, "initialize sent", phase="initialize_sent")
+        self.write_log(logging.DEBUG, "initialize sent", phase="initialize_sent")
         try:
             result = await self._startup_call("initialize", params, self.options.request_timeout)
         except (ClientError, RpcError) as exc:
-            self._log(logging.WARNING, "initialize failed", phase="initialize_failure", error=str(exc))
+            self.write_log(logging.WARNING, "initialize failed", phase="initialize_failure", error=str(exc))
             raise
         self.initialize_result = result if isinstance(result, dict) else {}
-        await self._send_message(Notification.make("initialized"))
-        self._log(logging.DEBUG, "initialize response", phase="initialize_response")
+        await self.send(Notification.make("initialized"))
+        self.write_log(logging.DEBUG, "initialize response", phase="initialize_response")
         return self.initialize_result
 
     async def start_thread(self, *, cwd: str | None = None, model: str | None = None, **params: Any) -> str:
@@ -297,17 +413,17 @@ class Session:
             body["cwd"] = cwd
         if model is not None:
             body["model"] = model
-        self._log(logging.DEBUG, "thread/start sent", phase="thread_start_sent")
+        self.write_log(logging.DEBUG, "thread/start sent", phase="thread_start_sent")
         try:
             result = await self._startup_call("thread/start", body, self.options.thread_timeout)
         except (ClientError, RpcError) as exc:
-            self._log(logging.WARNING, "thread/start failed", phase="thread_start_failure", error=str(exc))
+            self.write_log(logging.WARNING, "thread/start failed", phase="thread_start_failure", error=str(exc))
             raise
-        thread_id = _thread_id(result)
+        thread_id = nested_id(result, "thread")
         if thread_id is None:
-            self._log(logging.WARNING, "thread/start failed", phase="thread_start_failure", error="no thread ID")
+            self.write_log(logging.WARNING, "thread/start failed", phase="thread_start_failure", error="no thread ID")
             raise ThreadStartFailed("thread/start returned no thread ID")
-        self._log(logging.DEBUG, "thread/start response", phase="thread_start_response", thread_id=thread_id)
+        self.write_log(logging.DEBUG, "thread/start response", phase="thread_start_response", thread_id=thread_id)
         self._adopt_thread(thread_id, model, result, resumed=False)
         return thread_id
 
@@ -334,14 +450,14 @@ class Session:
         except RpcError as exc:
             if not fallback_to_start:
                 raise
-            self._log(
+            self.write_log(
                 logging.WARNING,
                 "thread/resume rejected, starting a thread",
                 phase="thread_resume_failure",
                 error=str(exc),
             )
             return await self.start_thread(cwd=cwd, model=model)
-        resumed = _thread_id(result)
+        resumed = nested_id(result, "thread")
         if resumed is None:
             if not fallback_to_start:
                 raise ThreadStartFailed("thread/resume returned no thread ID")
@@ -356,18 +472,19 @@ class Session:
         try:
             await self.request("thread/name/set", {"threadId": self.thread_id, "name": name})
         except (ClientError, RpcError) as exc:
-            self._log(logging.WARNING, "thread/name/set failed", thread_id=self.thread_id, error=str(exc))
+            self.write_log(logging.WARNING, "thread/name/set failed", thread_id=self.thread_id, error=str(exc))
             return False
         return True
 
     def _adopt_thread(self, thread_id: str, model: str | None, result: Any, *, resumed: bool) -> None:
-        known = self.thread_id == thread_id
-        self.thread_id = thread_id
+        connection = self.connection
+        known = connection.thread_id == thread_id
+        connection.thread_id = thread_id
         answered_model = result.get("model") if isinstance(result, dict) else None
-        self.model = model or (answered_model if isinstance(answered_model, str) else None) or self.model
-        self.trace.thread_started(thread_id, resumed=resumed or known, metadata={"model": self.model})
+        connection.model = model or (answered_model if isinstance(answered_model, str) else None) or connection.model
+        self.trace.thread_started(thread_id, resumed=resumed or known, metadata={"model": connection.model})
 
-    # --- turns ------------------------------------------------------------------------------------
+    # --- turns ----------------------------------------------------------------------------------
 
     def turn(
         self,
@@ -381,154 +498,58 @@ class Session:
 
         ``timeout`` overrides ``turn_timeout``; ``params`` go into turn/start as they are.
         """
-        index = len(self._turns)
-        turn = Turn(
-            self,
-            index,
-            _user_input(input),
-            params,
-            timeout if timeout is not None else self.options.turn_timeout,
-            model,
-        )
-        self._turns.append(turn)
+        deadline = timeout if timeout is not None else self.options.turn_timeout
+        core = self.connection.new_turn(_user_input(input), params, deadline, model)
+        turn = self._by_core[id(core)] = Turn(self, core)
+        self.turns.append(turn)
         return turn
 
-    async def _start_turn(self, turn: Turn) -> None:
-        refusal: ClientError | None = None
-        if self._active is not None and self._active.result is None:
-            refusal = TurnBusy(f"turn {self._active.index} is still running")
-        elif self.thread_id is None:
-            refusal = ClientError("no thread: call start_thread() or resume_thread() first")
+    async def start_turn(self, turn: Turn) -> None:
+        """Send the turn's ``turn/start`` and learn its id (what ``async with turn`` does on entry)."""
+        refusal = self.connection.refuse_turn(turn.core)
         if refusal is not None:
-            if self._turns and self._turns[-1] is turn:
-                self._turns.pop()  # never started: it gets no index and no Result
-            raise refusal
-        self._active = turn
-        turn.state.thread_id = self.thread_id
-        if not self.alive or self._closing:
-            self._finish_turn(turn, failure=f"session closed: {self.failure or self.kill_reason or 'closing'}")
+            if self.turns and self.turns[-1] is turn:
+                self.turns.pop()
+            busy, message = refusal
+            raise TurnBusy(message) if busy else ClientError(message)
+        request = self.connection.start_turn(turn.core, self.now())
+        self.handle(self.connection.take_events())
+        if request is None:
             return
-        params = {"threadId": self.thread_id, "input": turn.input, **turn.params}
-        if turn.model is not None:
-            params["model"] = turn.model
-        request = self._endpoint.request("turn/start", params)
-        turn.started_at = self.now()
-        turn.last_activity = turn.started_at
-        turn.sent = True
         self._spawn(supervise, self, turn)
-        self._log(logging.DEBUG, "turn/start sent", thread_id=self.thread_id, turn_index=turn.index)
         try:
-            result = await self._call(request, self.options.request_timeout, kill_on_timeout=False)
+            result = await self.call(request, self.options.request_timeout)
         except trio.Cancelled:
             turn.request_cancel("aborted", "execution cancelled")
-            await turn._wait_after_cancel()
+            await turn.wait_after_cancel()
             raise
         except RpcError as exc:
-            tail = self._stderr_suffix()
-            self._finish_turn(turn, failure=f"turn/start failed: {exc.message}{tail}")
+            self.finish_turn(turn, failure=f"turn/start failed: {exc.message}{self.stderr_suffix()}")
             return
         except RequestTimeout as exc:
-            self._kill_for(turn, str(exc))
+            self.kill_turn(turn, str(exc))
             return
         except ClientError as exc:  # the session's failure: exit, kill, lost frame, closed
-            failure = f"lost frame: {exc}" if isinstance(exc, LineTooLong) else str(exc)
-            self._finish_turn(turn, failure=failure)
+            self.finish_turn(turn, failure=f"lost frame: {exc}" if isinstance(exc, LineTooLong) else str(exc))
             return
         turn_id = nested_id(result, "turn")
         if turn_id is not None:
-            self._learn_turn_id(turn, turn_id)
+            self.connection.learn_turn_id(turn.core, turn_id)
+            self.handle(self.connection.take_events())
 
-    def _learn_turn_id(self, turn: Turn, turn_id: str) -> None:
-        if not turn.state.set_turn_id(turn_id):
-            return
-        owner = self._ledger.current
-        if owner is None or owner.turn_id != turn_id:
-            self._usage_owner[turn_id] = turn
-            turn.usage = self._ledger.turn_started(turn_id)
-        if not turn.trace_open:
-            turn.trace_open = True
-            self.trace.turn_started(turn_id, self.thread_id or "")
-        turn.id_known.set()
+    def turn_for(self, core: TurnCore) -> Turn:
+        """The driver's :class:`Turn` of one of the core's turns."""
+        return self._by_core[id(core)]
 
-    def _kill_for(self, turn: Turn, reason: str) -> None:
-        turn.killed = True
-        turn.kill_reason = reason
-        self.kill(reason)
-        self._finish_turn(turn, failure=f"server killed: {reason}")
+    def finish_turn(self, turn: Turn, *, failure: str | None = None) -> None:
+        """Deliver the turn's one Result now (idempotent); ``failure`` is its error when nothing else decided."""
+        self.connection.finish_turn(turn.core, self.now(), failure=failure)
+        self.handle(self.connection.take_events())
 
-    def _finish_turn(self, turn: Turn, *, failure: str | None = None) -> None:
-        """Deliver the turn's one Result (idempotent): close open items and pending approvals locally."""
-        if turn.result is not None:
-            return
-        state = turn.state
-        t = self.now()
-        outcome = state.outcome()
-        if outcome is None:
-            outcome = ("failed", failure or "turn ended without turn/completed")
-        status, error = outcome
-        closed_items = state.close_open_items(t)
-        for event in closed_items:
-            turn.emit(event)
-            if event.item_type in TOOL_ITEM_TYPES:
-                self.trace.tool_ended(event.item_id, "aborted")
-        closed_approvals: list[str] = []
-        for request_id, pending in list(self._approvals.items()):
-            if pending.turn is turn and not pending.answered and not pending.closed:
-                close_approval_locally(self, request_id, pending, t)
-                closed_approvals.append(str(request_id))
-        model = turn.model or self.model
-        usage = turn.usage.by_model(model) if turn.usage is not None else {}
-        result = TurnResult(
-            index=turn.index,
-            status=status,  # type: ignore[arg-type]
-            error=error,
-            thread_id=state.thread_id or self.thread_id,
-            turn_id=state.turn_id,
-            final_text=state.final_text,
-            usage=usage,
-            server_status=state.server_status,
-            completed_consumed=state.completed_consumed,
-            started_at=turn.started_at,
-            ended_at=t,
-            cancel_at=turn.cancel_at,
-            interrupt_sent_at=turn.interrupt_sent_at,
-            interrupt_answered_at=turn.interrupt_answered_at,
-            turn_completed_at=turn.completed_at,
-            killed=turn.killed,
-            kill_reason=turn.kill_reason,
-            items_closed_locally=[e.item_id for e in closed_items],
-            approvals_closed_locally=closed_approvals,
-        )
-        turn.result = result
-        self.results.append(result)
-        if turn.interrupt_sent_at is not None and turn.completed_at is not None:
-            # logged when turn/completed arrives, whether or not the interrupt's own answer ever does
-            self._log(
-                logging.INFO,
-                "codex turn interrupted",
-                thread_id=self.thread_id,
-                turn_id=state.turn_id,
-                latency=turn.completed_at - turn.interrupt_sent_at,
-                timeout=self.options.interrupt_budget,
-                # whether the turn/interrupt answer had come by then (it may come later, or never: §6 keys the
-                # record to turn/completed; the missing answer is recorded as `interrupt.answered: no answer`)
-                answered=turn.interrupt_answered_at is not None,
-            )
-        if state.turn_id is not None:
-            self._ended_turn_ids.add(state.turn_id)
-        if turn.trace_open and state.turn_id is not None:
-            self.trace.turn_ended(state.turn_id, turn_status(status, turn.killed))
-        turn.emit(TurnEnded(t, status, state.server_status), force=True)
-        turn.events.close()
-        turn.finished.set()
-        turn.wake.set()
-        if turn.interrupt_scope is not None:
-            turn.interrupt_scope.shield = False
-        if self._active is turn:
-            self._active = None
-        self._log(logging.INFO, "finished", turn_index=turn.index, status=status, duration=t - turn.started_at)
-
-    # --- kill -------------------------------------------------------------------------------------
+    def kill_turn(self, turn: Turn, reason: str) -> None:
+        """Kill the server for the turn's sake (deadline, interrupt failed or past its budget, client error)."""
+        self.connection.kill_turn(turn.core, reason, self.now(), stderr=self.transport.stderr_tail())
+        self.handle(self.connection.take_events())
 
     def kill(self, reason: str, *, error: BaseException | None = None) -> None:
         """SIGKILL the server's process group (or crash the in-process engine) now; the session is dead.
@@ -536,44 +557,10 @@ class Session:
         A running turn ends at once (its Result says ``killed``); waiting requests fail with ``error``
         (default: :class:`ServerExited`).
         """
-        if self.killed:
-            return
-        self.killed = True
-        self.kill_reason = reason
-        self.note(f"kill: {reason}")
-        self._log(logging.WARNING, "server killed", reason=reason)
-        self.transport.kill()
-        self._fail_pending(error or ServerExited(f"server killed: {reason}", stderr_tail=self.transport.stderr_tail()))
-        for pending in self._approvals.values():
-            pending.scope.cancel()
-        turn = self._active
-        if turn is not None and turn.result is None:
-            turn.killed = True
-            turn.kill_reason = reason
-            self._finish_turn(turn, failure=f"server killed: {reason}")
+        self.connection.kill(reason, self.now(), error=error, stderr=self.transport.stderr_tail())
+        self.handle(self.connection.take_events())
 
-    def _fail_pending(self, error: BaseException) -> None:
-        for request_id, slot in list(self._slots.items()):
-            if not slot.done.is_set():
-                slot.error = error
-                slot.done.set()
-            self._slots.pop(request_id, None)
-
-    # --- the reader -------------------------------------------------------------------------------
-
-    def _check_frame(self, t: float, direction: str, frame: dict[str, Any]) -> None:
-        violations = self._validator.validate(frame, direction)
-        if violations:
-            self._schema_violation(t, direction, frame, violations)
-
-    def _schema_violation(self, t: float, direction: str, frame: dict[str, Any], violations: list[Any]) -> None:
-        self.schema_violation_count += 1
-        if len(self.schema_violations) < MAX_KEPT_VIOLATIONS:
-            self.schema_violations.append((t, direction, frame, violations))
-
-    # --- server requests --------------------------------------------------------------------------
-
-    # --- background tasks -------------------------------------------------------------------------
+    # --- background tasks -----------------------------------------------------------------------
 
     def _spawn(self, fn: Any, *args: Any) -> None:
         """Start a background task in the session's nursery, shielded from the caller's cancellation.
@@ -582,7 +569,7 @@ class Session:
         turn). Its expiry must interrupt the turn, not stop the tasks the interrupt depends on: without the
         reader no answer and no ``turn/completed`` is read, without the supervisor no ``turn/interrupt`` is
         sent, without the exit watcher the teardown waits for an exit it can never see. Each task is bounded
-        on its own (budgets, timeouts); the teardown stops what is left (:meth:`_stop_background`).
+        on its own (budgets, timeouts); the teardown stops what is left (:meth:`stop_background`).
         """
         assert self._nursery is not None
         self._nursery.start_soon(self._shielded, fn, *args)
@@ -597,16 +584,17 @@ class Session:
             finally:
                 self._background.discard(scope)
 
-    def _stop_background(self) -> None:
+    def stop_background(self) -> None:
         self._background_stopped = True
         for scope in list(self._background):
             scope.cancel()
 
-    # --- exit and teardown ------------------------------------------------------------------------
-
-    def _stderr_suffix(self) -> str:
-        tail = self.transport.stderr_tail().strip()
-        return f"; stderr: {tail}" if tail else ""
+    async def _run(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        self._spawn(self._read_loop)
+        self._spawn(watch_exit, self)
+        if self.options.initialize:
+            await self.initialize()
 
 
 @contextlib.asynccontextmanager
@@ -627,12 +615,8 @@ async def open_session(
         session.trace = ClientTrace(session.options.trace_dir, marker_events=session.options.trace_marker_events)
     try:
         async with trio.open_nursery() as nursery:
-            session._nursery = nursery
-            session._spawn(read_loop, session)
-            session._spawn(watch_exit, session)
             try:
-                if session.options.initialize:
-                    await session.initialize()
+                await session._run(nursery)
                 yield session
             finally:
                 with trio.CancelScope(shield=True):
@@ -641,21 +625,10 @@ async def open_session(
                     except Exception as exc:  # teardown must never hang or mask the body's outcome
                         session.client_errors.append(f"teardown: {exc!r}")
                         transport.kill()
-                session._stop_background()
+                session.stop_background()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        raise _single(group) from None
-
-
-def _single(group: BaseExceptionGroup) -> BaseException:
-    if len(group.exceptions) == 1:
-        inner = group.exceptions[0]
-        return _single(inner) if isinstance(inner, BaseExceptionGroup) else inner
-    return group
-
-
-def _thread_id(result: Any) -> str | None:
-    return nested_id(result, "thread")
+        raise single_exception(group) from None
 
 
 def _user_input(value: str | Sequence[dict[str, Any]]) -> UserInput:
