@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
     parser.add_argument("--json", action="store_true", help="print the samples and summaries as JSON")
+    parser.add_argument(
+        "--report", metavar="DIR", help="write latency.html (histograms with p50/p95/p99/max) and latency.json here"
+    )
 
 
 def _progress(name: str, n: int, total: int, sample: Sample) -> None:
@@ -103,4 +106,9 @@ def run(args: argparse.Namespace) -> int:
             for r in results
         ]
         print(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
+    if args.report:
+        from harness.html.latency import write_latency_report
+
+        path = write_latency_report(args.report, results)
+        print(f"HTML report: {path}", file=sys.stderr if args.json else sys.stdout)
     return OK if all(r.all_aborted for r in results) else FAILED

@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="DIR|wire.jsonl", help="a saved session record directory or its wire.jsonl")
     parser.add_argument("--no-checks", action="store_true", help="do not re-run the contracts on a record directory")
     parser.add_argument("--no-schema", action="store_true", help="do not mark frames the pinned schema rejects")
+    parser.add_argument(
+        "--html", metavar="OUT", help="also write the session as a self-contained HTML page (sequence diagram) to OUT"
+    )
 
 
 def _read_wire(path: Path) -> list[WireEntry]:
@@ -43,6 +46,10 @@ def _read_wire(path: Path) -> list[WireEntry]:
 
 def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
+    from harness.outside.show import is_outside, show_outside
+
+    if is_outside(path):  # what fake-codex --record saw of a client: judged, exit 1 on a failing check
+        return show_outside(args, path)
     record: SessionRecord | None = None
     if path.is_dir():
         if not (path / "record.json").is_file():
@@ -74,7 +81,13 @@ def run(args: argparse.Namespace) -> int:
             f"{record.scenario} on {record.target}{clock}: {statuses or 'no Result'}; server exit {record.server_exit}"
         )
     print(render(entries, checks=checks, validator=validator, title=title), end="")
+    if args.html:
+        from harness.html.show import write_show_html
+
+        print(f"HTML: {write_show_html(Path(args.html), record, entries, checks, path)}")
     if record is not None and record.stderr_tail.strip():
-        tail = record.stderr_tail.strip().splitlines()[-10:]
+        from harness.client.stderr import strip_ansi  # records made before tails were stripped of colour
+
+        tail = strip_ansi(record.stderr_tail).strip().splitlines()[-10:]
         print("\nstderr tail:\n" + "\n".join(f"  {line}" for line in tail))
     return OK

@@ -47,6 +47,9 @@ class ReleaseReport:
     fidelity: list[dict[str, Any]] = field(default_factory=list)
     latency: list[dict[str, Any]] = field(default_factory=list)
     wall_s: float = 0.0
+    #: for the HTML report: the suite's session records and the latency cases' samples
+    records: list[Any] = field(default_factory=list)
+    latency_cases: list[Any] = field(default_factory=list)
 
     @property
     def breaking(self) -> list[str]:
@@ -263,6 +266,7 @@ def validate(
     _progress(f"contracts: {len(scenarios)} scenario(s) on the real binary")
     runs = run_many(scenarios, ["real"], codex=binary)
     report.checks = [c for r in runs for c in r.checks]
+    report.records = [r.record for r in runs if r.record is not None]
     for scenario in scenarios:
         _progress(f"fidelity: {scenario.name}")
         result = fidelity_diff(scenario, binary)
@@ -277,6 +281,7 @@ def validate(
             _progress(f"latency: {case} ({latency_samples} samples)")
             scenario = scenario_lookup.load_builtin(case)
             measured = run_case(scenario, "real", samples=latency_samples, warmups=1, settle_ms=100, codex=binary)
+            report.latency_cases.append(measured)
             for metric in ("interrupt_to_completed", "cancel_to_result"):
                 report.latency.append({"scenario": case, **measured.summary(metric)})
     report.wall_s = time.perf_counter() - started
@@ -317,7 +322,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"codex-harness validate-release: {note}", file=sys.stderr)
     (out / "report.json").write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
     (out / "report.md").write_text(render_markdown(report))
+    from harness.html.release import render_release
+
+    (out / "report.html").write_text(render_release(report, render_markdown(report)), encoding="utf-8")
     print(render_markdown(report), end="")
-    print(f"report: {out}/report.md, {out}/report.json")
+    print(f"report: {out}/report.md, {out}/report.json, {out}/report.html")
     print(f"RESULT: {report.result}")
     return OK if report.verdict == "ok" else FAILED

@@ -241,9 +241,7 @@ class _Builder:
             if run_row.kind == "msg" and run_row.count > 1:
                 span = (run_row.t_end - run_row.t) * 1000
                 run_row.label = f"{run_row.method} ×{run_row.count:,}"
-                run_row.detail = (
-                    f"{run_row.count:,} frames in {span:.1f} ms, lines {run_row.first + 1}–{run_row.last + 1}"
-                )
+                run_row.detail = f"in {span:,.1f} ms, wire lines {run_row.first + 1}–{run_row.last + 1}"
 
     def _append(self, row: Row, pos: int) -> None:
         self.rows.append(row)

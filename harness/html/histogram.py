@@ -9,9 +9,9 @@ from html import escape
 from harness.latency import percentiles
 
 WIDTH = 560
-HEIGHT = 240
+HEIGHT = 260
 BINS = 30
-_PAD_L, _PAD_R, _PAD_T, _PAD_B = 44, 16, 34, 40
+_PAD_L, _PAD_R, _PAD_T, _PAD_B = 44, 16, 50, 40
 MARKS = (("p50", "#2563eb"), ("p95", "#d97706"), ("p99", "#dc2626"), ("max", "#7c3aed"))
 
 
@@ -75,6 +75,6 @@ def histogram_svg(title: str, values_ms: Sequence[float], *, bins: int = BINS) -
             f"<title>{name} {v:.2f} ms</title></g>"
         )
     legend = "  ".join(f"{name} {stats[name]:.2f}" for name, _ in MARKS)
-    out.append(f'<text class="hlegend" x="{w - _PAD_R}" y="16" text-anchor="end">{escape(legend)} ms</text>')
+    out.append(f'<text class="hlegend" x="{_PAD_L}" y="32">{escape(legend)} ms</text>')
     out.append("</svg>")
     return "".join(out)

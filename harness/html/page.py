@@ -65,8 +65,9 @@ svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 DEFS = (
     '<svg width="0" height="0" style="position:absolute" aria-hidden="true"><defs>'
     + "".join(
-        f'<marker id="ah-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-        f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
+        f'<marker id="ah-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9" '
+        f'markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+        f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
         for name, colour in (
             ("blue", "#2563eb"),
             ("green", "#059669"),

@@ -100,7 +100,7 @@ def _row(diagram: Diagram, i: int, row: Row, lanes: dict[str, int], sid: str, wi
         frames = row.count if row.kind == "msg" else 0
         title = f"{row.label}\n{row.detail}\nwire line(s) {lines}" if row.first >= 0 else f"{row.label}\n{row.detail}"
         text = row.label
-        if row.detail and row.count == 1 and "request" not in row.css:
+        if row.detail and "request" not in row.css:
             text = f"{row.label}  {row.detail}"
         text = _clip(text, max(20, int(abs(x2 - x1) / CHAR_W)))
         parts.append(
@@ -109,8 +109,6 @@ def _row(diagram: Diagram, i: int, row: Row, lanes: dict[str, int], sid: str, wi
             f'<line x1="{x1 + step}" y1="{y}" x2="{x2 - step}" y2="{y}"/>'
             f'<text x="{(x1 + x2) // 2}" y="{top + 11}">{_e(text)}</text>'
         )
-        if row.count > 1:
-            parts.append(f'<text class="count" x="{x2 - step * 2}" y="{y + 4}">×{row.count:,}</text>')
         parts.append("</g>")
         parts.append(time)
     elif row.kind == "note":

@@ -1,0 +1,189 @@
+"""The HTML report without a browser: check locations, the versioned record, the diagram's collapsing and
+folding, self-containment, the histogram."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+
+from contracts.checks import Check, run_all
+from contracts.expect import Expect
+from contracts.record import ModelEntry, RecordFormatError, SessionRecord, WireEntry
+from harness.html import diagram, write_index_html
+from harness.html.histogram import histogram_svg
+from harness.html.report import render_index, render_session_page
+from harness.report import read_checks_json, write_checks_json
+
+DELTA = "item/agentMessage/delta"
+
+
+def _req(t: float, d: str, i: int, method: str, **params: object) -> WireEntry:
+    return WireEntry(t, d, frame={"id": i, "method": method, "params": dict(params)})  # type: ignore[arg-type]
+
+
+def _ans(t: float, d: str, i: int, result: object) -> WireEntry:
+    return WireEntry(t, d, frame={"id": i, "result": result})  # type: ignore[arg-type]
+
+
+def _note(t: float, d: str, method: str, **params: object) -> WireEntry:
+    return WireEntry(t, d, frame={"method": method, "params": dict(params)})  # type: ignore[arg-type]
+
+
+def _session(deltas: int = 3) -> list[WireEntry]:
+    wire = [
+        _req(0.0, "c2s", 1, "initialize", clientInfo={"name": "t", "version": "1"}),
+        _ans(0.001, "s2c", 1, {}),
+        _req(0.002, "c2s", 2, "turn/start", threadId="th", input=[{"type": "text", "text": "hi"}]),
+        _ans(0.003, "s2c", 2, {"turn": {"id": "tu", "status": "inProgress"}}),
+        _note(0.004, "s2c", "turn/started", threadId="th", turn={"id": "tu", "status": "inProgress"}),
+    ]
+    wire += [_note(0.005 + i * 1e-6, "s2c", DELTA, delta="x", itemId="m") for i in range(deltas)]
+    wire.append(_note(0.9, "s2c", "turn/completed", threadId="th", turn={"id": "tu", "status": "completed"}))
+    return wire
+
+
+def _record(wire: list[WireEntry], **meta: object) -> SessionRecord:
+    return SessionRecord("unit", "fake", Expect(), wire=wire, meta=dict(meta))
+
+
+# --- check locations -------------------------------------------------------------------------------
+
+
+def test_check_location_round_trips_and_old_checks_json_has_none(tmp_path: Path) -> None:
+    check = Check("s", "fake", "protocol", "n", "fail", "d", "", (3, 7))
+    assert Check.from_dict(check.to_dict()) == check
+    old = {k: v for k, v in check.to_dict().items() if k != "at"}
+    assert Check.from_dict(old).at == ()
+    assert Check.from_dict({**old, "at": ["x", -1, True, 4]}).at == (4,)
+    write_checks_json([check], tmp_path / "checks.json")
+    assert orjson.loads((tmp_path / "checks.json").read_bytes())[0]["at"] == [3, 7]
+    assert read_checks_json(tmp_path / "checks.json") == [check]
+
+
+def test_unanswered_server_request_points_at_its_line() -> None:
+    wire = _session(0)
+    wire.insert(5, _req(0.01, "s2c", 0, "item/commandExecution/requestApproval", itemId="c", threadId="th"))
+    checks = [c for c in run_all(_record(wire)) if c.contract == "protocol" and c.name == "server requests answered"]
+    assert checks[0].status == "fail"
+    assert checks[0].at == (6,)  # wire.jsonl line 6: the request nobody answered
+
+
+# --- the record format -----------------------------------------------------------------------------
+
+
+def test_model_traffic_saved_as_model_jsonl_and_loaded(tmp_path: Path) -> None:
+    record = _record(_session())
+    record.model = [
+        ModelEntry(0.003, "c2m", {"method": "POST", "path": "/v1/responses", "turn": 0, "response": 0, "status": 200}),
+        ModelEntry(0.004, "m2c", {"event": "response.output_text.delta"}),
+    ]
+    record.save(tmp_path / "r")
+    assert (tmp_path / "r" / "model.jsonl").is_file()
+    assert orjson.loads((tmp_path / "r" / "record.json").read_bytes())["format"] == 2
+    assert SessionRecord.load(tmp_path / "r").model == record.model
+
+
+def test_format_1_record_still_loads_and_a_newer_one_is_refused(tmp_path: Path) -> None:
+    record = _record(_session())
+    record.save(tmp_path / "r")
+    body = orjson.loads((tmp_path / "r" / "record.json").read_bytes())
+    (tmp_path / "r" / "record.json").write_bytes(orjson.dumps({**body, "format": 1}))
+    assert SessionRecord.load(tmp_path / "r").model == []
+    del body["format"]  # the very first records had no format field
+    (tmp_path / "r" / "record.json").write_bytes(orjson.dumps(body))
+    assert len(SessionRecord.load(tmp_path / "r").wire) == len(record.wire)
+    (tmp_path / "r" / "record.json").write_bytes(orjson.dumps({**body, "format": 99}))
+    with pytest.raises(RecordFormatError, match="format 99"):
+        SessionRecord.load(tmp_path / "r")
+
+
+# --- the diagram -----------------------------------------------------------------------------------
+
+
+def test_a_stream_of_deltas_is_one_arrow_with_its_count() -> None:
+    d = diagram.build(_record(_session(1000)))
+    runs = [r for r in d.rows if r.count > 1]
+    assert [(r.method, r.count) for r in runs] == [(DELTA, 1000)]
+    assert d.arrows == 7 and sum(r.frames for r in d.rows) == d.frames == 1006
+    assert [(p.start, p.end) for p in d.pairs] == [(0, 1), (2, 3)]
+
+
+def test_a_failed_check_splits_the_stream_at_its_frame() -> None:
+    record = _record(_session(10))
+    check = Check("unit", "fake", "schema", "server_frames_invalid", "fail", "bad", "", (9,))
+    d = diagram.build(record, [check])
+    counts = [r.count for r in d.rows if r.method == DELTA]
+    assert counts == [3, 1, 6]
+    marked = [r for r in d.rows if r.failed]
+    assert len(marked) == 1 and marked[0].first == 8 and "schema / server_frames_invalid" in marked[0].marks[0]
+
+
+def test_a_fault_is_drawn_after_the_frame_it_struck_at_and_ends_the_stream() -> None:
+    record = _record(_session(4), faults=[{"turn": 0, "kind": "crash", "at": "delta", "n": 2}])
+    d = diagram.build(record)
+    kinds = [(r.kind, r.count) for r in d.rows if r.kind == "fault" or r.method == DELTA]
+    assert kinds == [("msg", 2), ("fault", 0), ("msg", 2)]
+    fault = next(r for r in d.rows if r.kind == "fault")
+    assert "crash at delta #2" in fault.label and fault.first == 6
+
+
+def test_interrupt_interval_and_open_windows() -> None:
+    wire = _session(2)
+    wire.insert(-1, _req(0.5, "c2s", 3, "turn/interrupt", threadId="th", turnId="tu"))
+    wire.append(_req(1.0, "c2s", 4, "thread/read", threadId="th"))  # never answered
+    d = diagram.build(_record(wire))
+    assert len(d.intervals) == 1 and d.intervals[0].ms == pytest.approx(400.0)
+    assert any("thread/read #4" in w for w in d.open_at_end)
+    assert any(p.end is None for p in d.pairs)
+
+
+def test_a_long_session_folds_without_losing_a_frame() -> None:
+    wire = _session(0)
+    methods = ("thread/status/changed", "item/started", "item/completed", "thread/tokenUsage/updated")
+    wire[5:5] = [_note(0.01, "s2c", methods[i % 4], item={"id": str(i), "type": "x"}) for i in range(3000)]
+    d = diagram.build(_record(wire))
+    assert len(d.rows) <= diagram.MAX_ROWS
+    assert any(r.kind == "fold" for r in d.rows)
+    assert sum(r.frames for r in d.rows) == d.frames == len(wire)
+    assert any(r.label.startswith("turn/completed") for r in d.rows)  # the turn's end is kept
+
+
+def test_100k_deltas_render_as_one_arrow() -> None:
+    d = diagram.build(_record(_session(100_000)))
+    assert d.arrows == len(d.rows) == 7
+    page = render_session_page(_record(_session(100_000)), [])
+    assert len(page) < 100_000 and "×100,000" in page
+
+
+# --- pages -----------------------------------------------------------------------------------------
+
+
+def test_index_is_self_contained_and_links_down_the_page(tmp_path: Path) -> None:
+    record = _record(_session(5))
+    failed = Check("unit", "fake", "protocol", "x", "fail", "went wrong <b>", "", (6,))
+    html = render_index([failed, Check("unit", "fake", "usage", "y", "pass")], [record])
+    assert not re.search(r"""(src=|<link|@import|url\((?!#)|href=["']https?:)""", html)
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert 'href="#s-fake-unit-protocol"' in html and 'id="s-fake-unit-protocol"' in html
+    assert 'href="#s-fake-unit-L6"' in html and 'id="s-fake-unit-L6"' in html
+    assert "went wrong &lt;b&gt;" in html
+    assert "RESULT: FAIL" in html
+
+
+def test_write_index_html_loads_saved_records(tmp_path: Path) -> None:
+    record = _record(_session(2))
+    record.save(tmp_path / "sessions" / "fake" / "unit")
+    path = write_index_html(tmp_path, [Check("unit", "fake", "usage", "y", "pass")])
+    html = path.read_text()
+    assert path == tmp_path / "index.html" and 'id="s-fake-unit"' in html
+    assert 'href="sessions/fake/unit/wire.jsonl"' in html
+
+
+def test_histogram_marks_the_percentiles() -> None:
+    svg = histogram_svg("t", [float(i) for i in range(1, 101)])
+    for name, value in (("p50", "50.00"), ("p95", "95.00"), ("p99", "99.00"), ("max", "100.00")):
+        assert f"<title>{name} {value} ms</title>" in svg
+    assert "no samples" in histogram_svg("t", [])
