@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from contracts.expect import Expect
+from contracts.faults import FAULT_DEFAULT_POINT as FAULT_DEFAULT_POINT  # re-exported
+from contracts.faults import FAULT_KINDS, fake_only
+from contracts.faults import FAULT_POINTS as FAULT_POINTS  # re-exported
 
 TARGETS: tuple[str, ...] = ("fake", "fake-process", "real")
 DEFAULT_INPUT = "Say hello"
@@ -107,70 +110,8 @@ class ModelResponse:
 
 # --- faults -----------------------------------------------------------------------------------
 
-#: Points of the timeline a fault can attach to. ``n`` counts occurrences within the turn (1-based).
-FAULT_POINTS: tuple[str, ...] = (
-    "initialize",  # when the initialize request arrives
-    "start",  # right after turn/started
-    "delta",  # after the n-th message delta of the turn
-    "item_started",  # after the n-th item/started of the turn
-    "approval_pending",  # once the n-th approval request of the turn is sent
-    "usage",  # at the n-th usage notification of the turn
-    "interrupt",  # when turn/interrupt arrives
-    "end",  # where the turn would end (before thread/status idle + turn/completed)
-    "after_end",  # after turn/completed
-)
-
-#: Fault kinds with their parameters (name -> default). ``None`` default: required.
-FAULT_KINDS: dict[str, dict[str, Any]] = {
-    "delayed_completion": {"delay_ms": None},
-    "completion_after_interrupt": {"delay_ms": 0, "never": False},
-    "interrupt_ignored": {},
-    "interrupt_answer_missing": {},
-    "duplicate_usage": {"count": 1},
-    "replay_usage": {"count": 1},
-    "drop_turn_completed": {},
-    "crash": {"exit_code": 1, "mid_line": False},
-    "hang": {},
-    "stdout_closed": {},
-    "grandchild_holds_stdout": {"hold_ms": 30000},
-    "garbage_lines": {"count": 3, "text": "this is not JSON"},
-    "oversized_line": {"size": 40 * 1024 * 1024},
-    "invalid_utf8": {"count": 1},
-    "stderr_flood": {"bytes": 1024 * 1024},
-    "unknown_notification": {"method": "x/unknownNotification", "count": 1},
-    "unknown_server_request": {"method": "x/unknownRequest"},
-    "resolved_order": {"order": "after"},  # before | after | never, relative to turn/completed
-    "late_events": {"count": 2},
-    "duplicate_response_id": {},
-    "overload": {"count": 1},
-    "trace_unclosed_tool": {},
-}
-
-#: Default point per fault kind when the file gives none.
-FAULT_DEFAULT_POINT: dict[str, str] = {
-    "delayed_completion": "end",
-    "completion_after_interrupt": "interrupt",
-    "interrupt_ignored": "interrupt",
-    "interrupt_answer_missing": "interrupt",
-    "duplicate_usage": "usage",
-    "replay_usage": "usage",
-    "drop_turn_completed": "end",
-    "crash": "delta",
-    "hang": "start",
-    "stdout_closed": "start",
-    "grandchild_holds_stdout": "start",
-    "garbage_lines": "start",
-    "oversized_line": "start",
-    "invalid_utf8": "start",
-    "stderr_flood": "start",
-    "unknown_notification": "start",
-    "unknown_server_request": "start",
-    "resolved_order": "interrupt",
-    "late_events": "after_end",
-    "duplicate_response_id": "start",
-    "overload": "start",
-    "trace_unclosed_tool": "interrupt",
-}
+#: Points, kinds, their parameters and bounds: one table, :mod:`contracts.faults` (re-exported here).
+#: ``n`` counts occurrences of a point within the turn (1-based).
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +181,39 @@ class ClientAction:
     text: str = DEFAULT_STEER_TEXT
 
 
+#: When a probe step runs: ``start`` before the handshake, ``thread`` after it (initialize, initialized,
+#: thread/start; with ``handshake = false`` the same moment as ``start``), ``end`` after the last turn.
+PROBE_POINTS: tuple[str, ...] = ("start", "thread", "end")
+#: A probe param value that stands for the session's thread id (the handshake's, or the last a probe started).
+THREAD_PLACEHOLDER = "${thread}"
+MAX_PROBES = 200
+MAX_PROBE_LINE_BYTES = 64 * 1024
+MAX_PROBE_WAIT_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class ClientProbe:
+    """One step the client takes outside its normal conversation, to see how the server answers.
+
+    Exactly one of: ``send`` (a request: its method, with ``params``, None: no ``params`` key; the
+    client waits for the answer, an error answer is what the probe is for), ``raw`` (one line written
+    verbatim, a newline added; a line that parses as a request waits for the answer with its id),
+    ``close_stdin`` (the server's stdin closed; the client waits for its exit). ``wait_ms``: time left
+    to the server after the step (a line no one answers).
+    """
+
+    at: str = "thread"
+    send: str | None = None
+    params: dict[str, Any] | None = None
+    raw: str | None = None
+    close_stdin: bool = False
+    wait_ms: int = 0
+
+    @property
+    def kind(self) -> str:
+        return "send" if self.send is not None else "raw" if self.raw is not None else "close_stdin"
+
+
 @dataclass(frozen=True, slots=True)
 class ClientPlan:
     approval: str = "accept"  # default decision for every approval request
@@ -251,6 +225,11 @@ class ClientPlan:
     teardown_ms: int = 3000
     experimental_api: bool = False
     opt_out: tuple[str, ...] = ()
+    handshake: bool = True  # false: the client sends nothing of its own; the probes do it all
+    probes: tuple[ClientProbe, ...] = ()
+
+    def probes_at(self, at: str) -> tuple[ClientProbe, ...]:
+        return tuple(p for p in self.probes if p.at == at)
 
     def decision(self, index: int) -> str:
         """The decision for the ``index``-th (0-based) approval request of the session."""
@@ -290,15 +269,15 @@ class Scenario:
 
     @property
     def fake_only(self) -> bool:
-        """Faults only a fake can produce: the real target skips the scenario."""
-        return bool(self.faults)
+        """Faults only a fake can produce (the registry's flag): the real target skips the scenario."""
+        return any(fake_only(f.kind) for f in self.faults)
 
     def supports(self, target: str) -> tuple[bool, str]:
         """Whether the scenario runs on ``target``, and the reason when it does not."""
         if target not in self.targets:
             return False, f"scenario {self.name} declares targets {', '.join(self.targets)}"
         if target == "real" and self.fake_only:
-            kinds = ", ".join(sorted({f.kind for f in self.faults}))
+            kinds = ", ".join(sorted({f.kind for f in self.faults if fake_only(f.kind)}))
             return False, f"fault {kinds} can only be produced by the fake app-server"
         return True, ""
 

@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 
 import tomli_w
 
+from contracts import scenario_rules
 from contracts.expect import RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
+from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 from contracts.scenario import (
     ACTION_TRIGGERS,
     ACTIONS,
@@ -21,13 +23,15 @@ from contracts.scenario import (
     DEFAULT_INPUT,
     DEFAULT_JUSTIFICATION,
     DEFAULT_STEER_TEXT,
-    FAULT_DEFAULT_POINT,
-    FAULT_KINDS,
-    FAULT_POINTS,
+    MAX_PROBE_LINE_BYTES,
+    MAX_PROBE_WAIT_MS,
+    MAX_PROBES,
+    PROBE_POINTS,
     RESPONSE_ENDS,
     TARGETS,
     ClientAction,
     ClientPlan,
+    ClientProbe,
     CommandItem,
     Fault,
     FileChangeItem,
@@ -43,6 +47,12 @@ from contracts.scenario import (
 from contracts.usage import UsageBuckets
 
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024
+#: The bound of an integer with no bound of its own (token counts): far above any real count.
+MAX_INT = 10**12
+#: Split a text into at most this many deltas (``chunks``); a file's size bounds explicit ``deltas``.
+MAX_CHUNKS = 100_000
+#: Reconnects of a cut stream (``[config] stream_max_retries``).
+MAX_RETRIES = 100
 T = TypeVar("T")
 
 
@@ -81,12 +91,14 @@ class _Reader:
             raise self.error(name, expected, value)
         return value
 
-    def int(self, name: str, default: int | None, minimum: int = 0) -> int:
-        value = self.get(name, int, default, f"an integer >= {minimum}")
+    def int(self, name: str, default: int | None, minimum: int = 0, maximum: int = MAX_INT) -> int:
+        """An integer in ``[minimum, maximum]``: every number a file gives is bounded (docs/scenarios.md)."""
+        expected = f"an integer between {minimum} and {maximum}"
+        value = self.get(name, int, default, expected)
         if value is None:
-            raise self.error(name, f"an integer >= {minimum} (required)")
-        if value < minimum:
-            raise self.error(name, f"an integer >= {minimum}", value)
+            raise self.error(name, f"{expected} (required)")
+        if not minimum <= value <= maximum:
+            raise self.error(name, expected, value)
         return value
 
     def str(self, name: str, default: str | None, choices: tuple[str, ...] | None = None) -> str:
@@ -146,7 +158,7 @@ def _deltas(r: _Reader, text: str) -> tuple[str, ...]:
         if "".join(deltas) != text:
             raise r.error("deltas", "strings that join to `text`", deltas)
         return deltas
-    return split_text(text, r.int("chunks", 1, minimum=1))
+    return split_text(text, r.int("chunks", 1, minimum=1, maximum=MAX_CHUNKS))
 
 
 def _item(r: _Reader) -> ModelItem:
@@ -154,10 +166,12 @@ def _item(r: _Reader) -> ModelItem:
     item: ModelItem
     if kind == "message":
         text = r.str("text", None)
-        item = MessageItem(text, _deltas(r, text), r.int("delay_ms", 0), r.get("id", str, None, "a string"))
+        delay = r.int("delay_ms", 0, maximum=MAX_DELAY_MS)
+        item = MessageItem(text, _deltas(r, text), delay, r.get("id", str, None, "a string"))
     elif kind == "reasoning":
         text = r.str("summary", None)
-        item = ReasoningItem(text, _deltas(r, text), r.int("delay_ms", 0), r.get("id", str, None, "a string"))
+        delay = r.int("delay_ms", 0, maximum=MAX_DELAY_MS)
+        item = ReasoningItem(text, _deltas(r, text), delay, r.get("id", str, None, "a string"))
     elif kind == "command":
         item = CommandItem(
             command=r.str("command", None),
@@ -165,8 +179,8 @@ def _item(r: _Reader) -> ModelItem:
             approval=r.bool("approval", False),
             justification=r.str("justification", DEFAULT_JUSTIFICATION),
             output=r.str("output", ""),
-            exit_code=r.int("exit_code", 0, minimum=-255),
-            duration_ms=r.int("duration_ms", 0),
+            exit_code=r.int("exit_code", 0, minimum=-255, maximum=255),
+            duration_ms=r.int("duration_ms", 0, maximum=MAX_DELAY_MS),
         )
     else:
         item = FileChangeItem(
@@ -199,29 +213,21 @@ def _response(r: _Reader) -> ModelResponse:
         usage=_usage(r, "usage"),
         end=r.str("end", "completed", RESPONSE_ENDS),  # type: ignore[arg-type]
         error=r.str("error", "model error"),
-        http_status=r.int("http_status", 500, minimum=100),
+        http_status=r.int("http_status", 500, minimum=100, maximum=599),
     )
     r.done()
     return response
 
 
 def _fault(r: _Reader) -> Fault:
-    kind = r.str("kind", None, tuple(FAULT_KINDS))
-    at = r.str("at", FAULT_DEFAULT_POINT[kind], FAULT_POINTS)
-    n = r.int("n", 1, minimum=1)
-    params: dict[str, Any] = {}
-    for name, default in FAULT_KINDS[kind].items():
-        if name in r.data:
-            value = r.data[name]
-            r.used.add(name)
-            expected_type = type(default) if default is not None else int
-            if isinstance(value, bool) != (expected_type is bool) or not isinstance(value, expected_type):
-                raise r.error(name, f"a {expected_type.__name__} for fault {kind}", value)
-            params[name] = value
-        elif default is None:
-            raise r.error(name, f"a value (required by fault {kind})")
-    r.done()
-    return Fault(kind, at, n, params)
+    """One ``[[turns.faults]]`` table, checked against the fault registry (kinds, points, bounds)."""
+    r.used.update(r.data)  # the registry names unknown keys itself
+    params = {k: v for k, v in r.data.items() if k not in ("kind", "at", "n")}
+    try:
+        kind, at, n, checked = check_fault(r.data.get("kind"), r.data.get("at"), r.data.get("n", 1), params)
+    except FaultProblem as exc:
+        raise r.error(exc.key, exc.expected, exc.got) from None
+    return Fault(kind, at, n, checked)
 
 
 def _turn(r: _Reader) -> TurnScript:
@@ -238,11 +244,11 @@ def _client(r: _Reader) -> ClientPlan:
     actions = []
     for a in r.tables("actions"):
         action = ClientAction(
-            turn=a.int("turn", 1, minimum=1),
+            turn=a.int("turn", 1, minimum=1, maximum=MAX_OCCURRENCE),
             do=a.str("do", None, ACTIONS),  # type: ignore[arg-type]
             at=a.str("at", "started", ACTION_TRIGGERS),
-            n=a.int("n", 1, minimum=1),
-            delay_ms=a.int("delay_ms", 0),
+            n=a.int("n", 1, minimum=1, maximum=MAX_OCCURRENCE),
+            delay_ms=a.int("delay_ms", 0, maximum=MAX_DELAY_MS),
             text=a.str("text", DEFAULT_STEER_TEXT),
         )
         a.done()
@@ -251,15 +257,50 @@ def _client(r: _Reader) -> ClientPlan:
         approval=r.str("approval", "accept", DECISIONS),
         approvals=r.strs("approvals", DECISIONS),
         actions=tuple(actions),
-        interrupt_budget_ms=r.int("interrupt_budget_ms", 2000, minimum=1),
-        request_timeout_ms=r.int("request_timeout_ms", 30000, minimum=1),
-        turn_timeout_ms=r.int("turn_timeout_ms", 60000, minimum=1),
-        teardown_ms=r.int("teardown_ms", 3000, minimum=1),
+        interrupt_budget_ms=r.int("interrupt_budget_ms", 2000, minimum=1, maximum=MAX_DELAY_MS),
+        request_timeout_ms=r.int("request_timeout_ms", 30000, minimum=1, maximum=MAX_DELAY_MS),
+        turn_timeout_ms=r.int("turn_timeout_ms", 60000, minimum=1, maximum=MAX_DELAY_MS),
+        teardown_ms=r.int("teardown_ms", 3000, minimum=1, maximum=MAX_DELAY_MS),
         experimental_api=r.bool("experimental_api", False),
         opt_out=r.strs("opt_out"),
+        handshake=r.bool("handshake", True),
+        probes=tuple(_probe(p) for p in r.tables("probe")),
     )
     r.done()
+    if len(plan.probes) > MAX_PROBES:
+        raise r.error("probe", f"at most {MAX_PROBES} [[client.probe]] steps", len(plan.probes))
     return plan
+
+
+def _probe(r: _Reader) -> ClientProbe:
+    """One ``[[client.probe]]`` step: exactly one of ``send``, ``raw``, ``close_stdin``."""
+    given = [k for k in ("send", "raw", "close_stdin") if k in r.data]
+    if len(given) != 1:
+        raise r.error("send", "exactly one of send, raw, close_stdin", ", ".join(given) or None)
+    params = r.get("params", dict, None, "a table (the request's params)")
+    if params is not None and "send" not in r.data:
+        raise r.error("params", "params only with send")
+    probe = ClientProbe(
+        at=r.str("at", "thread", PROBE_POINTS),
+        send=r.get("send", str, None, "a method name"),
+        params=params,
+        raw=r.get("raw", str, None, "one line of text"),
+        close_stdin=r.bool("close_stdin", False),
+        wait_ms=r.int("wait_ms", 0),
+    )
+    r.done()
+    if probe.send is not None and not probe.send:
+        raise r.error("send", "a method name", probe.send)
+    if "close_stdin" in r.data and not probe.close_stdin:
+        raise r.error("close_stdin", "true (leave the step out otherwise)", False)
+    if probe.raw is not None:
+        if "\n" in probe.raw or "\r" in probe.raw:
+            raise r.error("raw", "one line (no line break; the client adds the newline)", probe.raw)
+        if len(probe.raw.encode()) > MAX_PROBE_LINE_BYTES:
+            raise r.error("raw", f"at most {MAX_PROBE_LINE_BYTES} bytes", len(probe.raw.encode()))
+    if probe.wait_ms > MAX_PROBE_WAIT_MS:
+        raise r.error("wait_ms", f"an integer between 0 and {MAX_PROBE_WAIT_MS}", probe.wait_ms)
+    return probe
 
 
 def _expect(r: _Reader) -> Expect:
@@ -304,7 +345,7 @@ def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
     config = ServerConfig(
         approval_policy=r.str("approval_policy", "on-request" if needs_approval else "never"),
         sandbox=r.str("sandbox", "read-only", ("read-only", "workspace-write", "danger-full-access")),
-        stream_max_retries=r.int("stream_max_retries", 0),
+        stream_max_retries=r.int("stream_max_retries", 0, maximum=MAX_RETRIES),
         model=r.str("model", "mock-model"),
     )
     r.done()
@@ -317,10 +358,17 @@ def loads(text: str, source: str = "<scenario>", name: str | None = None) -> Sce
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(source, "(file)", "valid TOML", str(exc)) from None
+    except RecursionError:  # tomllib recurses per nested inline array or table
+        limit = scenario_rules.MAX_DEPTH
+        raise ScenarioError(source, "(file)", f"tables and arrays nested at most {limit} deep") from None
+    try:
+        scenario_rules.check_depth(data)
+    except scenario_rules.RuleBroken as exc:
+        raise ScenarioError(source, exc.key, exc.expected) from None
     r = _Reader(source, data, "")
     turns = tuple(_turn(t) for t in r.tables("turns"))
-    if not turns:
-        raise r.error("turns", "at least one [[turns]] table")
+    if not turns and not _has_probes(data):
+        raise r.error("turns", "at least one [[turns]] table (or [[client.probe]] steps)")
     scenario = Scenario(
         name=r.str("name", name or Path(source).stem),
         description=r.str("description", None),
@@ -333,10 +381,35 @@ def loads(text: str, source: str = "<scenario>", name: str | None = None) -> Sce
     )
     r.done()
     _check_consistency(scenario, source)
+    try:
+        scenario_rules.check(scenario)
+    except scenario_rules.RuleBroken as exc:
+        raise ScenarioError(source, exc.key, exc.expected, exc.got) from None
     return scenario
 
 
+def _has_probes(data: dict[str, Any]) -> bool:
+    client = data.get("client")
+    return isinstance(client, dict) and bool(client.get("probe"))
+
+
+def _check_probes(s: Scenario, source: str) -> None:
+    plan = s.client
+    if not plan.handshake and s.turns:
+        raise ScenarioError(source, "client.handshake", "true when the scenario has [[turns]] (a turn needs a thread)")
+    closing = [i for i, p in enumerate(plan.probes) if p.close_stdin]
+    if not closing:
+        return
+    i = closing[0]
+    later_point = PROBE_POINTS.index(plan.probes[i].at)
+    if i != len(plan.probes) - 1 or any(PROBE_POINTS.index(p.at) > later_point for p in plan.probes):
+        raise ScenarioError(source, f"client.probe[{i}].close_stdin", "the last step (nothing can be sent after it)")
+    if s.turns and plan.probes[i].at != "end":
+        raise ScenarioError(source, f"client.probe[{i}].at", 'end (turns follow; nothing can be sent after it)')
+
+
 def _check_consistency(s: Scenario, source: str) -> None:
+    _check_probes(s, source)
     for i, action in enumerate(s.client.actions):
         if action.turn > len(s.turns):
             raise ScenarioError(
@@ -419,12 +492,21 @@ def to_dict(s: Scenario) -> dict[str, Any]:
     if config := _nondefault(s.config):
         data["config"] = config
     data["turns"] = turns
-    client = _nondefault(s.client, ("actions",))
+    client = _nondefault(s.client, ("actions", "probes"))
     if s.client.actions:
         client["actions"] = [_nondefault(a) | {"turn": a.turn, "do": a.do} for a in s.client.actions]
+    if s.client.probes:
+        client["probe"] = [_probe_dict(p) for p in s.client.probes]
     if client:
         data["client"] = client
     data["expect"] = s.expect.to_dict()
+    return data
+
+
+def _probe_dict(p: ClientProbe) -> dict[str, Any]:
+    data = _nondefault(p, ("params",)) | {"at": p.at}
+    if p.params is not None:  # an empty table is a request with empty params, not one without
+        data["params"] = p.params
     return data
 
 

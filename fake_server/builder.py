@@ -22,6 +22,7 @@ from typing import Any
 
 from contracts import scenario_file
 from contracts.expect import RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
+from contracts.faults import FaultProblem, check_fault
 from contracts.scenario import (
     ACTION_TRIGGERS,
     ACTIONS,
@@ -29,9 +30,6 @@ from contracts.scenario import (
     DEFAULT_INPUT,
     DEFAULT_JUSTIFICATION,
     DEFAULT_STEER_TEXT,
-    FAULT_DEFAULT_POINT,
-    FAULT_KINDS,
-    FAULT_POINTS,
     RESPONSE_ENDS,
     TARGETS,
     ClientAction,
@@ -138,24 +136,12 @@ def response(
 
 
 def fault(kind: str, at: str | None = None, n: int = 1, **params: Any) -> Fault:
-    if kind not in FAULT_KINDS:
-        raise _err("fault.kind", f"one of {', '.join(FAULT_KINDS)}", kind)
-    point = at or FAULT_DEFAULT_POINT[kind]
-    if point not in FAULT_POINTS:
-        raise _err("fault.at", f"one of {', '.join(FAULT_POINTS)}", point)
-    if n < 1:
-        raise _err("fault.n", "an integer >= 1", n)
-    for name, value in params.items():
-        if name not in FAULT_KINDS[kind]:
-            raise _err(f"fault.{name}", f"a parameter of fault {kind} ({', '.join(FAULT_KINDS[kind]) or 'none'})")
-        default = FAULT_KINDS[kind][name]
-        expected = type(default) if default is not None else int
-        if isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
-            raise _err(f"fault.{name}", f"a {expected.__name__} for fault {kind}", value)
-    for name, default in FAULT_KINDS[kind].items():
-        if default is None and name not in params:
-            raise _err(f"fault.{name}", f"a value (required by fault {kind})")
-    return Fault(kind, point, n, dict(params))
+    """One fault, checked against the fault registry (:mod:`contracts.faults`)."""
+    try:
+        kind, point, n, checked = check_fault(kind, at, n, params)
+    except FaultProblem as exc:
+        raise _err(f"fault.{exc.key}", exc.expected, exc.got) from None
+    return Fault(kind, point, n, checked)
 
 
 def turn(*responses: ModelResponse, input: str = DEFAULT_INPUT, faults: Iterable[Fault] = ()) -> TurnScript:

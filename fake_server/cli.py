@@ -27,8 +27,9 @@ import trio
 from contracts.argparsing import ArgumentParser
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
+from fake_server import ledger
 from fake_server.catalogue import resolve
-from fake_server.effects import TraceEvent
+from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
 from fake_server.recording import RECORD_ENV, Recorder, RecordingIo, open_recorder
 from fake_server.runtime import run_engine
@@ -92,6 +93,11 @@ class _StdioIo:
     def trace(self, event: TraceEvent) -> None:
         if self.trace_writer is not None:
             self.trace_writer.on_event(event)
+
+    def fault_struck(self, effect: FaultStruck) -> None:
+        path = os.environ.get(ledger.FAULT_LEDGER_ENV)
+        if path:
+            ledger.append(path, effect)
 
 
 async def serve_stdio(scenario: Scenario, recorder: Recorder | None = None) -> tuple[int, bool]:

@@ -61,4 +61,18 @@ class TraceEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-Effect: TypeAlias = Send | SendBytes | Wake | WriteStderr | CloseStdout | Exit | SpawnGrandchild | TraceEvent
+@dataclass(frozen=True, slots=True)
+class FaultStruck:
+    """A scripted fault struck: turn ``turn`` (0-based), its ``index``-th fault (the scenario check
+    ``fault_not_struck`` compares these with the scenario's faults)."""
+
+    turn: int
+    index: int
+    kind: str
+    at: str
+    n: int
+
+
+Effect: TypeAlias = (
+    Send | SendBytes | Wake | WriteStderr | CloseStdout | Exit | SpawnGrandchild | TraceEvent | FaultStruck
+)

@@ -24,7 +24,7 @@ import trio
 
 from contracts.scenario import Scenario
 from contracts.transport import TransportClosed
-from fake_server.effects import TraceEvent
+from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
 from fake_server.runtime import default_clock_ms, run_engine
 from fake_server.server_trace import ServerTrace
@@ -57,6 +57,7 @@ class InProcessServer:
         self._trace = ServerTrace(trace_root) if trace_root is not None else None
         self.crashed = False
         self.grandchild_released = trio.Event()
+        self.faults_struck: list[FaultStruck] = []
 
     # --- Transport ----------------------------------------------------------------------------
 
@@ -148,6 +149,9 @@ class InProcessServer:
     def trace(self, event: TraceEvent) -> None:
         if self._trace is not None:
             self._trace.on_event(event)
+
+    def fault_struck(self, effect: FaultStruck) -> None:
+        self.faults_struck.append(effect)
 
     def _close_stdout_now(self) -> None:
         if not self._stdout_closed:

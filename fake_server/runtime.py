@@ -21,6 +21,7 @@ from fake_server.effects import (
     CloseStdout,
     Effect,
     Exit,
+    FaultStruck,
     Send,
     SendBytes,
     SpawnGrandchild,
@@ -58,6 +59,9 @@ class Io(Protocol):
     async def spawn_grandchild(self, hold_ms: int) -> None: ...
 
     def trace(self, event: TraceEvent) -> None: ...
+
+    def fault_struck(self, effect: FaultStruck) -> None:
+        """A scripted fault struck (for the harness's ``fault_not_struck`` check)."""
 
 
 @dataclass(slots=True)
@@ -99,6 +103,8 @@ async def run_engine(
                 await io.spawn_grandchild(effect.hold_ms)
             elif isinstance(effect, TraceEvent):
                 io.trace(effect)
+            elif isinstance(effect, FaultStruck):
+                io.fault_struck(effect)
             elif isinstance(effect, Exit):
                 return Outcome(effect.code, effect.crash)
         if batch:

@@ -69,6 +69,8 @@ class TurnRun:
     index: int  # 0-based over the session: which scenario turn it plays
     script: TurnScript
     started_ms: int
+    max_retries: int = 0  # [config] stream_max_retries: reconnects a cut stream gets
+    experimental: bool = False  # the client asked for experimentalApi (thread/readState/changed)
     program: Program | None = None
     timer: int | None = None  # token of the pending wake, if any
     answers: deque[Answer] = field(default_factory=deque)

@@ -1,60 +1,42 @@
 """Turn programs: what a 0.171.0 turn sends, in its real order, driven by the scenario's model script.
 
-A program is a generator that emits frames through the engine and yields waits (scripted sleeps,
-the next approval answer). Interrupts and steers are handled outside the program: they close it,
-which leaves open items open exactly as the real server does.
+A program is a generator that emits frames through the :class:`~fake_server.outbox.Outbox` and
+yields waits (scripted sleeps, the next approval answer); :mod:`fake_server.programs` drives it.
+Interrupts and steers are handled outside the program: they close it, which leaves open items open
+exactly as the real server does. Faults strike through :func:`fake_server.faults.strike` at the
+points the registry names.
 """
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from contracts.messages import ErrorResponse, JsonId, Request, Response
-from contracts.scenario import CommandItem, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
-from fake_server import faults, shapes, sse
+from contracts.messages import ErrorResponse, JsonId, Response
+from contracts.scenario import CommandItem, Fault, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
+from fake_server import programs, shapes, sse
+from fake_server.faults import strike
+from fake_server.outbox import Outbox
 from fake_server.state import Answer, NextAnswer, Program, Sleep, ThreadState, Tool, ToolFinished, TurnRun
 
 _ROOT = PurePosixPath("/")  # messages and reasoning carry no workdir
-
-if TYPE_CHECKING:
-    from fake_server.engine import Engine
-
 ACCEPTING = ("accept", "acceptForSession")
 
 
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _point(engine: Engine, run: TurnRun, point: str) -> Program:
-    """Faults at ``point``: instant ones strike now; a delayed completion sleeps here."""
-    for fault in engine.fault(run, point):
-        if fault.kind == "delayed_completion":
-            yield Sleep(int(fault.param("delay_ms")))
-        elif fault.kind == "drop_turn_completed":
-            run.drop_completed = True
-        elif fault.kind == "trace_unclosed_tool":
-            run.trace_bug = True
-        elif fault.kind in ("duplicate_usage", "replay_usage"):
-            faults.apply_instant(engine, run, fault)
-        elif fault.kind not in faults.COURSE_KINDS:
-            faults.apply_instant(engine, run, fault)
+def _point(box: Outbox, run: TurnRun, point: str) -> Program:
+    """A point inside the program: its faults strike; a delay they ask for is waited here."""
+    struck = strike(box, point, run)
+    if struck.sleep_ms:
+        yield Sleep(struck.sleep_ms)
 
 
-def _instant_point(engine: Engine, run: TurnRun, point: str) -> None:
-    for fault in engine.fault(run, point):
-        if fault.kind == "drop_turn_completed":
-            run.drop_completed = True
-        elif fault.kind == "trace_unclosed_tool":
-            run.trace_bug = True
-        elif fault.kind not in faults.COURSE_KINDS or fault.kind in ("duplicate_usage", "replay_usage"):
-            faults.apply_instant(engine, run, fault)
-
-
-def set_status(engine: Engine, thread: ThreadState, status: dict[str, Any]) -> None:
+def set_status(box: Outbox, thread: ThreadState, status: dict[str, Any]) -> None:
     if thread.status != status:
         thread.status = status
-        engine.notify("thread/status/changed", {"threadId": thread.thread_id, "status": status})
+        box.notify("thread/status/changed", {"threadId": thread.thread_id, "status": status})
 
 
 def _active_status(run: TurnRun) -> dict[str, Any]:
@@ -65,263 +47,269 @@ def _ids(run: TurnRun) -> dict[str, str]:
     return {"threadId": run.thread_id, "turnId": run.turn_id}
 
 
-def _item_started(engine: Engine, run: TurnRun, item: dict[str, Any]) -> None:
+def _item_started(box: Outbox, run: TurnRun, item: dict[str, Any]) -> None:
     run.open_items.append(item["id"])
-    engine.notify("item/started", {"item": item, **_ids(run), "startedAtMs": item.get("startedAtMs", engine.now_ms)})
+    box.notify("item/started", {"item": item, **_ids(run), "startedAtMs": item.get("startedAtMs", box.now_ms)})
 
 
-def _item_completed(engine: Engine, run: TurnRun, item: dict[str, Any]) -> None:
+def _item_completed(box: Outbox, run: TurnRun, item: dict[str, Any]) -> None:
     if item["id"] in run.open_items:
         run.open_items.remove(item["id"])
-    engine.notify(
-        "item/completed", {"item": item, **_ids(run), "contentTokenCount": None, "completedAtMs": engine.now_ms}
+    box.notify("item/completed", {"item": item, **_ids(run), "contentTokenCount": None, "completedAtMs": box.now_ms})
+
+
+def _usage_notification(box: Outbox, thread: ThreadState, run: TurnRun, usage: Usage) -> dict[str, Any]:
+    t = thread.total = Usage(
+        thread.total.input + usage.input,
+        thread.total.cached + usage.cached,
+        thread.total.output + usage.output,
+        thread.total.reasoning + usage.reasoning,
     )
+    params = {
+        **_ids(run),
+        "tokenUsage": {
+            "total": shapes.token_breakdown(t.input, t.cached, t.output, t.reasoning),
+            "last": shapes.token_breakdown(usage.input, usage.cached, usage.output, usage.reasoning),
+            "modelContextWindow": shapes.CONTEXT_WINDOW,
+        },
+    }
+    frame = box.notify("thread/tokenUsage/updated", params)
+    thread.usage_frames.append(frame)
+    run.usage_frames.append(frame)
+    return frame
 
 
-def emit_usage(engine: Engine, thread: ThreadState, run: TurnRun, usage: Usage) -> None:
-    frame = engine.usage_notification(thread, run, usage)
-    for fault in engine.fault(run, "usage"):
-        if fault.kind == "duplicate_usage":
-            for _ in range(int(fault.param("count"))):
-                engine.send_frame(frame)
-        elif fault.kind == "replay_usage":
-            earlier = [f for f in thread.usage_frames if f["params"]["turnId"] != run.turn_id]
-            replayed = earlier[-1] if earlier else frame
-            for _ in range(int(fault.param("count"))):
-                engine.send_frame(replayed)
-        elif fault.kind == "drop_turn_completed":
-            run.drop_completed = True
-        elif fault.kind not in faults.COURSE_KINDS:
-            faults.apply_instant(engine, run, fault)
-    engine.notify("account/rateLimits/updated", shapes.rate_limits())
+def emit_usage(box: Outbox, thread: ThreadState, run: TurnRun, usage: Usage) -> None:
+    frame = _usage_notification(box, thread, run, usage)
+    strike(box, "usage", run, thread=thread, frame=frame)
+    box.notify("account/rateLimits/updated", shapes.rate_limits())
 
 
-def user_message(engine: Engine, run: TurnRun, text: str) -> None:
-    item_id = engine.ids.uuid7(engine.now_ms)
-    now = engine.now_ms
-    _item_started(engine, run, shapes.user_message_item(item_id, text, now, None))
+def user_message(box: Outbox, run: TurnRun, text: str) -> None:
+    item_id = box.ids.uuid7(box.now_ms)
+    now = box.now_ms
+    _item_started(box, run, shapes.user_message_item(item_id, text, now, None))
     done = shapes.user_message_item(item_id, text, now, now)
-    _item_completed(engine, run, done)
+    _item_completed(box, run, done)
     run.history_items.append(done)
+
+
+def _abandon_pending(box: Outbox, run: TurnRun, *, traced: bool = False) -> list[Tool]:
+    """Approvals still pending are abandoned (their answers will be late); ``traced``: the trace
+    records each pending tool as aborted (or leaks it under ``trace_unclosed_tool``)."""
+    pending = [t for t in run.tools if t.request_id is not None and not t.answered and not t.done]
+    for tool in pending:
+        tool.answered = True
+        box.abandon_request(tool.request_id)  # type: ignore[arg-type]
+        if traced:
+            box.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not run.trace_bug)
+    return pending
+
+
+def _resolved(box: Outbox, run: TurnRun, tools: list[Tool]) -> None:
+    for tool in tools:
+        box.notify("serverRequest/resolved", {"threadId": run.thread_id, "requestId": tool.request_id})
 
 
 # --- starting, folding, interrupting --------------------------------------------------------------
 
 
-def start_turn(engine: Engine, thread: ThreadState, request: Request, text: str) -> None:
-    index = engine.turns_started
-    engine.turns_started += 1
-    turn_id = engine.ids.uuid7(engine.now_ms)
-    run = TurnRun(
-        thread_id=thread.thread_id,
-        turn_id=turn_id,
-        index=index,
-        script=engine.scenario.turn(index),
-        started_ms=engine.now_ms,
-    )
+def start_turn(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonId, text: str) -> None:
+    """``run`` (built by the engine for the next scenario turn) starts on ``thread``; answers ``request_id``."""
     thread.active = run
-    thread.turns.append(turn_id)
+    thread.turns.append(run.turn_id)
     if not thread.preview:
         thread.preview = text
-    engine._respond(request.id, {"turn": shapes.turn(turn_id)})
-    set_status(engine, thread, shapes.status_active([]))
-    engine.notify(
-        "turn/started", {"threadId": thread.thread_id, "turn": shapes.turn(turn_id, started_s=engine.now_ms // 1000)}
-    )
-    engine.trace("turn_started", thread_id=thread.thread_id, turn_id=turn_id, input=text)
-    run.program = _turn_program(engine, thread, run, text)
-    engine.resume(run)
+    box.respond(request_id, {"turn": shapes.turn(run.turn_id)})
+    set_status(box, thread, shapes.status_active([]))
+    turn = shapes.turn(run.turn_id, started_s=box.now_ms // 1000)
+    box.notify("turn/started", {"threadId": thread.thread_id, "turn": turn})
+    box.trace("turn_started", thread_id=thread.thread_id, turn_id=run.turn_id, input=text)
+    run.program = _turn_program(box, thread, run, text)
+    programs.resume(box, run)
 
 
-def fold_input(engine: Engine, thread: ThreadState, run: TurnRun, text: str) -> None:
+def fold_input(box: Outbox, thread: ThreadState, run: TurnRun, text: str) -> None:
     """turn/start on a busy thread and turn/steer: new user message, the stream is abandoned and redone."""
-    engine.stop_program(run)
-    _abort_pending_requests(engine, thread, run, resolved=True)
-    user_message(engine, run, text)
+    programs.stop(box, run)
+    _resolved(box, run, _abandon_pending(box, run))
+    user_message(box, run, text)
     run.response_index += 1
     run.tools = []
     run.deferred_usage = None
-    run.program = _model_loop(engine, thread, run)
-    engine.resume(run)
+    run.program = _model_loop(box, thread, run)
+    programs.resume(box, run)
 
 
-def interrupt(engine: Engine, thread: ThreadState, run: TurnRun, request_id: JsonId | None) -> None:
+def interrupt(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonId | None) -> None:
     """Abort the turn as turn/interrupt does; ``request_id`` None: the request was already answered."""
-    struck = engine.fault(run, "interrupt")
-    kinds = {f.kind: f for f in struck}
-    for fault in struck:
-        if fault.kind not in faults.COURSE_KINDS:
-            faults.apply_instant(engine, run, fault)
-    if not engine.alive or engine.hung:
-        return
-    if "interrupt_ignored" in kinds:
-        return  # the request stays unanswered and the turn runs on
-    if "trace_unclosed_tool" in kinds:
-        run.trace_bug = True
+    struck = strike(box, "interrupt", run)
+    if box.silent or "interrupt_ignored" in struck:
+        return  # exited or hung; or the request stays unanswered and the turn runs on
     if request_id is not None:
         run.pending_interrupts.append(request_id)
-    engine.stop_program(run)
+    programs.stop(box, run)
     if run.deferred_usage is not None:
         usage, run.deferred_usage = run.deferred_usage, None
-        emit_usage(engine, thread, run, usage)
-    order = str(kinds["resolved_order"].param("order")) if "resolved_order" in kinds else "after"
-    pending = [t for t in run.tools if t.request_id is not None and not t.answered and not t.done]
-    for tool in pending:
-        tool.answered = True
-        engine.abandon_request(tool.request_id)  # type: ignore[arg-type]
-        engine.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not run.trace_bug)
+        emit_usage(box, thread, run, usage)
+    ordered = struck.get("resolved_order")
+    order = str(ordered.param("order")) if ordered is not None else "after"
+    pending = _abandon_pending(box, run, traced=True)
     if order == "before":
-        _resolved(engine, run, pending)
-    if "interrupt_answer_missing" not in kinds:
+        _resolved(box, run, pending)
+    if "interrupt_answer_missing" not in struck:
         for rid in run.pending_interrupts:
-            engine._respond(rid, {})
+            box.respond(rid, {})
     run.pending_interrupts.clear()
-    late = kinds.get("completion_after_interrupt")
+    late = struck.get("completion_after_interrupt")
     if late is not None:
-        run.ended = True
-        thread.active = None
-        thread.last_turn_id = run.turn_id
-        thread.history.append(history_turn(engine, run, "interrupted"))
-        if not late.param("never"):
-
-            def complete_late() -> None:
-                set_status(engine, thread, {"type": "idle"})
-                _turn_completed(engine, thread, run, "interrupted", None)
-
-            engine.after(int(late.param("delay_ms")), complete_late)
-        engine.trace("turn_ended", turn_id=run.turn_id, status="interrupted")
+        _complete_late(box, thread, run, late)
     else:
-        set_status(engine, thread, {"type": "idle"})
-        _end_turn(engine, thread, run, "interrupted", None)
+        set_status(box, thread, {"type": "idle"})
+        _end_turn(box, thread, run, "interrupted", None)
     if order == "after":
-        _resolved(engine, run, pending)
-    _instant_point(engine, run, "after_end")
+        _resolved(box, run, pending)
+    strike(box, "after_end", run)
 
 
-def _resolved(engine: Engine, run: TurnRun, tools: list[Tool]) -> None:
-    for tool in tools:
-        engine.notify("serverRequest/resolved", {"threadId": run.thread_id, "requestId": tool.request_id})
+def _complete_late(box: Outbox, thread: ThreadState, run: TurnRun, late: Fault) -> None:
+    """completion_after_interrupt: the turn is over now; idle and turn/completed come later, or never."""
+    run.ended = True
+    thread.active = None
+    thread.last_turn_id = run.turn_id
+    thread.history.append(history_turn(box, run, "interrupted"))
+    if not late.param("never"):
+
+        def complete_late() -> None:
+            set_status(box, thread, {"type": "idle"})
+            _turn_completed(box, thread, run, "interrupted", None)
+
+        box.after(int(late.param("delay_ms")), complete_late)
+    box.trace("turn_ended", turn_id=run.turn_id, status="interrupted")
 
 
-def _abort_pending_requests(engine: Engine, thread: ThreadState, run: TurnRun, *, resolved: bool) -> None:
-    pending = [t for t in run.tools if t.request_id is not None and not t.answered and not t.done]
-    for tool in pending:
-        tool.answered = True
-        engine.abandon_request(tool.request_id)  # type: ignore[arg-type]
-    if resolved:
-        _resolved(engine, run, pending)
-
-
-def history_turn(engine: Engine, run: TurnRun, status: str = "inProgress", error: Any = None) -> dict[str, Any]:
+def history_turn(box: Outbox, run: TurnRun, status: str = "inProgress", error: Any = None) -> dict[str, Any]:
     """The turn as thread/resume shows it: every user and agent message so far (``itemsView: full``)."""
     ended = status != "inProgress"
     turn = shapes.turn(
         run.turn_id,
         status=status,
         started_s=run.started_ms // 1000,
-        completed_s=engine.now_ms // 1000 if ended else None,
-        duration_ms=engine.now_ms - run.started_ms if ended else None,
+        completed_s=box.now_ms // 1000 if ended else None,
+        duration_ms=box.now_ms - run.started_ms if ended else None,
         error=error,
     )
     return {**turn, "items": list(run.history_items), "itemsView": "full"}
 
 
-def _turn_completed(engine: Engine, thread: ThreadState, run: TurnRun, status: str, error: Any) -> None:
+def _turn_completed(box: Outbox, thread: ThreadState, run: TurnRun, status: str, error: Any) -> None:
     if run.drop_completed:
         return
-    now = engine.now_ms
+    now = box.now_ms
     items = list(run.agent_messages) if status == "completed" else None
-    engine.notify(
-        "turn/completed",
-        {
-            "threadId": thread.thread_id,
-            "turn": shapes.turn(
-                run.turn_id,
-                status=status,
-                started_s=run.started_ms // 1000,
-                completed_s=now // 1000,
-                duration_ms=now - run.started_ms,
-                items=items,
-                error=error,
-            ),
-        },
+    turn = shapes.turn(
+        run.turn_id,
+        status=status,
+        started_s=run.started_ms // 1000,
+        completed_s=now // 1000,
+        duration_ms=now - run.started_ms,
+        items=items,
+        error=error,
     )
+    box.notify("turn/completed", {"threadId": thread.thread_id, "turn": turn})
 
 
-def _end_turn(engine: Engine, thread: ThreadState, run: TurnRun, status: str, error: Any) -> None:
+def _end_turn(box: Outbox, thread: ThreadState, run: TurnRun, status: str, error: Any) -> None:
     run.ended = True
     if thread.active is run:
         thread.active = None
     thread.last_turn_id = run.turn_id
-    thread.history.append(history_turn(engine, run, status, error))
-    _turn_completed(engine, thread, run, status, error)
-    engine.trace("turn_ended", turn_id=run.turn_id, status=status)
+    thread.history.append(history_turn(box, run, status, error))
+    _turn_completed(box, thread, run, status, error)
+    box.trace("turn_ended", turn_id=run.turn_id, status=status)
 
 
 # --- the program --------------------------------------------------------------------------------
 
 
-def _turn_program(engine: Engine, thread: ThreadState, run: TurnRun, text: str) -> Program:
-    yield from _point(engine, run, "start")
-    user_message(engine, run, text)
-    yield from _model_loop(engine, thread, run)
+def _turn_program(box: Outbox, thread: ThreadState, run: TurnRun, text: str) -> Program:
+    yield from _point(box, run, "start")
+    user_message(box, run, text)
+    yield from _model_loop(box, thread, run)
 
 
-def _model_loop(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
+def _model_loop(box: Outbox, thread: ThreadState, run: TurnRun) -> Program:
     while True:
         response = run.script.response(run.response_index)
-        more = yield from _play_response(engine, thread, run, response)
+        more = yield from _play_response(box, thread, run, response)
         if not more:
             return
         run.response_index += 1
 
 
-def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: ModelResponse) -> Program:
+def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: ModelResponse) -> Program:
     """Play one model response; returns True when the model is called again."""
-    engine.trace("inference_started", turn_id=run.turn_id, model=thread.model)
+    box.trace("inference_started", turn_id=run.turn_id, model=thread.model)
     if response.end == "http_error":
-        engine.trace("inference_ended", turn_id=run.turn_id, status="failed", error=f"http {response.http_status}")
+        box.trace("inference_ended", turn_id=run.turn_id, status="failed", error=f"http {response.http_status}")
         message, info = shapes.http_failure(response.http_status, response.error)
-        yield from _fail(engine, thread, run, message, info)
+        yield from _fail(box, thread, run, message, info)
         return False
     cut = response.end in ("failed", "disconnect")
     run.tools = []
     run.model_items = []
     for item in response.items:
         if isinstance(item, MessageItem):
-            yield from _stream_message(engine, run, item, complete=not cut)
+            yield from _stream_message(box, run, item, complete=not cut)
         elif isinstance(item, ReasoningItem):
-            yield from _stream_reasoning(engine, run, item, complete=not cut)
+            yield from _stream_reasoning(box, run, item, complete=not cut)
         elif not cut:
-            yield from _start_tool(engine, thread, run, item)
+            yield from _start_tool(box, thread, run, item)
     if cut:
-        engine.trace("inference_ended", turn_id=run.turn_id, status="failed", error=response.end)
-    if response.end == "failed":
-        engine.notify("account/rateLimits/updated", shapes.rate_limits())
-        yield from _fail(engine, thread, run, f"stream disconnected before completion: {response.error}", "other")
-        return False
-    if response.end == "disconnect":
-        limit = engine.scenario.config.stream_max_retries
-        details = "stream disconnected before completion: stream closed before response.completed"
-        info = {"responseStreamDisconnected": {"httpStatusCode": None}}
-        if run.retries < limit:
-            run.retries += 1
-            error = shapes.turn_error(f"Reconnecting... {run.retries}/{limit}", info, details)
-            engine.notify("error", {"error": error, "willRetry": True, **_ids(run)})
-            return True
-        yield from _fail(engine, thread, run, details, "other")
-        return False
+        box.trace("inference_ended", turn_id=run.turn_id, status="failed", error=response.end)
+        return (yield from _cut_stream(box, thread, run, response))
     run.retries = 0
-    engine.trace(
-        "inference_ended",
-        turn_id=run.turn_id,
-        status="completed",
-        response_id=engine.next_id("resp_"),
-        items=list(run.model_items),
-    )
-    # Traced once the response is complete, as the real binary orders them (inference, then its calls).
+    items = list(run.model_items)
+    box.trace("inference_ended", turn_id=run.turn_id, status="completed", response_id=box.next_id("resp_"), items=items)
+    _trace_tools(box, thread, run)
+    if not run.tools:
+        if response.usage is not None:
+            emit_usage(box, thread, run, response.usage)
+        yield from _finish(box, thread, run, "completed")
+        return False
+    run.deferred_usage = response.usage
+    cancelled = yield from _settle_tools(box, thread, run)
+    if run.deferred_usage is not None:
+        usage, run.deferred_usage = run.deferred_usage, None
+        emit_usage(box, thread, run, usage)
+    if cancelled:
+        yield from _finish(box, thread, run, "interrupted")
+        return False
+    return True
+
+
+def _cut_stream(box: Outbox, thread: ThreadState, run: TurnRun, response: ModelResponse) -> Program:
+    """A response that ended ``failed`` or ``disconnect``: a retry while retries last, else a failed turn."""
+    if response.end == "failed":
+        box.notify("account/rateLimits/updated", shapes.rate_limits())
+        yield from _fail(box, thread, run, f"stream disconnected before completion: {response.error}", "other")
+        return False
+    limit = run.max_retries
+    details = "stream disconnected before completion: stream closed before response.completed"
+    info = {"responseStreamDisconnected": {"httpStatusCode": None}}
+    if run.retries < limit:
+        run.retries += 1
+        error = shapes.turn_error(f"Reconnecting... {run.retries}/{limit}", info, details)
+        box.notify("error", {"error": error, "willRetry": True, **_ids(run)})
+        return True
+    yield from _fail(box, thread, run, details, "other")
+    return False
+
+
+def _trace_tools(box: Outbox, thread: ThreadState, run: TurnRun) -> None:
+    """Traced once the response is complete, as the real binary orders them (inference, then its calls)."""
     for tool in run.tools:
-        engine.trace(
+        box.trace(
             "tool_started",
             turn_id=run.turn_id,
             call_id=tool.item_id,
@@ -329,89 +317,81 @@ def _play_response(engine: Engine, thread: ThreadState, run: TurnRun, response: 
             command=tool.item.command if isinstance(tool.item, CommandItem) else tool.item.path,
             arguments=sse.function_call_item(tool.item, tool.item_id, PurePosixPath(thread.cwd))["arguments"],
         )
-    if not run.tools:
-        if response.usage is not None:
-            emit_usage(engine, thread, run, response.usage)
-        yield from _finish(engine, thread, run, "completed")
-        return False
-    run.deferred_usage = response.usage
-    cancelled = yield from _settle_tools(engine, thread, run)
-    if run.deferred_usage is not None:
-        usage, run.deferred_usage = run.deferred_usage, None
-        emit_usage(engine, thread, run, usage)
-    if cancelled:
-        yield from _finish(engine, thread, run, "interrupted")
-        return False
-    return True
 
 
-def _fail(engine: Engine, thread: ThreadState, run: TurnRun, message: str, info: Any) -> Program:
-    yield from _point(engine, run, "end")
+def _fail(box: Outbox, thread: ThreadState, run: TurnRun, message: str, info: Any) -> Program:
+    yield from _point(box, run, "end")
     error = shapes.turn_error(message, info)
-    set_status(engine, thread, {"type": "systemError"})
-    engine.notify("error", {"error": error, "willRetry": False, **_ids(run)})
-    _read_state(engine, thread, run)
-    _end_turn(engine, thread, run, "failed", error)
-    yield from _point(engine, run, "after_end")
+    set_status(box, thread, {"type": "systemError"})
+    box.notify("error", {"error": error, "willRetry": False, **_ids(run)})
+    _read_state(box, thread, run)
+    _end_turn(box, thread, run, "failed", error)
+    yield from _point(box, run, "after_end")
 
 
-def _finish(engine: Engine, thread: ThreadState, run: TurnRun, status: str) -> Program:
-    yield from _point(engine, run, "end")
+def _finish(box: Outbox, thread: ThreadState, run: TurnRun, status: str) -> Program:
+    yield from _point(box, run, "end")
     if run.diff:
-        engine.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})
+        box.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})
     if status == "completed":
-        _read_state(engine, thread, run)
-    set_status(engine, thread, {"type": "idle"})
-    _end_turn(engine, thread, run, status, None)
-    yield from _point(engine, run, "after_end")
+        _read_state(box, thread, run)
+    set_status(box, thread, {"type": "idle"})
+    _end_turn(box, thread, run, status, None)
+    yield from _point(box, run, "after_end")
 
 
-def _read_state(engine: Engine, thread: ThreadState, run: TurnRun) -> None:
+def _read_state(box: Outbox, thread: ThreadState, run: TurnRun) -> None:
     """Observed with experimentalApi: a turn that completed or failed is unread (an interrupted one not)."""
-    if engine.experimental:
-        read_state = {"firstUnread": {"type": "turn", "turnId": run.turn_id}, "revision": engine.ids.uuid4()}
-        engine.notify("thread/readState/changed", {"threadId": thread.thread_id, "readState": read_state})
+    if run.experimental:
+        read_state = {"firstUnread": {"type": "turn", "turnId": run.turn_id}, "revision": box.ids.uuid4()}
+        box.notify("thread/readState/changed", {"threadId": thread.thread_id, "readState": read_state})
 
 
-def _stream_message(engine: Engine, run: TurnRun, item: MessageItem, *, complete: bool) -> Program:
-    item_id = item.id or engine.next_id("msg-")
+def _stream_message(box: Outbox, run: TurnRun, item: MessageItem, *, complete: bool) -> Program:
+    item_id = item.id or box.next_id("msg-")
     run.last_message_id = item_id
-    started = engine.now_ms
-    _item_started(engine, run, shapes.agent_message_item(item_id, "", started, None))
-    yield from _point(engine, run, "item_started")
+    started = box.now_ms
+    _item_started(box, run, shapes.agent_message_item(item_id, "", started, None))
+    yield from _point(box, run, "item_started")
     for delta in item.deltas:
         if item.delay_ms:
             yield Sleep(item.delay_ms)
-        engine.notify("item/agentMessage/delta", {**_ids(run), "itemId": item_id, "delta": delta})
-        yield from _point(engine, run, "delta")
+        box.notify("item/agentMessage/delta", {**_ids(run), "itemId": item_id, "delta": delta})
+        yield from _point(box, run, "delta")
     if complete:
-        done = shapes.agent_message_item(item_id, item.text, started, engine.now_ms)
-        _item_completed(engine, run, done)
+        done = shapes.agent_message_item(item_id, item.text, started, box.now_ms)
+        _item_completed(box, run, done)
         run.agent_messages.append(done)
         run.history_items.append(done)
         run.model_items.append(sse.output_item(item, item_id, _ROOT))
 
 
-def _stream_reasoning(engine: Engine, run: TurnRun, item: ReasoningItem, *, complete: bool) -> Program:
-    item_id = item.id or engine.next_id("rs_")
-    started = engine.now_ms
-    _item_started(engine, run, shapes.reasoning_item(item_id, [], started, None))
-    yield from _point(engine, run, "item_started")
-    engine.notify("item/reasoning/summaryPartAdded", {**_ids(run), "itemId": item_id, "summaryIndex": 0})
+def _stream_reasoning(box: Outbox, run: TurnRun, item: ReasoningItem, *, complete: bool) -> Program:
+    item_id = item.id or box.next_id("rs_")
+    started = box.now_ms
+    _item_started(box, run, shapes.reasoning_item(item_id, [], started, None))
+    yield from _point(box, run, "item_started")
+    box.notify("item/reasoning/summaryPartAdded", {**_ids(run), "itemId": item_id, "summaryIndex": 0})
     for delta in item.deltas:
         if item.delay_ms:
             yield Sleep(item.delay_ms)
-        engine.notify(
-            "item/reasoning/summaryTextDelta", {**_ids(run), "itemId": item_id, "delta": delta, "summaryIndex": 0}
-        )
+        params = {**_ids(run), "itemId": item_id, "delta": delta, "summaryIndex": 0}
+        box.notify("item/reasoning/summaryTextDelta", params)
     if complete:
-        _item_completed(engine, run, shapes.reasoning_item(item_id, [item.summary], started, engine.now_ms))
+        _item_completed(box, run, shapes.reasoning_item(item_id, [item.summary], started, box.now_ms))
         run.model_items.append(sse.output_item(item, item_id, _ROOT))
 
 
-def _start_tool(engine: Engine, thread: ThreadState, run: TurnRun, item: CommandItem | FileChangeItem) -> Program:
-    item_id = item.call_id or engine.next_id("call_")
-    tool = Tool(item, item_id, engine.now_ms)
+# --- tools ----------------------------------------------------------------------------------------
+
+
+def _file_path(thread: ThreadState, item: FileChangeItem) -> str:
+    return item.path if item.path.startswith("/") else f"{thread.cwd}/{item.path}"
+
+
+def _start_tool(box: Outbox, thread: ThreadState, run: TurnRun, item: CommandItem | FileChangeItem) -> Program:
+    item_id = item.call_id or box.next_id("call_")
+    tool = Tool(item, item_id, box.now_ms)
     run.tools.append(tool)
     run.model_items.append(sse.output_item(item, item_id, PurePosixPath(thread.cwd)))
     if isinstance(item, CommandItem):
@@ -426,40 +406,42 @@ def _start_tool(engine: Engine, thread: ThreadState, run: TurnRun, item: Command
             source="agent" if item.approval else "unifiedExecStartup",
         )
         if item.approval:
-            request = engine.endpoint.request(
-                "item/commandExecution/requestApproval",
-                shapes.command_approval_params(
-                    run.thread_id, run.turn_id, item_id, item.command, thread.cwd, tool.started_ms, item.justification
-                ),
+            # Observed order for commands: the request id is taken and the status set before item/started.
+            params = shapes.command_approval_params(
+                run.thread_id, run.turn_id, item_id, item.command, thread.cwd, tool.started_ms, item.justification
             )
-            tool.request_id = request.id
-            set_status(engine, thread, _active_status(run))
-            _item_started(engine, run, started)
-            yield from _point(engine, run, "item_started")
-            engine.send_frame(request.frame)
-            engine.approvals_sent += 1
-            yield from _point(engine, run, "approval_pending")
-        else:
-            _item_started(engine, run, started)
-            yield from _point(engine, run, "item_started")
+            request = _reserve_approval(box, thread, run, tool, "item/commandExecution/requestApproval", params)
+            _item_started(box, run, started)
+            yield from _point(box, run, "item_started")
+            yield from _send_approval(box, run, request.frame)
+            return
+        _item_started(box, run, started)
+        yield from _point(box, run, "item_started")
         return
-    path = item.path if item.path.startswith("/") else f"{thread.cwd}/{item.path}"
+    path = _file_path(thread, item)
     _item_started(
-        engine,
-        run,
-        shapes.file_change_item(item_id, path, item.content, status="inProgress", started_ms=tool.started_ms),
+        box, run, shapes.file_change_item(item_id, path, item.content, status="inProgress", started_ms=tool.started_ms)
     )
-    yield from _point(engine, run, "item_started")
+    yield from _point(box, run, "item_started")
     if item.approval:
-        request = engine.endpoint.request(
-            "item/fileChange/requestApproval",
-            shapes.file_change_approval_params(run.thread_id, run.turn_id, item_id, tool.started_ms),
-        )
-        tool.request_id = request.id
-        set_status(engine, thread, _active_status(run))
-        engine.send_frame(request.frame)
-        engine.approvals_sent += 1
-        yield from _point(engine, run, "approval_pending")
+        params = shapes.file_change_approval_params(run.thread_id, run.turn_id, item_id, tool.started_ms)
+        request = _reserve_approval(box, thread, run, tool, "item/fileChange/requestApproval", params)
+        yield from _send_approval(box, run, request.frame)
+
+
+def _reserve_approval(
+    box: Outbox, thread: ThreadState, run: TurnRun, tool: Tool, method: str, params: dict[str, Any]
+) -> Any:
+    """The approval request gets its id now (sent by :func:`_send_approval`); the thread waits on approval."""
+    request = box.request(method, params, send=False)
+    tool.request_id = request.id
+    set_status(box, thread, _active_status(run))
+    return request
+
+
+def _send_approval(box: Outbox, run: TurnRun, frame: dict[str, Any]) -> Program:
+    box.send_frame(frame)
+    yield from _point(box, run, "approval_pending")
 
 
 def _decision(response: Response | ErrorResponse) -> str:
@@ -476,7 +458,7 @@ def _decision(response: Response | ErrorResponse) -> str:
     return "decline"  # an unparseable answer counts as a decline
 
 
-def _settle_tools(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
+def _settle_tools(box: Outbox, thread: ThreadState, run: TurnRun) -> Program:
     """Start what needs no approval, then handle approval answers and tool ends as they come.
 
     Tools run concurrently, as in the real server: an accepted command that takes time completes
@@ -484,7 +466,7 @@ def _settle_tools(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
     """
     for tool in run.tools:
         if tool.request_id is None and not tool.done:
-            _run_tool(engine, thread, run, tool, "accept")
+            _run_tool(box, thread, run, tool, "accept")
     while not all(t.done for t in run.tools):
         event = yield NextAnswer()
         if isinstance(event, ToolFinished):
@@ -496,33 +478,37 @@ def _settle_tools(engine: Engine, thread: ThreadState, run: TurnRun) -> Program:
         decision = _decision(answer.response)
         tool.decision = decision
         tool.answered = True
-        engine.notify("serverRequest/resolved", {"threadId": run.thread_id, "requestId": tool.request_id})
-        if decision in ACCEPTING:
-            set_status(engine, thread, _active_status(run))
-            _run_tool(engine, thread, run, tool, decision)
-        elif isinstance(tool.item, FileChangeItem):
-            # Observed for file changes: the status first; a cancelled patch never completes.
-            set_status(engine, thread, _active_status(run))
-            if decision == "cancel":
-                tool.done = True
-                ids = {"turn_id": run.turn_id, "call_id": tool.item_id}
-                engine.trace("tool_ended", **ids, status="cancelled", decision=decision)
-            else:
-                _run_tool(engine, thread, run, tool, decision)
-        else:
-            _run_tool(engine, thread, run, tool, decision)
-            set_status(engine, thread, _active_status(run))
+        box.notify("serverRequest/resolved", {"threadId": run.thread_id, "requestId": tool.request_id})
+        _answered(box, thread, run, tool, decision)
         if decision == "cancel":
-            _abort_pending_requests(engine, thread, run, resolved=True)
+            _resolved(box, run, _abandon_pending(box, run))
             return True
     return False
 
 
-def _run_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> None:
+def _answered(box: Outbox, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> None:
+    """A tool's approval answered: run it, decline it, or (a cancelled patch) end it untraced as completed."""
+    if decision in ACCEPTING:
+        set_status(box, thread, _active_status(run))
+        _run_tool(box, thread, run, tool, decision)
+    elif isinstance(tool.item, FileChangeItem):
+        # Observed for file changes: the status first; a cancelled patch never completes.
+        set_status(box, thread, _active_status(run))
+        if decision == "cancel":
+            tool.done = True
+            box.trace("tool_ended", turn_id=run.turn_id, call_id=tool.item_id, status="cancelled", decision=decision)
+        else:
+            _run_tool(box, thread, run, tool, decision)
+    else:
+        _run_tool(box, thread, run, tool, decision)
+        set_status(box, thread, _active_status(run))
+
+
+def _run_tool(box: Outbox, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> None:
     """Complete the tool now, or once its command has run ``duration_ms`` (a wake-up, not a wait)."""
     item = tool.item
     if isinstance(item, CommandItem) and decision in ACCEPTING:
-        engine.trace("tool_running", turn_id=run.turn_id, call_id=tool.item_id)
+        box.trace("tool_running", turn_id=run.turn_id, call_id=tool.item_id)
     if isinstance(item, CommandItem) and decision in ACCEPTING and item.duration_ms:
 
         def finished() -> None:
@@ -532,57 +518,53 @@ def _run_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool, dec
                 # Observed: output printed at the end of a long command streams as one delta just before
                 # the item completes (an interrupt before it sees none); after an approval none was sent.
                 delta = {**_ids(run), "itemId": tool.item_id, "delta": item.output}
-                engine.notify("item/commandExecution/outputDelta", delta)
-            _complete_tool(engine, thread, run, tool, decision)
-            run.answers.append(ToolFinished(tool.item_id))
-            if run.waiting_answer:
-                run.waiting_answer = False
-                engine.resume(run, run.answers.popleft())
+                box.notify("item/commandExecution/outputDelta", delta)
+            _complete_tool(box, thread, run, tool, decision)
+            programs.deliver(box, run, ToolFinished(tool.item_id))
 
-        run.tool_timers.append(engine.after(item.duration_ms, finished))
+        run.tool_timers.append(box.after(item.duration_ms, finished))
         return
-    _complete_tool(engine, thread, run, tool, decision)
+    _complete_tool(box, thread, run, tool, decision)
 
 
-def _complete_tool(engine: Engine, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> None:
+def _complete_tool(box: Outbox, thread: ThreadState, run: TurnRun, tool: Tool, decision: str) -> None:
     tool.done = True
     item = tool.item
     status = {"decline": "declined", "cancel": "declined", "error": "failed"}.get(decision, "completed")
     if isinstance(item, CommandItem):
+        ran: dict[str, Any] = {}
         if status == "completed":
             status = "completed" if item.exit_code == 0 else "failed"
-            done = shapes.command_item(
-                tool.item_id,
-                item.command,
-                thread.cwd,
-                status=status,
-                started_ms=tool.started_ms,
-                completed_ms=engine.now_ms,
-                process_id=str(40000 + len(run.tools)),
-                source="unifiedExecStartup",
-                output=item.output,
-                exit_code=item.exit_code,
-                duration_ms=item.duration_ms,
-            )
-        else:
-            done = shapes.command_item(
-                tool.item_id,
-                item.command,
-                thread.cwd,
-                status=status,
-                started_ms=tool.started_ms,
-                completed_ms=engine.now_ms,
-            )
-        _item_completed(engine, run, done)
-    else:
-        path = item.path if item.path.startswith("/") else f"{thread.cwd}/{item.path}"
-        done = shapes.file_change_item(
-            tool.item_id, path, item.content, status=status, started_ms=tool.started_ms, completed_ms=engine.now_ms
+            ran = {
+                "process_id": str(40000 + len(run.tools)),
+                "source": "unifiedExecStartup",
+                "output": item.output,
+                "exit_code": item.exit_code,
+                "duration_ms": item.duration_ms,
+            }
+        done = shapes.command_item(
+            tool.item_id,
+            item.command,
+            thread.cwd,
+            status=status,
+            started_ms=tool.started_ms,
+            completed_ms=box.now_ms,
+            **ran,
         )
-        _item_completed(engine, run, done)
+        _item_completed(box, run, done)
+    else:
+        done = shapes.file_change_item(
+            tool.item_id,
+            _file_path(thread, item),
+            item.content,
+            status=status,
+            started_ms=tool.started_ms,
+            completed_ms=box.now_ms,
+        )
+        _item_completed(box, run, done)
         if status == "completed":
             rel = item.path if not item.path.startswith("/") else item.path.lstrip("/")
             run.diff += shapes.unified_diff_add(rel, item.content)
-            engine.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})
+            box.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})
     if not run.trace_bug:
-        engine.trace("tool_ended", turn_id=run.turn_id, call_id=tool.item_id, status=status, decision=decision)
+        box.trace("tool_ended", turn_id=run.turn_id, call_id=tool.item_id, status=status, decision=decision)

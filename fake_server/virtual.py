@@ -19,6 +19,7 @@ from fake_server.effects import (
     CloseStdout,
     Effect,
     Exit,
+    FaultStruck,
     Send,
     SendBytes,
     SpawnGrandchild,
@@ -49,6 +50,7 @@ class VirtualServer:
     out: list[Output] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     traces: list[TraceEvent] = field(default_factory=list)
+    faults_struck: list[FaultStruck] = field(default_factory=list)
     exit_code: int | None = None
     crashed: bool = False
     stdout_closed: bool = False
@@ -153,6 +155,8 @@ class VirtualServer:
                 self.grandchild_hold_ms = effect.hold_ms
             elif isinstance(effect, TraceEvent):
                 self.traces.append(effect)
+            elif isinstance(effect, FaultStruck):
+                self.faults_struck.append(effect)
             elif isinstance(effect, Exit):
                 self.exit_code = effect.code
                 self.crashed = effect.crash

@@ -25,13 +25,16 @@ import trio
 import trio.testing
 
 from contracts.checks import CONTRACT_NAMES, Check, run_all
+from contracts.checks import scenario as scenario_check
 from contracts.jsonrpc import RpcError
-from contracts.record import Budgets, SessionRecord, TurnResult
+from contracts.record import Budgets, ModelEntry, SessionRecord, TurnResult
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
+from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.triggers import ActionSchedule, Moment
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
+from harness.probes import run_probes
 from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_target
 
 #: Wall-clock bound of one scenario on a process target (the scenario's own budgets are far below).
@@ -209,15 +212,19 @@ async def _play_session(
     policy: Any = None,
 ) -> None:
     plan = scenario.client
-    try:
-        await session.initialize()
-        thread_id = await session.start_thread(cwd=WORKDIR)
-    except (ClientError, RpcError) as exc:
-        # A failed handshake or thread start ends every turn of the task as failed (client-behaviour.md §7).
-        record.meta["startup_failure"] = f"{type(exc).__name__}: {exc}"
-        for i in range(len(scenario.turns)):
-            session.results.append(TurnResult(index=i, status="failed", error=f"startup failed: {exc}"))
-        return
+    probe_thread = await run_probes(session, plan, "start", None)
+    thread_id = ""
+    if plan.handshake:
+        try:
+            await session.initialize()
+            thread_id = await session.start_thread(cwd=WORKDIR)
+        except (ClientError, RpcError) as exc:
+            # A failed handshake or thread start ends every turn of the task as failed (client-behaviour.md §7).
+            record.meta["startup_failure"] = f"{type(exc).__name__}: {exc}"
+            for i in range(len(scenario.turns)):
+                session.results.append(TurnResult(index=i, status="failed", error=f"startup failed: {exc}"))
+            return
+    probe_thread = await run_probes(session, plan, "thread", thread_id or probe_thread)
     for i, script in enumerate(scenario.turns):
         actions = plan.actions_for(i + 1)
         if any(a.do == "resume" for a in actions):
@@ -229,6 +236,7 @@ async def _play_session(
             policy.start_turn(i + 1)
         probe = cancel_trigger if i == 0 else None
         await _play_turn(session, script.input, tuple(a for a in actions if a.do != "resume"), probe)
+    await run_probes(session, plan, "end", thread_id or probe_thread)
 
 
 #: How long the end of a real-time session waits for ``serverRequest/resolved`` of requests still open.
@@ -259,6 +267,15 @@ async def _settle_resolved(session: Any, transport: Any) -> None:
             await trio.sleep(_RESOLVED_POLL_S)
 
 
+def scenario_faults(scenario: Scenario) -> list[dict[str, Any]]:
+    """The scenario's scripted faults, for the report to mark where each struck (turn is 0-based)."""
+    return [
+        {"turn": i, "kind": f.kind, "at": f.at, "n": f.n}
+        for i, turn in enumerate(scenario.turns)
+        for f in turn.faults
+    ]
+
+
 def _server_trace(trace_root: Path | None) -> Path | None:
     if trace_root is None or not trace_root.is_dir():
         return None
@@ -276,7 +293,8 @@ async def _play_async(
     cancel_trigger: tuple[CancelTrigger, float] | None,
     limit_s: float,
 ) -> SessionRecord:
-    record = SessionRecord(scenario.name, target, scenario.expect, meta={"scenario_turns": len(scenario.turns)})
+    meta = {"scenario_turns": len(scenario.turns), "faults": scenario_faults(scenario)}
+    record = SessionRecord(scenario.name, target, scenario.expect, meta=meta)
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)
     policy = approval_policy(scenario.client)  # one argument: tests swap in a policy of their own
@@ -285,6 +303,7 @@ async def _play_async(
     run: TargetRun | None = None
     with trio.move_on_after(limit_s) as limit:
         async with open_target(target, scenario, work_dir=work_dir, codex=codex) as run:
+            record.meta["started_at"] = trio.current_time()  # t = 0 of a transcript (record)
             record.virtual_time = run.virtual_time
             record.schema_release = run.schema_release
             record.server_version = run.server_version
@@ -312,6 +331,10 @@ async def _play_async(
         record.client_errors.append(f"runner: the scenario did not finish within {limit_s:g} s")
     if run is not None:
         record.server_trace = _server_trace(run.trace_root)
+        if run.faults_struck is not None:
+            record.meta["faults_struck"] = [list(x) for x in run.faults_struck()]
+        if run.model_traffic:
+            record.model = [ModelEntry.from_json(e) for e in run.model_traffic]
     if record.client_trace is None and (client_trace / "manifest.json").exists():
         record.client_trace = client_trace
     return record
@@ -358,6 +381,10 @@ def run_one(
         outcome.skipped = reason
         outcome.checks = skipped_checks(scenario.name, target, reason)
         return outcome
+    if not is_safe_name(scenario.name):  # built in Python, past the loader: it names files and folders
+        detail = f"scenario name {scenario.name!r} is not a safe slug ({SCENARIO_NAME_RULE})"
+        outcome.checks = [Check(scenario.name, target, "scenario", "name", "fail", detail, "")]
+        return outcome
     started = time.perf_counter()
     work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-{scenario.name}-", dir=work_root))
     try:
@@ -376,7 +403,8 @@ def run_one(
             outcome.saved_to = save_dir
             record = SessionRecord.load(save_dir)  # judge what was saved: the report's record is the judged one
         outcome.record = record
-        outcome.checks = run_all(record, contracts)
+        # The scenario check yields only a failure (a fault the run never reached), never blamed on the client.
+        outcome.checks = run_all(record, contracts) + scenario_check.check(record)
     finally:
         outcome.wall_s = time.perf_counter() - started
         shutil.rmtree(work_dir, ignore_errors=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,3 +25,6 @@ class TargetRun:
     meta: dict[str, Any] = field(default_factory=dict)
     #: the mock Responses API's traffic timeline (real target), live: the runner copies it into the record
     model_traffic: list[dict[str, Any]] | None = None
+    #: (turn index, fault index) of the scripted faults that struck, read once the server is gone
+    #: (fakes only; None: the target cannot tell, and the ``fault_not_struck`` check is not made)
+    faults_struck: Callable[[], list[tuple[int, int]]] | None = None

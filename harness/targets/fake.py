@@ -10,6 +10,7 @@ from pathlib import Path
 
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
+from fake_server import ledger
 from harness.targets.base import TargetRun, TargetUnavailable
 
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
@@ -24,7 +25,9 @@ async def in_process(scenario: Scenario, *, work_dir: Path) -> AsyncIterator[Tar
     trace_root = work_dir / "server-trace-root"
     trace_root.mkdir(parents=True, exist_ok=True)
     async with serve_in_process(scenario, trace_root=trace_root) as server:
-        yield TargetRun("fake", server, virtual_time=True, trace_root=trace_root, server_version="0.171.0")
+        run = TargetRun("fake", server, virtual_time=True, trace_root=trace_root, server_version="0.171.0")
+        run.faults_struck = lambda: [(f.turn, f.index) for f in server.faults_struck]
+        yield run
 
 
 def fake_codex_argv() -> list[str]:
@@ -50,6 +53,8 @@ async def fake_process(
     trace_root.mkdir(parents=True, exist_ok=True)
     env = child_environment(None)
     env[TRACE_ROOT_ENV] = str(trace_root)
+    fault_ledger = work_dir / "faults-struck.jsonl"
+    env[ledger.FAULT_LEDGER_ENV] = str(fault_ledger)
     argv = [*fake_codex_argv(), "app-server", "--scenario", str(scenario_file)]
     async with spawn_process(argv, cwd=work_dir, env=env) as transport:
         yield TargetRun(
@@ -59,4 +64,5 @@ async def fake_process(
             trace_root=trace_root,
             server_version="0.171.0",
             meta={"argv": argv},
+            faults_struck=lambda: ledger.read(fault_ledger),
         )

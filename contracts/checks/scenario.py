@@ -1,0 +1,55 @@
+"""Whether the scenario itself held: every scripted fault struck (``fault_not_struck``).
+
+A fault whose point the run never reached (``crash at delta n=3`` on a turn cut short by an earlier
+fault, an interrupt fault in a turn the client never interrupts) tested nothing; the run says so as a
+failing ``scenario`` check, never as a finding about the client. Judged from the record alone: the
+runner notes the scenario's faults (``meta.faults``, in scenario order) and, on targets that can tell
+(the fakes), which struck (``meta.faults_struck``: ``[turn, index within the turn]``).
+
+Not one of :data:`contracts.checks.CONTRACT_NAMES`: it yields a check only when it fails, so a run whose
+scenario held has exactly the contracts' checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.checks.base import Check, Maker
+from contracts.record import SessionRecord
+
+NAME = "scenario"
+REFERENCE = "docs/scenarios.md (Faults)"
+
+
+def _faults(record: SessionRecord) -> list[tuple[int, int, dict[str, Any]]]:
+    """(turn, index within the turn, fault) for each fault the runner noted."""
+    seen: dict[int, int] = {}
+    out = []
+    for fault in record.meta.get("faults") or []:
+        if not isinstance(fault, dict) or not isinstance(fault.get("turn"), int):
+            continue
+        turn = fault["turn"]
+        index = seen.get(turn, 0)
+        seen[turn] = index + 1
+        out.append((turn, index, fault))
+    return out
+
+
+def check(record: SessionRecord) -> list[Check]:
+    struck_list = record.meta.get("faults_struck")
+    if not isinstance(struck_list, list):
+        return []  # the target cannot tell (real binary) or the record predates the ledger
+    struck = {tuple(x) for x in struck_list if isinstance(x, list | tuple) and len(x) == 2}
+    missed = [
+        f"turn {turn + 1}: {f.get('kind')} at {f.get('at')} n={f.get('n')}"
+        for turn, index, f in _faults(record)
+        if (turn, index) not in struck
+    ]
+    if not missed:
+        return []
+    make = Maker(record, NAME, REFERENCE)
+    detail = (
+        f"{len(missed)} scripted fault(s) never struck, the run never reached their point: {'; '.join(missed)}"
+        " (a scenario error, not a finding about the client)"
+    )
+    return [make("fault_not_struck", "fail", detail[:2000])]
