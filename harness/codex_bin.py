@@ -59,10 +59,16 @@ def codex_version(binary: str | os.PathLike[str], timeout: float | None = None) 
     stdout = out.stdout.decode("utf-8", "replace")
     match = _VERSION_RE.search(stdout)
     if out.returncode != 0 or not match:
-        text = stdout.strip() or out.stderr.decode("utf-8", "replace").strip()
+        text = _plain(stdout).strip() or _plain(out.stderr.decode("utf-8", "replace")).strip()
         said = text.splitlines()[0][:200] if text else ""
         raise CodexNotFound(f"{binary} --version gave no version (exit {out.returncode}): {said!r}")
     return match.group(1)
+
+
+def _plain(text: str) -> str:
+    from harness.client.stderr import strip_ansi
+
+    return strip_ansi(text)
 
 
 def run_bounded(argv: list[str], timeout: float) -> subprocess.CompletedProcess[bytes]:

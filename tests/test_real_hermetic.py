@@ -24,17 +24,27 @@ from pathlib import Path
 import pytest
 
 from contracts.scenario_file import loads
+from harness.client.stderr import StderrTail, strip_ansi
 from harness.runner import run_one
 from harness.targets import real
 
 TRACED = "connect,sendto,sendmsg,sendmmsg"
-#: A plain turn that streams for about 1.5 s, so start-up work of the server has time to show.
+#: A turn that runs a command in the sandbox, then streams a message for about 1.5 s, so start-up work of
+#: the server has time to show.
 SCENARIO = """
 name = "hermetic"
-description = "one streamed turn, slow enough for start-up network attempts to show"
+description = "a sandboxed command, then a slow streamed message"
 
 [[turns]]
-input = "Say hello"
+input = "Run echo, then say hello"
+
+[[turns.responses]]
+
+[[turns.responses.items]]
+type = "command"
+command = "echo hermetic"
+call_id = "call_echo"
+output = "hermetic\\n"
 
 [[turns.responses]]
 
@@ -80,9 +90,15 @@ def attempts(log_dir: Path) -> list[Attempt]:
     return found
 
 
+#: Families that never leave the machine: local sockets; AF_UNSPEC, ``connect``'s way to dissolve a UDP
+#: association; AF_NETLINK, messages to this kernel (the command sandbox, bubblewrap with its own network
+#: namespace, brings its loopback interface up that way).
+LOCAL_FAMILIES = ("AF_UNIX", "AF_UNSPEC", "AF_NETLINK")
+
+
 def off_machine(attempt: Attempt) -> bool:
-    """Anything but AF_UNIX and loopback. AF_UNSPEC is ``connect``'s way to dissolve a UDP association."""
-    if attempt.family in ("AF_UNIX", "AF_UNSPEC"):
+    """Anything but a local family and loopback (127.0.0.0/8, ::1, an IPv4-mapped loopback)."""
+    if attempt.family in LOCAL_FAMILIES:
         return False
     if attempt.family in ("AF_INET", "AF_INET6") and attempt.address is not None:
         address = ipaddress.ip_address(attempt.address)
@@ -126,6 +142,7 @@ def one_session(codex_bin: Path, strace: str, tmp_path: Path) -> list[Attempt]:
     assert run.skipped is None, run.skipped
     failed = [f"{c.contract} / {c.name}: {c.detail}" for c in run.checks if c.status == "fail"]
     assert not failed, failed
+    assert run.record is not None and "\x1b" not in run.record.stderr_tail  # codex colours it; we show it plain
     return attempts(log_dir)
 
 
@@ -190,4 +207,19 @@ def test_the_trace_reader_flags_what_leaves_the_machine(tmp_path: Path) -> None:
     addresses = [a.address for a in seen]
     assert addresses == ["10.255.255.53", "10.255.255.53", "127.0.0.1", None, "2606:4700::1", "::1", None]
     flagged = [a.address or a.family for a in seen if off_machine(a)]
-    assert flagged == ["10.255.255.53", "10.255.255.53", "2606:4700::1", "AF_NETLINK"]
+    assert flagged == ["10.255.255.53", "10.255.255.53", "2606:4700::1"]
+    (tmp_path / "trace.102").write_text('connect(3, {sa_family=AF_PACKET, sll_protocol=htons(ETH_P_ALL)}, 20) = 0\n')
+    assert [a.family for a in attempts(tmp_path) if off_machine(a)][-1] == "AF_PACKET"  # unknown: flagged
+
+
+def test_stderr_tails_are_shown_without_colour_codes() -> None:
+    line = (
+        "\x1b[2m2026-12-01T09:50:56Z\x1b[0m \x1b[33m WARN\x1b[0m \x1b[2mcodex_core_plugins::startup_sync\x1b[0m"
+        "\x1b[2m:\x1b[0m git sync failed \x1b[3mapi_token\x1b[0m\x1b[2m=\x1b[0msecret42\x1b]0;title\x07 done\x1bM\n"
+    )
+    plain = "2026-12-01T09:50:56Z  WARN codex_core_plugins::startup_sync: git sync failed api_token={} done\n"
+    assert strip_ansi(line) == plain.format("secret42")
+    tail = StderrTail(limit=4096)
+    tail.feed(line.encode())
+    assert tail.text() == plain.format("[REDACTED]")  # the colour codes no longer hide the assignment
+    assert strip_ansi("plain text") == "plain text"

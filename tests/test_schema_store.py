@@ -1,14 +1,18 @@
-"""The pinned-schema store and the method index built from a bundle."""
+"""The pinned-schema stores (shipped, read-only; the user's, written by pin) and the method index of a bundle."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import orjson
 import pytest
 import zstandard
 
 from contracts import schema_store
+from contracts.exitcodes import FAILED, OK, USAGE
 from contracts.protocol_index import Union, build_index, words
+from harness.cli import main
 
 
 def test_the_packaged_store_pins_0_171_0() -> None:
@@ -101,3 +105,157 @@ def test_method_index_of_0_171_0() -> None:
 def test_words() -> None:
     assert words("account/gatewayOAuth/cancel") == ["account", "gateway", "o", "auth", "cancel"]
     assert words("GatewayOAuthCancel") == ["gateway", "o", "auth", "cancel"]
+
+
+# --- the user's store beside the shipped pins ---------------------------------------------------------
+
+FAKE_CODEX = f"""#!{sys.executable}
+import json, os, shutil, sys
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("codex-cli " + os.environ.get("FAKE_CODEX_VERSION", "9.8.7"))
+    sys.exit(0)
+if "generate-json-schema" not in args:
+    sys.exit("not a server")
+out = args[args.index("--out") + 1]
+source = os.environ.get("FAKE_SCHEMA_DIR")
+if source:  # replay a bundle written out beforehand
+    shutil.copytree(os.path.join(source, "experimental" if "--experimental" in args else "stable"), out)
+    sys.exit(0)
+os.makedirs(out, exist_ok=True)
+with open(os.path.join(out, "ClientRequest.json"), "w") as fh:
+    json.dump({{"title": "ClientRequest", "oneOf": []}}, fh)
+"""
+
+
+@pytest.fixture
+def fake_codex(tmp_path: Path) -> Path:
+    path = tmp_path / "bin" / "codex"
+    path.parent.mkdir()
+    path.write_text(FAKE_CODEX)
+    path.chmod(0o755)
+    return path
+
+
+def _package_listing() -> list[str]:
+    return sorted(str(p.relative_to(schema_store.SHIPPED_ROOT)) for p in schema_store.SHIPPED_ROOT.rglob("*"))
+
+
+def _bundle_dir(bundle: schema_store.Bundle, directory: Path) -> Path:
+    for rel, schema in bundle.items():
+        path = directory / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(orjson.dumps(schema))
+    return directory
+
+
+def test_the_default_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    assert schema_store.default_user_store() == tmp_path / "home" / ".local/share/codex-harness/schemas"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/ignored")
+    assert schema_store.default_user_store() == tmp_path / "home" / ".local/share/codex-harness/schemas"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert schema_store.default_user_store() == tmp_path / "xdg" / "codex-harness" / "schemas"
+    monkeypatch.setenv("CODEX_HARNESS_STORE", str(tmp_path / "env-store"))
+    assert schema_store.user_store() == tmp_path / "env-store"
+    assert schema_store.user_store(tmp_path / "flag") == tmp_path / "flag"  # --store beats the variable
+    with schema_store.using_user_store(tmp_path / "flag") as store:
+        assert store == schema_store.user_store() == tmp_path / "flag"
+    assert schema_store.user_store() == tmp_path / "env-store"
+
+
+def test_the_shipped_pins_are_never_written(tmp_path: Path) -> None:
+    before = _package_listing()
+    bundle = {"A.json": {"type": "object"}}
+    for root in (schema_store.SHIPPED_ROOT, schema_store.SHIPPED_ROOT / "sub"):
+        with pytest.raises(schema_store.SchemaStoreError, match="shipped with the package and is never written"):
+            schema_store.write_release("1.2.3", bundle, bundle, root)
+    written = schema_store.write_release("1.2.3", bundle, bundle)  # default: the user's store
+    assert written == schema_store.user_store() / "codex-cli-1.2.3"
+    assert not written.resolve().is_relative_to(schema_store.SHIPPED_ROOT)
+    assert _package_listing() == before
+
+
+def test_lookups_see_both_stores_and_the_shipped_pin_wins(tmp_path: Path) -> None:
+    bundle = {"A.json": {"type": "object"}}
+    schema_store.write_release("0.1.0", bundle, bundle)
+    assert {"0.1.0", "0.171.0"} <= set(schema_store.pinned_releases())
+    assert schema_store.pinned_releases(schema_store.SHIPPED_ROOT) == schema_store.shipped_releases()
+    assert "0.1.0" not in schema_store.shipped_releases()
+    assert schema_store.load_bundle("0.1.0") == bundle
+    assert schema_store.open_bundle("0.1.0")[1] == bundle
+    assert schema_store.shadowed_note("0.171.0") is None
+    # A user pin of a shipped release that differs: the shipped one is used, the difference reported.
+    schema_store.write_release("0.171.0", bundle, bundle)
+    assert len(schema_store.load_bundle("0.171.0")) == 331
+    assert schema_store.release_root("0.171.0") == schema_store.SHIPPED_ROOT
+    note = schema_store.shadowed_note("0.171.0")
+    assert note and "differs from the pin shipped with the package; the shipped pin is used" in note
+    # An identical user pin is no news.
+    shipped = (schema_store.load_bundle("0.171.0"), schema_store.load_bundle("0.171.0", True))
+    schema_store.write_release("0.171.0", *shipped)
+    assert schema_store.shadowed_note("0.171.0") is None
+
+
+def test_schema_pin_writes_to_the_users_store_only(
+    fake_codex: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _package_listing()
+    assert main(["schema", "pin", "--codex", str(fake_codex)]) == OK
+    default = schema_store.default_user_store()
+    assert f"-> {default.resolve()}/codex-cli-9.8.7" in capsys.readouterr().out
+    monkeypatch.setenv("CODEX_HARNESS_STORE", str(tmp_path / "env-store"))
+    monkeypatch.setenv("FAKE_CODEX_VERSION", "9.8.8")
+    assert main(["schema", "pin", "--codex", str(fake_codex)]) == OK
+    assert schema_store.pinned_releases(tmp_path / "env-store") == ["9.8.8"]
+    monkeypatch.setenv("FAKE_CODEX_VERSION", "9.8.9")
+    assert main(["schema", "pin", "--codex", str(fake_codex), "--store", str(tmp_path / "flag")]) == OK
+    assert schema_store.pinned_releases(tmp_path / "flag") == ["9.8.9"]
+    assert main(["schema", "pin", "--codex", str(fake_codex), "--store", str(schema_store.SHIPPED_ROOT)]) == USAGE
+    assert "never written" in capsys.readouterr().err
+    assert _package_listing() == before
+    # `schema diff` reads the user's pins by version, beside the shipped ones.
+    assert main(["schema", "diff", "9.8.8", "9.8.8"]) == OK
+    assert main(["schema", "diff", "9.8.9", "9.8.9", "--store", str(tmp_path / "flag")]) == OK
+    assert "schema diff 9.8.9 -> 9.8.9" in capsys.readouterr().out
+    assert main(["schema", "diff", "0.171.0", "9.8.9"]) == USAGE  # not in the store in use
+    assert "no pinned schema for codex-cli 9.8.9" in capsys.readouterr().err
+
+
+def test_pinning_a_shipped_release(
+    fake_codex: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "schemas"
+    _bundle_dir(schema_store.load_bundle("0.171.0"), source / "stable")
+    _bundle_dir(schema_store.load_bundle("0.171.0", True), source / "experimental")
+    monkeypatch.setenv("FAKE_CODEX_VERSION", "0.171.0")
+    monkeypatch.setenv("FAKE_SCHEMA_DIR", str(source))
+    assert main(["schema", "pin", "--codex", str(fake_codex)]) == OK
+    assert "shipped with the package, identical: nothing to pin" in capsys.readouterr().out
+    assert schema_store.pinned_releases(schema_store.user_store()) == []
+    # A binary of that version printing another schema: pinned in the user's store, reported, exit 1.
+    monkeypatch.delenv("FAKE_SCHEMA_DIR")
+    assert main(["schema", "pin", "--codex", str(fake_codex)]) == FAILED
+    err = capsys.readouterr().err
+    assert "differs from the pin shipped with the package; the shipped pin is used" in err
+    assert schema_store.pinned_releases(schema_store.user_store()) == ["0.171.0"]
+    assert main(["schema", "diff", "0.171.0", "0.171.0"]) == OK
+    assert "differs from the pin shipped" in capsys.readouterr().err
+
+
+def test_validate_release_pins_into_the_users_store(
+    fake_codex: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A release not pinned yet goes to --store; the package is untouched (the suite then fails: no server)."""
+    before = _package_listing()
+    store = tmp_path / "store"
+    argv = ["validate-release", "--codex", str(fake_codex), "--store", str(store), "--out", str(tmp_path / "out")]
+    assert main([*argv, "--scenario", "plain", "--latency-samples", "0"]) == FAILED
+    assert schema_store.pinned_releases(store) == ["9.8.7"]
+    assert _package_listing() == before
+    report = orjson.loads((tmp_path / "out" / "report.json").read_bytes())
+    assert report["schema"]["pin"] == "new" and report["schema"]["store"] == str(store.resolve())
+    assert report["schema"]["compared_with"] == "0.171.0"
+    assert "RESULT: FAIL" in capsys.readouterr().out
+    assert main([*argv, "--store", str(schema_store.SHIPPED_ROOT)]) == USAGE

@@ -21,6 +21,16 @@ _PATTERNS: Final = (
 )
 
 
+# Terminal control sequences: CSI (colours, ``ESC[2m``), OSC (titles, links) and two-byte escapes. codex
+# colours its tracing output even into a pipe; a tail shown in a terminal, a report or a file reads plain.
+_ANSI: Final = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape sequences (colour, cursor, OSC)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
 def redact(text: str) -> str:
     """Mask bearer tokens, ``sk-...`` keys and ``*api_key*=`` / ``*token*:`` style assignments."""
     text = _PATTERNS[0].sub(lambda m: f"{m.group(1)} {REDACTED}", text)
@@ -54,7 +64,8 @@ class StderrTail:
         """The redacted tail, at most ``limit`` bytes of the original's end (redaction may shorten it)."""
         if self.limit == 0:
             return ""
-        redacted = redact(self._buf.decode("utf-8", errors="replace"))
+        # Colours go first: ``token\x1b[2m=\x1b[0m"…"`` must still read as an assignment to redact.
+        redacted = redact(strip_ansi(self._buf.decode("utf-8", errors="replace")))
         encoded = redacted.encode("utf-8")
         if len(encoded) <= self.limit:
             return redacted

@@ -15,6 +15,7 @@ import orjson
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
+from harness.client.stderr import strip_ansi
 from harness.codex_bin import CodexNotFound, codex_version, find_codex, run_bounded
 
 NAME = "schema"
@@ -94,7 +95,7 @@ def generate(binary: Path, out_dir: Path, experimental: bool, timeout: float) ->
     except OSError as exc:
         raise UsageError(f"cannot run {binary}: {exc}") from exc
     if done.returncode != 0:
-        tail = done.stderr.decode(errors="replace").strip()[-400:]
+        tail = strip_ansi(done.stderr.decode(errors="replace")).strip()[-400:]
         raise RuntimeError(f"`{' '.join(argv[1:])}` exited {done.returncode}: {tail}")
     return schema_store.read_bundle_dir(out_dir)
 
