@@ -5,6 +5,7 @@
 - ``codex_session``: an open, initialized client :class:`~harness.client.session.Session` against the
   in-process fake (async; pick the scenario with ``@pytest.mark.codex_scenario("NAME")``, default
   ``plain``; use pytest-trio's ``autojump_clock`` to run on virtual time).
+- ``client_env``: ``os.environ`` with the test's run marker, for starting an outside client by hand.
 - ``run_scenario``: plays a scenario (built-in name, file path or :class:`Scenario`) on a target and
   returns the judged :class:`~harness.runner.ScenarioRun`; the session record is saved under the
   test's ``tmp_path`` so a failure can be replayed with ``codex-harness show``.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,14 +74,46 @@ async def codex_session(request: pytest.FixtureRequest, tmp_path: Path) -> Async
 
 @pytest.fixture
 def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., object]:
-    """``run_scenario(spec, target="fake", codex=None)`` → :class:`harness.runner.ScenarioRun`."""
+    """``run_scenario(spec, target="fake", codex=None, client=None, client_deadline=None)`` → ScenarioRun.
+
+    ``client=["python", "my_client.py"]`` judges that outside client instead of ours (on ``fake-process``,
+    as ``codex-harness run --client-cmd`` does); it runs with this test's run marker, so the leak check
+    covers it and everything it starts.
+    """
     from harness.runner import run_one
 
     counter = iter(range(1_000_000))
 
-    def run(spec: str | os.PathLike[str] | Scenario, target: str = "fake", codex: Path | None = None) -> object:
+    def run(
+        spec: str | os.PathLike[str] | Scenario,
+        target: str = "fake",
+        codex: Path | None = None,
+        client: Sequence[str] | None = None,
+        client_deadline: float | None = None,
+    ) -> object:
         scenario = _scenario(spec)
+        if client is not None:
+            from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
+
+            if target not in ("fake", TARGET):
+                raise ValueError(f"an outside client runs on target {TARGET}, not {target}")
+            check_command(list(client))
+            save = tmp_path / f"record-{next(counter)}-{scenario.name}-client"
+            spec_ = ClientSpec(list(client), client_deadline)
+            return run_outside_one(scenario, spec_, save_dir=save, work_root=tmp_path)
         save = tmp_path / f"record-{next(counter)}-{scenario.name}-{target}"
         return run_one(scenario, target, codex=codex, save_dir=save, work_root=tmp_path)
 
     return run
+
+
+@pytest.fixture
+def client_env(no_leaked_processes: str) -> dict[str, str]:
+    """``os.environ`` plus this test's run marker (``CODEX_HARNESS_RUN_MARKER``).
+
+    Start an outside client with ``env=client_env``: it and everything it starts inherit the marker, so the
+    no-leak check fails the test on whatever of it is still alive afterwards.
+    """
+    from harness.client.process import RUN_MARKER_ENV
+
+    return {**os.environ, RUN_MARKER_ENV: no_leaked_processes}

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.fixtures import codex_session, fake_codex, run_scenario
+from conformance.fixtures import client_env, codex_session, fake_codex, run_scenario
 from conformance.noleak import no_leaked_processes  # noqa: F401  (autouse: registers the no-leak check)
 from harness.codex_bin import CodexNotFound, find_codex
 
 REQUIRE_REAL_ENV = "CODEX_HARNESS_REQUIRE_REAL"
-__all__ = ["codex_bin", "codex_session", "fake_codex", "run_scenario"]
+__all__ = ["client_env", "codex_bin", "codex_session", "fake_codex", "run_scenario"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

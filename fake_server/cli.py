@@ -185,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     spec = args.scenario or os.environ.get(SCENARIO_ENV) or None
     recorder = open_recorder(args.record or args.record_top or os.environ.get(RECORD_ENV), scenario, spec)
+    if recorder is not None:
+        recorder.keep_signals()
     # trio makes the shared stdin/stdout descriptions non-blocking; give a terminal back as it was.
     blocking = {fd: _get_blocking(fd) for fd in (0, 1)}
     try:

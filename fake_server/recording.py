@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -152,6 +153,12 @@ class Recorder:
             self._put(self._c2s.flush(self.stdin_closed_at))
             self.note("stdin closed")
 
+    def keep_signals(self) -> None:
+        """Record SIGTERM/SIGINT that come outside the server's own loop (just before it leaves) and carry on
+        to ``finish``: the default action would kill the process before ``end.json`` is written."""
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda n, _frame: self.on_signal(signal.Signals(n).name))
+
     def on_signal(self, name: str) -> None:
         if self.signal is None:
             self.signal, self.signal_at = name, time.monotonic()
@@ -164,12 +171,11 @@ class Recorder:
         self.ended = True
         now = time.monotonic()
         self._put(self._c2s.flush(now) + self._s2c.flush(now))
+        ends = [(t, why) for t, why in ((self.stdin_closed_at, "stdin_closed"), (self.signal_at, "signal")) if t]
         if crashed:
             reason, at = "crash", now
-        elif self.signal is not None:
-            reason, at = "signal", self.signal_at
-        elif self.stdin_closed_at is not None:
-            reason, at = "stdin_closed", self.stdin_closed_at
+        elif ends:
+            at, reason = min(ends)  # the client's first move ends the session (close stdin, then SIGTERM)
         else:
             reason, at = "exit", now
         end = {

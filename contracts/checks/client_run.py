@@ -253,22 +253,29 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
         )
     ]
     deadline = facts.get("deadline_s")
-    if facts.get("deadline_hit"):
+    if deadline is None:
+        checks.append(make("deadline", "skip", "a recording alone does not show the client's deadline"))
+    elif facts.get("deadline_hit"):
         checks.append(make("deadline", "fail", f"the client was still running at its deadline of {deadline:g} s"))
     else:
-        ended = facts.get("client_ended_t")
-        checks.append(make("deadline", "pass", f"the client exited after {ended or 0:.3f} s, deadline {deadline:g} s"))
-    left = list(facts.get("left_running") or [])
-    checks.append(
-        make(
-            "nothing left running",
-            "fail" if left else "pass",
-            f"alive after the client exited (killed by the harness): {_summary(left)}"
-            if left
-            else "no process of the run outlived the client",
-            "client-behaviour.md §10",
+        ended = facts.get("client_ended_t") or 0.0
+        checks.append(make("deadline", "pass", f"the client exited after {ended:.3f} s, deadline {deadline:g} s"))
+    left = facts.get("left_running")
+    if left is None:
+        checks.append(
+            make("nothing left running", "skip", "a recording alone does not show which processes outlived the client")
         )
-    )
+    else:
+        checks.append(
+            make(
+                "nothing left running",
+                "fail" if left else "pass",
+                f"alive after the client exited (killed by the harness): {_summary(list(left))}"
+                if left
+                else "no process of the run outlived the client",
+                "client-behaviour.md §10",
+            )
+        )
     result = facts.get("result") or {}
     state = result.get("state", "absent")
     if state == "absent":

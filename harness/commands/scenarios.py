@@ -9,6 +9,7 @@ import orjson
 from contracts.exitcodes import FAILED, OK
 from contracts.scenario import TARGETS
 from harness import scenario_lookup
+from harness.outside.plan import adapter_plan
 
 NAME = "scenarios"
 HELP = "list the built-in scenarios with a one-line description and the targets each supports"
@@ -41,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
                 "description": scenario.description,
                 "faults": faults,
                 "source": scenario.source,
+                # What an adapter for an outside client follows (harness.outside.plan), and the truth it is judged by.
+                "plan": adapter_plan(scenario),
+                "expect": scenario.expect.to_dict(),
             }
         )
     if args.json:

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Adapter: the official Python SDK (``openai-codex`` on PyPI) follows the harness plan.
+
+Runs under an interpreter that has ``openai_codex`` (see :mod:`conformance.clients.sdk`); imports nothing
+of codex-harness. It drives the SDK the way its documentation shows: ``Codex(CodexConfig(codex_bin=...))``,
+``thread_start()``, ``thread.turn(text)`` and ``TurnHandle.run()`` / ``.stream()``, ``interrupt()`` and
+``steer()`` at the plan's triggers, ``thread_resume()``; approvals through the low-level client's approval
+handler (the high-level API has none). It adds no timeout of its own: how the SDK copes with a silent or
+broken server is what is judged. It writes ``CODEX_HARNESS_RESULT`` after every turn, so a run cut at the
+deadline still reports the turns that ended.
+
+What the SDK cannot express is reported as ``unsupported``: an approval answered with a JSON-RPC error
+(its handler's return value is always sent as a result) and ``optOutNotificationMethods``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import traceback
+from typing import Any
+
+from openai_codex import Codex, CodexConfig
+
+APPROVALS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
+STATUS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
+
+
+def _load_plan() -> dict[str, Any]:
+    with open(os.environ["CODEX_HARNESS_PLAN"], encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+class Report:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.turns: list[dict[str, Any]] = []
+
+    def add(self, entry: dict[str, Any]) -> None:
+        self.turns.append(entry)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(
+                {
+                    "client": "openai-codex (Python SDK) via conformance/clients/openai_codex_sdk.py",
+                    "turns": self.turns,
+                },
+                fh,
+            )
+        os.replace(tmp, self.path)
+
+
+def buckets(usage: Any) -> dict[str, int] | None:
+    """The SDK's ``TurnResult.usage`` is the turn's last ``ThreadTokenUsage``; a caller bills its ``last``."""
+    if usage is None:
+        return None
+    last = usage.last
+    cached = last.cached_input_tokens or 0
+    write = last.cache_write_input_tokens or 0
+    return {
+        "input": max(0, (last.input_tokens or 0) - cached - write),
+        "cache_read": cached,
+        "cache_write": write,
+        "output": last.output_tokens or 0,
+        "reasoning": last.reasoning_output_tokens or 0,
+    }
+
+
+class Approvals:
+    """The plan's decisions by ordinal; a planned cancel while pending holds the answer (from the reader thread)."""
+
+    def __init__(self, plan: dict[str, Any], budgets: dict[str, int]) -> None:
+        self.plan = plan
+        self.seen = 0
+        self.turn_seen = 0
+        self.held: set[int] = set()
+        self.on_held: Any = None
+        self.unsupported: str | None = None
+        self.release = threading.Event()
+        self.hold_s = budgets["request_timeout_ms"] / 1000
+
+    def start_turn(self, actions: list[dict[str, Any]], on_held: Any) -> None:
+        self.turn_seen = 0
+        self.held = {a["n"] for a in actions if a["do"] == "cancel" and a["at"] == "approval_pending"}
+        self.on_held = on_held
+        self.release.clear()
+
+    def __call__(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        if method not in APPROVALS:
+            return {}  # the SDK's own default for requests it does not know
+        order = self.plan["approvals"]["in_order"]
+        decision = order[self.seen] if self.seen < len(order) else self.plan["approvals"]["default"]
+        self.seen += 1
+        self.turn_seen += 1
+        if self.turn_seen in self.held:
+            # The user cancels while this approval is pending: interrupt from another thread, keep it open.
+            threading.Thread(target=self.on_held, daemon=True).start()
+            self.release.wait(self.hold_s)
+            return {"decision": "cancel"}
+        if decision == "error":
+            self.unsupported = "the SDK's approval handler cannot answer with a JSON-RPC error"
+            return {"decision": "decline"}
+        return {"decision": decision}
+
+
+def play_turn(thread: Any, number: int, spec: dict[str, Any], approvals: Approvals) -> dict[str, Any]:
+    actions = [a for a in spec["actions"] if a["do"] in ("cancel", "steer")]
+    handle = thread.turn(spec["input"])
+    entry: dict[str, Any] = {"turn": number, "turn_id": handle.id}
+
+    def act(action: dict[str, Any]) -> None:
+        if action["do"] == "cancel":
+            handle.interrupt()
+        else:
+            handle.steer(action.get("text", ""))
+
+    approvals.start_turn(actions, lambda: handle.interrupt())
+    timers = []
+    for a in actions:
+        if a["at"] == "delay":
+            timer = threading.Timer(a["delay_ms"] / 1000, act, (a,))
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
+    stream_actions = [a for a in actions if a["at"] in ("started", "delta", "item_started")]
+    try:
+        if not stream_actions:
+            result = handle.run()  # the high-level path: the SDK collects the turn
+            entry.update(status=STATUS.get(result.status.value, "failed"), final_text=result.final_response)
+            entry["usage"] = buckets(result.usage)
+            entry["error"] = result.error.message if result.error else None
+            return entry
+        counts = {"started": 0, "delta": 0, "item_started": 0}
+        keys = {"turn/started": "started", "item/agentMessage/delta": "delta", "item/started": "item_started"}
+        fired: set[int] = set()
+        usage = None
+        text: list[str] = []
+        status = None
+        for event in handle.stream():
+            key = keys.get(event.method)
+            if key:
+                counts[key] += 1
+            if event.method == "item/agentMessage/delta":
+                text.append(event.payload.delta)
+            elif event.method == "thread/tokenUsage/updated":
+                usage = event.payload.token_usage
+            elif event.method == "turn/completed":
+                status = event.payload.turn.status.value
+            for i, a in enumerate(stream_actions):
+                if i not in fired and counts[a["at"]] >= a["n"]:
+                    fired.add(i)
+                    if a["delay_ms"]:
+                        threading.Timer(a["delay_ms"] / 1000, act, (a,)).start()
+                    else:
+                        act(a)
+        entry.update(status=STATUS.get(str(status), "failed"), final_text="".join(text), usage=buckets(usage))
+        return entry
+    except Exception as exc:  # the SDK raises on a failed turn and on a broken transport
+        entry.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
+        return entry
+    finally:
+        approvals.release.set()
+        for timer in timers:
+            timer.cancel()
+
+
+def main() -> int:
+    plan = _load_plan()
+    report = Report(os.environ["CODEX_HARNESS_RESULT"])
+    approvals = Approvals(plan, plan["budgets"])
+    config = CodexConfig(codex_bin=os.environ["CODEX_BIN"], experimental_api=plan["experimental_api"])
+    remaining = list(plan["turns"])
+    try:
+        with Codex(config) as codex:
+            codex._client._approval_handler = approvals  # the low-level client's hook (no public one)
+            thread = codex.thread_start()
+            while remaining:
+                spec = remaining[0]
+                if any(a["do"] == "resume" for a in spec["actions"]):
+                    thread = codex.thread_resume(thread.id)
+                approvals.unsupported = None
+                entry = play_turn(thread, spec["turn"], spec, approvals)
+                why = approvals.unsupported or (
+                    "the SDK has no optOutNotificationMethods option" if plan["opt_out_notifications"] else None
+                )
+                if why:
+                    entry.update(status="unsupported", error=why)
+                report.add(entry)
+                remaining.pop(0)
+    except Exception as exc:
+        traceback.print_exc()
+        for spec in remaining:
+            report.add({"turn": spec["turn"], "status": "failed", "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

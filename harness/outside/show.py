@@ -1,0 +1,105 @@
+"""``codex-harness show`` on what ``fake-codex --record`` wrote, or on a saved ``--client-cmd`` record.
+
+A recording is judged by the wire contracts (:mod:`contracts.checks.client_run` and the per-server
+contracts) against the scenario named in its ``start.json``; what a recording alone cannot show (the
+deadline, what was left running, the result file) is a skip with that reason. Exit 1 on a failing check.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from contracts.checks import Check
+from contracts.exitcodes import FAILED, OK, UsageError
+from contracts.record import SessionRecord
+from harness import scenario_lookup
+from harness.outside.plan import adapter_plan, budgets
+from harness.outside.record import (
+    RecordingError,
+    ServerRecording,
+    is_recording,
+    read_recording,
+    read_recordings,
+    server_facts,
+    server_record,
+)
+from harness.timeline import render
+
+
+def is_outside(path: Path) -> bool:
+    """A recording folder, a ``--record`` root holding recordings, or a saved outside-client record."""
+    if not path.is_dir():
+        return False
+    if is_recording(path) or ((path / "recording").is_dir() and (path / "record.json").is_file()):
+        return True
+    return any(is_recording(p) for p in path.iterdir() if p.is_dir())
+
+
+def _records_of_recordings(servers: list[ServerRecording]) -> list[SessionRecord]:
+    first = servers[0]
+    ref = first.start.get("scenario_ref") or first.start.get("scenario")
+    try:
+        scenario = scenario_lookup.resolve(str(ref))
+    except scenario_lookup.ScenarioError as exc:
+        raise UsageError(f"{first.folder}: cannot judge, the recorded scenario {ref!r} is not found: {exc}") from None
+    zero = min(float(s.start.get("started_t") or 0.0) for s in servers)
+    from fake_server.recording import scenario_hash
+
+    facts: dict[str, Any] = {
+        "deadline_s": None,  # a recording alone does not know the client's deadline or its processes
+        "left_running": None,
+        "expected_hash": scenario_hash(scenario),
+        "plan_turns": adapter_plan(scenario)["turns"],
+        "budgets": budgets(scenario.client),
+        "servers": [server_facts(s, zero, False) for s in servers],
+        "result": {"state": "absent"},
+    }
+    return [
+        server_record(scenario, s, zero=zero, facts=dict(facts, primary=k == 0, server=facts["servers"][k]))
+        for k, s in enumerate(servers)
+    ]
+
+
+def show_outside(args: argparse.Namespace, path: Path) -> int:
+    from harness.outside.runner import judge
+
+    try:
+        if (path / "record.json").is_file():
+            primary = SessionRecord.load(path)
+            if not isinstance(primary.meta.get("outside"), dict):
+                raise UsageError(f"{path}: not a record of an outside client")
+            records = [primary]
+        else:
+            servers = [read_recording(path)] if is_recording(path) else read_recordings(path)
+            if not servers:
+                raise UsageError(f"{path}: no fake-codex recording in it")
+            records = _records_of_recordings(servers)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    checks: list[Check] = [] if args.no_checks else judge(records)
+    validator = None
+    if not args.no_schema:
+        from contracts.validator import Validator
+
+        try:
+            validator = Validator.for_release(records[0].schema_release, records[0].experimental_api)
+        except Exception:  # an unpinned release still shows its timeline, unmarked
+            validator = None
+    for k, record in enumerate(records):
+        server = record.meta["outside"].get("server") or {}
+        end = server.get("end") or {}
+        how = f"ended {end.get('reason')} at {end.get('t')}" if end else "no end line (killed)"
+        title = f"{record.scenario}: server {server.get('n')} pid {server.get('pid')}, {how}"
+        mine = [c for c in checks if k == 0 or c.name.startswith(f"server {server.get('n')}:")]
+        print(render(record.wire, checks=mine, validator=validator, title=title), end="")
+    failed = [c for c in checks if c.status == "fail"]
+    for c in checks:
+        if c.status == "skip" and c.contract in ("client", "protocol", "schema"):  # failures are in the timeline
+            print(f"  {c.status.upper()} {c.contract} / {c.name}: {c.detail}")
+    print(f"\n{len(checks)} checks: {len(failed)} failed" if checks else "\nchecks not run (--no-checks)")
+    return FAILED if failed else OK
+
+
+__all__ = ["is_outside", "show_outside"]
