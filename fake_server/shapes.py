@@ -167,8 +167,11 @@ def resume_result(session: dict[str, Any], thread_id: str, model: str, turns: in
     out["multiAgentMode"] = session["multiAgentMode"]
     out["initialTurnsPage"] = None
     cursor = '{{"requestedThreadId":"{t}","rolloutOrdinal":{o},"includeAnchor":true,"scope":{{"kind":"{k}"}}}}'
-    out["turnsBackwardsCursor"] = cursor.format(t=thread_id, o=turns, k="turns")
-    out["itemsBackwardsCursor"] = cursor.format(t=thread_id, o=turns * 8 + 1, k="itemsByCreatedAtOrdinal")
+    # A thread without turns has no history to page back through (observed: both cursors null).
+    out["turnsBackwardsCursor"] = cursor.format(t=thread_id, o=turns, k="turns") if turns else None
+    out["itemsBackwardsCursor"] = (
+        cursor.format(t=thread_id, o=turns * 8 + 1, k="itemsByCreatedAtOrdinal") if turns else None
+    )
     return out
 
 
