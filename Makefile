@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 CODEX_VERSION := 0.171.0
 CODEX  := .tools/node_modules/.bin/codex
 
-.PHONY: run test lint install codex clean
+.PHONY: run test lint install codex clean screenshots reference
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,13 +21,34 @@ $(CODEX):
 
 codex: $(CODEX)
 
-## The main job: every built-in scenario against the in-process fake app-server.
+## The main job: every built-in scenario against the in-process fake app-server; the table in the terminal,
+## the HTML report (sequence diagrams, failed checks) in reports/latest/index.html.
 run: $(BIN)/.installed
-	$(BIN)/codex-harness run
+	$(BIN)/codex-harness run --report reports/latest
+
+## The screenshots of docs/report.md (needs Chromium: apt-get install chromium).
+screenshots: $(BIN)/.installed
+	$(BIN)/python bench/screenshots.py
 
 ## The whole test suite, real-binary tests included (the pinned codex is installed first).
 test: $(BIN)/.installed $(CODEX)
 	CODEX_BIN=$(abspath $(CODEX)) $(BIN)/python -m pytest -n auto -q $(PYTEST_ARGS)
+
+## Re-record the reference set (tests/data/real/reference.txt) from the real binary into
+## tests/data/real/<its version>/{transcripts,probes,trace-bundles}/. Another binary: make reference CODEX=PATH.
+reference: $(BIN)/.installed $(CODEX)
+	@version=$$($(CODEX) --version | awk '{print $$NF}'); \
+	out=tests/data/real/$$version; \
+	test -n "$$version" || { echo "cannot read the version of $(CODEX)"; exit 3; }; \
+	grep -v '^#' tests/data/real/reference.txt | while read -r set name scenario; do \
+	  test -n "$$name" || continue; \
+	  $(BIN)/codex-harness record --codex $(CODEX) --scenario $$scenario \
+	    --out $$out/$$set/$$name.jsonl --trace-out $$out/trace-bundles/$$name || exit $$?; \
+	done || exit $$?; \
+	for set in transcripts probes trace-bundles; do \
+	  test -f $$out/$$set/README.md || sed -e "s/@VERSION@/$$version/g" -e "s/@SET@/$$set/g" \
+	    tests/data/real/README.set.md > $$out/$$set/README.md; \
+	done
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .

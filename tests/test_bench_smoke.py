@@ -85,3 +85,8 @@ def test_run_all_combines_the_tables(tmp_path: Path) -> None:
     text = proc.stdout.decode()
     assert "Machine:" in text and "| ingest" in text and "| interrupt" in text
     assert {r["bench"] for r in orjson.loads(out.read_bytes())["rows"]} == {"ingest", "interrupt"}
+
+
+def test_report_html_prints_ratios_against_the_text_table(tmp_path: Path) -> None:
+    text, rows = run_script("report_html.py", tmp_path, "--no-browser")
+    assert "index.html size" in text and all(r > 0 for r in ratios(rows))

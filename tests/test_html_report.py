@@ -131,11 +131,13 @@ def test_a_fault_is_drawn_after_the_frame_it_struck_at_and_ends_the_stream() -> 
 
 
 def test_interrupt_interval_and_open_windows() -> None:
-    wire = _session(2)
+    wire = _session(50)  # the stream collapses: rows are not wire positions
     wire.insert(-1, _req(0.5, "c2s", 3, "turn/interrupt", threadId="th", turnId="tu"))
     wire.append(_req(1.0, "c2s", 4, "thread/read", threadId="th"))  # never answered
     d = diagram.build(_record(wire))
     assert len(d.intervals) == 1 and d.intervals[0].ms == pytest.approx(400.0)
+    assert d.rows[d.intervals[0].start].label.startswith("turn/interrupt #3")
+    assert d.rows[d.intervals[0].end].label.startswith("turn/completed")
     assert any("thread/read #4" in w for w in d.open_at_end)
     assert any(p.end is None for p in d.pairs)
 

@@ -80,21 +80,30 @@ class Loaded:
         return float(value)
 
 
-def load(page: Path, *, binary: str | None = None, budget_ms: int = 5000) -> Loaded:
-    """Load ``page`` headless, return its DOM after the load event and every error it logged."""
+def load(
+    page: Path,
+    *,
+    binary: str | None = None,
+    screenshot: Path | None = None,
+    width: int = 1280,
+    height: int = 900,
+    budget_ms: int = 5000,
+) -> Loaded:
+    """Load ``page`` headless, return its DOM after the load event and every error it logged; with
+    ``screenshot``, also write a PNG of the top ``width`` × ``height`` pixels there (same run)."""
     binary = binary or find_chromium()
     if binary is None:
         raise BrowserError("no Chromium installed (apt-get install chromium)")
-    proc = _run(
-        binary,
-        [
-            "--enable-logging=stderr",
-            "--v=0",
-            f"--virtual-time-budget={budget_ms}",
-            "--dump-dom",
-            page.resolve().as_uri(),
-        ],
-    )
+    shot: list[str] = []
+    if screenshot is not None:
+        screenshot = screenshot.resolve()
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        screenshot.unlink(missing_ok=True)
+        shot = [f"--screenshot={screenshot}"]
+    args = ["--enable-logging=stderr", "--v=0", f"--virtual-time-budget={budget_ms}", f"--window-size={width},{height}"]
+    proc = _run(binary, [*args, *shot, "--dump-dom", page.resolve().as_uri()])
+    if screenshot is not None and not screenshot.is_file():
+        raise BrowserError(f"chromium wrote no screenshot (exit {proc.returncode}): {proc.stderr[-500:]}")
     dom = proc.stdout
     if "<body" not in dom:
         raise BrowserError(f"chromium returned no DOM (exit {proc.returncode}): {proc.stderr[-500:]}")
@@ -108,25 +117,8 @@ def load(page: Path, *, binary: str | None = None, budget_ms: int = 5000) -> Loa
 
 def screenshot(page: Path, out: Path, *, width: int = 1280, height: int = 900, binary: str | None = None) -> Path:
     """A PNG of the top ``width`` × ``height`` pixels of ``page``."""
-    binary = binary or find_chromium()
-    if binary is None:
-        raise BrowserError("no Chromium installed (apt-get install chromium)")
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists():
-        out.unlink()
-    proc = _run(
-        binary,
-        [
-            f"--window-size={width},{height}",
-            f"--screenshot={out}",
-            "--virtual-time-budget=5000",
-            page.resolve().as_uri(),
-        ],
-    )
-    if not out.is_file():
-        raise BrowserError(f"chromium wrote no screenshot (exit {proc.returncode}): {proc.stderr[-500:]}")
-    return out
+    load(page, binary=binary, screenshot=out, width=width, height=height)
+    return out.resolve()
 
 
 # --- PNG -------------------------------------------------------------------------------------------

@@ -552,8 +552,10 @@ def _intervals(record: SessionRecord, builder: _Builder, at: Any) -> list[Interv
             ):
                 ms = (other.t - entry.t) * 1000
                 clock = " (virtual time)" if record.virtual_time else ""
-                out.append(Interval(at(pos), at(later), ms, f"interrupt → turn/completed {ms:.1f} ms{clock}"))
+                label = f"interrupt → turn/completed {ms:.1f} ms{clock}"
+                out.append(Interval(at(builder.row_of[pos]), at(builder.row_of[later]), ms, label))
                 break
         else:
-            out.append(Interval(at(pos), at(len(wire) - 1), float("nan"), "interrupt → no turn/completed"))
+            end = at(len(builder.rows) - 1)
+            out.append(Interval(at(builder.row_of[pos]), end, float("nan"), "interrupt → no turn/completed"))
     return out
