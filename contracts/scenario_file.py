@@ -421,6 +421,18 @@ def _check_consistency(s: Scenario, source: str) -> None:
         )
 
 
+def check_unique_names(scenarios: list[Scenario]) -> list[Scenario]:
+    """One run, one name per scenario: records are saved under ``sessions/<target>/<name>``."""
+    seen: dict[str, Scenario] = {}
+    for s in scenarios:
+        first = seen.setdefault(s.name, s)
+        if first is not s:
+            where = f"{first.source or '<built-in>'} and {s.source or '<built-in>'}"
+            expected = f"a name no other scenario of the run has ({where})"
+            raise ScenarioError(s.source or s.name, "name", expected, s.name)
+    return scenarios
+
+
 def load(path: str | Path) -> Scenario:
     """Load a scenario file; errors name the file."""
     p = Path(path)

@@ -16,6 +16,7 @@ from pathlib import Path
 from contracts.checks import Check
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.scenario import Scenario
+from contracts.scenario_file import check_unique_names
 from harness import scenario_lookup
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
@@ -58,7 +59,7 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario]:
         specs = scenario_lookup.builtin_names()
         if not specs:
             raise UsageError(f"no built-in scenarios found in {scenario_lookup.BUILTIN_DIR}")
-    return [scenario_lookup.resolve(spec) for spec in specs]
+    return check_unique_names([scenario_lookup.resolve(spec) for spec in specs])
 
 
 def _progress(run: ScenarioRun, n: int, total: int) -> None:
