@@ -20,16 +20,20 @@ import orjson
 from contracts.validator import SessionValidator, Validator
 
 REPO = Path(__file__).resolve().parents[1]
-TRANSCRIPTS = REPO.parent / "shared" / "reference" / "real-transcripts"
+#: The reference set recorded from the real binary (`make reference`): its listing and its transcripts.
+LISTING = REPO / "tests" / "data" / "real" / "reference.txt"
+TRANSCRIPTS = REPO / "tests" / "data" / "real" / "0.171.0"
 TARGET_RATE = 200_000
 TARGET_RATIO = 0.25
 
 
 def corpus() -> list[tuple[bytes, str, str | None]]:
     """(line, direction, method answered) for every wire frame of every transcript."""
-    files = sorted(TRANSCRIPTS.glob("*.jsonl"))
-    if not files:
-        sys.exit(f"no transcripts in {TRANSCRIPTS} (shared/ must sit beside the repository)")
+    listed = [line.split() for line in LISTING.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    files = [TRANSCRIPTS / set_name / f"{name}.jsonl" for set_name, name, _scenario in listed]
+    missing = [str(path) for path in files if not path.is_file()]
+    if not files or missing:
+        sys.exit(f"reference transcripts missing: {', '.join(missing) or LISTING} (part of the repository)")
     frames: list[tuple[bytes, str, str | None]] = []
     for path in files:
         session = SessionValidator()

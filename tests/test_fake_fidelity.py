@@ -1,41 +1,25 @@
-"""The fake replays every shared real 0.171.0 transcript structurally equal, with every frame valid."""
+"""The fake replays every real 0.171.0 reference transcript structurally equal, with every frame valid.
+
+The transcripts are the project's reference set (tests/data/real/0.171.0/, `make reference`); each is
+replayed on the scenario it was recorded with (its model side), the client side coming from the file.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from test_reference_set import reference, reference_set, transcript
 
 from contracts.fidelity import Difference, diff_server_sides, render, shape
 from contracts.validator import Validator
-from fake_server.catalogue import load_builtin
-from fake_server.replay import load_transcript, replay
+from fake_server.replay import replay
 
-TRANSCRIPTS = Path("/work/shared/reference/real-transcripts")
-#: Which scenario scripts the model side of each recorded session (the client side comes from the file).
-SCENARIO_FOR = {
-    "plain": "plain_two_turns",
-    "stream_interrupt": "long_stream",
-    "approval_accept": "command_approval",
-    "approval_decline": "command_approval",
-    "approval_cancel": "command_approval",
-    "approval_interrupt": "command_approval",
-    "approval_rpc_error": "command_approval",
-    "model_error": "model_error",
-    "framing": "plain",
-    "misc_requests": "plain",
-    "stdin_eof": "plain",
-    "no_initialized_notification": "plain",
-    "experimental_optout": "plain",
-}
-
-pytestmark = pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="shared real transcripts not available")
+NAMES = sorted(r.name for r in reference_set())
 
 
-def test_every_shared_transcript_has_a_scenario() -> None:
-    names = {p.stem for p in TRANSCRIPTS.glob("*.jsonl")}
-    assert names == set(SCENARIO_FOR), "a new transcript needs its scenario here (no exception list)"
+def _replay(name: str) -> Any:
+    return replay(transcript(name), reference(name).scenario())
 
 
 def _request_methods(transcript: list[dict[str, Any]]) -> dict[Any, str]:
@@ -47,20 +31,18 @@ def _request_methods(transcript: list[dict[str, Any]]) -> dict[Any, str]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIO_FOR))
+@pytest.mark.parametrize("name", NAMES)
 def test_transcript_replays_structurally_equal(name: str) -> None:
-    transcript = load_transcript(str(TRANSCRIPTS / f"{name}.jsonl"))
-    result = replay(transcript, load_builtin(SCENARIO_FOR[name]))
+    result = _replay(name)
     assert result.differences == [], render(result.differences)
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIO_FOR))
+@pytest.mark.parametrize("name", NAMES)
 def test_replayed_frames_validate_against_the_pinned_schema(name: str) -> None:
-    transcript = load_transcript(str(TRANSCRIPTS / f"{name}.jsonl"))
     experimental = name == "experimental_optout"
     validator = Validator.for_release("0.171.0", experimental)
-    methods = _request_methods(transcript)
-    result = replay(transcript, load_builtin(SCENARIO_FOR[name]))
+    methods = _request_methods(transcript(name))
+    result = _replay(name)
     problems = []
     for frame in result.fake:
         assert frame is not None
@@ -71,20 +53,19 @@ def test_replayed_frames_validate_against_the_pinned_schema(name: str) -> None:
 
 
 def test_late_answer_after_interrupt_only_logs() -> None:
-    transcript = load_transcript(str(TRANSCRIPTS / "approval_interrupt.jsonl"))
-    result = replay(transcript, load_builtin("command_approval"))
+    result = _replay("approval_interrupt")
     assert "could not find callback for Integer(0)" in "".join(result.server.stderr)
     last = result.fake[-1]
     assert last is not None and last.get("method") == "serverRequest/resolved"
 
 
 def test_stdin_eof_exits_zero_promptly() -> None:
-    result = replay(load_transcript(str(TRANSCRIPTS / "stdin_eof.jsonl")), load_builtin("plain"))
+    result = _replay("stdin_eof")
     assert result.exit_code == 0
 
 
 def test_fidelity_ignores_ids_texts_and_ambient() -> None:
-    real = load_transcript(str(TRANSCRIPTS / "plain.jsonl"))
+    real = transcript("plain")
     frames = [e["msg"] for e in real if e["dir"] == "s2c"]
     mangled = [
         {**f, "emittedAtMs": 1} if "method" in f else f
@@ -95,7 +76,7 @@ def test_fidelity_ignores_ids_texts_and_ambient() -> None:
 
 
 def test_fidelity_reports_a_missing_and_a_changed_frame() -> None:
-    real = [e["msg"] for e in load_transcript(str(TRANSCRIPTS / "plain.jsonl")) if e["dir"] == "s2c"]
+    real = [e["msg"] for e in transcript("plain") if e["dir"] == "s2c"]
     dropped = [f for f in real if f.get("method") != "thread/started"]
     diffs = diff_server_sides(real, dropped)
     assert [d.what for d in diffs] == ["missing"] and diffs[0].expected == (("thread/started",),)
@@ -111,7 +92,7 @@ def test_fidelity_reports_a_missing_and_a_changed_frame() -> None:
 
 
 def test_fidelity_resolved_is_unordered_within_its_turn_but_counted() -> None:
-    real = [e["msg"] for e in load_transcript(str(TRANSCRIPTS / "approval_interrupt.jsonl")) if e["dir"] == "s2c"]
+    real = [e["msg"] for e in transcript("approval_interrupt") if e["dir"] == "s2c"]
     resolved = [f for f in real if f.get("method") == "serverRequest/resolved"]
     others = [f for f in real if f.get("method") != "serverRequest/resolved"]
     completed_at = next(i for i, f in enumerate(others) if f.get("method") == "turn/completed")
@@ -146,10 +127,10 @@ def _swap_status_around_item(frames: list[dict]) -> list[dict]:
 
 
 def test_fidelity_forgives_the_real_status_race_after_a_declined_approval_only() -> None:
-    real = [e["msg"] for e in load_transcript(str(TRANSCRIPTS / "approval_decline.jsonl")) if e["dir"] == "s2c"]
+    real = [e["msg"] for e in transcript("approval_decline") if e["dir"] == "s2c"]
     assert diff_server_sides(real, _swap_status_around_item(real)) == []
     # The same swap around a completed (accepted) item is a real difference.
-    accepted = [e["msg"] for e in load_transcript(str(TRANSCRIPTS / "approval_accept.jsonl")) if e["dir"] == "s2c"]
+    accepted = [e["msg"] for e in transcript("approval_accept") if e["dir"] == "s2c"]
     completed_at = next(
         i
         for i, f in enumerate(accepted)

@@ -8,18 +8,16 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 import trio
+from test_reference_set import REPO, reference, reference_set
 
 from contracts.fidelity import diff_server_sides, render, shape
 from contracts.wire import LineDecoder, WireError, WireErrorKind
-from fake_server.replay import load_transcript
 
-TRANSCRIPTS = Path("/work/shared/reference/real-transcripts")
 FAKE = [sys.executable, "-m", "fake_server.cli"]
 STEP_TIMEOUT = 30.0  # bound of every wait on the child (real time; generous for loaded CI hosts)
 
@@ -118,35 +116,19 @@ async def test_bad_scenario_is_a_clear_error() -> None:
     assert b"no_such" in result.stderr and b"built-in scenario" in result.stderr
 
 
-#: The scenario scripting the model side of each shared transcript (as in test_fake_fidelity.py).
-SCENARIO_FOR = {
-    "approval_accept": "command_approval",
-    "approval_decline": "command_approval",
-    "approval_cancel": "command_approval",
-    "approval_interrupt": "command_approval",
-    "approval_rpc_error": "command_approval",
-    "plain": "plain_two_turns",
-    "stream_interrupt": "long_stream",
-    "model_error": "model_error",
-    "framing": "plain",
-    "misc_requests": "plain",
-    "stdin_eof": "plain",
-    "no_initialized_notification": "plain",
-    "experimental_optout": "plain",
-}
-
-
-@pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="shared real transcripts not available")
-@pytest.mark.parametrize("name", list(SCENARIO_FOR))
+@pytest.mark.parametrize("name", [r.name for r in reference_set()])
 async def test_process_replays_the_real_transcripts(name: str) -> None:
-    """``fake-codex app-server --scenario X`` driven with the transcript's JSON lines (approval_* on
-    command_approval: every decision and interrupt while pending) answers like the real binary did."""
-    transcript = load_transcript(str(TRANSCRIPTS / f"{name}.jsonl"))
+    """``fake-codex app-server --scenario X`` driven with the client lines of a reference transcript (the
+    scenario it was recorded with) answers like the real binary did."""
+    transcript = reference(name).transcript()
+    scenario_file = reference(name).scenario_spec
+    if scenario_file.endswith(".toml"):
+        scenario_file = str(REPO / scenario_file)
     recorded: list[Any] = []
     idmap: dict[str, str] = {}
     closed = False
     async with trio.open_nursery() as nursery:
-        child = await spawn(nursery, "app-server", "--scenario", SCENARIO_FOR[name])
+        child = await spawn(nursery, "app-server", "--scenario", scenario_file)
         for entry in transcript:
             if entry["dir"] == "s2c":
                 recorded.append(entry["msg"])

@@ -3,7 +3,7 @@
 Each test prepares a run with :func:`harness.targets.real.real_target`, talks JSON lines over stdio
 with the small driver of :mod:`test_real_driver` (not the client under test), and compares what the
 server said, structurally, with the sequences recorded from codex-cli 0.171.0 in the reference
-transcripts (``real-transcripts/*.jsonl``; copied below as literal projections so the suite is
+transcripts (``tests/data/real/0.171.0/transcripts/``; copied below as literal projections so the suite is
 self-contained). Every run is bounded: deadlines on every wait, the process group killed on the way
 out, the temporary directories removed.
 """
@@ -531,7 +531,7 @@ async def test_trace_bundle_closed_after_stdin_eof(codex_bin: Path, tmp_path: Pa
     assert reduced.returncode == 0, reduced.stderr
 
 
-# --- trace bundles kept as test data (tests/data/trace-bundles/) -------------------------------
+# --- trace bundles kept as test data (tests/data/real/0.171.0/trace-bundles/) ---------------------
 
 RECORD_ENV = "CODEX_HARNESS_RECORD_BUNDLES"
 
@@ -584,7 +584,7 @@ async def test_recorded_bundles_are_closed(codex_bin: Path, tmp_path: Path, name
     """Graceful shutdowns (stdin EOF, SIGTERM) close the bundle; our checker and codex's reducer agree.
 
     With CODEX_HARNESS_RECORD_BUNDLES=DIR the bundle is also copied to DIR/<name> (how the bundles
-    under tests/data/trace-bundles/ were made).
+    under tests/data/real/0.171.0/trace-bundles/ were made).
     """
     trace_root = tmp_path / "traces"
     with trio.fail_after(RUN_TIMEOUT):

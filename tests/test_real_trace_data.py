@@ -1,8 +1,9 @@
-"""Trace bundles recorded from the real binary (tests/data/trace-bundles/) and the reducer cross-check.
+"""Trace bundles recorded from the real binary (tests/data/real/0.171.0/trace-bundles/) and the reducer cross-check.
 
-Our checker must call every recorded bundle closed; with the real binary, ``codex debug trace-reduce``
-must accept them too, and must accept / reject each bundle of the trace mutation corpus as the
-corpus says (where our checker is stricter by design, the corpus records the reducer's own verdict).
+Our checker must call every recorded bundle closed (the SIGKILLed one unclosed); with the real binary,
+``codex debug trace-reduce`` must accept them too, and must accept / reject each bundle of the trace
+mutation corpus as the corpus says (where our checker is stricter by design, the corpus records the
+reducer's own verdict).
 """
 
 from __future__ import annotations
@@ -11,27 +12,37 @@ from pathlib import Path
 
 import pytest
 from test_real_driver import reduce_with_codex
+from test_reference_set import reference_set
 
 from contracts.trace.closure import check_bundle
 
-DATA = Path(__file__).resolve().parent / "data" / "trace-bundles"
-RECORDED = sorted(p.name for p in DATA.iterdir() if (p / "manifest.json").is_file())
+DATA = Path(__file__).resolve().parent / "data" / "real" / "0.171.0" / "trace-bundles"
+#: Recorded by test_real_codex (CODEX_HARNESS_RECORD_BUNDLES) and copied from the project's earlier
+#: reference material (the mutation corpus's bases); see the folder's README.
+KEPT = {
+    "real-as-interrupt-running-command": "closed",
+    "real-as-plain-turn": "closed",
+    "real-as-sigterm-pending-approval": "closed",
+    "real-as-interrupt-pending-approval": "closed",
+    "real-as-decline-approval": "closed",
+    "real-as-pending-sigkill": "unclosed",
+}
+#: One bundle per session of the reference set (`make reference`), all closed.
+EXPECTED = KEPT | {entry.name: "closed" for entry in reference_set()}
+RECORDED = sorted(EXPECTED)
 
 
 def test_recorded_bundles_present() -> None:
-    assert RECORDED == [
-        "real-as-interrupt-running-command",
-        "real-as-plain-turn",
-        "real-as-sigterm-pending-approval",
-    ]
+    present = sorted(p.name for p in DATA.iterdir() if (p / "manifest.json").is_file())
+    assert present == RECORDED
     assert (DATA / "README.md").is_file()
 
 
 @pytest.mark.parametrize("name", RECORDED)
-def test_recorded_bundle_is_closed(name: str) -> None:
+def test_recorded_bundle_verdict(name: str) -> None:
     verdict = check_bundle(DATA / name)
-    assert verdict.verdict == "closed", verdict.to_json()
-    assert verdict.recording_status == "complete"
+    assert verdict.verdict == EXPECTED[name], verdict.to_json()
+    assert verdict.recording_status == ("complete" if EXPECTED[name] == "closed" else "unclosed")
 
 
 @pytest.mark.real_codex

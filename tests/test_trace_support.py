@@ -22,8 +22,9 @@ import zstandard
 from contracts.trace.format import encode_record, unpack_record_header
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = REPO_ROOT.parent / "shared" / "reference"
-BUNDLES = REFERENCE / "trace-bundles"
+#: The real 0.171.0 bundles the corpus starts from, kept byte for byte (the mutations edit fixed lines and
+#: payload ids of these exact bundles; see the folder's README for where they came from).
+BUNDLES = REPO_ROOT / "tests" / "data" / "real" / "0.171.0" / "trace-bundles"
 INTERRUPT = "real-as-interrupt-pending-approval"
 DECLINE = "real-as-decline-approval"
 SIGKILL = "real-as-pending-sigkill"
@@ -33,10 +34,7 @@ REAL_BUNDLES = {INTERRUPT: "closed", DECLINE: "closed", SIGKILL: "unclosed"}
 def reference_bundle(name: str) -> Path:
     path = BUNDLES / name
     if not (path / "manifest.json").is_file():
-        pytest.fail(
-            f"shared reference data missing: {path} (CI must put a copy of shared/ beside the clone, "
-            f"at {REPO_ROOT.parent / 'shared'})"
-        )
+        pytest.fail(f"test data missing: {path} (part of the repository; `make reference` records it again)")
     return path
 
 

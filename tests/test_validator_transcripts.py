@@ -11,20 +11,19 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_reference_set import reference, reference_set
 
 from contracts.schema_store import ReleaseNotPinned
 from contracts.validator import SessionValidator, Validator, Violation
 from contracts.wire import LineDecoder, WireError
 
-# CI gets a copy of shared/ beside the clone: <repo>/../shared/reference.
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
-TRANSCRIPTS = REFERENCE / "real-transcripts"
-
 
 def transcript_files() -> list[Path]:
-    files = sorted(TRANSCRIPTS.glob("*.jsonl"))
-    if not files:
-        pytest.fail(f"real transcripts not found in {TRANSCRIPTS} (shared/ must sit beside the repository)")
+    """The reference set's transcripts (tests/data/real/0.171.0/); a missing one fails."""
+    files = [r.path for r in reference_set()]
+    for path in files:
+        if not path.is_file():
+            pytest.fail(f"reference transcript missing: {path} (part of the repository; `make reference`)")
     return files
 
 
@@ -66,12 +65,12 @@ EXPECTED_REJECTIONS: dict[tuple[str, str], tuple[str, str, str]] = {
     ("framing.jsonl", "this is not json"): ("invalid_json", "", ""),
     ("framing.jsonl", '{"id": 78}'): ("not_a_message", "", "id without method"),
     ("framing.jsonl", '{"id":77,"method":"thread/loaded/list"}'): ("required", "/params", "'params'"),
-    ("misc_requests.jsonl", '{"id":3,"method":"no/such/method","params":{}}'): (
+    ("misc_requests.jsonl", '{"id":4,"method":"no/such/method","params":{}}'): (
         "unknown_method",
         "/method",
         "no/such/method",
     ),
-    ("misc_requests.jsonl", '{"id":5,"method":"turn/start","params":{"input":[]}}'): (
+    ("misc_requests.jsonl", '{"id":6,"method":"turn/start","params":{"input":[]}}'): (
         "required",
         "/params/threadId",
         "'threadId'",
@@ -105,7 +104,7 @@ def test_the_id_only_frame_is_rejected_by_the_validator_too() -> None:
 
 
 def test_experimental_session_switches_bundle() -> None:
-    path = TRANSCRIPTS / "experimental_optout.jsonl"
+    path = reference("experimental_optout").path
     session = SessionValidator()
     for entry in entries(path):
         if entry["dir"] != "note":
@@ -156,7 +155,7 @@ def test_validators_are_cached_per_release_and_bundle() -> None:
 
 
 def real_frame(filename: str, direction: str, want: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    for entry in entries(TRANSCRIPTS / filename):
+    for entry in entries(reference(Path(filename).stem).path):
         if entry["dir"] == direction and "_raw" not in entry["msg"] and want(entry["msg"]):
             return copy.deepcopy(entry["msg"])
     pytest.fail(f"no such frame in {filename}")

@@ -342,6 +342,18 @@ class Session:
             raise cause from closed
         raise closed
 
+    async def send_raw(self, line: bytes) -> None:
+        """Write ``line`` verbatim plus a newline (a probe of the server's framing: any bytes, valid JSON or
+        not); the wire keeps it as a raw client line. Raises like :meth:`send`, TransportClosed included."""
+        self._check_alive()
+        async with self._send_lock:
+            cause = self._failure_cause()
+            if cause is not None:
+                raise cause
+            text = line.decode("utf-8", "replace")
+            self.connection.record.append(WireEntry(self.now(), "c2s", raw=text, error="raw_line", size=len(line)))
+            await self.transport.send(line + b"\n")
+
     async def notify(self, method: str, params: Any = NOTSET) -> None:
         self._check_alive()
         await self.send(Notification.make(method, params))

@@ -11,6 +11,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.scenarios",
     "harness.commands.show",
     "harness.commands.diff",
+    "harness.commands.record",
     "harness.commands.fuzz",
     "harness.commands.schema",
     "harness.commands.trace",

@@ -1,0 +1,111 @@
+"""``codex-harness record``: play a scenario on the real binary (offline, as ``run --target real`` does) and
+write its transcript, machine values masked (:mod:`harness.transcript`); ``--trace-out`` keeps the
+server's rollout-trace bundle as the server wrote it.
+
+Exit 0 when the transcript was written; 1 when the session could not be recorded (the run broke, the
+client reported an error, the server said nothing, no trace bundle for ``--trace-out``); 2 for an
+invalid scenario file or a scenario the real binary cannot play (fake-only faults); 3 for usage
+errors (no binary, an output path that cannot be written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
+from harness import scenario_lookup
+
+NAME = "record"
+HELP = "play a scenario on the real codex offline and write its transcript ({t, dir, msg} lines)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--codex", metavar="PATH", help="the real codex binary (else $CODEX_BIN)")
+    parser.add_argument("--scenario", metavar="NAME|PATH", required=True, help="a built-in scenario or a scenario file")
+    parser.add_argument("--out", metavar="FILE.jsonl", required=True, help="where the transcript is written")
+    parser.add_argument("--trace-out", metavar="DIR", help="also keep the server's trace bundle in DIR")
+
+
+def _writable_file(path: Path) -> Path:
+    if path.exists() and not path.is_file():
+        raise UsageError(f"--out {path} exists and is not a regular file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {path}: cannot create its folder: {exc.strerror}") from None
+    if not os.access(path.parent, os.W_OK):
+        raise UsageError(f"--out {path}: its folder is not writable")
+    return path
+
+
+def _bundle_dir(path: Path) -> Path:
+    """``--trace-out``: a new or empty folder, or one holding an earlier bundle (replaced); nothing else."""
+    if path.exists():
+        if not path.is_dir():
+            raise UsageError(f"--trace-out {path} exists and is not a folder")
+        if any(path.iterdir()) and not (path / "manifest.json").is_file():
+            raise UsageError(f"--trace-out {path} holds files that are not a trace bundle; give a new folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--trace-out {path}: cannot create its folder: {exc.strerror}") from None
+    if not os.access(path.parent, os.W_OK):
+        raise UsageError(f"--trace-out {path}: its folder is not writable")
+    return path
+
+
+def _fail(message: str) -> int:
+    print(f"codex-harness record: {message}", file=sys.stderr)
+    return FAILED
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.commands.diff import select_binary
+    from harness.runner import play
+    from harness.targets import TargetUnavailable
+    from harness.transcript import dumps, transcript
+
+    try:
+        scenario = scenario_lookup.resolve(args.scenario)
+    except scenario_lookup.ScenarioError as exc:
+        print(f"codex-harness record: {exc}", file=sys.stderr)
+        return INVALID_INPUT
+    supported, reason = scenario.supports("real")
+    if not supported:
+        print(f"codex-harness record: {scenario.name} cannot be recorded: {reason}", file=sys.stderr)
+        return INVALID_INPUT
+    out = _writable_file(Path(args.out))
+    trace_out = _bundle_dir(Path(args.trace_out)) if args.trace_out else None
+    codex = select_binary(args.codex)
+    with tempfile.TemporaryDirectory(prefix=f"codex-harness-record-{scenario.name}-") as tmp:
+        work_dir = Path(tmp) / "run"
+        try:
+            record = play(scenario, "real", work_dir=work_dir, codex=codex)
+        except TargetUnavailable as exc:
+            raise UsageError(f"the real target cannot run: {exc}") from None
+        except Exception as exc:  # a broken run is a result, not a traceback
+            return _fail(f"{scenario.name}: the run broke: {type(exc).__name__}: {exc}")
+        if record.client_errors:
+            return _fail(f"{scenario.name}: {'; '.join(record.client_errors)}")
+        if not any(entry.dir == "s2c" for entry in record.wire):
+            tail = record.stderr_tail.strip().splitlines()[-5:]
+            return _fail(f"{scenario.name}: the server wrote nothing; stderr: {' | '.join(tail) or 'empty'}")
+        if trace_out is not None:
+            if record.server_trace is None:
+                return _fail(f"{scenario.name}: the server wrote no trace bundle for --trace-out")
+            shutil.rmtree(trace_out, ignore_errors=True)
+            shutil.copytree(record.server_trace, trace_out)
+        lines = transcript(record, [work_dir])
+    partial = out.with_name(out.name + ".partial")
+    partial.write_bytes(dumps(lines))
+    partial.replace(out)
+    version = record.server_version or "?"
+    frames = sum(1 for line in lines if line["dir"] != "note")
+    kept = f", trace bundle in {trace_out}" if trace_out is not None else ""
+    print(f"{scenario.name}: codex {version}, {frames} frames -> {out}{kept}")
+    return OK

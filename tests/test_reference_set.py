@@ -1,0 +1,119 @@
+"""The reference set recorded from the real binary (tests/data/real/<version>/), and that it stays true.
+
+``tests/data/real/reference.txt`` lists the sessions ``make reference`` records with ``codex-harness
+record``; the fidelity, validator and replay tests read the transcripts from here (never from outside the
+repository). Missing data fails, it never skips. The ``real_codex`` test records a few sessions again
+and requires the same server side, structurally, as the checked-in transcripts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.fidelity import diff_server_sides, render, server_frames
+from contracts.scenario import Scenario
+from fake_server.replay import load_transcript
+from harness import scenario_lookup
+
+REPO = Path(__file__).resolve().parents[1]
+REAL_DATA = REPO / "tests" / "data" / "real"
+VERSION = "0.171.0"
+SET_DIR = REAL_DATA / VERSION
+SETS = ("transcripts", "probes", "trace-bundles")
+#: Sessions the real_codex test records again (a plain turn, an approval race, request and framing probes).
+RERECORDED = ("plain", "approval_decline", "misc_requests", "framing")
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    set: str  # transcripts | probes
+    name: str
+    scenario_spec: str  # a built-in name or a file relative to the repository
+
+    @property
+    def path(self) -> Path:
+        return SET_DIR / self.set / f"{self.name}.jsonl"
+
+    @property
+    def bundle(self) -> Path:
+        return SET_DIR / "trace-bundles" / self.name
+
+    def scenario(self) -> Scenario:
+        spec = self.scenario_spec
+        return scenario_lookup.resolve(str(REPO / spec) if spec.endswith(".toml") else spec)
+
+    def transcript(self) -> list[dict[str, Any]]:
+        if not self.path.is_file():
+            pytest.fail(f"reference transcript missing: {self.path} (part of the repository; `make reference`)")
+        return load_transcript(str(self.path))
+
+
+def reference_set() -> list[Reference]:
+    listing = REAL_DATA / "reference.txt"
+    out = []
+    for line in listing.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            set_name, name, spec = line.split()
+            out.append(Reference(set_name, name, spec))
+    return out
+
+
+def reference(name: str) -> Reference:
+    return next(r for r in reference_set() if r.name == name)
+
+
+def transcript(name: str) -> list[dict[str, Any]]:
+    return reference(name).transcript()
+
+
+def test_the_listing_names_every_session_once() -> None:
+    refs = reference_set()
+    assert len(refs) == 13
+    assert len({r.name for r in refs}) == len(refs)
+    assert {r.set for r in refs} == {"transcripts", "probes"}
+
+
+@pytest.mark.parametrize("ref", reference_set(), ids=lambda r: r.name)
+def test_every_session_is_in_the_repository(ref: Reference) -> None:
+    entries = ref.transcript()
+    assert any(e["dir"] == "s2c" for e in entries) and any(e["dir"] == "c2s" for e in entries)
+    assert (ref.bundle / "manifest.json").is_file(), f"trace bundle missing: {ref.bundle}"
+    assert ref.scenario().supports("real") == (True, "")
+
+
+def test_every_transcript_file_is_listed() -> None:
+    listed = {r.name for r in reference_set() if r.set == "transcripts"}
+    assert {p.stem for p in (SET_DIR / "transcripts").glob("*.jsonl")} == listed
+
+
+@pytest.mark.parametrize("set_name", SETS)
+def test_each_set_says_where_it_came_from(set_name: str) -> None:
+    readme = SET_DIR / set_name / "README.md"
+    assert readme.is_file(), readme
+    text = readme.read_text(encoding="utf-8")
+    assert VERSION in text and "make reference" in text
+
+
+def test_machine_values_are_masked() -> None:
+    for ref in reference_set():
+        text = ref.path.read_text(encoding="utf-8")
+        assert "/tmp/" not in text and "codex-harness-real-" not in text, ref.name
+        assert '"installationId":"<installation-id>"' in text or "installationId" not in text, ref.name
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize("name", RERECORDED)
+def test_recording_again_gives_the_checked_in_server_side(codex_bin: Path, tmp_path: Path, name: str) -> None:
+    from harness.cli import main
+
+    ref = reference(name)
+    spec = str(REPO / ref.scenario_spec) if ref.scenario_spec.endswith(".toml") else ref.scenario_spec
+    out = tmp_path / f"{name}.jsonl"
+    code = main(["record", "--codex", str(codex_bin), "--scenario", spec, "--out", str(out)])
+    assert code == 0
+    differences = diff_server_sides(server_frames(ref.transcript()), server_frames(load_transcript(str(out))))
+    assert differences == [], f"{name}: the checked-in transcript is no longer what codex says:\n{render(differences)}"
