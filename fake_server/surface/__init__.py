@@ -1,7 +1,7 @@
 """Every client request of codex-cli 0.171.0 beyond the turn core, answered as the real binary answers it offline.
 
 One module per family holds a method table (``HANDLERS``: method -> handler(:class:`Call`) -> result):
-:mod:`.threads`, :mod:`.config_account`, :mod:`.fs_search`, :mod:`.plugins`. A method no table
+:mod:`.threads`, :mod:`.config_account`, :mod:`.fs_search`, :mod:`.plugins`, :mod:`.experimental`. A method no table
 holds gets the smallest answer its pinned response schema accepts (:mod:`.schema_answer`): those
 are the methods 0.171.0 only answers with a model, an account or the network. The engine calls
 :func:`answer` from one place, after its own checks (params present, initialized, experimental gate).
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fake_server.surface import config_account, fs_search, plugins, threads
+from fake_server.surface import config_account, experimental, fs_search, plugins, threads
 from fake_server.surface.call import Call
 from fake_server.surface.errors import SurfaceError
 from fake_server.surface.schema_answer import minimal_result
@@ -30,6 +30,7 @@ HANDLERS: dict[str, Handler] = {
     **config_account.HANDLERS,
     **fs_search.HANDLERS,
     **plugins.HANDLERS,
+    **experimental.HANDLERS,
 }
 
 

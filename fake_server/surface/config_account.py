@@ -104,6 +104,18 @@ def gateway_login(call: Call) -> Any:
     raise invalid("The selected provider does not use gateway OAuth")
 
 
+def login_start(call: Call) -> dict[str, Any]:
+    """An API key login succeeds offline (the key is not checked until a model request); others need the network."""
+    kind = call.params.get("type")
+    if kind != "apiKey":
+        raise invalid(f"login type `{kind}` needs the network; script it with [[methods]]")
+    call.after(
+        "account/login/completed", {"loginId": None, "success": True, "error": None, "onboardingEntrypoint": None}
+    )
+    call.after("account/updated", {"authMode": "apikey", "planType": None, "reason": None})
+    return {"type": "apiKey"}
+
+
 def logout(call: Call) -> dict[str, Any]:
     call.after("account/updated", {"authMode": None, "planType": None, "reason": None})
     return {}
@@ -157,6 +169,7 @@ HANDLERS = {
     "account/gatewayOAuth/cancel": lambda call: {},
     "account/gatewayOAuth/login": gateway_login,
     "account/login/cancel": login_cancel,
+    "account/login/start": login_start,
     "account/logout": logout,
     **{method: auth_required for method in AUTH_REQUIRED},
     "windowsSandbox/readiness": recorded(),

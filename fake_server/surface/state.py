@@ -32,6 +32,8 @@ class SurfaceState:
     config_version: int = 0
     config_values: dict[str, Any] = field(default_factory=dict)  # config/value/write and batchWrite
     fs: Any = None  # fs_search.Overlay, made on first use
+    elicitations: dict[str, int] = field(default_factory=dict)  # thread id -> paused count
+    search_sessions: dict[str, list[str]] = field(default_factory=dict)  # fuzzy search session -> roots
 
     def extra(self, thread_id: str) -> ThreadExtra:
         extra = self.threads.get(thread_id)
