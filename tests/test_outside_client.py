@@ -1,0 +1,184 @@
+"""``run --client-cmd``: outside clients judged from what the fake saw (acceptance of the outside-client work).
+
+Two tiny standard-library clients of our own (conformance/clients/careful.py and careless.py) must get
+different verdicts naming the cause, and nothing a ``--client-cmd`` run starts may outlive it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from contracts.exitcodes import FAILED, OK, USAGE
+from harness.cli import main
+from harness.outside import procs
+
+CLIENTS = Path(__file__).resolve().parents[1] / "conformance" / "clients"
+CAREFUL = [sys.executable, str(CLIENTS / "careful.py")]
+CARELESS = [sys.executable, str(CLIENTS / "careless.py")]
+#: What the careless client gets wrong, and nothing else, on a scenario with an approval.
+CARELESS_FAILS = {
+    ("protocol", "server requests answered"),
+    ("client", "server ended"),
+    ("client", "nothing left running"),
+}
+
+
+def failed(run: Any) -> set[tuple[str, str]]:
+    return {(c.contract, c.name) for c in run.checks if c.status == "fail"}
+
+
+def client_script(tmp_path: Path, body: str) -> list[str]:
+    path = tmp_path / "client.py"
+    path.write_text("import json, os, subprocess, sys, time\n" + body)
+    return [sys.executable, str(path)]
+
+
+@pytest.mark.parametrize("scenario", ["command_approval", "two_approvals"])
+def test_careless_client_fails_exactly_its_faults(run_scenario: Callable[..., Any], scenario: str) -> None:
+    run = run_scenario(scenario, client=CARELESS)
+    assert failed(run) == CARELESS_FAILS, [c for c in run.checks if c.status == "fail"]
+    facts = run.record.meta["outside"]
+    assert any("sleep 60" in k for k in facts["killed"])  # the helper, named
+    assert any("fake-codex" in k for k in facts["killed"])  # the server it never ended
+    skipped = {(c.contract, c.name) for c in run.checks if c.status == "skip"}
+    assert ("client", "result file") in skipped  # no result file: not judged, never passed
+    assert all(c.status == "skip" for c in run.checks if c.contract in ("terminal_status", "usage"))
+
+
+@pytest.mark.parametrize("scenario", ["command_approval", "two_approvals", "hang_alive", "plain_two_turns"])
+def test_careful_client_passes_every_check(run_scenario: Callable[..., Any], scenario: str) -> None:
+    run = run_scenario(scenario, client=CAREFUL)
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    names = {(c.contract, c.name, c.status) for c in run.checks}
+    assert ("client", "result file", "pass") in names
+    assert ("client", "server ended", "pass") in names
+    assert ("client", "nothing left running", "pass") in names
+    assert any(c.contract == "terminal_status" and c.status == "pass" for c in run.checks)
+
+
+def test_careful_client_interrupts_where_the_plan_cancels(run_scenario: Callable[..., Any]) -> None:
+    run = run_scenario("interrupt_pending_approval", client=CAREFUL)
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    assert any(c.name == "interrupt -> turn/completed" and c.status == "pass" for c in run.checks)
+    assert any(c.name == "cancels sent" and c.status == "pass" for c in run.checks)
+
+
+def test_the_record_keeps_the_clients_output_and_the_recording(run_scenario: Callable[..., Any]) -> None:
+    run = run_scenario(
+        "plain", client=client_script(Path(os.environ.get("TMPDIR", "/tmp")), "print('hi'); sys.exit(0)")
+    )
+    assert run.saved_to is not None
+    assert (run.saved_to / "client-stdout.txt").read_text().strip() == "hi"
+    # A client that never starts a server fails that check.
+    assert ("client", "server started") in failed(run)
+
+
+def test_a_helper_that_escapes_by_setsid_and_a_clean_env_is_still_killed(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    body = (
+        "p = subprocess.Popen(['env', '-i', 'setsid', 'sleep', '45'], stdin=subprocess.DEVNULL,\n"
+        "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)\n"
+        "print(p.pid, flush=True)\n"
+    )
+    run = run_scenario("plain", client=client_script(tmp_path, body))
+    facts = run.record.meta["outside"]
+    assert any("sleep 45" in k for k in facts["left_running"]), facts
+    assert not [p for p in procs.descendants(os.getpid()) if "sleep 45" in procs.describe(p)]
+
+
+def test_invalid_result_file_fails_a_check(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    body = "open(os.environ['CODEX_HARNESS_RESULT'], 'w').write(json.dumps({'turns': [{'turn': 1, 'status': 'ok'}]}))\n"
+    run = run_scenario("plain", client=client_script(tmp_path, body))
+    check = next(c for c in run.checks if c.name == "result file")
+    assert check.status == "fail" and "status" in check.detail
+
+
+def test_reported_status_disagreeing_with_the_wire_fails(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    """A result file claiming completion for a turn the client never started."""
+    result = {"turns": [{"turn": 1, "status": "completed"}]}
+    body = f"open(os.environ['CODEX_HARNESS_RESULT'], 'w').write({orjson.dumps(result).decode()!r})\n"
+    run = run_scenario("plain", client=client_script(tmp_path, body))
+    check = next(c for c in run.checks if c.name == "reported statuses agree with the wire")
+    assert check.status == "fail" and "not started" in check.detail
+
+
+def test_plan_holds_no_expect_and_the_env_is_complete(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    out = tmp_path / "seen.json"
+    body = (
+        f"env = {{k: v for k, v in os.environ.items() if k.startswith(('CODEX', 'FAKE_CODEX', 'PATH'))}}\n"
+        "env['plan'] = json.load(open(os.environ['CODEX_HARNESS_PLAN']))\n"
+        "env['version'] = subprocess.run(['codex', '--version'], capture_output=True, text=True).stdout\n"
+        f"open({str(out)!r}, 'w').write(json.dumps(env))\n"
+    )
+    run_scenario("command_approval", client=client_script(tmp_path, body))
+    seen = orjson.loads(out.read_bytes())
+    assert seen["version"].strip() == "codex-cli 0.171.0"
+    assert Path(seen["CODEX_BIN"]).name == "codex" and seen["PATH"].startswith(str(Path(seen["CODEX_BIN"]).parent))
+    assert Path(seen["FAKE_CODEX_SCENARIO"]).is_absolute()
+    assert seen["CODEX_HARNESS_RUN_MARKER"]
+    plan = seen["plan"]
+    assert "expect" not in plan and plan["turns"][0]["input"] == "Run echo"
+    assert set(plan["budgets"]) == {"interrupt_budget_ms", "request_timeout_ms", "turn_timeout_ms", "teardown_ms"}
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+
+def test_client_cmd_runs_on_fake_process_only(capsys: pytest.CaptureFixture[str]) -> None:
+    cmd = " ".join(CAREFUL)
+    assert main(["run", "--client-cmd", cmd, "--target", "fake", "--scenario", "plain"]) == USAGE
+    assert "--target fake-process only" in capsys.readouterr().err
+    assert main(["run", "--client-cmd", cmd, "--target", "real", "--scenario", "plain"]) == USAGE
+
+
+@pytest.mark.parametrize("cmd", ["/nonexistent/client", "", "'unbalanced", "/"])
+def test_a_command_that_cannot_start_exits_3(cmd: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--client-cmd", cmd, "--scenario", "plain"]) == USAGE
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_deadline_fails_the_run_and_kills_the_client(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cmd = client_script(tmp_path, f"open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    code = main(["run", "--client-cmd", " ".join(cmd), "--client-deadline", "1", "--scenario", "plain", "--quiet"])
+    assert code == FAILED
+    out = capsys.readouterr()
+    assert "client / deadline" in out.out and "still running at its deadline of 1 s" in out.out
+    assert "killed at its deadline" in out.err
+    assert not procs.alive(int((tmp_path / "pid").read_text()))
+
+
+def test_cli_report_and_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "report"
+    args = ["run", "--client-cmd", " ".join(CARELESS), "--scenario", "command_approval", "--quiet"]
+    assert main([*args, "--report", str(report)]) == FAILED
+    checks = orjson.loads((report / "checks.json").read_bytes())
+    assert {(c["contract"], c["name"]) for c in checks if c["status"] == "fail"} == CARELESS_FAILS
+    assert (report / "junit.xml").is_file()
+    saved = report / "sessions" / "fake-process" / "command_approval"
+    assert (saved / "record.json").is_file() and (saved / "client-stderr.txt").is_file()
+    assert len(list((saved / "recording").glob("1-*/wire.jsonl"))) == 1
+    # The known failures accepted: the same client passes against its baseline.
+    assert main([*args, "--baseline", str(report / "checks.json")]) == OK
+    capsys.readouterr()
+    # show judges the recording and the saved record: exit 1 on the failing checks.
+    assert main(["show", str(next((saved / "recording").glob("1-*")))]) == FAILED
+    assert main(["show", str(saved)]) == FAILED
+    assert "never answered" in capsys.readouterr().out
+
+
+def test_scenarios_json_carries_what_an_adapter_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scenarios", "--json"]) == OK
+    rows = {r["name"]: r for r in orjson.loads(capsys.readouterr().out)}
+    row = rows["interrupt_pending_approval"]
+    assert row["plan"]["turns"][0]["actions"][0]["do"] == "cancel"
+    assert row["plan"]["budgets"]["interrupt_budget_ms"] > 0
+    assert row["expect"]["turns"][0]["status"] == "aborted"
+    assert "expect" not in row["plan"]
