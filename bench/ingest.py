@@ -118,20 +118,24 @@ def raw_measure(name: str, argv: list[str], make: Callable[[], _flood.Consumer],
     return Measure(name, "notif/s", run, **kw)
 
 
-def client_mem_measure(name: str, script: dict[str, Any], validate: bool, timeout: float, **kw: Any) -> Measure:
+def client_mem_measure(
+    name: str, script: dict[str, Any], validate: bool, timeout: float, per_event: bool = False, **kw: Any
+) -> Measure:
     async def run() -> Run:
         from _client_adapter import flood_in_memory
 
-        return await flood_in_memory(script, validate=validate, timeout=timeout)
+        return await flood_in_memory(script, validate=validate, timeout=timeout, per_event=per_event)
 
     return Measure(name, "frames/s", run, **kw)
 
 
-def client_measure(name: str, argv: list[str], validate: bool, timeout: float, **kw: Any) -> Measure:
+def client_measure(
+    name: str, argv: list[str], validate: bool, timeout: float, per_event: bool = False, **kw: Any
+) -> Measure:
     async def run() -> Run:
         from _client_adapter import flood_through_client
 
-        return await flood_through_client(argv, validate=validate, timeout=timeout)
+        return await flood_through_client(argv, validate=validate, timeout=timeout, per_event=per_event)
 
     return Measure(name, "notif/s", run, **kw)
 
@@ -231,6 +235,15 @@ async def main_async(n: int, repeat: int, deadline: Deadline) -> tuple[list[Row]
             raw_measure("pipe LineDecoder+validate", blast, lambda: decoder_consumer(True), t, baseline="pipe bare"),
             client_measure("pipe client validate off", blast, False, t, baseline="pipe bare"),
             client_measure("pipe client validate on", blast, True, t, baseline="pipe bare", target=TARGET_RATIO),
+            client_measure(
+                "pipe client validate on, per event",
+                blast,
+                True,
+                t,
+                per_event=True,
+                baseline="pipe bare",
+                note="async for event in turn (one MessageDelta per delta) instead of Turn.batches()",
+            ),
         ]
         if fake is not None:
             measures += [
@@ -242,9 +255,9 @@ async def main_async(n: int, repeat: int, deadline: Deadline) -> tuple[list[Row]
 
 
 def profile(n: int, top: int = 25) -> int:
-    """cProfile of one flood through the client's in-memory transport (validation off): where the time goes.
+    """cProfile of one flood through the client's in-memory transport (validation on): where the time goes.
 
-    Then what-ifs, measured the same way: the two cheapest fixes patched into this process only.
+    Then what-ifs, measured the same way: the client's batching undone, one piece at a time, in this process only.
     """
     import cProfile
     import pstats
@@ -256,57 +269,61 @@ def profile(n: int, top: int = 25) -> int:
     def us_per_notification(runs: int = 5) -> float:
         best = float("inf")
         for _ in range(runs):
-            count, _, cpu = trio.run(lambda: flood_in_memory(script, validate=False, timeout=60))
+            count, _, cpu = trio.run(lambda: flood_in_memory(script, validate=True, timeout=60))
             best = min(best, cpu / count * 1e6)
         return best
 
-    print(f"client, in memory, no profiler: {us_per_notification():.2f} us CPU per notification")
+    print(f"client, in memory, validation on, no profiler: {us_per_notification():.2f} us CPU per notification")
     profiler = cProfile.Profile()
     profiler.enable()
-    trio.run(lambda: flood_in_memory(script, validate=False, timeout=120))
+    trio.run(lambda: flood_in_memory(script, validate=True, timeout=120))
     profiler.disable()
     pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
-    try:
-        _patch_what_ifs(us_per_notification)
-    except (ImportError, AttributeError) as exc:  # the client's internals moved on: the what-ifs no longer apply
-        print(f"what-ifs not applicable: {exc}")
+    _what_ifs(us_per_notification)
     return 0
 
 
-def _patch_what_ifs(measure: Callable[[], float]) -> None:
-    """Patch this process only (never the files): the event queue and the wire record."""
-    from dataclasses import dataclass as dc
+def _what_ifs(measure: Callable[[], float]) -> None:
+    """Undo the client's batching piece by piece (patched into this process only, never the files).
 
-    import harness.client.session as session_module
-    from harness.client.turn import EventQueue
+    Each patch counts its calls: a what-if whose patched name the read path no longer calls says so
+    instead of printing a figure that measures nothing.
+    """
+    from harness.client.events import MessageDelta
+    from harness.client.turncore import EventBuffer
+    from harness.client.wirerecord import FrameChecker
 
-    print(f"what-if baseline (as is):              {measure():.2f} us")
+    print(f"what-if baseline (as is):                         {measure():.2f} us")
+    calls = {"check_deltas": 0, "put_deltas": 0}
+    batched_check = FrameChecker.check_deltas
+    batched_put = EventBuffer.put_deltas
 
-    def put(self: EventQueue, event: Any, *, force: bool = False) -> None:
-        if self._closed:
-            return
-        if len(self._items) >= self.limit and not force:
-            self.dropped += 1
-            return
-        self._items.append(event)
-        if self._lot:  # wake the reader only when one is parked
-            self._lot.unpark_all()
+    def check_one_by_one(self: FrameChecker, frames: list[dict[str, Any]]) -> list[int]:
+        calls["check_deltas"] += 1
+        validate = self.session_validator.validator.validate
+        return [i for i, frame in enumerate(frames) if validate(frame, "s2c")]
 
-    EventQueue.put = put  # type: ignore[method-assign]
-    print(f"+ EventQueue wakes only a parked task:  {measure():.2f} us")
+    def put_one_by_one(self: EventBuffer, batch: Any) -> None:
+        calls["put_deltas"] += 1
+        for k, (item_id, delta) in enumerate(zip(batch.item_ids, batch.deltas, strict=True)):
+            self.put(MessageDelta(batch.t, item_id, delta, batch.first_n + k))
 
-    @dc(slots=True)
-    class WireEntry:  # the record's fields, not frozen
-        t: float
-        dir: str
-        frame: Any = None
-        error: Any = None
-        raw: Any = None
-        note: Any = None
-        size: Any = None
+    try:
+        FrameChecker.check_deltas = check_one_by_one  # type: ignore[method-assign]
+        figure = measure()
+        print(_what_if_line("+ deltas validated one call per frame:", figure, calls["check_deltas"]))
+        EventBuffer.put_deltas = put_one_by_one  # type: ignore[method-assign]
+        figure = measure()
+        print(_what_if_line("+ one MessageDelta event per delta:", figure, calls["put_deltas"]))
+    finally:
+        FrameChecker.check_deltas = batched_check  # type: ignore[method-assign]
+        EventBuffer.put_deltas = batched_put  # type: ignore[method-assign]
 
-    session_module.WireEntry = WireEntry  # type: ignore[misc,assignment]
-    print(f"+ WireEntry not frozen:                 {measure():.2f} us")
+
+def _what_if_line(label: str, figure: float, calls: int) -> str:
+    if not calls:
+        return f"{label:50s} not applicable: the read path never called the patched name"
+    return f"{label:50s} {figure:.2f} us"
 
 
 def main(argv: list[str] | None = None) -> int:

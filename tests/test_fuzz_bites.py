@@ -1,8 +1,9 @@
 """Proof the fuzzer bites: plant a client bug, the fuzzer finds it, shrinks it to a small scenario file, and
 ``codex-harness run --scenario FILE`` reproduces the failure.
 
-The client's files are not edited: each bug is a monkeypatch of the client, active for the fuzz run and
-for the replay through the CLI (in this process).
+The client's files are not edited: each bug is planted through the client's public seams (a public method
+of the session or of its core, the client trace's fault-injection hook), active for the fuzz run and for the
+replay through the CLI (in this process).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import pytest
 import trio
 
 from harness import cli, runner
-from harness.client import session as client_session
 from harness.client import usage as client_usage
+from harness.client.connection import ClientConnection
+from harness.client.session import Session
 from harness.fuzz.driver import FuzzReport, fuzz
 from harness.fuzz.shrink import scenario_size
 
@@ -63,15 +65,15 @@ def test_usage_summed_from_total_is_found_and_shrunk(monkeypatch: pytest.MonkeyP
 def test_no_kill_after_the_interrupt_budget_is_found_and_shrunk(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    real_kill_for = client_session.Session._kill_for
+    real_kill_turn = Session.kill_turn
 
-    def no_kill_on_budget(self: Any, turn: Any, reason: str) -> None:
+    def no_kill_on_budget(self: Session, turn: Any, reason: str) -> None:
         if reason.startswith("turn interrupt completion timed out"):
-            self._finish_turn(turn, failure=f"gave up: {reason}")  # the Result, but the server lives on
+            self.finish_turn(turn, failure=f"gave up: {reason}")  # the Result, but the server lives on
             return
-        real_kill_for(self, turn, reason)
+        real_kill_turn(self, turn, reason)
 
-    monkeypatch.setattr(client_session.Session, "_kill_for", no_kill_on_budget)
+    monkeypatch.setattr(Session, "kill_turn", no_kill_on_budget)
     _found_and_replayed(_fuzz(tmp_path, examples=600), "trace_closure", tmp_path)
 
 
@@ -89,25 +91,15 @@ def test_approval_left_unanswered_is_found_and_shrunk(monkeypatch: pytest.Monkey
 
 
 def test_window_left_open_on_crash_is_found_and_shrunk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    real_finish: Callable[..., None] = client_session.Session._finish_turn
+    real_finish: Callable[..., None] = ClientConnection.finish_turn
 
-    def forget(trace: Any, turn_id: str) -> None:
-        window = trace._turns.pop(turn_id, None)
-        if window is not None:
-            trace._writer._untrack(window)
-
-    def leaky_finish(self: Any, turn: Any, *, failure: str | None = None) -> None:
-        if failure is not None and failure.startswith("process exited"):
+    def leaky_finish(self: ClientConnection, turn: Any, t: float, *, failure: str | None = None) -> None:
+        if turn.result is None and turn.turn_id is not None and (failure or "").startswith("process exited"):
             # The crash path forgets the turn's window: never ended, and no longer tracked to be closed.
-            trace = self.trace
-            ended = trace.turn_ended
-            trace.turn_ended = lambda turn_id, status: forget(trace, turn_id)
-            try:
-                real_finish(self, turn, failure=failure)
-            finally:
-                trace.turn_ended = ended
-            return
-        real_finish(self, turn, failure=failure)
+            leak = getattr(self.trace, "leak_turn", None)
+            if leak is not None:
+                leak(turn.turn_id)
+        real_finish(self, turn, t, failure=failure)
 
-    monkeypatch.setattr(client_session.Session, "_finish_turn", leaky_finish)
+    monkeypatch.setattr(ClientConnection, "finish_turn", leaky_finish)
     _found_and_replayed(_fuzz(tmp_path), "trace_closure", tmp_path)

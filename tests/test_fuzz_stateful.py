@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from harness.client import session as client_session
 from harness.client import turn as client_turn
+from harness.client.connection import ClientConnection
 from harness.fuzz.stateful import SessionMachine
 
 SessionMachine.TestCase.settings = settings(
@@ -40,15 +40,15 @@ QUICK = settings(
 
 @pytest.mark.fuzz
 def test_a_second_result_for_a_turn_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = client_session.Session._finish_turn
+    real = ClientConnection.finish_turn
 
-    def twice(self: Any, turn: Any, *, failure: str | None = None) -> None:
+    def twice(self: ClientConnection, turn: Any, t: float, *, failure: str | None = None) -> None:
         had = turn.result is not None
-        real(self, turn, failure=failure)
+        real(self, turn, t, failure=failure)
         if not had and turn.result is not None:
             self.results.append(turn.result)
 
-    monkeypatch.setattr(client_session.Session, "_finish_turn", twice)
+    monkeypatch.setattr(ClientConnection, "finish_turn", twice)
     assert "several Results" in _machine_fails(QUICK)
 
 

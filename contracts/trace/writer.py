@@ -438,6 +438,14 @@ class TurnWindow(_Window):
     def _ctx(self) -> dict[str, str]:
         return {"thread_id": self.thread_id, "codex_turn_id": self.id}
 
+    def leak(self) -> None:
+        """FAULT INJECTION ONLY: drop this turn handle without any end, as a client that forgets a window does.
+
+        The turn stays ``running`` in the bundle even after :meth:`TraceWriter.complete`; the closure checker
+        reports it. The handle counts as consumed: a later end raises.
+        """
+        self._claim()
+
     def history_item_accepted(self, item_id: str, tool_output: Any = None) -> int:
         payloads = {"tool_output_payload": Payload("protocol_event", tool_output)} if tool_output is not None else None
         return self.writer._emit(

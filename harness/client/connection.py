@@ -341,17 +341,18 @@ class ClientConnection:
                     return base + pos + 1
         return base + len(segments)
 
-    def _violation(self, t: float, frame: Any, index: int | None) -> None:
+    def _violation(self, t: float, frame: Any, index: int | None, violations: list[Any] | None = None) -> None:
         assert self.checker is not None
-        violations = self.checker.session_validator.validate(frame, "s2c")
+        if violations is None:  # a frame of a failed batch: say why (a notification: no request table to upset)
+            violations = self.checker.session_validator.validator.validate(frame, "s2c")
         self.checker.report(t, "s2c", frame, violations, self._line_of(index))
 
     def _on_item(self, item: Any, t: float, index: int | None) -> None:
         """One frame (or bad line) off the general path."""
         if type(item) is dict:  # a notification, as a bare frame
             self.record.received_run(t, [item])
-            if self.checker is not None and self.checker.session_validator.validate(item, "s2c"):
-                self._violation(t, item, index)
+            if self.checker is not None and (violations := self.checker.session_validator.validate(item, "s2c")):
+                self._violation(t, item, index, violations)
             params = item.get("params")
             self.on_notification(item["method"], params if type(params) is dict else {}, t)
             return
@@ -366,8 +367,8 @@ class ClientConnection:
                 )
             return
         self.record.append(WireEntry(t, "s2c", frame=item.frame))
-        if self.checker is not None and self.checker.session_validator.validate(item.frame, "s2c"):
-            self._violation(t, item.frame, index)
+        if self.checker is not None and (violations := self.checker.session_validator.validate(item.frame, "s2c")):
+            self._violation(t, item.frame, index, violations)
         self._on_message(item, t)
 
     def _on_message(self, message: Message, t: float) -> None:

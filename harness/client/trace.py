@@ -174,6 +174,20 @@ class ClientTrace:
 
         self._guard("turn_ended", act)
 
+    def leak_turn(self, turn_id: str) -> None:
+        """FAULT INJECTION ONLY: forget the turn's window without ending it (it stays open in the bundle).
+
+        What a client that loses track of a turn leaves behind; the fuzz tests plant it to prove the
+        trace-closure contract catches it.
+        """
+
+        def act() -> None:
+            turn = self._turns.pop(turn_id, None)
+            if turn is not None and not turn.ended:
+                turn.leak()
+
+        self._guard("leak_turn", act)
+
     def tool_started(self, item_id: str, item_type: str, item: dict[str, Any], thread_id: str, turn_id: str) -> None:
         def act() -> None:
             turn = self._turns.get(turn_id)

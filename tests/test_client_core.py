@@ -1,0 +1,196 @@
+"""The client core without trio: bytes and times in, events and frames out (:class:`ClientConnection`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from contracts.messages import ErrorResponse, Response
+from harness.client.connection import (
+    ApprovalClosed,
+    ApprovalOpened,
+    ClientConnection,
+    KillServer,
+    RequestAnswered,
+    RequestsFailed,
+    SendFrame,
+    TurnFinished,
+    TurnIdKnown,
+)
+from harness.client.errors import LineTooLong
+from harness.client.events import ApprovalRequested, MessageDeltas, TurnEnded, UsageUpdated
+from harness.client.turncore import TurnCore
+
+THREAD = "thr-1"
+TURN = "turn-1"
+MS = 1796022741815
+
+
+def line(frame: dict[str, Any]) -> bytes:
+    return orjson.dumps(frame) + b"\n"
+
+
+def note(method: str, params: dict[str, Any]) -> bytes:
+    return line({"method": method, "params": params, "emittedAtMs": MS})
+
+
+def delta(text: str, *, turn: str = TURN, item: str = "msg-1") -> bytes:
+    return note("item/agentMessage/delta", {"threadId": THREAD, "turnId": turn, "itemId": item, "delta": text})
+
+
+def completed(status: str = "completed", turn: str = TURN) -> bytes:
+    body = {"id": turn, "items": [], "status": status, "error": None, "startedAt": 1, "completedAt": 2}
+    return note("turn/completed", {"threadId": THREAD, "turn": {**body, "durationMs": 1, "itemsView": "summary"}})
+
+
+def running(validate: bool = False, buffer: int = 1 << 20) -> tuple[ClientConnection, TurnCore]:
+    """A connection with a thread and a running turn whose id is known (the turn/start answer read)."""
+    conn = ClientConnection(max_line=1 << 20, event_buffer=buffer, interrupt_budget=2.0, validate_frames=validate)
+    conn.thread_id = THREAD
+    turn = conn.new_turn([{"type": "text", "text": "hi"}], {}, None, None)
+    request = conn.start_turn(turn, 0.0)
+    assert request is not None
+    conn.sent(0.0, request)
+    events = conn.receive_data(line({"id": request.id, "result": {"turn": {"id": TURN}}}), 0.1)
+    assert events == [RequestAnswered(request.id, {"turn": {"id": TURN}})]
+    conn.learn_turn_id(turn, TURN)
+    assert conn.take_events() == [TurnIdKnown(turn)]
+    return conn, turn
+
+
+def test_a_read_of_deltas_is_one_batch_recorded_in_order() -> None:
+    conn, turn = running()
+    assert conn.receive_data(b"".join(delta(f"d{i} ") for i in range(500)), 1.0) == []
+    queued = turn.events.take_all()
+    assert len(queued) == 1 and isinstance(queued[0], MessageDeltas)
+    assert queued[0].first_n == 1 and len(queued[0]) == 500 and queued[0].deltas[-1] == "d499 "
+    assert turn.state.partial_text == "".join(f"d{i} " for i in range(500))
+    frames = [e.frame for e in conn.wire if e.dir == "s2c"]
+    assert [f["params"]["delta"] for f in frames[1:]] == [f"d{i} " for i in range(500)]
+    assert turn.last_activity == 1.0
+
+
+def test_one_invalid_delta_among_20000_in_one_read_is_reported_with_its_line() -> None:
+    conn, turn = running(validate=True)
+    lines = [delta("ok ") for _ in range(20_000)]
+    bad = 12_345
+    lines[bad] = note("item/agentMessage/delta", {"threadId": THREAD, "turnId": TURN, "itemId": "msg-1", "delta": 7})
+    before = conn.schema_violation_count  # the short turn/start answer of `running` is not a full Turn
+    conn.receive_data(b"".join(lines), 1.0)
+    assert conn.schema_violation_count == before + 1
+    violation = conn.schema_violations[-1]
+    # stdout line 1 was the turn/start answer: the read's k-th line (0-based) is line k + 2
+    assert violation.line == bad + 2 and violation.dir == "s2c" and violation.frame["params"]["delta"] == 7
+    assert any("delta" in str(v) for v in violation.violations)
+    assert turn.state.deltas == 19_999  # the invalid one carries no text: it counts for nothing
+
+
+def test_invalid_frames_outside_the_batch_are_reported_with_their_lines() -> None:
+    conn, _ = running(validate=True)
+    before = conn.schema_violation_count
+    conn.receive_data(b"\n" + delta("a") + note("turn/plan/updated", {"threadId": THREAD}) + delta("b"), 1.0)
+    assert [v.line for v in conn.schema_violations[before:]] == [4]  # the blank line 2 counts as a line
+
+
+def test_the_gate_keeps_other_turns_and_completed_turns_out() -> None:
+    conn, turn = running()
+    conn.receive_data(delta("x", turn="turn-0") + delta("mine"), 1.0)
+    assert turn.state.partial_text == "mine" and turn.state.ignored == 1
+    events = conn.receive_data(completed() + delta("late") + completed("failed"), 2.0)
+    assert events == [TurnFinished(turn)]
+    assert turn.result is not None and turn.result.status == "completed" and turn.state.completed_consumed == 1
+    assert turn.state.partial_text == "mine"
+    assert isinstance(turn.events.take_all()[-1], TurnEnded)
+
+
+def test_notifications_before_turn_start_belong_to_no_turn() -> None:
+    conn = ClientConnection(max_line=1 << 20, event_buffer=100, interrupt_budget=2.0)
+    conn.thread_id = THREAD
+    assert conn.receive_data(delta("early") + completed(), 0.5) == []
+    assert conn.results == []
+
+
+def test_usage_is_counted_once_and_late_usage_updates_the_result() -> None:
+    conn, turn = running()
+    usage = {"last": {"inputTokens": 10, "outputTokens": 5}, "total": {"inputTokens": 10, "outputTokens": 5}}
+    update = note("thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN, "tokenUsage": usage})
+    conn.receive_data(update + update, 1.0)  # the duplicate adds nothing
+    added = [e for e in turn.events.take_all() if isinstance(e, UsageUpdated)]
+    assert [e.added.input for e in added] == [10, 0] and added[-1].turn_total.output == 5
+    conn.receive_data(completed(), 2.0)
+    assert turn.result is not None and turn.result.usage["unknown"].input == 10
+    later = {"last": {"inputTokens": 1}, "total": {"inputTokens": 11, "outputTokens": 5}}
+    conn.receive_data(note("thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN, "tokenUsage": later}), 3.0)
+    assert turn.result.usage["unknown"].input == 11
+
+
+def approval_request(request_id: int, method: str = "item/commandExecution/requestApproval") -> bytes:
+    params = {"threadId": THREAD, "turnId": TURN, "itemId": "cmd-1", "command": "ls", "cwd": "/w"}
+    return line({"id": request_id, "method": method, "params": params})
+
+
+def test_an_approval_is_opened_answered_once_and_frames_come_out() -> None:
+    conn, turn = running()
+    events = conn.receive_data(approval_request(0), 1.0)
+    opened = [e for e in events if isinstance(e, ApprovalOpened)]
+    assert len(opened) == 1 and opened[0].pending.request.n == 1 and conn.approvals.waiting_on(turn)
+    assert any(isinstance(e, ApprovalRequested) for e in turn.events.take_all())
+    conn.answer_approval(opened[0].pending, "decline", None, 1.5)
+    (send,) = [e for e in conn.take_events() if isinstance(e, SendFrame)]
+    assert isinstance(send.message, Response) and send.message.result == {"decision": "decline"}
+    conn.answer_approval(opened[0].pending, "accept", None, 1.6)  # a second decision is not sent
+    assert not [e for e in conn.take_events() if isinstance(e, SendFrame)]
+    assert not conn.approvals.waiting_on(turn)
+
+
+def test_unsupported_request_is_answered_at_once_and_fails_the_turn() -> None:
+    conn, turn = running()
+    events = conn.receive_data(approval_request(4, "item/tool/requestUserInput"), 1.0)
+    (send,) = [e for e in events if isinstance(e, SendFrame)]
+    assert isinstance(send.message, ErrorResponse) and send.message.code == -32601
+    conn.receive_data(completed(), 2.0)
+    assert turn.result is not None and turn.result.status == "failed"
+    assert turn.result.error == "unsupported app-server request: item/tool/requestUserInput"
+
+
+def test_a_turn_ending_with_an_approval_pending_closes_it_locally() -> None:
+    conn, turn = running()
+    conn.receive_data(approval_request(0), 1.0)
+    conn.request_cancel(turn, "aborted", "execution cancelled", 1.2)
+    events = conn.receive_data(completed("interrupted"), 1.5)
+    assert ApprovalClosed(0) in events and TurnFinished(turn) in events
+    assert turn.result is not None and turn.result.status == "aborted" and turn.result.approvals_closed_locally == ["0"]
+
+
+def test_a_line_over_the_cap_kills_while_it_still_streams() -> None:
+    conn = ClientConnection(max_line=1000, event_buffer=100, interrupt_budget=2.0)
+    conn.thread_id = THREAD
+    turn = conn.new_turn([], {}, None, None)
+    request = conn.start_turn(turn, 0.0)
+    assert request is not None
+    events = conn.receive_data(b'{"method":"item/agentMessage/delta","params":{"delta":"' + b"x" * 2000, 1.0)
+    kinds = [type(e) for e in events]
+    assert KillServer in kinds and RequestsFailed in kinds and TurnFinished in kinds
+    assert isinstance(conn.failure, LineTooLong) and conn.killed
+    assert turn.result is not None and turn.result.status == "failed" and turn.result.killed
+    assert (turn.result.error or "").startswith("lost frame:")
+
+
+def test_the_event_buffer_keeps_at_most_its_limit_and_counts_the_rest() -> None:
+    conn, turn = running(buffer=10)
+    conn.receive_data(b"".join(delta("d") for _ in range(25)), 1.0)
+    assert turn.events.count == 10 and turn.events.dropped == 15
+    assert [turn.events.take().n for _ in range(10)] == list(range(1, 11))  # type: ignore[union-attr]
+    assert turn.state.deltas == 25  # the text does not depend on the buffer
+
+
+@pytest.mark.parametrize("split", [1, 7, 100])
+def test_reads_split_anywhere_give_the_same_turn(split: int) -> None:
+    data = b"".join(delta(f"{i},") for i in range(50)) + completed()
+    conn, turn = running()
+    for start in range(0, len(data), split):
+        conn.receive_data(data[start : start + split], 1.0)
+    assert turn.result is not None and turn.result.status == "completed"
+    assert turn.state.partial_text == "".join(f"{i}," for i in range(50)) and turn.state.deltas == 50
