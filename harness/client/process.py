@@ -178,7 +178,7 @@ class ProcessTransport:
     def stderr_truncated(self) -> bool:
         return self._tail.truncated
 
-    async def _drain_stderr(self, scope: trio.CancelScope) -> None:
+    async def drain_stderr(self, scope: trio.CancelScope) -> None:
         # shielded from the caller's cancellation: a child whose stderr is not drained blocks writing it and
         # answers no interrupt; the context manager's exit cancels ``scope`` once the child is reaped
         stderr = self.process.stderr
@@ -221,7 +221,7 @@ async def spawn_process(
     try:
         async with trio.open_nursery() as nursery:
             drain = trio.CancelScope(shield=True)
-            nursery.start_soon(transport._drain_stderr, drain)
+            nursery.start_soon(transport.drain_stderr, drain)
             try:
                 yield transport
             finally:

@@ -601,7 +601,8 @@ class Session:
         for scope in list(self._background):
             scope.cancel()
 
-    async def _run(self, nursery: trio.Nursery) -> None:
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Start the reader and the exit watcher in ``nursery``, then the handshake (what open_session does)."""
         self._nursery = nursery
         self._spawn(self._read_loop)
         self._spawn(watch_exit, self)
@@ -628,7 +629,7 @@ async def open_session(
     try:
         async with trio.open_nursery() as nursery:
             try:
-                await session._run(nursery)
+                await session.start(nursery)
                 yield session
             finally:
                 with trio.CancelScope(shield=True):
