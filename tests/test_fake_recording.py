@@ -1,0 +1,130 @@
+"""``fake-codex --record DIR``: one folder per server process, the wire both ways, how and when it ended."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from fake_server import recording
+from fake_server.catalogue import load_builtin
+from harness.client.process import child_environment
+from harness.outside.record import read_recordings
+from harness.targets.fake import fake_codex_argv
+
+INIT = b'{"id":0,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}\n'
+THREAD = b'{"method":"initialized"}\n{"id":1,"method":"thread/start","params":{}}\n'
+
+
+def start(root: Path, scenario: str = "plain", *, env_record: bool = False) -> subprocess.Popen[bytes]:
+    env = child_environment(None)
+    argv = [*fake_codex_argv(), "app-server", "--scenario", scenario]
+    if env_record:
+        env[recording.RECORD_ENV] = str(root)
+    else:
+        argv += ["--record", str(root)]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+
+
+def read_until(proc: subprocess.Popen[bytes], needle: bytes, limit_s: float = 20.0) -> bytes:
+    assert proc.stdout is not None
+    seen = b""
+    deadline = time.monotonic() + limit_s
+    while needle not in seen and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+    return seen
+
+
+def test_stdin_closed_is_recorded_with_both_directions(tmp_path: Path) -> None:
+    proc = start(tmp_path)
+    assert proc.stdin is not None
+    proc.stdin.write(INIT + b"garbage\n" + THREAD)
+    proc.stdin.flush()
+    read_until(proc, b'"id":1')
+    proc.stdin.close()
+    assert proc.wait(timeout=20) == 0
+    (server,) = read_recordings(tmp_path)
+    assert server.n == 1 and server.pid == proc.pid and server.folder.name == f"1-{proc.pid}"
+    assert server.start["scenario_hash"] == recording.scenario_hash(load_builtin("plain"))
+    assert server.end is not None and server.end["reason"] == "stdin_closed"
+    dirs = [e.dir for e in server.wire]
+    assert "c2s" in dirs and "s2c" in dirs and "note" in dirs
+    assert any(e.error == "invalid_json" for e in server.wire if e.dir == "c2s")
+    times = [e.t for e in server.wire]
+    assert times == sorted(times) and abs(times[0] - time.monotonic()) < 60  # CLOCK_MONOTONIC seconds
+    assert server.trace_bundle is not None  # the server trace goes with the recording
+
+
+def test_signal_and_sigkill_and_one_folder_per_process(tmp_path: Path) -> None:
+    first, second = start(tmp_path), start(tmp_path, env_record=True)
+    for proc in (first, second):
+        assert proc.stdin is not None
+        proc.stdin.write(INIT)
+        proc.stdin.flush()
+        read_until(proc, b'"id":0')
+    first.send_signal(signal.SIGTERM)
+    second.kill()
+    first.wait(timeout=20)
+    second.wait(timeout=20)
+    servers = {s.pid: s for s in read_recordings(tmp_path)}
+    assert sorted(s.n for s in servers.values()) == [1, 2]
+    assert servers[first.pid].end is not None and servers[first.pid].end["reason"] == "signal"
+    assert servers[first.pid].end["signal"] == "SIGTERM"
+    assert servers[second.pid].end is None  # no end line: killed
+
+
+def test_crash_fault_is_recorded(tmp_path: Path) -> None:
+    proc = start(tmp_path, "crash_mid_turn")
+    assert proc.stdin is not None
+    proc.stdin.write(INIT + THREAD)
+    proc.stdin.flush()
+    lines = read_until(proc, b'"id":1').splitlines()
+    thread_id = next(orjson.loads(x)["result"]["thread"]["id"] for x in lines if x.startswith(b'{"id":1,'))
+    turn = {
+        "id": 2,
+        "method": "turn/start",
+        "params": {"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]},
+    }
+    proc.stdin.write(orjson.dumps(turn) + b"\n")
+    proc.stdin.flush()
+    try:
+        read_until(proc, b"never")
+        code = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    (server,) = read_recordings(tmp_path)
+    assert server.end is not None and server.end["reason"] == "crash" and server.end["exit_code"] == code != 0
+
+
+def test_the_wire_file_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recording, "MAX_WIRE_BYTES", 2000)
+    folder = tmp_path / "1-1"
+    folder.mkdir()
+    rec = recording.Recorder(folder, load_builtin("plain"), "plain", "0.171.0")
+    for _ in range(100):
+        rec.outbound(b'{"method":"x","params":{"pad":"' + b"a" * 100 + b'"}}\n')
+    rec.finish(0, False)
+    lines = (folder / "wire.jsonl").read_bytes().splitlines()
+    assert len(b"\n".join(lines)) <= 2200
+    assert orjson.loads(lines[-1])["msg"] == {"note": "recording truncated"}
+    assert orjson.loads((folder / "end.json").read_bytes())["truncated"] is True
+
+
+def test_an_unusable_record_dir_still_serves(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = start(blocker)
+    assert proc.stdin is not None
+    proc.stdin.write(INIT)
+    proc.stdin.close()
+    assert b'"id":0' in read_until(proc, b'"id":0')
+    assert proc.wait(timeout=20) == 0
+    assert os.path.isfile(blocker)
