@@ -14,7 +14,7 @@ _VERSION_RE = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?)")
 #: Bound of ``codex --version``: a binary that cannot say its version this fast cannot run a scenario
 #: either, and a run should say so at once. ``$CODEX_HARNESS_VERSION_TIMEOUT`` (seconds, at most 600)
 #: overrides it (the tests use a fraction of a second).
-VERSION_TIMEOUT_S = 8.0
+VERSION_TIMEOUT_S = 7.0
 VERSION_TIMEOUT_ENV = "CODEX_HARNESS_VERSION_TIMEOUT"
 
 
