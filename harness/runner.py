@@ -26,6 +26,7 @@ import trio.testing
 
 from contracts.checks import CONTRACT_NAMES, Check, run_all
 from contracts.checks import scenario as scenario_check
+from contracts.heap import frozen
 from contracts.jsonrpc import RpcError
 from contracts.record import Budgets, ModelEntry, SessionRecord, TurnResult
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
@@ -270,7 +271,7 @@ async def _settle_resolved(session: Any, transport: Any) -> None:
 def scenario_faults(scenario: Scenario) -> list[dict[str, Any]]:
     """The scenario's scripted faults, for the report to mark where each struck (turn is 0-based)."""
     return [
-        {"turn": i, "kind": f.kind, "at": f.at, "n": f.n}
+        {"turn": i, "kind": f.kind, "at": f.at, "n": f.n, "params": dict(f.params)}
         for i, turn in enumerate(scenario.turns)
         for f in turn.faults
     ]
@@ -389,7 +390,8 @@ def run_one(
     work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-{scenario.name}-", dir=work_root))
     try:
         try:
-            record = play(scenario, target, work_dir=work_dir / "run", codex=codex)
+            with frozen():  # the scenario is only read while played: full collections skip it (contracts.heap)
+                record = play(scenario, target, work_dir=work_dir / "run", codex=codex)
         except TargetUnavailable as exc:
             outcome.skipped = f"target {target} not available: {exc}"
             outcome.checks = skipped_checks(scenario.name, target, outcome.skipped)
@@ -399,9 +401,11 @@ def run_one(
             outcome.checks = [Check(scenario.name, target, RUNNER_CONTRACT, "play", "fail", detail, "")]
             return outcome
         if save_dir is not None:
-            record.save(save_dir)
+            with frozen():
+                record.save(save_dir)
             outcome.saved_to = save_dir
-            record = SessionRecord.load(save_dir)  # judge what was saved: the report's record is the judged one
+            with frozen():
+                record = SessionRecord.load(save_dir)  # judge what was saved: the report's record is the judged one
         outcome.record = record
         # The scenario check yields only a failure (a fault the run never reached), never blamed on the client.
         outcome.checks = run_all(record, contracts) + scenario_check.check(record)

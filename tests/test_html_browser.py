@@ -37,6 +37,7 @@ def chromium() -> str:
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report")
     runs = run_many([resolve(name) for name in SCENARIOS], ["fake"], report_dir=out)
+    assert all(r.record is not None for r in runs), [r.skipped or r.checks[:1] for r in runs]
     checks = [c for r in runs for c in r.checks]
     assert not [c for c in checks if c.status == "fail"], "the page under test should hold passing sessions"
     return write_index_html(out, checks, [r.record for r in runs if r.record is not None])

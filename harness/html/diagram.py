@@ -157,7 +157,9 @@ def fault_positions(record: SessionRecord) -> dict[int, list[str]]:
             lo, hi = starts[turn], (starts[turn + 1] if turn + 1 < len(starts) else len(wire))
         else:
             continue  # the turn never started: nothing struck
-        text = f"⚡ {fault.get('kind')} at {point}" + (f" #{n}" if n != 1 else "") + f" (turn {turn + 1})"
+        params = fault.get("params") if isinstance(fault.get("params"), dict) else {}
+        shown = "".join(f" {k}={v}" for k, v in list(params.items())[:3])
+        text = f"⚡ {fault.get('kind')}{shown} at {point}" + (f" #{n}" if n != 1 else "") + f" (turn {turn + 1})"
         where = None
         if point == "end":
             done = [p for p in range(lo, hi) if _point_matches("after_end", wire[p])]
@@ -396,13 +398,32 @@ def _model_rows(entries: Sequence[ModelEntry]) -> list[Row]:
     return rows
 
 
+def _result_rows(record: SessionRecord) -> list[Row]:
+    """Each turn's Result, on the client lane when the client delivered it."""
+    rows = []
+    for r in sorted(record.results, key=lambda r: r.index):
+        why = f" — {r.error}" if r.error else ""
+        label = _clip(f"Result turn {r.index + 1}: {r.status}{why}", 90)
+        css = ("result",)  # neutral: whether the status was the expected one is a check, marked in red
+        rows.append(Row("result", "client", "client", label, "", r.ended_at, r.ended_at, -1, -1, 0, css))
+    return rows
+
+
+def _before(other: Row, wire_row: Row) -> bool:
+    """Whether a model or Result row goes before ``wire_row``. A Result follows the frames of its instant
+    (wire times are saved rounded to the µs: a Result at the same instant may compare a little earlier)."""
+    if other.kind == "result":
+        return other.t + 2e-6 < wire_row.t
+    return other.t < wire_row.t
+
+
 def _merge(wire_rows: list[Row], model_rows: list[Row]) -> tuple[list[Row], list[int]]:
     """Both row lists by time (wire first on a tie); returns the rows and the new index of each wire row."""
     out: list[Row] = []
     index: list[int] = []
     j = 0
     for row in wire_rows:
-        while j < len(model_rows) and model_rows[j].t < row.t:
+        while j < len(model_rows) and _before(model_rows[j], row):
             out.append(model_rows[j])
             j += 1
         index.append(len(out))
@@ -427,7 +448,7 @@ def _plain(row: Row) -> bool:
 def _keep(row: Row) -> bool:
     """Rows a fold never swallows: what a person looks for first."""
     return (
-        row.kind in ("note", "fault")
+        row.kind in ("note", "fault", "result")
         or row.failed
         or bool(row.marks)
         or any(c in row.css for c in ("approval", "decision", "interrupt", "turn", "bad", "error", "orphan"))
@@ -507,7 +528,7 @@ def build(record: SessionRecord, checks: Sequence[Check] = ()) -> Diagram:
     """The diagram of ``record``, marking the failed checks among ``checks`` at the frames they name."""
     builder = _Builder(record, checks)
     builder.build()
-    model_rows = _model_rows(record.model)
+    model_rows = sorted(_model_rows(record.model) + _result_rows(record), key=lambda r: r.t)
     rows, wire_index = _merge(builder.rows, model_rows)
     rows, fold_map = _fold_all(rows)
 

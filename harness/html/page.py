@@ -45,7 +45,9 @@ svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 .arrow.approval line,.arrow.decision line{stroke:#d97706;marker-end:url(#ah-amber)}
 .arrow.interrupt text{fill:#6d28d9;font-weight:700}.arrow.turn text{font-weight:700}
 .arrow.orphan text{fill:#b91c1c}
-.time{font-size:10px!important;fill:#64748b;text-anchor:end}
+.time{font-size:10px!important;fill:#64748b;text-anchor:end}.line{font-size:10px!important;fill:#94a3b8;text-anchor:end}
+.result rect{fill:#e0f2fe;stroke:#0284c7}.result text{fill:#075985;font-weight:700}
+.result.bad rect{fill:#fee2e2;stroke:#dc2626}.result.bad text{fill:#991b1b}
 .note text{font-style:italic;fill:#475569;text-anchor:middle}.note circle{fill:#475569}
 .fault rect{fill:#fef3c7;stroke:#d97706;stroke-width:1.5}.fault text{font-weight:700;fill:#92400e;text-anchor:middle}
 .fold rect{fill:#f1f5f9;stroke:#64748b;stroke-dasharray:4 3}.fold text{fill:#334155;text-anchor:middle}
@@ -104,13 +106,23 @@ b.setAttribute('data-load-ms',performance.now().toFixed(1));b.setAttribute('data
 })();
 """
 
+_LEGEND_ITEMS = (
+    ("#2563eb", "→ client to server"),
+    ("#059669", "← server to client"),
+    ("#7c3aed", "model traffic"),
+    ("#b45309", "approvals and decisions"),
+    ("#075985", "the client's Results"),
+    ("", "thick arrow ×N: a stream of one notification kind"),
+    ("", "left brackets: request ↔ answer"),
+    ("#dc2626", "dashed red bracket: never answered"),
+    ("#6d28d9", "violet: interrupt → turn/completed"),
+    ("#92400e", "⚡ fault where it struck"),
+    ("#b91c1c", "red rows: a failed check points here"),
+    ("", "⋯ folded rows"),
+    ("", "grey numbers: wire.jsonl lines; hover an arrow for its frame"),
+)
 LEGEND = (
-    '<p class="legend"><b style="color:#2563eb">→ client to server</b> · <b style="color:#059669">← server to '
-    'client</b> · <b style="color:#7c3aed">model traffic</b> · <b style="color:#b45309">approvals and '
-    "decisions</b> · thick arrow ×N: a stream of one notification kind · left brackets: request ↔ answer "
-    '(<b style="color:#dc2626">dashed red: never answered</b>) · <b style="color:#6d28d9">violet: interrupt → '
-    'turn/completed</b> · <b style="color:#92400e">⚡ fault</b> · <b style="color:#b91c1c">red rows: a failed '
-    "check points here</b> · ⋯ folded rows · hover an arrow for its frame</p>"
+    '<p class="legend">' + " · ".join(f'<b style="color:{c}">{t}</b>' if c else t for c, t in _LEGEND_ITEMS) + "</p>"
 )
 
 

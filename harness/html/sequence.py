@@ -18,8 +18,9 @@ ROW_H = 22
 HEAD = 46
 GUTTER_COL = 7
 GUTTER_COLS = 8
-TIME_RIGHT = 128
-LANE_X = {2: (190, 650), 3: (190, 590, 890)}
+LINE_RIGHT = 92  # wire line numbers
+TIME_RIGHT = 158
+LANE_X = {2: (230, 690), 3: (230, 620, 920)}
 ANNOT_W = 330
 CHAR_W = 6.4  # px per label character at 11 px, on average (generous: labels must not cross the lanes)
 
@@ -92,6 +93,9 @@ def _row(diagram: Diagram, i: int, row: Row, lanes: dict[str, int], sid: str, wi
     anchor = f' id="{_e(sid)}-L{row.first + 1}"' if row.first >= 0 else ""
     lines = f"{row.first + 1}" if row.first == row.last else f"{row.first + 1}-{row.last + 1}"
     time = f'<text class="time" x="{TIME_RIGHT}" y="{top + 14}">{_e(_time(diagram, row))}</text>'
+    if row.first >= 0:
+        number = f"{row.first + 1}" if row.first == row.last else f"{row.first + 1}…"
+        time += f'<text class="line" x="{LINE_RIGHT}" y="{top + 14}">{number}</text>'
     left, right = min(lanes.values()), max(lanes.values())
     if row.kind in ("msg", "model"):
         x1, x2 = lanes[row.src], lanes[row.dst]
@@ -100,7 +104,7 @@ def _row(diagram: Diagram, i: int, row: Row, lanes: dict[str, int], sid: str, wi
         frames = row.count if row.kind == "msg" else 0
         title = f"{row.label}\n{row.detail}\nwire line(s) {lines}" if row.first >= 0 else f"{row.label}\n{row.detail}"
         text = row.label
-        if row.detail and "request" not in row.css:
+        if row.detail:
             text = f"{row.label}  {row.detail}"
         text = _clip(text, max(20, int(abs(x2 - x1) / CHAR_W)))
         parts.append(
@@ -116,6 +120,14 @@ def _row(diagram: Diagram, i: int, row: Row, lanes: dict[str, int], sid: str, wi
             f'<g class="note"{anchor}><title>{_e(row.label)} (wire line {lines})</title>'
             f'<circle cx="{lanes["client"]}" cy="{y - 4}" r="4"/>'
             f'<text x="{(left + right) // 2}" y="{y}">— {_e(row.label)} —</text></g>{time}'
+        )
+    elif row.kind == "result":
+        css = " ".join(("result", *row.css[1:]))
+        parts.append(
+            f'<g class="{css}"><title>{_e(row.label)}</title>'
+            f'<rect x="{lanes["client"] - 40}" y="{top + 3}" width="{min(right - left + 40, 520)}" '
+            f'height="{ROW_H - 6}" rx="8"/><text x="{lanes["client"] - 32}" y="{top + 15}">{_e(row.label)}</text>'
+            f"</g>{time}"
         )
     elif row.kind == "fault":
         parts.append(
