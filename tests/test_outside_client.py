@@ -182,3 +182,11 @@ def test_scenarios_json_carries_what_an_adapter_needs(capsys: pytest.CaptureFixt
     assert row["plan"]["budgets"]["interrupt_budget_ms"] > 0
     assert row["expect"]["turns"][0]["status"] == "aborted"
     assert "expect" not in row["plan"]
+
+
+def test_unsupported_turns_are_skipped_not_failed(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    result = {"turns": [{"turn": 1, "status": "unsupported", "error": "cannot answer with an error"}]}
+    body = f"open(os.environ['CODEX_HARNESS_RESULT'], 'w').write({orjson.dumps(result).decode()!r})\n"
+    run = run_scenario("approval_error", client=client_script(tmp_path, body))
+    turn = [c for c in run.checks if c.contract in ("terminal_status", "usage") and c.name.startswith("turn 1 ")]
+    assert turn and all(c.status == "skip" and "cannot answer" in c.detail for c in turn)

@@ -79,7 +79,9 @@ class Approvals:
         self.on_held: Any = None
         self.unsupported: str | None = None
         self.release = threading.Event()
-        self.hold_s = budgets["request_timeout_ms"] / 1000
+        # The SDK cannot leave a request pending without blocking its only reader: hold it for the interrupt
+        # budget (the server resolves it meanwhile), then answer cancel.
+        self.hold_s = budgets["interrupt_budget_ms"] / 1000
 
     def start_turn(self, actions: list[dict[str, Any]], on_held: Any) -> None:
         self.turn_seen = 0

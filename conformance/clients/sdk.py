@@ -10,11 +10,13 @@ runs the SDK over the catalogue. The SDK is never a dependency of this project.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SDK_VERSION = "0.163.0"
 ADAPTER = Path(__file__).resolve().parent / "openai_codex_sdk.py"
@@ -54,7 +56,41 @@ def client_cmd(venv: Path | None = None) -> list[str]:
     return [str(ensure_sdk(venv)), str(ADAPTER)]
 
 
-def main() -> int:
+BASELINE = Path(__file__).resolve().parent / "openai_codex_sdk.baseline.json"
+
+
+def _key(check: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (check["scenario"], check["target"], check["contract"], check["name"])
+
+
+def baseline_from_runs(runs: list[list[dict[str, Any]]], explained: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Baseline entries from several runs' checks.json: a check failing in every run is ``fail``; one that both
+    passed and failed is ``flaky`` (listed, never baselined as a known failure). Each keeps its ``why``."""
+    why = {_key(e): e.get("why", "") for e in explained}
+    outcomes: dict[tuple[str, str, str, str], set[str]] = {}
+    for checks in runs:
+        for c in checks:
+            outcomes.setdefault(_key(c), set()).add(c["status"])
+    entries = []
+    for key, seen in sorted(outcomes.items()):
+        if "fail" not in seen:
+            continue
+        status = "fail" if seen == {"fail"} and all(key in {_key(c) for c in run} for run in runs) else "flaky"
+        scenario, target, contract, name = key
+        entry = {"scenario": scenario, "target": target, "contract": contract, "name": name, "status": status}
+        entries.append(entry | {"why": why.get(key) or "TODO: explain in one line"})
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the --client-cmd; ``--baseline-from RUN/checks.json...`` rewrites the baseline from real runs."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--baseline-from"]:
+        runs = [json.loads(Path(p).read_text()) for p in args[1:]]
+        old = json.loads(BASELINE.read_text()) if BASELINE.exists() else []
+        BASELINE.write_text(json.dumps(baseline_from_runs(runs, old), indent=2) + "\n")
+        print(f"{BASELINE}: {len(runs)} run(s)")
+        return 0
     try:
         print(shlex.join(client_cmd()))
     except SdkUnavailable as exc:

@@ -218,6 +218,23 @@ def _adjust(check: Check, record: SessionRecord, facts: dict[str, Any]) -> Check
     return check
 
 
+def _unsupported(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
+    """Turns the client reported ``unsupported`` are not judged on status and usage: a skip with its reason."""
+    why = {
+        int(t["turn"]): t.get("error") or "the client cannot do what the plan asks"
+        for t in (facts.get("result") or {}).get("turns", [])
+        if t.get("status") == "unsupported"
+    }
+    out = []
+    for check in checks:
+        turn = next((n for n in why if check.name.startswith(f"turn {n} ")), None)
+        if turn is None:
+            out.append(check)
+        else:
+            out.append(replace(check, status="skip", detail=f"reported unsupported: {why[turn]}"))
+    return out
+
+
 def judge(records: list[SessionRecord]) -> list[Check]:
     """Every check of an outside run: per server the wire contracts, once the session and result checks."""
     checks: list[Check] = []
@@ -226,7 +243,7 @@ def judge(records: list[SessionRecord]) -> list[Check]:
     many = len(records) > 1
     result_state = (facts.get("result") or {}).get("state", "absent")
     if result_state == "valid":
-        checks += run_all(primary, RESULT_CONTRACTS)
+        checks += _unsupported(run_all(primary, RESULT_CONTRACTS), facts)
     else:
         why = "no result file" if result_state == "absent" else "the result file is invalid"
         checks += [_skips(primary, c, f"{why}: reported statuses and usage are not judged") for c in RESULT_CONTRACTS]
