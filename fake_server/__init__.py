@@ -1,7 +1,9 @@
 """The fake app-server, faithful to codex-cli 0.171.0, with scriptable scenarios and faults.
 
-- :mod:`fake_server.engine` — the sans-IO engine (:mod:`~fake_server.turns`, :mod:`~fake_server.state`,
-  :mod:`~fake_server.faults`, :mod:`~fake_server.shapes`, :mod:`~fake_server.methods`, :mod:`~fake_server.ids`);
+- :mod:`fake_server.engine` — the sans-IO engine (:mod:`~fake_server.turns`, :mod:`~fake_server.programs`,
+  :mod:`~fake_server.outbox`, :mod:`~fake_server.state`, :mod:`~fake_server.faults` (the fault registry's
+  strike functions; its table is :mod:`contracts.faults`), :mod:`~fake_server.shapes`,
+  :mod:`~fake_server.methods`, :mod:`~fake_server.ids`); :mod:`~fake_server.ledger` — which faults struck;
 - :mod:`fake_server.inprocess` — ``serve_in_process(scenario, trace_root=None)``: a Transport on trio memory streams;
 - :mod:`fake_server.cli` — the ``fake-codex`` executable (stdio), on :mod:`fake_server.runtime`;
 - :mod:`contracts.scenario`, :mod:`contracts.scenario_file`, :mod:`fake_server.builder`,

@@ -5,8 +5,11 @@ a list of :mod:`fake_server.effects` comes out (frames to write, wake-ups to sch
 exit...). The engine owns no clock: every call says what time it is (``now_ms``, Unix ms), which
 only ends up in timestamps. Scripted delays become :class:`~fake_server.effects.Wake` effects.
 
-Turns run as generator programs (:mod:`fake_server.turns`) that yield waits; the engine resumes
-them on timers and approval answers, and closes them on interrupt or steer. The JSON-RPC
+Turns run as generator programs (:mod:`fake_server.turns`) that yield waits;
+:mod:`fake_server.programs` resumes them on timers and approval answers and closes them on
+interrupt or steer. Turn code and fault strikes act through the :class:`~fake_server.outbox.Outbox`
+(frames, ids, timers, the process), never through the engine; faults strike at their points through
+one :func:`fake_server.faults.strike` (the registry: :mod:`contracts.faults`). The JSON-RPC
 bookkeeping (ids, pending tables in both directions) is :class:`contracts.jsonrpc.Endpoint`.
 """
 
@@ -203,6 +206,11 @@ class Engine:
             self.box.stderr(f"WARN codex_app_server: duplicate request id {event.request.id!r} ignored")
 
     def _on_request(self, request: Request) -> None:
+        if surface.overrides.intercept(self, request, self._answer):  # the scenario's [[methods]]
+            return
+        self._answer(request)
+
+    def _answer(self, request: Request) -> None:
         if self.box.overload_left > 0:
             self.box.overload_left -= 1
             self.box.respond_error(request.id, SERVER_OVERLOADED, OVERLOADED_MESSAGE)
