@@ -107,6 +107,12 @@ def test_a_release_without_a_pinned_schema_cannot_run(
     assert capsys.readouterr().err.count(says) == 1
 
 
+def test_nothing_is_written_before_the_refusal(tmp_path: Path) -> None:
+    report = tmp_path / "report"
+    assert main([*COMMANDS["run"], "--codex", "/bin/false", "--report", str(report)]) == USAGE
+    assert not report.exists()
+
+
 def test_the_codex_bin_variable_is_checked_too(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.setenv("CODEX_BIN", "/bin/false")
     assert main(COMMANDS["run"]) == USAGE

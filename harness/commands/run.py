@@ -87,12 +87,7 @@ def run(args: argparse.Namespace) -> int:
     except scenario_lookup.ScenarioError as exc:
         print(f"codex-harness run: {exc}", file=sys.stderr)
         return INVALID_INPUT
-    report_dir = Path(args.report) if args.report else None
-    if report_dir is not None:
-        try:
-            report_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"cannot create report directory {report_dir}: {exc.strerror}") from None
+    # A target that cannot run at all is said once, before anything is written or played.
     codex = Path(args.codex) if args.codex else None
     if args.target == "real":
         from harness.targets import TargetUnavailable
@@ -102,6 +97,12 @@ def run(args: argparse.Namespace) -> int:
             codex, _ = preflight(codex)
         except TargetUnavailable as exc:
             raise UsageError(f"--target real: {exc}") from None
+    report_dir = Path(args.report) if args.report else None
+    if report_dir is not None:
+        try:
+            report_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create report directory {report_dir}: {exc.strerror}") from None
     if client is not None:
         runs = run_clients(client, scenarios, report_dir=report_dir, progress=None if args.quiet else _progress)
         describe(client, runs)
