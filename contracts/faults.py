@@ -66,11 +66,20 @@ POINTS: Final[dict[str, PointSpec]] = {
         PointSpec("interrupt", "turn", "when `turn/interrupt` arrives"),
         PointSpec("end", "turn", "where the turn would end (before idle and `turn/completed`)", once=True),
         PointSpec("after_end", "turn", "after `turn/completed`", once=True),
+        PointSpec(
+            "request",
+            "session",
+            "a request of the `[[methods]]` entry's method arrives, before it is answered (only `[[methods]]`)",
+            qualifier="method",
+        ),
     )
 }
 FAULT_POINTS: Final[tuple[str, ...]] = tuple(POINTS)
 
-_ALL: Final = FAULT_POINTS
+#: Points a turn's faults attach to (``request`` faults are declared on a ``[[methods]]`` entry).
+_ALL: Final = tuple(p for p in FAULT_POINTS if p != "request")
+#: Where process-level kinds act: every point, the requests of ``[[methods]]`` entries too.
+_ANYWHERE: Final = FAULT_POINTS
 _IN_TURN: Final = tuple(p for p in FAULT_POINTS if POINTS[p].scope == "turn")
 #: Points inside the turn's program, where it can wait.
 _PROGRAM: Final = ("start", "delta", "item_started", "approval_pending", "end")
@@ -233,20 +242,20 @@ FAULTS: Final[dict[str, FaultSpec]] = {
         FaultSpec(
             "crash",
             "delta",
-            _ALL,
+            _ANYWHERE,
             "exit with `exit_code`; `mid_line` writes half a frame first",
             (Param("exit_code", int, 1, 0, 255, why="a process exit status"), Param("mid_line", bool, False)),
         ),
         FaultSpec(
             "hang",
             "start",
-            _ALL,
+            _ANYWHERE,
             "alive but silent from here on; ignores stdin EOF (SIGTERM and kill end it)",
         ),
         FaultSpec(
             "stdout_closed",
             "start",
-            _ALL,
+            _ANYWHERE,
             "stdout closes; the server keeps reading and exits 0 on EOF",
         ),
         FaultSpec(
@@ -259,7 +268,7 @@ FAULTS: Final[dict[str, FaultSpec]] = {
         FaultSpec(
             "garbage_lines",
             "start",
-            _ALL,
+            _ANYWHERE,
             "`count` non-JSON lines of `text` on stdout",
             (_count(3, "lines written"), Param("text", str, "this is not JSON", 0, 1024, why="one line")),
         ),
@@ -322,10 +331,16 @@ FAULTS: Final[dict[str, FaultSpec]] = {
         FaultSpec(
             "overload",
             "start",
-            _ALL,
+            _ANYWHERE,
             "the next `count` requests get `-32001 Server overloaded; retry later.` "
             "(at `initialize`: that request too)",
             (Param("count", int, 1, 1, 1000, why="requests refused"),),
+        ),
+        FaultSpec(
+            "no_answer",
+            "request",
+            ("request",),
+            "the request is never answered (the server stays up and answers the next ones)",
         ),
         FaultSpec(
             "trace_unclosed_tool",
@@ -405,7 +420,9 @@ def markdown_table() -> str:
     for spec in FAULTS.values():
         params = ", ".join(p.bounds_text() for p in spec.params)
         others = [p for p in spec.points if p != spec.default_point]
-        where = "all" if spec.points == _ALL else ", ".join(others) or "none"
+        where = "all" if spec.points in (_ALL, _ANYWHERE) else ", ".join(others) or "none"
+        if spec.points == _ANYWHERE:
+            where = "all, `request` too"
         real = "" if spec.fake_only else " (also on the real binary)"
         lines.append(f"| `{spec.kind}` | {params} | {spec.default_point} | {where} | {spec.description}{real} |")
     return "\n".join(lines) + "\n"

@@ -262,6 +262,7 @@ class Scenario:
     config: ServerConfig = field(default_factory=ServerConfig)
     targets: tuple[str, ...] = TARGETS
     source: str | None = None  # the file it came from
+    methods: tuple[Any, ...] = ()  # [[methods]]: contracts.method_overrides.MethodOverride, fake-only
 
     @property
     def faults(self) -> tuple[Fault, ...]:
@@ -270,12 +271,14 @@ class Scenario:
     @property
     def fake_only(self) -> bool:
         """Faults only a fake can produce (the registry's flag): the real target skips the scenario."""
-        return any(fake_only(f.kind) for f in self.faults)
+        return any(fake_only(f.kind) for f in self.faults) or bool(self.methods)
 
     def supports(self, target: str) -> tuple[bool, str]:
         """Whether the scenario runs on ``target``, and the reason when it does not."""
         if target not in self.targets:
             return False, f"scenario {self.name} declares targets {', '.join(self.targets)}"
+        if target == "real" and self.methods:
+            return False, "scripted answers ([[methods]]) can only be produced by the fake app-server"
         if target == "real" and self.fake_only:
             kinds = ", ".join(sorted({f.kind for f in self.faults if fake_only(f.kind)}))
             return False, f"fault {kinds} can only be produced by the fake app-server"

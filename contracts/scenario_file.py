@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import tomli_w
 
-from contracts import scenario_rules
+from contracts import method_overrides, scenario_rules
 from contracts.expect import RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 from contracts.scenario import (
@@ -227,7 +227,23 @@ def _fault(r: _Reader) -> Fault:
         kind, at, n, checked = check_fault(r.data.get("kind"), r.data.get("at"), r.data.get("n", 1), params)
     except FaultProblem as exc:
         raise r.error(exc.key, exc.expected, exc.got) from None
+    if at == "request":
+        raise r.error("at", "a turn's point (request faults go on a [[methods]] entry)", at)
     return Fault(kind, at, n, checked)
+
+
+def _methods(r: _Reader) -> tuple[method_overrides.MethodOverride, ...]:
+    """The ``[[methods]]`` tables: scripted answers to client requests (contracts.method_overrides)."""
+    tables = r.tables("methods")
+    if len(tables) > method_overrides.MAX_METHOD_OVERRIDES:
+        raise r.error("methods", f"at most {method_overrides.MAX_METHOD_OVERRIDES} entries", len(tables))
+    out = []
+    for t in tables:
+        try:
+            out.append(method_overrides.parse(t.data, lambda kind, params: Fault(kind, "request", 1, params)))
+        except method_overrides.OverrideProblem as exc:
+            raise t.error(exc.key, exc.expected, exc.got) from None
+    return tuple(out)
 
 
 def _turn(r: _Reader) -> TurnScript:
@@ -378,6 +394,7 @@ def loads(text: str, source: str = "<scenario>", name: str | None = None) -> Sce
         config=_config(r.table("config"), turns),
         targets=r.strs("targets", TARGETS) or TARGETS,
         source=source,
+        methods=_methods(r),
     )
     r.done()
     _check_consistency(scenario, source)
@@ -512,6 +529,8 @@ def to_dict(s: Scenario) -> dict[str, Any]:
     if client:
         data["client"] = client
     data["expect"] = s.expect.to_dict()
+    if s.methods:
+        data["methods"] = [method_overrides.to_dict(o) for o in s.methods]
     return data
 
 

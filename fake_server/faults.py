@@ -244,6 +244,11 @@ def _duplicate_response_id(hit: Hit, fault: Fault) -> None:
         hit.box.send_frame(hit.box.last_response_frame)
 
 
+@strikes("no_answer")
+def _no_answer(hit: Hit, fault: Fault) -> None:
+    """Nothing to write: the [[methods]] request it struck is left unanswered (fake_server.surface.overrides)."""
+
+
 @strikes("overload")
 def _overload(hit: Hit, fault: Fault) -> None:
     hit.box.overload_left += int(fault.param("count"))

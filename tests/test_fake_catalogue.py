@@ -78,6 +78,8 @@ def test_catalogue_has_the_required_scenarios_each_with_a_one_line_description()
 
 def test_every_fault_kind_appears_in_the_catalogue() -> None:
     used = {f.kind for name in builtin_names() for f in load_builtin(name).faults}
+    # Request faults are declared on [[methods]] entries.
+    used |= {o.fault.kind for name in builtin_names() for o in load_builtin(name).methods if o.fault is not None}
     assert used == set(FAULT_KINDS)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fake_server.surface import config_account, experimental, fs_search, plugins, threads
+from fake_server.surface import config_account, experimental, fs_search, overrides, plugins, threads
 from fake_server.surface.call import Call
 from fake_server.surface.errors import SurfaceError
 from fake_server.surface.schema_answer import minimal_result
@@ -21,7 +21,16 @@ from fake_server.surface.state import SurfaceState
 if TYPE_CHECKING:
     from fake_server.engine import Engine
 
-__all__ = ["HANDLERS", "Call", "SurfaceError", "SurfaceState", "answer", "decorate_thread", "handles"]
+__all__ = [
+    "HANDLERS",
+    "Call",
+    "SurfaceError",
+    "SurfaceState",
+    "answer",
+    "decorate_thread",
+    "handles",
+    "overrides",
+]
 
 Handler = Callable[[Call], Any]
 

@@ -34,6 +34,7 @@ class SurfaceState:
     fs: Any = None  # fs_search.Overlay, made on first use
     elicitations: dict[str, int] = field(default_factory=dict)  # thread id -> paused count
     search_sessions: dict[str, list[str]] = field(default_factory=dict)  # fuzzy search session -> roots
+    method_counts: dict[str, int] = field(default_factory=dict)  # requests per method ([[methods]] n)
 
     def extra(self, thread_id: str) -> ThreadExtra:
         extra = self.threads.get(thread_id)

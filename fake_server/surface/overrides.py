@@ -1,0 +1,73 @@
+"""The fake's half of ``[[methods]]`` (contracts.method_overrides): scripted answers, delays and request faults.
+
+:func:`intercept` sees every request before the engine answers it. For the first entry of the
+scenario that applies to this occurrence of the method it answers with the scripted result or
+error, or strikes the entry's fault (point ``request`` of the fault registry: ``no_answer`` leaves
+the request unanswered, ``crash`` exits before answering...), after ``delay_ms`` of scripted time;
+an entry with only a delay lets the fake answer as usual, that much later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from contracts.messages import Request
+
+if TYPE_CHECKING:
+    from fake_server.engine import Engine
+
+
+def _entry(engine: Engine, method: str) -> Any:
+    overrides = engine.scenario.methods
+    if not overrides:
+        return None
+    counts = engine.surface.method_counts
+    counts[method] = counts.get(method, 0) + 1
+    return next((o for o in overrides if o.name == method and o.applies(counts[method])), None)
+
+
+def intercept(engine: Engine, request: Request, answer_now: Callable[[Request], None]) -> bool:
+    """True when ``request`` is taken care of by a ``[[methods]]`` entry (now or later)."""
+    entry = _entry(engine, request.method)
+    if entry is None:
+        return False
+    box = engine.box
+
+    def act() -> None:
+        if box.silent:
+            return
+        if entry.fault is not None:
+            _strike(engine, entry.fault)
+        elif entry.answer == "result":
+            box.respond(request.id, entry.value)
+        elif entry.answer == "error":
+            _respond_error(box, request.id, entry.value)
+        else:
+            answer_now(request)
+
+    if entry.delay_ms:
+        box.after(entry.delay_ms, act)
+    else:
+        act()
+    return True
+
+
+def _strike(engine: Engine, fault: Any) -> None:
+    from fake_server.faults import REGISTRY, Hit
+
+    REGISTRY[fault.kind].strike(Hit(engine.box, None, "request"), fault)
+
+
+def _respond_error(box: Any, request_id: Any, error: dict[str, Any]) -> None:
+    from contracts.jsonrpc import ProtocolViolation
+
+    try:
+        if "data" in error:
+            response = box.endpoint.respond_error(request_id, error["code"], error["message"], error["data"])
+        else:
+            response = box.endpoint.respond_error(request_id, error["code"], error["message"])
+    except ProtocolViolation:
+        return
+    box.last_response_frame = response.frame
+    box.send_frame(response.frame)

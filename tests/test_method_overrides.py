@@ -1,0 +1,119 @@
+"""``[[methods]]``: scripted answers to any client request, validated at load, honoured by the fakes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contracts import scenario_file
+from contracts.scenario_file import ScenarioError
+from fake_server.virtual import VirtualServer
+
+HEAD = 'name = "m"\ndescription = "x"\n[[turns]]\ninput = "hi"\n'
+
+
+def _load(methods: str):
+    return scenario_file.loads(HEAD + methods, source="m.toml")
+
+
+def _session(methods: str) -> VirtualServer:
+    server = VirtualServer(_load(methods))
+    server.send({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}})
+    return server
+
+
+def _answer(server: VirtualServer, rid: int, within_ms: int = 10_000):
+    return server.run_until(lambda f: f.get("id") == rid and "method" not in f, within_ms=within_ms)
+
+
+def test_a_scripted_result_replaces_the_fakes_answer_and_round_trips() -> None:
+    text = '[[methods]]\nname = "model/list"\nresult = { data = [], nextCursor = "p2" }\n'
+    server = _session(text)
+    server.send({"id": 1, "method": "model/list", "params": {}})
+    assert _answer(server, 1) == {"id": 1, "result": {"data": [], "nextCursor": "p2"}}
+    again = scenario_file.loads(scenario_file.dumps(_load(text)), source="m.toml")
+    assert again.methods == _load(text).methods
+
+
+def test_a_scripted_error_keeps_its_data() -> None:
+    server = _session(
+        '[[methods]]\nname = "account/read"\nerror = { code = -32000, message = "no", data = { a = 1 } }\n'
+    )
+    server.send({"id": 1, "method": "account/read", "params": {}})
+    assert _answer(server, 1) == {"error": {"code": -32000, "message": "no", "data": {"a": 1}}, "id": 1}
+
+
+def test_delay_alone_delays_the_fakes_own_answer_in_scripted_time() -> None:
+    server = _session('[[methods]]\nname = "config/read"\ndelay_ms = 5000\n')
+    start = server.now_ms
+    server.send({"id": 1, "method": "config/read", "params": {}})
+    assert _answer(server, 1, within_ms=4999) is None
+    answer = _answer(server, 1)
+    assert answer is not None and "config" in answer["result"] and server.now_ms - start == 5000
+
+
+def test_no_answer_leaves_one_request_unanswered_and_the_server_up() -> None:
+    server = _session('[[methods]]\nname = "config/read"\nfault = "no_answer"\nn = 1\n')
+    server.send({"id": 1, "method": "config/read", "params": {}})
+    server.send({"id": 2, "method": "config/read", "params": {}})
+    assert _answer(server, 2) is not None
+    assert _answer(server, 1, within_ms=60_000) is None and server.exit_code is None
+
+
+def test_crash_before_answering_the_nth_request() -> None:
+    server = _session('[[methods]]\nname = "skills/list"\nfault = { kind = "crash", exit_code = 7 }\nn = 2\n')
+    server.send({"id": 1, "method": "skills/list", "params": {}})
+    server.send({"id": 2, "method": "skills/list", "params": {}})
+    assert _answer(server, 1) is not None and _answer(server, 2) is None
+    assert server.exit_code == 7 and server.crashed
+
+
+def test_overrides_make_the_scenario_fake_only() -> None:
+    ok, reason = _load('[[methods]]\nname = "model/list"\nfault = "no_answer"\n').supports("real")
+    assert not ok and "[[methods]]" in reason
+
+
+@pytest.mark.parametrize(
+    ("methods", "key"),
+    [
+        ('[[methods]]\nname = "no/such"\nresult = {}\n', "methods[0].name"),
+        ('[[methods]]\nname = "model/list"\nresult = { data = 5 }\n', "methods[0].result"),
+        ('[[methods]]\nname = "model/list"\nresult = {}\n', "methods[0].result"),
+        ('[[methods]]\nname = "model/list"\nerror = { message = "x" }\n', "methods[0].error.code"),
+        ('[[methods]]\nname = "model/list"\nerror = { code = 1 }\n', "methods[0].error.message"),
+        ('[[methods]]\nname = "model/list"\nfault = "delayed_completion"\n', "methods[0].fault.at"),
+        ('[[methods]]\nname = "model/list"\nfault = { kind = "crash", exit_code = 256 }\n', "exit_code"),
+        ('[[methods]]\nname = "model/list"\nresult = {}\nerror = { code = 1, message = "x" }\n', "error"),
+        ('[[methods]]\nname = "model/list"\n', "methods[0].result"),
+        ('[[methods]]\nname = "model/list"\ndelay_ms = -1\n', "delay_ms"),
+        ('[[methods]]\nname = "model/list"\nresult = {}\nbogus = 1\n', "bogus"),
+        ('[[turns.faults]]\nkind = "crash"\nat = "request"\n', "at"),
+    ],
+)
+def test_invalid_entries_are_refused_at_load(methods: str, key: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        _load(methods)
+    assert key in str(err.value)
+
+
+def test_a_declared_schema_violation_loads_and_is_sent_as_written() -> None:
+    server = _session('[[methods]]\nname = "model/list"\nresult = { data = 5 }\nschema_violation = "a bad page"\n')
+    server.send({"id": 1, "method": "model/list", "params": {}})
+    assert _answer(server, 1) == {"id": 1, "result": {"data": 5}}
+
+
+def test_fake_codex_refuses_an_invalid_override_with_exit_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "bad.toml"
+    path.write_text(HEAD + '[[methods]]\nname = "model/list"\nresult = { data = 5 }\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "fake_server.cli", "app-server", "--scenario", str(path)],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert b"methods[0].result" in proc.stderr and b"Traceback" not in proc.stderr
