@@ -97,12 +97,13 @@ def session_section(record: SessionRecord, checks: Sequence[Check], *, link: str
         "real": "codex app-server",
     }
     svg = sequence.render(d, sid=sid, target_label=target.get(record.target, "server"))
+    model = f" and {len(record.model):,} model events" if record.model else ""
     wire_link = f' · <a href="{e(link)}/wire.jsonl">wire.jsonl</a>' if link else ""
     out = [
         f'<section id="{sid}"><h2>{e(record.scenario)} <span class="ref">[{e(record.target)}]</span>'
         f'<span class="badge {status}">{status}</span></h2>',
         f'<p class="meta">{e(turns or "no Result")}; server exit {e(record.server_exit)}; {clock}; '
-        f"{d.frames:,} frames drawn as {d.arrows:,} arrows{e(folded)}{wire_link}</p>",
+        f"{d.frames:,} wire frames{model} drawn as {d.arrows:,} arrows{e(folded)}{wire_link}</p>",
         f'<div class="scroll">{svg}</div>',
     ]
     bad = [c for c in checks if c.status in ("fail", "warn")]

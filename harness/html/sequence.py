@@ -104,7 +104,7 @@ def _row(diagram: Diagram, i: int, row: Row, lanes: dict[str, int], sid: str, wi
         frames = row.count if row.kind == "msg" else 0
         title = f"{row.label}\n{row.detail}\nwire line(s) {lines}" if row.first >= 0 else f"{row.label}\n{row.detail}"
         text = row.label
-        if row.detail:
+        if row.detail and "decision" not in row.css:
             text = f"{row.label}  {row.detail}"
         text = _clip(text, max(20, int(abs(x2 - x1) / CHAR_W)))
         parts.append(
@@ -136,10 +136,11 @@ def _row(diagram: Diagram, i: int, row: Row, lanes: dict[str, int], sid: str, wi
             f'<text x="{(left + right) // 2}" y="{top + 15}">{_e(row.label)}</text></g>'
         )
     elif row.kind == "fold":
+        summary = _clip(row.label + " · " + row.detail, int((right - left + 50) / CHAR_W))
         parts.append(
             f'<g class="fold" data-frames="{row.count}"{anchor}><title>{_e(row.label)}\n{_e(row.detail)}</title>'
             f'<rect x="{left - 30}" y="{top + 2}" width="{right - left + 60}" height="{ROW_H - 4}" rx="3"/>'
-            f'<text x="{(left + right) // 2}" y="{top + 15}">{_e(_clip(row.label + " · " + row.detail, 120))}</text>'
+            f'<text x="{(left + right) // 2}" y="{top + 15}">{_e(summary)}</text>'
             f"</g>{time}"
         )
     if row.marks:
