@@ -49,7 +49,7 @@ from contracts.usage import UsageBuckets
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024
 #: The bound of an integer with no bound of its own (token counts): far above any real count.
 MAX_INT = 10**12
-#: Split a text into at most this many deltas (``chunks``); a file's size bounds explicit ``deltas``.
+#: Deltas of one message or reasoning item (``chunks``, or the ``deltas`` list).
 MAX_CHUNKS = 100_000
 #: Reconnects of a cut stream (``[config] stream_max_retries``).
 MAX_RETRIES = 100
@@ -155,6 +155,8 @@ def split_text(text: str, chunks: int) -> tuple[str, ...]:
 def _deltas(r: _Reader, text: str) -> tuple[str, ...]:
     if "deltas" in r.data:
         deltas = r.strs("deltas")
+        if len(deltas) > MAX_CHUNKS:
+            raise r.error("deltas", f"at most {MAX_CHUNKS} deltas", len(deltas))
         if "".join(deltas) != text:
             raise r.error("deltas", "strings that join to `text`", deltas)
         return deltas

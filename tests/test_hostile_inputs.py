@@ -86,6 +86,7 @@ def _hostile_cases() -> list[tuple[str, str, str]]:
         ("usage-tokens-1e13", items("", "usage = { input = 10000000000000 }\n"), f"input: {between} 0 and"),
         ("allow-count-negative", expect('[[expect.allow]]\ncontract = "a"\nwhat = "b"\ncount = -1'), "integer >= 0"),
         ("completed-but-interrupted", expect(completed + 'server_status = "interrupted"'), "a completed Result is"),
+        ("deltas-200000", items('{ type = "message", text = "", deltas = [' + '"",' * 200_000 + "] }"), "at most 100"),
         ("client-timeout-huge", f"{_PLAIN_TURN}[client]\nturn_timeout_ms = 99999999999\n", "turn_timeout_ms: expected"),
     ]
 
