@@ -1,0 +1,102 @@
+"""contracts.checks.client_run: the wire-judged checks of an outside client, on hand-built records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.checks import client_run
+from contracts.expect import Expect
+from contracts.record import SessionRecord, WireEntry
+
+TURN_START = {"id": 5, "method": "turn/start", "params": {"threadId": "t", "input": []}}
+TURN_ANSWER = {"id": 5, "result": {"turn": {"id": "turn-1", "status": "inProgress"}}}
+COMPLETED = {"method": "turn/completed", "params": {"threadId": "t", "turn": {"id": "turn-1", "status": "completed"}}}
+APPROVAL = {"id": 0, "method": "item/commandExecution/requestApproval", "params": {"threadId": "t", "turnId": "turn-1"}}
+RESOLVED = {"method": "serverRequest/resolved", "params": {"threadId": "t", "requestId": 0}}
+
+
+def record(wire: list[tuple[float, str, dict[str, Any]]], **facts: Any) -> SessionRecord:
+    server = {"n": 1, "pid": 7, "scenario": "s", "scenario_hash": "h", "started_t": 0.0, "killed_by_harness": False}
+    server.update(facts.pop("server", None) or {})
+    base = {
+        "primary": True,
+        "expected_hash": "h",
+        "deadline_s": 30.0,
+        "deadline_hit": False,
+        "client_ended_t": 5.0,
+        "left_running": [],
+        "servers": [server],
+        "server": server,
+        "result": {"state": "absent"},
+        "budgets": {"turn_timeout_ms": 4000},
+    }
+    base.update(facts)
+    entries = [WireEntry(t, d, frame=f) for t, d, f in wire]  # type: ignore[arg-type]
+    return SessionRecord("s", "fake-process", Expect(), wire=entries, meta={"outside": base})
+
+
+def status(rec: SessionRecord, name: str) -> str:
+    return next(c.status for c in client_run.check(rec) if c.name == name)
+
+
+ENDED = {"end": {"reason": "stdin_closed", "t": 1.5}}
+CONVERSATION = [(0.1, "c2s", TURN_START), (0.2, "s2c", TURN_ANSWER), (1.0, "s2c", COMPLETED)]
+
+
+def test_a_clean_session_passes() -> None:
+    rec = record(CONVERSATION, server=ENDED)
+    assert {c.name: c.status for c in client_run.check(rec)} == {
+        "server started": "pass",
+        "deadline": "pass",
+        "nothing left running": "pass",
+        "result file": "skip",
+        "scenario hash": "pass",
+        "not answered after resolved": "pass",
+        "server ended": "pass",
+    }
+
+
+def test_scenario_hash_mismatch_fails() -> None:
+    assert status(record(CONVERSATION, server=ENDED, expected_hash="other"), "scenario hash") == "fail"
+
+
+def test_answer_after_resolved_fails() -> None:
+    wire = [*CONVERSATION[:2], (0.3, "s2c", APPROVAL), (0.4, "s2c", RESOLVED), (0.5, "c2s", {"id": 0, "result": {}})]
+    assert status(record(wire, server=ENDED), "not answered after resolved") == "fail"
+
+
+def test_server_ended_late_by_the_harness_or_by_itself() -> None:
+    late = {"end": {"reason": "signal", "t": 9.0}}
+    assert status(record(CONVERSATION, server=late), "server ended") == "fail"  # 8 s after, budget 3 s
+    assert status(record(CONVERSATION, server={"end": None, "killed_by_harness": True}), "server ended") == "fail"
+    crashed = {"end": {"reason": "crash", "t": 0.5}}
+    assert status(record(CONVERSATION[:2], server=crashed), "server ended") == "pass"
+    # A silent server: the budget counts from the turn deadline (turn/start + turn_timeout).
+    silent = {"end": {"reason": "stdin_closed", "t": 4.1 + 2.0 + 3.0}}
+    assert status(record(CONVERSATION[:2], server=silent), "server ended") == "pass"
+
+
+def test_session_facts() -> None:
+    none = record([], servers=[])
+    none.meta["outside"]["server"] = None
+    assert status(none, "server started") == "fail"
+    assert status(record(CONVERSATION, server=ENDED, deadline_hit=True), "deadline") == "fail"
+    assert status(record(CONVERSATION, server=ENDED, left_running=["9 (sleep)"]), "nothing left running") == "fail"
+    assert status(record(CONVERSATION, server=ENDED, deadline_s=None), "deadline") == "skip"
+
+
+def test_reported_statuses_against_the_wire() -> None:
+    def reported(s: str) -> str:
+        result = {"state": "valid", "turns": [{"turn": 1, "status": s}]}
+        return status(record(CONVERSATION, server=ENDED, result=result), "reported statuses agree with the wire")
+
+    assert reported("completed") == "pass"
+    assert reported("aborted") == "fail"  # no interrupt, the server completed it
+    assert reported("failed") == "pass"  # the client's own outcome; terminal_status judges it
+
+
+def test_a_cancel_the_plan_asks_for_must_be_sent() -> None:
+    plan = [{"turn": 1, "input": "x", "actions": [{"do": "cancel", "at": "started", "n": 1, "delay_ms": 0}]}]
+    started = {"method": "turn/started", "params": {"threadId": "t", "turn": {"id": "turn-1"}}}
+    wire = [*CONVERSATION[:2], (0.3, "s2c", started), CONVERSATION[2]]
+    assert status(record(wire, server=ENDED, plan_turns=plan), "cancels sent") == "fail"
