@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 CODEX_VERSION := 0.171.0
 CODEX  := .tools/node_modules/.bin/codex
 
-.PHONY: run test lint install codex clean screenshots reference
+.PHONY: run test lint install codex codex-releases clean screenshots reference
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,15 @@ $(CODEX):
 
 codex: $(CODEX)
 
+# Earlier releases with a fake profile, for their fidelity and trace-format tests (each in .tools/codex-X/).
+OLDER_RELEASES := 0.163.0 0.169.0
+OLDER_CODEX    := $(foreach v,$(OLDER_RELEASES),.tools/codex-$(v)/node_modules/.bin/codex)
+
+.tools/codex-%/node_modules/.bin/codex:
+	npm install --silent --no-audit --no-fund --prefix .tools/codex-$* @openai/codex@$*
+
+codex-releases: $(CODEX) $(OLDER_CODEX)
+
 ## The main job: every built-in scenario against the in-process fake app-server; the table in the terminal,
 ## the HTML report (sequence diagrams, failed checks) in reports/latest/index.html.
 run: $(BIN)/.installed
@@ -30,9 +39,12 @@ run: $(BIN)/.installed
 screenshots: $(BIN)/.installed
 	$(BIN)/python bench/screenshots.py
 
-## The whole test suite, real-binary tests included (the pinned codex is installed first).
-test: $(BIN)/.installed $(CODEX)
-	CODEX_BIN=$(abspath $(CODEX)) $(BIN)/python -m pytest -n auto -q $(PYTEST_ARGS)
+## The whole test suite, real-binary tests included (the pinned codex and the earlier profiled releases are
+## installed first).
+test: $(BIN)/.installed $(CODEX) $(OLDER_CODEX)
+	CODEX_BIN=$(abspath $(CODEX)) \
+	$(foreach v,$(OLDER_RELEASES),CODEX_BIN_$(subst .,_,$(v))=$(abspath .tools/codex-$(v)/node_modules/.bin/codex)) \
+	$(BIN)/python -m pytest -n auto -q $(PYTEST_ARGS)
 
 ## Re-record the reference set (tests/data/real/reference.txt) from the real binary into
 ## tests/data/real/<its version>/{transcripts,probes,trace-bundles}/. Another binary: make reference CODEX=PATH.

@@ -298,7 +298,7 @@ MUTATIONS: list[Mutation] = [
         IPA,
         edit_manifest(_set(["schema_version"], 2)),
         "invalid",
-        "unsupported manifest schema 2 (expected 3)",
+        "unsupported trace event schema 3 at line 1 (expected 2)",
         "reject",
     ),
     Mutation(

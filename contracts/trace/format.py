@@ -1,11 +1,14 @@
-"""The rollout-trace bundle format of codex-cli 0.171.0 (envelope schema 3): names, vocabulary, record framing.
+"""The rollout-trace bundle format: names, vocabulary, record framing, and the older schemas the reader takes.
 
-Shared by the writer and the reader so that both speak exactly one vocabulary.
+The writer writes what codex-cli 0.171.0 writes (envelope schema 3); the reader also replays the bundles of
+earlier releases (:data:`FORMATS`): the same events and closure rules, with the differences each release's
+own ``codex debug trace-reduce`` showed when fields were taken out of its real bundles one at a time.
 """
 
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import Final
 
 SCHEMA_VERSION: Final = 3
@@ -96,6 +99,50 @@ EVENT_REQUIRED_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "other": ("kind", "summary"),
 }
 EVENT_TYPES: Final = tuple(EVENT_REQUIRED_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class BundleFormat:
+    """One envelope schema as a release writes it."""
+
+    schema: int
+    release: str  # the release whose real bundles this was learned from
+    #: Payloads as one JSON file each, referenced by ``path`` (schemas 1 and 2), not zstd shards (schema 3).
+    payload_files: bool
+    #: The event that ends a recording: schema 1 has no ``recording_completed``; its last event is
+    #: ``rollout_ended``, and a recording without it was not shut down gracefully.
+    closing_event: str
+    #: Fields schema 3 requires that this schema does not write (its reducer reads bundles without them).
+    not_written: frozenset[tuple[str, str]] = frozenset()
+
+    def required_fields(self) -> dict[str, tuple[str, ...]]:
+        return {
+            etype: tuple(f for f in fields if (etype, f) not in self.not_written)
+            for etype, fields in EVENT_REQUIRED_FIELDS.items()
+        }
+
+
+FORMATS: Final[dict[int, BundleFormat]] = {
+    1: BundleFormat(
+        1,
+        "0.163.0",
+        payload_files=True,
+        closing_event="rollout_ended",
+        not_written=frozenset(
+            {("inference_started", "prepared_prompt_payload"), ("tool_call_runtime_started", "kind")}
+        ),
+    ),
+    2: BundleFormat(
+        2,
+        "0.169.0",
+        payload_files=True,
+        closing_event="recording_completed",
+        not_written=frozenset({("inference_started", "prepared_prompt_payload")}),
+    ),
+    3: BundleFormat(3, "0.171.0", payload_files=False, closing_event="recording_completed"),
+}
+#: The longest ``path`` a payload reference of schemas 1 and 2 may carry (``payloads/<n>.json``).
+MAX_PAYLOAD_PATH: Final = 256
 
 # Fields holding one RawPayloadRef (or null) and fields holding a list of them.
 PAYLOAD_REF_FIELDS: Final = (

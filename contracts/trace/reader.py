@@ -24,14 +24,16 @@ from contracts.trace.format import (
     EVENT_LOG_NAME,
     EVENT_REQUIRED_FIELDS,
     EVENT_TYPES,
+    FORMATS,
     MANIFEST_FIELDS,
     MANIFEST_NAME,
+    MAX_PAYLOAD_PATH,
     PAYLOAD_KINDS,
     PAYLOAD_REF_LIST_FIELDS,
     PAYLOADS_DIR_NAME,
     REF_SLOTS_BY_TYPE,
-    SCHEMA_VERSION,
     STATUS_ENUMS,
+    BundleFormat,
     shard_name,
 )
 from contracts.trace.shards import DecodedShard, ShardInfo, decode_shard
@@ -122,6 +124,7 @@ class PayloadRef:
     capture: str  # complete | truncated | omitted
     seq: int
     slot: str
+    path: str | None = None  # schemas 1 and 2: the payload's own JSON file, relative to the bundle
 
 
 @dataclass(slots=True)
@@ -171,6 +174,10 @@ class ReplayedTrace:
     @property
     def rollout_id(self) -> str:
         return str(self.manifest["rollout_id"])
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.manifest["schema_version"])
 
     @property
     def started_at_unix_ms(self) -> int:
@@ -253,8 +260,9 @@ def read_manifest(bundle: Path, limits: ReadLimits = ReadLimits()) -> dict[str, 
     version = manifest["schema_version"]
     if type(version) is not int:
         raise TraceInvalid("parse manifest: invalid type for `schema_version`, expected u32")
-    if version != SCHEMA_VERSION:
-        raise TraceInvalid(f"unsupported manifest schema {version} (expected {SCHEMA_VERSION}). {_RERUN_HINT}")
+    if version not in FORMATS:
+        known = ", ".join(f"{f.schema} (codex {f.release})" for f in FORMATS.values())
+        raise TraceInvalid(f"unsupported manifest schema {version} (readable: {known}). {_RERUN_HINT}")
     for name in ("trace_id", "rollout_id", "root_thread_id", "raw_event_log", "payloads_dir"):
         if not isinstance(manifest[name], str):
             raise TraceInvalid(f"parse manifest: invalid type for `{name}`, expected a string")
@@ -290,6 +298,8 @@ class _Replay:
 
     def __init__(self, trace: ReplayedTrace) -> None:
         self.t = trace
+        self.fmt: BundleFormat = FORMATS[trace.schema_version]
+        self.required = self.fmt.required_fields()
         self.rollout_id = trace.rollout_id
         self.expected_seq = 1
         self.last_wall: int | None = None
@@ -333,7 +343,7 @@ class _Replay:
         if etype not in EVENT_REQUIRED_FIELDS:
             variants = ", ".join(f"`{v}`" for v in EVENT_TYPES)
             raise _parse_error(line, f"unknown variant `{etype}`, expected one of {variants}")
-        for name in EVENT_REQUIRED_FIELDS[etype]:
+        for name in self.required[etype]:
             if name not in payload:
                 raise _parse_error(line, f"missing field `{name}`")
         enum = STATUS_ENUMS.get(etype)
@@ -341,9 +351,9 @@ class _Replay:
             expected = ", ".join(f"`{v}`" for v in enum)
             raise _parse_error(line, f"unknown variant `{payload['status']}`, expected one of {expected}")
         refs = self._collect_refs(etype, payload, seq, line)
-        if version != SCHEMA_VERSION:
+        if version != self.fmt.schema:
             raise TraceInvalid(
-                f"unsupported trace event schema {version} at line {line} (expected {SCHEMA_VERSION}). {_RERUN_HINT}",
+                f"unsupported trace event schema {version} at line {line} (expected {self.fmt.schema}). {_RERUN_HINT}",
                 line=line,
                 seq=seq,
             )
@@ -400,6 +410,9 @@ class _Replay:
         shard = value.get("shard")
         if shard is not None and (type(shard) is not int or shard < 1):
             raise _parse_error(line, "invalid value for `shard`, expected a positive u32")
+        path = value.get("path") if self.fmt.payload_files else None
+        if path is not None:
+            path = _payload_path(path, line)
         capture_obj = value.get("capture")
         capture = "complete"
         if capture_obj is not None:
@@ -412,7 +425,7 @@ class _Replay:
             if expected_kind is not None and kind != expected_kind:
                 owner = self._owner_id
                 raise TraceInvalid(f"inference {owner} has mislabeled request evidence", line=line, seq=seq)
-        refs.append(PayloadRef(rid, kind, shard, capture, seq, slot))
+        refs.append(PayloadRef(rid, kind, shard, capture, seq, slot, path))
         parts = value.get("parts")
         if parts is not None:
             if not isinstance(parts, list):
@@ -421,15 +434,16 @@ class _Replay:
                 self._parse_ref(part, etype, slot, seq, line, refs, top=False)
 
     def _register_ref(self, ref: PayloadRef) -> None:
+        stored_at = ref.path if self.fmt.payload_files else ref.shard
         if ref.capture == "omitted":
-            if ref.shard is not None:
-                raise TraceInvalid(f"omitted payload has a shard: {ref.raw_payload_id}", seq=ref.seq)
-        elif ref.shard is None:
+            if stored_at is not None:
+                raise TraceInvalid(f"omitted payload has a location: {ref.raw_payload_id}", seq=ref.seq)
+        elif stored_at is None:
             raise TraceInvalid("payload omitted by size limit", seq=ref.seq)
         known = self.ref_map.get(ref.raw_payload_id)
         if known is None:
             self.ref_map[ref.raw_payload_id] = ref
-        elif (known.kind, known.shard, known.capture) != (ref.kind, ref.shard, ref.capture):
+        elif (known.kind, known.shard, known.path, known.capture) != (ref.kind, ref.shard, ref.path, ref.capture):
             raise TraceInvalid(f"conflicting references for payload {ref.raw_payload_id}", seq=ref.seq)
 
     # -- windows ---------------------------------------------------------------------------------
@@ -481,6 +495,8 @@ class _Replay:
         pass
 
     def _on_rollout_ended(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
+        if self.fmt.closing_event == "rollout_ended":
+            self.t.recording_completed_seq = seq
         self.t.status = p["status"]
         self.t.ended_at_unix_ms = wall
         self.t.rollout_ended.append(EndMark(seq, wall, p["status"], "rollout_ended"))
@@ -628,8 +644,11 @@ class _Replay:
         tool = self.t.tool_calls.get(call)
         if tool is None:
             raise TraceInvalid(f"tool call runtime referenced unknown call {call}", seq=seq)
-        kind = p["kind"]
-        label = str(kind.get("type")) if isinstance(kind, dict) else str(kind)
+        kind = p.get("kind")  # schema 1 does not write it: the runtime is the call's own kind then
+        if kind is None:
+            label = tool.label
+        else:
+            label = str(kind.get("type")) if isinstance(kind, dict) else str(kind)
         self._open(
             self.t.terminal_operations,
             "terminal_operation",
@@ -849,7 +868,38 @@ def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits())
     return trace
 
 
+def _payload_path(value: Any, line: int) -> str:
+    """A schema 1/2 payload file: ``payloads/<name>.json`` inside the bundle, nothing that leaves it."""
+    if not isinstance(value, str) or not value or len(value) > MAX_PAYLOAD_PATH:
+        raise _parse_error(line, f"invalid value for `path`, expected a file name of at most {MAX_PAYLOAD_PATH}")
+    parts = value.split("/")
+    if len(parts) != 2 or parts[0] != PAYLOADS_DIR_NAME or parts[1] in ("", ".", "..") or "\\" in value:
+        raise _parse_error(line, f"invalid value for `path`: {value!r} is not a file in {PAYLOADS_DIR_NAME}/")
+    return value
+
+
+def _load_payload_files(trace: ReplayedTrace, bundle: Path, limits: ReadLimits) -> None:
+    """Schemas 1 and 2: each complete or truncated payload is its own JSON file."""
+    files = [ref for ref in trace.payload_refs.values() if ref.path is not None]
+    if len(files) > limits.max_shards:
+        raise TraceLimitExceeded(f"more than {limits.max_shards} payload files")
+    total = 0
+    for ref in files:
+        path = bundle / str(ref.path)
+        if not path.exists():
+            raise TraceInvalid(f"missing payload {ref.raw_payload_id}: no file {ref.path}", seq=ref.seq)
+        limit = min(limits.max_shard_file_bytes, limits.max_bundle_decompressed_bytes)
+        body = _read_bounded(path, "payload file", limit)
+        total += len(body)
+        if total > limits.max_bundle_decompressed_bytes:
+            raise TraceLimitExceeded(f"payload files past {limits.max_bundle_decompressed_bytes} bytes in all")
+        _check_body(trace, ref, body)
+
+
 def _load_payloads(trace: ReplayedTrace, bundle: Path, limits: ReadLimits, *, closed: bool) -> None:
+    if FORMATS[trace.schema_version].payload_files:
+        _load_payload_files(trace, bundle, limits)
+        return
     payloads_dir = bundle / PAYLOADS_DIR_NAME
     wanted: dict[int, list[PayloadRef]] = {}
     for ref in trace.payload_refs.values():
@@ -899,8 +949,12 @@ def _check_refs(trace: ReplayedTrace, decoded: DecodedShard, refs: list[PayloadR
         body = decoded.body(ref.raw_payload_id)
         if body is None:
             raise TraceInvalid(f"missing payload {ref.raw_payload_id} in shard {shard}", seq=ref.seq)
-        if ref.capture == "truncated":
-            continue
+        _check_body(trace, ref, body)
+
+
+def _check_body(trace: ReplayedTrace, ref: PayloadRef, body: bytes) -> None:
+    """A stored payload is JSON (unless truncated); protocol-event bodies are kept for the checks."""
+    if ref.capture != "truncated":
         try:
             orjson.loads(body)
         except orjson.JSONDecodeError as exc:
