@@ -163,7 +163,6 @@ class ClientConnection:
         self.kill_reason: str | None = None
         self.exit_code: int | None = None
         self.closing = False
-        self.eof = False
         self._trace: Any = NullTrace()
         self._events: list[Event] = []
         self._since_newline = 0  # bytes of the line still streaming in
@@ -249,7 +248,6 @@ class ClientConnection:
 
     def receive_eof(self, t: float) -> list[Event]:
         """stdout ended: a torn last line is reported; :meth:`connection_lost` fails what waits."""
-        self.eof = True
         for item in self.decoder.feed_eof():
             self._on_item(item, t, None)
         return self.take_events()

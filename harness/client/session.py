@@ -228,7 +228,7 @@ class Session:
             if kind is RequestAnswered:
                 self._answer(event)  # type: ignore[arg-type]
             elif kind is TurnFinished:
-                self._turn_finished(self._by_core[id(event.turn)])  # type: ignore[union-attr]
+                self._by_core[id(event.turn)].ended()  # type: ignore[union-attr]
             elif kind is TurnIdKnown:
                 self._by_core[id(event.turn)].id_known.set()  # type: ignore[union-attr]
             elif kind is TurnWoken:
@@ -256,13 +256,6 @@ class Session:
         if slot is not None:
             slot.result, slot.error = event.result, event.error
             slot.done.set()
-
-    def _turn_finished(self, turn: Turn) -> None:
-        turn.finished.set()
-        turn.wake.set()
-        turn.wake_consumer()
-        if turn.interrupt_scope is not None:
-            turn.interrupt_scope.shield = False
 
     def _fail_pending(self, error: BaseException) -> None:
         for request_id, slot in list(self._slots.items()):

@@ -71,10 +71,8 @@ async def interrupt(session: Session, turn: Turn) -> None:
     budget = session.options.interrupt_budget
     request = session.connection.request("turn/interrupt", {"threadId": session.thread_id, "turnId": core.turn_id})
     core.interrupt_request_id = request.id
-    # shielded while the turn is open (a cancelled caller must still get its Result); finishing the turn lifts it
-    turn.interrupt_scope = trio.CancelScope(shield=True)
     answered = False  # stays False when the budget runs out while the answer is awaited
-    with turn.interrupt_scope, trio.move_on_after(budget) as budget_scope:
+    with turn.interrupt_shield(), trio.move_on_after(budget) as budget_scope:
         if not await _send_interrupt(session, turn, request):
             return  # answered with an error or not at all: the turn is already handled
         answered = True

@@ -49,7 +49,7 @@ class Turn:
         self.finished = trio.Event()
         self.wake = trio.Event()  # the supervisor looks again
         self.lot = trio.lowlevel.ParkingLot()  # the consumer parks here while no event is queued
-        self.interrupt_scope: trio.CancelScope | None = None
+        self._interrupt_scope: trio.CancelScope | None = None
 
     # --- context manager --------------------------------------------------------------------------
 
@@ -157,6 +157,21 @@ class Turn:
         # a turn never entered would never end: waiting on it must not hang
         if self.result is None and not self.core.sent:
             raise ClientError("the turn was not started: use `async with turn` first")
+
+    def interrupt_shield(self) -> trio.CancelScope:
+        """The scope the interrupt runs in: shielded while the turn is open (a cancelled caller must still get its
+        Result), lifted when the turn ends (so the teardown can stop a wait for an answer that no longer matters).
+        """
+        self._interrupt_scope = trio.CancelScope(shield=self.result is None)
+        return self._interrupt_scope
+
+    def ended(self) -> None:
+        """The core delivered the Result: wake whoever waits (caller, supervisor, consumer), lift the shield."""
+        self.finished.set()
+        self.wake.set()
+        self.wake_consumer()
+        if self._interrupt_scope is not None:
+            self._interrupt_scope.shield = False
 
     def emit(self, event: TurnEvent) -> None:
         """Queue an event the driver made (steered, interrupt sent) and wake the consumer."""
