@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contracts.messages import ErrorResponse, Response
 from harness.client.connection import (
@@ -186,11 +187,42 @@ def test_the_event_buffer_keeps_at_most_its_limit_and_counts_the_rest() -> None:
     assert turn.state.deltas == 25  # the text does not depend on the buffer
 
 
-@pytest.mark.parametrize("split", [1, 7, 100])
-def test_reads_split_anywhere_give_the_same_turn(split: int) -> None:
-    data = b"".join(delta(f"{i},") for i in range(50)) + completed()
-    conn, turn = running()
-    for start in range(0, len(data), split):
-        conn.receive_data(data[start : start + split], 1.0)
-    assert turn.result is not None and turn.result.status == "completed"
-    assert turn.state.partial_text == "".join(f"{i}," for i in range(50)) and turn.state.deltas == 50
+def _unrolled(turn: TurnCore) -> list[Any]:
+    out: list[Any] = []
+    for event in turn.events.take_all():
+        out.extend(event.events() if isinstance(event, MessageDeltas) else [event])
+    return [
+        (type(e).__name__, getattr(e, "n", None), getattr(e, "delta", None), getattr(e, "item_id", None)) for e in out
+    ]
+
+
+_FRAMES = st.sampled_from(
+    [
+        delta("a"),
+        delta("b", item="msg-2"),
+        delta("late", turn="turn-0"),
+        note("item/agentMessage/delta", {"threadId": THREAD, "turnId": TURN, "itemId": "msg-1", "delta": 5}),
+        note("item/started", {"threadId": THREAD, "turnId": TURN, "item": {"id": "msg-2", "type": "agentMessage"}}),
+        note("thread/status/changed", {"threadId": THREAD, "status": {"type": "active"}}),
+        b"not json\n",
+        b"\n",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(frames=st.lists(_FRAMES, max_size=40), cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=10))
+def test_reads_cut_anywhere_give_what_one_line_at_a_time_gives(frames: list[bytes], cuts: list[int]) -> None:
+    data = b"".join(frames) + completed()
+    one_by_one, turn_a = running()
+    for frame in [*frames, completed()]:
+        one_by_one.receive_data(frame, 1.0)
+    cut, turn_b = running()
+    start = 0
+    for size in [*cuts, len(data)]:
+        cut.receive_data(data[start : start + size], 1.0)
+        start += size
+    assert turn_b.result is not None and turn_b.result.status == "completed"
+    assert turn_b.state.partial_text == turn_a.state.partial_text and turn_b.state.deltas == turn_a.state.deltas
+    assert _unrolled(turn_b) == _unrolled(turn_a)
+    assert [(e.dir, e.frame, e.error) for e in cut.wire] == [(e.dir, e.frame, e.error) for e in one_by_one.wire]
