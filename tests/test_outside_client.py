@@ -190,3 +190,17 @@ def test_unsupported_turns_are_skipped_not_failed(run_scenario: Callable[..., An
     run = run_scenario("approval_error", client=client_script(tmp_path, body))
     turn = [c for c in run.checks if c.contract in ("terminal_status", "usage") and c.name.startswith("turn 1 ")]
     assert turn and all(c.status == "skip" and "cannot answer" in c.detail for c in turn)
+
+
+def test_baseline_from_runs_marks_flaky_checks() -> None:
+    from conformance.clients.sdk import baseline_from_runs
+
+    def check(name: str, status: str) -> dict[str, str]:
+        return {"scenario": "s", "target": "fake-process", "contract": "client", "name": name, "status": status}
+
+    runs = [[check("a", "fail"), check("b", "fail")], [check("a", "fail"), check("b", "pass")], [check("a", "fail")]]
+    entries = baseline_from_runs(runs, [{**check("a", "fail"), "why": "known"}])
+    assert [(e["name"], e["status"], e["why"].startswith("TODO")) for e in entries] == [
+        ("a", "fail", False),
+        ("b", "flaky", True),
+    ]
