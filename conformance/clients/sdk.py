@@ -82,6 +82,29 @@ def baseline_from_runs(runs: list[list[dict[str, Any]]], explained: list[dict[st
     return entries
 
 
+_CELL = {"pass": "pass", "fail": "**FAIL**", "skip": "skip", "warn": "warn"}
+_ORDER = {"pass": 0, "skip": 1, "warn": 2, "fail": 3}
+
+
+def markdown(checks: list[dict[str, Any]], entries: list[dict[str, Any]]) -> str:
+    """The verdict table (scenario x contract, worst status) and the known-failures table of docs/clients.md."""
+    contracts = ["terminal_status", "usage", "schema", "protocol", "client", "trace_closure", "latency"]
+    rows: dict[str, dict[str, str]] = {}
+    for c in checks:
+        cells = rows.setdefault(c["scenario"], {})
+        old = cells.get(c["contract"])
+        if old is None or _ORDER[c["status"]] > _ORDER[old]:
+            cells[c["contract"]] = c["status"]
+    out = ["| scenario | " + " | ".join(contracts) + " |", "|---" * (len(contracts) + 1) + "|"]
+    for scenario, cells in sorted(rows.items()):
+        out.append(f"| {scenario} | " + " | ".join(_CELL.get(cells.get(k, ""), "") for k in contracts) + " |")
+    out += ["", "| scenario | check | status | why | reproduce |", "|---|---|---|---|---|"]
+    for e in entries:
+        repro = f'`codex-harness run --client-cmd "$CMD" --scenario {e["scenario"]}`'
+        out.append(f"| `{e['scenario']}` | {e['contract']} / {e['name']} | {e['status']} | {e['why']} | {repro} |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the --client-cmd; ``--baseline-from RUN/checks.json...`` rewrites the baseline from real runs."""
     args = sys.argv[1:] if argv is None else argv
@@ -90,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads(BASELINE.read_text()) if BASELINE.exists() else []
         BASELINE.write_text(json.dumps(baseline_from_runs(runs, old), indent=2) + "\n")
         print(f"{BASELINE}: {len(runs)} run(s)")
+        return 0
+    if args[:1] == ["--markdown"]:
+        print(markdown(json.loads(Path(args[1]).read_text()), json.loads(BASELINE.read_text())), end="")
         return 0
     try:
         print(shlex.join(client_cmd()))

@@ -143,7 +143,11 @@ def server_record(
         scenario.name,
         target,
         expect,
-        budgets=Budgets(plan.interrupt_budget_ms / 1000, plan.teardown_ms / 1000, plan.request_timeout_ms / 1000),
+        budgets=Budgets(
+            interrupt_s=plan.interrupt_budget_ms / 1000,
+            teardown_s=plan.teardown_ms / 1000,
+            request_s=plan.request_timeout_ms / 1000,
+        ),
         experimental_api=plan.experimental_api,
         meta={"scenario_turns": len(scenario.turns), "outside": facts},
     )
