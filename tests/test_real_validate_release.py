@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from contracts import schema_store
 from contracts.checks.base import Check
+from contracts.exitcodes import FAILED, OK
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff
 from harness.cli import main
 from harness.commands.validate_release import ReleaseReport, model_level_scenarios, render_markdown
@@ -81,8 +83,15 @@ def test_short_validation_of_the_pinned_release(codex_bin: Path, tmp_path: Path)
         ]
     )
     body = json.loads((out / "report.json").read_text())
-    assert code == 0, body
-    assert body["verdict"] == "ok" and body["schema"]["pin"] == "already pinned, identical"
+    assert body["schema"]["pin"] == "already pinned, identical"
     assert body["contracts"]["failed"] == [] and body["contracts"]["passed"] > 0
     assert [f["scenario"] for f in body["fidelity"]] == ["plain"] and body["fidelity"][0]["equal"]
-    assert (out / "report.md").read_text().startswith("# codex-cli 0.171.0: no client-breaking change found")
+    # The schema is diffed against the newest older pinned release; a breaking change there (0.169.0 ->
+    # 0.171.0 removed Project.position) is the one thing that may make this release "break clients".
+    key = schema_store.version_key
+    older = [v for v in schema_store.pinned_releases() if key(v) < key("0.171.0")]
+    assert body["schema"]["compared_with"] == (older[-1] if older else None)
+    breaking = bool(body["schema"]["breaking"])
+    assert (code, body["verdict"]) == ((FAILED, "breaks") if breaking else (OK, "ok")), body
+    headline = "BREAKS CLIENTS" if breaking else "no client-breaking change found"
+    assert (out / "report.md").read_text().startswith(f"# codex-cli 0.171.0: {headline}")
