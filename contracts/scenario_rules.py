@@ -109,6 +109,8 @@ def point_bounds(script: TurnScript, max_retries: int) -> Counter[str]:
     """How often each counted point can come in one turn that is not steered (an upper bound)."""
     bounds: Counter[str] = Counter()
     for response in played(script, max_retries):
+        if response.end == "http_error":
+            continue  # the request fails before anything streams
         cut = response.end != "completed"
         for item in response.items:
             if isinstance(item, MessageItem):

@@ -12,21 +12,31 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts import faults as registry
 from contracts.faults import FAULTS, POINTS, FaultProblem, check_fault
-from contracts.scenario import FAULT_DEFAULT_POINT, FAULT_KINDS, Fault, Scenario, TurnScript
+from contracts.scenario import (
+    FAULT_DEFAULT_POINT,
+    FAULT_KINDS,
+    ClientPlan,
+    Fault,
+    Scenario,
+    ServerConfig,
+    TurnScript,
+)
 from contracts.scenario_file import ScenarioError, dumps, loads
 from contracts.scenario_rules import point_bounds
 from fake_server import builder
 from fake_server import faults as fake_faults
 from fake_server.catalogue import builtin_names, load_builtin
 from fake_server.plan import play
+from harness.fuzz.strategies import turn_scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_MODULES = ("engine", "turns", "faults", "outbox", "programs")
+COUNTED = ("delta", "item_started", "approval_pending", "usage")
 
 
 def test_every_kind_has_one_spec_and_one_strike_function() -> None:
@@ -123,12 +133,17 @@ def _counted_bound_scenario(script: TurnScript, point: str, n: int) -> Scenario:
     return Scenario("bound", "bound", (TurnScript(script.input, script.responses, (fault,)),))
 
 
-@pytest.mark.parametrize("name", [n for n in builtin_names() if not load_builtin(n).faults])
+def _plays_whole_turns(scenario: Scenario) -> bool:
+    """No fault, no steer and no cancel: the first turn plays all it can (the bound is that most)."""
+    plan = scenario.client
+    cancels = any(a.do in ("steer", "cancel") for a in plan.actions) or "cancel" in (plan.approval, *plan.approvals)
+    return not scenario.faults and not cancels
+
+
+@pytest.mark.parametrize("name", [n for n in builtin_names() if _plays_whole_turns(load_builtin(n))])
 def test_counted_points_are_tight_upper_bounds(name: str) -> None:
     """At n = the bound the fault strikes (nothing refused that could strike); past it, never."""
     scenario = load_builtin(name)
-    if any(a.do in ("steer", "cancel") for a in scenario.client.actions) or scenario.client.approval == "cancel":
-        pytest.skip("the bound is the most a turn plays without steering or cancelling")
     script = scenario.turns[0]
     bounds = point_bounds(script, scenario.config.stream_max_retries)
     for point in ("delta", "item_started", "approval_pending", "usage"):
@@ -184,3 +199,17 @@ def test_no_long_functions_in_the_fake_engine() -> None:
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 excused = "# long:" in lines[node.lineno - 1]
                 assert length <= 60 or excused, f"{path.name}:{node.lineno} {node.name} is {length} lines"
+
+
+@settings(max_examples=60, deadline=None)
+@given(script=turn_scripts(), retries=st.integers(0, 2), point=st.sampled_from(COUNTED))
+def test_counted_bounds_hold_for_generated_turns(script: TurnScript, retries: int, point: str) -> None:
+    """For any scripted turn played whole: a fault at the bound strikes, one past it never does."""
+    bound = point_bounds(script, retries)[point]
+    config = ServerConfig(stream_max_retries=retries)
+    patient = ClientPlan(turn_timeout_ms=3_600_000)  # long commands must not end the turn first
+    for n, strikes in ((bound, True), (bound + 1, False)):
+        if n == 0:
+            continue
+        probe = dataclasses.replace(_counted_bound_scenario(script, point, n), config=config, client=patient)
+        assert bool(play(probe).server.engine.struck) == strikes, (point, n)
