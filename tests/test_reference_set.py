@@ -105,6 +105,18 @@ def test_machine_values_are_masked() -> None:
         assert '"installationId":"<installation-id>"' in text or "installationId" not in text, ref.name
 
 
+@pytest.mark.parametrize("target", ["fake", "fake-process"])
+def test_the_reference_scenarios_hold_on_the_fakes(tmp_path: Path, target: str) -> None:
+    """The probe scenarios (and the rest of the set) pass every contract, their deliberate oddities declared."""
+    from harness.runner import run_one
+
+    failed = []
+    for ref in reference_set():
+        run = run_one(ref.scenario(), target, work_root=tmp_path)
+        failed += [f"{ref.name}: {c.contract} / {c.name}: {c.detail}" for c in run.checks if c.status == "fail"]
+    assert failed == []
+
+
 @pytest.mark.real_codex
 @pytest.mark.parametrize("name", RERECORDED)
 def test_recording_again_gives_the_checked_in_server_side(codex_bin: Path, tmp_path: Path, name: str) -> None:
