@@ -253,6 +253,8 @@ def validate(
     report = ReleaseReport(version=version, codex=str(binary), schema_store=str(root))
     _progress(f"pinning the schema of codex-cli {version}")
     report.pin_state, stable = pin_schema(binary, version, root)
+    if version in schema_store.shipped_releases():  # the pin compared with is the package's, not the user's
+        report.schema_store = f"{schema_store.SHIPPED_ROOT} (shipped with the package)"
     others = [v for v in schema_store.pinned_releases() if v != version]  # shipped and the user's
     if stable is not None:
         older = [v for v in others if schema_store.version_key(v) < schema_store.version_key(version)]
