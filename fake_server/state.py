@@ -93,6 +93,9 @@ class TurnRun:
     model_items: list[dict[str, Any]] = field(default_factory=list)  # Responses items of the current response
 
     tool_timers: list[int] = field(default_factory=list)
+    # turn/start on the busy thread and turn/steer: input waiting for the next model request, in order
+    pending_input: list[str] = field(default_factory=list)
+    flush_timer: int | None = None
 
     def pending_requests(self) -> list[JsonId]:
         return [t.request_id for t in self.tools if t.request_id is not None and not t.answered and not t.done]

@@ -129,16 +129,49 @@ def start_turn(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonI
     programs.resume(box, run)
 
 
+#: From the answer to a steer (or a turn/start on the busy thread) to the next model request, while the
+#: model streams: 0.171.0 wrote the pending user messages 2-4 ms after the answer.
+PENDING_FLUSH_MS = 3
+
+
 def fold_input(box: Outbox, thread: ThreadState, run: TurnRun, text: str) -> None:
-    """turn/start on a busy thread and turn/steer: new user message, the stream is abandoned and redone."""
+    """turn/start on a busy thread and turn/steer (answered at once by the caller): the input waits for
+    the next model request, as 0.171.0 times it (probes/pending_*.jsonl).
+
+    While the model streams, that request comes at once: the in-flight stream is abandoned (its open
+    items never complete, its usage is never reported) and every input pending by then is emitted
+    together, in order, before the new response. While an approval is pending or a tool runs, the
+    input waits until the tool is settled and the model is called again (:func:`_model_loop`).
+    """
+    run.pending_input.append(text)
+    if run.flush_timer is None and not _settling(run):
+        run.flush_timer = box.after(PENDING_FLUSH_MS, lambda: _flush_pending(box, thread, run))
+
+
+def _settling(run: TurnRun) -> bool:
+    """A tool of the current response is awaiting approval or running: the model is not streaming."""
+    return any(not t.done for t in run.tools)
+
+
+def _flush_pending(box: Outbox, thread: ThreadState, run: TurnRun) -> None:
+    run.flush_timer = None
+    if run.ended or not run.pending_input or _settling(run) or run.program is None:
+        return  # the turn ended, or the model loop emits the input before its next response
     programs.stop(box, run)
-    _resolved(box, run, _abandon_pending(box, run))
-    user_message(box, run, text)
     run.response_index += 1
     run.tools = []
     run.deferred_usage = None
     run.program = _model_loop(box, thread, run)
     programs.resume(box, run)
+
+
+def _emit_pending(box: Outbox, run: TurnRun) -> None:
+    """The next model request begins: every pending input becomes a user message, in order."""
+    box.cancel_timer(run.flush_timer)
+    run.flush_timer = None
+    pending, run.pending_input = run.pending_input, []
+    for text in pending:
+        user_message(box, run, text)
 
 
 def interrupt(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonId | None) -> None:
@@ -240,6 +273,7 @@ def _turn_program(box: Outbox, thread: ThreadState, run: TurnRun, text: str) -> 
 
 def _model_loop(box: Outbox, thread: ThreadState, run: TurnRun) -> Program:
     while True:
+        _emit_pending(box, run)
         response = run.script.response(run.response_index)
         more = yield from _play_response(box, thread, run, response)
         if not more:
@@ -275,6 +309,8 @@ def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: Mod
     if not run.tools:
         if response.usage is not None:
             emit_usage(box, thread, run, response.usage)
+        if run.pending_input:
+            return True  # input arrived while the response ended: the model is called again with it
         yield from _finish(box, thread, run, "completed")
         return False
     run.deferred_usage = response.usage

@@ -26,7 +26,31 @@ RECORDED_WORKDIR = "/RUN/workdir"
 RECORDED_CODEX_HOME = "/RUN/codex_home"
 RECORDED_TMP = "/RUN/tmp"
 WORKDIR_FILES = {"hello.txt": "hello world\n", "sub/notes.md": "# notes\n"}
-WAIT_FOR = ("turn/completed",)
+#: Server frames a step waits for (as many as had arrived before it in the recording).
+WAIT_FOR = (
+    "turn/completed",
+    "item/agentMessage/delta",
+    "item/commandExecution/requestApproval",
+    "item/fileChange/requestApproval",
+)
+#: The probes of the methods beyond the turn core (tests/test_fake_surface.py).
+SURFACE_PROBES = (
+    "account_login",
+    "config_account",
+    "experimental",
+    "fs_search",
+    "goal",
+    "plugins_skills",
+    "threads_after_turn",
+    "threads_fresh",
+)
+#: Pending input (tests/test_fake_pending_input.py): probe -> the scenario its model side played.
+PENDING_PROBES = {
+    "pending_start_then_steer": "tests/data/real/scenarios/pending_busy.toml",
+    "pending_steer_then_start": "tests/data/real/scenarios/pending_busy.toml",
+    "pending_wrong_turn": "tests/data/real/scenarios/pending_busy.toml",
+    "pending_steer_during_approval": "command_approval",
+}
 
 Frame = dict[str, Any]
 
@@ -65,13 +89,13 @@ def load(name: str) -> Probe:
         else:
             received.append(msg)
             method = msg.get("method")
-            if isinstance(method, str) and "id" not in msg:
+            if isinstance(method, str):
                 counts[method] = counts.get(method, 0) + 1
     return Probe(name, steps, received)
 
 
 def names() -> list[str]:
-    return sorted(p.stem for p in PROBES.glob("*.jsonl"))
+    return list(SURFACE_PROBES)
 
 
 def make_workdir(root: Path) -> Path:
@@ -118,21 +142,22 @@ class Replay:
     paths: dict[str, str] = field(default_factory=dict)  # replay path -> recorded placeholder
 
 
-def _ready(step: Step, frames: list[Frame], pending: set[Any]) -> Callable[[], bool]:
+def _ready(step: Step, get_frames: Callable[[], list[Frame]], pending: set[Any]) -> Callable[[], bool]:
     def check() -> bool:
+        frames = get_frames()
         answered = {f.get("id") for f in frames if "method" not in f}
         if pending - answered:
             return False
         for method in WAIT_FOR:
-            if sum(1 for f in frames if f.get("method") == method and "id" not in f) < step.waits.get(method, 0):
+            if sum(1 for f in frames if f.get("method") == method) < step.waits.get(method, 0):
                 return False
         return True
 
     return check
 
 
-def _answered(frames: list[Frame], pending: set[Any]) -> Callable[[], bool]:
-    return lambda: pending <= {f.get("id") for f in frames if "method" not in f}
+def _answered(get_frames: Callable[[], list[Frame]], pending: set[Any]) -> Callable[[], bool]:
+    return lambda: pending <= {f.get("id") for f in get_frames() if "method" not in f}
 
 
 def play_fake(probe: Probe, scenario: Scenario, workdir: Path) -> Replay:
@@ -149,8 +174,10 @@ def play_fake(probe: Probe, scenario: Scenario, workdir: Path) -> Replay:
     pending: set[Any] = set()
     for step in probe.steps:
         # A turn the fake does not start (0.171.0's goal continuation) is waited for in vain, within bounds.
-        server.run_until_state(_ready(step, server.frames, pending), within_ms=120_000)
-        assert server.run_until_state(_answered(server.frames, pending)), f"{probe.name}: unanswered before {step}"
+        server.run_until_state(_ready(step, lambda: server.frames, pending), within_ms=120_000)
+        assert server.run_until_state(_answered(lambda: server.frames, pending)), (
+            f"{probe.name}: unanswered before {step}"
+        )
         _learn_answers(probe, server.frames, ids)
         frame = fill(step.frame, ids, paths)
         if "id" in frame and "method" in frame:
@@ -207,7 +234,7 @@ async def play_real(probe: Probe, scenario: Scenario, codex: Path) -> Replay:
                         replay.frames.extend(m.frame for m in decoder.feed(data) if hasattr(m, "frame"))
 
             for step in probe.steps:
-                await read_until(_ready(step, replay.frames, pending))
+                await read_until(_ready(step, lambda: replay.frames, pending))
                 _learn_answers(probe, replay.frames, ids)
                 frame = fill(step.frame, ids, paths)
                 if "id" in frame and "method" in frame:
