@@ -7,8 +7,9 @@ Plays every built-in scenario on the in-process fake (``--quick``: five), then m
 
 - render: ``render_index`` (diagrams of every session) against ``render_table`` (the terminal table);
 - size: ``index.html`` against the text table's bytes; target <= 5 MB for the 50 scenarios;
-- load: ``data-load-ms`` (navigation start → load event, with every diagram laid out) in headless Chromium,
-  median of 3, against the same page shell holding only the text table; target <= 1 s;
+- load: ``data-load-ms`` (navigation start → load event, layout done; sessions off screen are left for
+  when they are scrolled to) in headless Chromium, median of 3, against the same page shell holding only
+  the text table; target <= 1 s;
 - a synthetic session of 100,000 deltas (one turn): render, size and load, the same way.
 """
 
@@ -48,8 +49,18 @@ def best_seconds(fn: Callable[[], object], repeat: int) -> float:
     return best
 
 
-def load_ms(path: Path, times: int = 3) -> float:
-    return statistics.median(browser.load(path).number("load-ms") for _ in range(times))
+def load_ms(path: Path, times: int = 3, *, every_section: bool = False) -> float:
+    """Median load time; ``every_section``: the page lays out every diagram too (its #selftest)."""
+
+    def once() -> float:
+        started = time.perf_counter()
+        loaded = browser.load(path, selftest=every_section)
+        if not every_section:
+            return loaded.number("load-ms")
+        loaded.number("drawn-arrows")  # the count ran: every section was laid out
+        return (time.perf_counter() - started) * 1000
+
+    return statistics.median(once() for _ in range(times))
 
 
 def delta_session(n: int) -> SessionRecord:
@@ -144,6 +155,8 @@ def main() -> int:
             base_ms = load_ms(text_page)
             index_ms = load_ms(index)
             big_ms = load_ms(big_page)
+            base_wall = load_ms(text_page, every_section=True)
+            full_wall = load_ms(index, every_section=True)
             rows.append(Row(BENCH, "load the text table page (baseline)", base_ms, "ms"))
             rows.append(
                 Row(
@@ -155,6 +168,18 @@ def main() -> int:
                     index_ms / base_ms if base_ms else None,
                     target="<= 1 s",
                     ok=index_ms <= MAX_LOAD_MS,
+                )
+            )
+            rows.append(Row(BENCH, "chromium run, text table page (baseline)", base_wall, "ms"))
+            rows.append(
+                Row(
+                    BENCH,
+                    "chromium run, index.html with every diagram laid out",
+                    full_wall,
+                    "ms",
+                    "chromium run, text table page",
+                    full_wall / base_wall if base_wall else None,
+                    note="wall time of a whole headless run (start, load, lay out all, dump): an upper bound",
                 )
             )
             rows.append(

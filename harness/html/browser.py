@@ -88,9 +88,11 @@ def load(
     width: int = 1280,
     height: int = 900,
     budget_ms: int = 5000,
+    selftest: bool = True,
 ) -> Loaded:
     """Load ``page`` headless, return its DOM after the load event and every error it logged; with
-    ``screenshot``, also write a PNG of the top ``width`` × ``height`` pixels there (same run)."""
+    ``screenshot``, also write a PNG of the top ``width`` × ``height`` pixels there (same run).
+    ``selftest``: open it as ``#selftest`` so the page also counts its drawn arrows (after ``load-ms``)."""
     binary = binary or find_chromium()
     if binary is None:
         raise BrowserError("no Chromium installed (apt-get install chromium)")
@@ -101,7 +103,8 @@ def load(
         screenshot.unlink(missing_ok=True)
         shot = [f"--screenshot={screenshot}"]
     args = ["--enable-logging=stderr", "--v=0", f"--virtual-time-budget={budget_ms}", f"--window-size={width},{height}"]
-    proc = _run(binary, [*args, *shot, "--dump-dom", page.resolve().as_uri()])
+    url = page.resolve().as_uri() + ("#selftest" if selftest else "")
+    proc = _run(binary, [*args, *shot, "--dump-dom", url])
     if screenshot is not None and not screenshot.is_file():
         raise BrowserError(f"chromium wrote no screenshot (exit {proc.returncode}): {proc.stderr[-500:]}")
     dom = proc.stdout
