@@ -189,3 +189,47 @@ def test_histogram_marks_the_percentiles() -> None:
     for name, value in (("p50", "50.00"), ("p95", "95.00"), ("p99", "99.00"), ("max", "100.00")):
         assert f"<title>{name} {value} ms</title>" in svg
     assert "no samples" in histogram_svg("t", [])
+
+
+# --- the commands ----------------------------------------------------------------------------------
+
+
+def test_show_html_writes_one_session_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from contracts.exitcodes import OK, USAGE
+    from harness.cli import main
+
+    _record(_session(4)).save(tmp_path / "rec")
+    assert main(["show", str(tmp_path / "rec"), "--no-schema", "--html", str(tmp_path / "s.html")]) == OK
+    assert f"HTML: {tmp_path / 's.html'}" in capsys.readouterr().out
+    page = (tmp_path / "s.html").read_text()
+    assert "<svg" in page and "item/agentMessage/delta" in page
+    assert main(["show", str(tmp_path / "rec" / "wire.jsonl"), "--no-schema", "--html", str(tmp_path / "w.html")]) == OK
+    assert "<svg" in (tmp_path / "w.html").read_text()
+    assert main(["show", str(tmp_path / "rec"), "--html", str(tmp_path / "no" / "dir" / "x.html")]) == USAGE
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_latency_report_draws_both_distributions(tmp_path: Path) -> None:
+    from harness.html.latency import write_latency_report
+    from harness.latency import CaseResult, Sample
+
+    result = CaseResult(
+        "long_stream", "fake-process", [Sample("aborted", 1.0 + i / 10, 2.0 + i / 10) for i in range(30)]
+    )
+    path = write_latency_report(tmp_path / "lat", [result])
+    page = path.read_text()
+    assert page.count('<svg class="hist"') == 2 and "<title>p99 3.90 ms</title>" in page
+    assert orjson.loads((tmp_path / "lat" / "latency.json").read_bytes())[0]["scenario"] == "long_stream"
+
+
+def test_release_report_as_html() -> None:
+    from harness.commands.validate_release import ReleaseReport, render_markdown
+    from harness.html.release import render_release
+
+    record = _record(_session(2))
+    report = ReleaseReport(
+        "0.171.0", "/x/codex", pin_state="pinned", checks=[Check("unit", "fake", "usage", "y", "pass")]
+    )
+    report.records = [record]
+    html = render_release(report, render_markdown(report))
+    assert "no client-breaking change found" in html and 'id="s-fake-unit"' in html and "report.md" in html
