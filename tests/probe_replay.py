@@ -198,12 +198,8 @@ def _learn_answers(probe: Probe, frames: list[Frame], ids: dict[str, str]) -> No
 
 
 async def play_real(probe: Probe, scenario: Scenario, codex: Path) -> Replay:
-    import trio
-
-    from contracts.wire import LineDecoder
     from harness.targets.real import real_target
 
-    replay = Replay()
     async with real_target(scenario, codex) as target:
         make_workdir(target.workdir)
         paths = {
@@ -211,41 +207,56 @@ async def play_real(probe: Probe, scenario: Scenario, codex: Path) -> Replay:
             RECORDED_CODEX_HOME: str(target.codex_home),
             RECORDED_TMP: str(target.tmpdir),
         }
-        replay.paths = {v: k for k, v in paths.items()}
-        process = await trio.lowlevel.open_process(
-            list(target.argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=target.env,
-            cwd=target.cwd,
-        )
-        try:
-            assert process.stdin is not None and process.stdout is not None
-            decoder = LineDecoder()
-            ids: dict[str, str] = {}
-            pending: set[Any] = set()
+        return await play_process(probe, list(target.argv), dict(target.env), target.cwd, paths)
 
-            async def read_until(check: Callable[[], bool]) -> None:
-                with trio.fail_after(60):
-                    while not check():
-                        data = await process.stdout.receive_some(1 << 16)
-                        assert data, "codex closed stdout"
-                        replay.frames.extend(m.frame for m in decoder.feed(data) if hasattr(m, "frame"))
 
-            for step in probe.steps:
-                await read_until(_ready(step, lambda: replay.frames, pending))
-                _learn_answers(probe, replay.frames, ids)
-                frame = fill(step.frame, ids, paths)
-                if "id" in frame and "method" in frame:
-                    pending.add(frame["id"])
-                await process.stdin.send_all(orjson.dumps(frame) + b"\n")
-            await read_until(lambda: pending <= {f.get("id") for f in replay.frames if "method" not in f})
-            with trio.move_on_after(0.5):  # whatever trails the last answer
-                while data := await process.stdout.receive_some(1 << 16):
+async def play_fake_codex(probe: Probe, scenario_path: Path, workdir: Path) -> Replay:
+    """The probe on ``fake-codex app-server`` (a real process, real time) playing ``scenario_path``."""
+    import os
+    import sys
+
+    make_workdir(workdir)
+    argv = [sys.executable, "-m", "fake_server.cli", "app-server", "--scenario", str(scenario_path)]
+    paths = {RECORDED_WORKDIR: str(workdir), RECORDED_CODEX_HOME: str(workdir.parent / "codex_home")}
+    return await play_process(probe, argv, dict(os.environ), workdir, paths)
+
+
+async def play_process(probe: Probe, argv: list[str], env: dict[str, str], cwd: Path, paths: dict[str, str]) -> Replay:
+    """Replay ``probe`` on an app-server process over stdio (every wait bounded)."""
+    import trio
+
+    from contracts.wire import LineDecoder
+
+    replay = Replay(paths={v: k for k, v in paths.items()})
+    process = await trio.lowlevel.open_process(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        decoder = LineDecoder()
+        ids: dict[str, str] = {}
+        pending: set[Any] = set()
+
+        async def read_until(check: Callable[[], bool]) -> None:
+            with trio.fail_after(60):
+                while not check():
+                    data = await process.stdout.receive_some(1 << 16)
+                    assert data, "the server closed stdout"
                     replay.frames.extend(m.frame for m in decoder.feed(data) if hasattr(m, "frame"))
-        finally:
-            process.kill()
-            with trio.fail_after(30):
-                await process.wait()
+
+        for step in probe.steps:
+            await read_until(_ready(step, lambda: replay.frames, pending))
+            _learn_answers(probe, replay.frames, ids)
+            frame = fill(step.frame, ids, paths)
+            if "id" in frame and "method" in frame:
+                pending.add(frame["id"])
+            await process.stdin.send_all(orjson.dumps(frame) + b"\n")
+        await read_until(lambda: pending <= {f.get("id") for f in replay.frames if "method" not in f})
+        with trio.move_on_after(0.5):  # whatever trails the last answer
+            while data := await process.stdout.receive_some(1 << 16):
+                replay.frames.extend(m.frame for m in decoder.feed(data) if hasattr(m, "frame"))
+    finally:
+        process.kill()
+        with trio.fail_after(30):
+            await process.wait()
     return replay

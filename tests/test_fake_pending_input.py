@@ -92,6 +92,17 @@ def test_a_steer_right_after_a_folded_turn_start_finds_the_turn_running(tmp_path
     assert "result" in steer, steer
 
 
+@pytest.mark.parametrize("name", ["pending_start_then_steer", "pending_steer_during_approval"])
+async def test_fake_codex_times_pending_input_like_the_recording(name: str, tmp_path: Path) -> None:
+    spec = probe_replay.PENDING_PROBES[name]
+    scenario = REPO / spec if spec.endswith(".toml") else Path(_scenario(name).source or spec)
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    replay = await probe_replay.play_fake_codex(probe_replay.load(name), scenario, workdir)
+    differences = diff_server_sides(probe_replay.load(name).received, replay.frames, collapse_deltas=True)
+    assert differences == [], render(differences)
+
+
 @pytest.mark.real_codex
 @pytest.mark.parametrize("name", sorted(probe_replay.PENDING_PROBES))
 async def test_the_real_binary_still_times_pending_input_so(name: str, codex_bin: Path, tmp_path: Path) -> None:
