@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -48,16 +49,39 @@ def find_chromium() -> str | None:
 
 
 def _run(binary: str, args: list[str], *, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """One headless run in its own process group with a fresh profile; past ``timeout`` the whole group
+    (Chromium's zygote and renderers too) is killed."""
     with tempfile.TemporaryDirectory(prefix="codex-harness-chromium-") as profile:
         argv = [binary, *FLAGS, f"--user-data-dir={profile}", *args]
         try:
-            return subprocess.run(
-                argv, capture_output=True, text=True, timeout=timeout, errors="replace", cwd=profile, check=False
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                cwd=profile,
+                start_new_session=True,
             )
-        except subprocess.TimeoutExpired as exc:  # subprocess.run kills the child on timeout
-            raise BrowserError(f"chromium did not finish within {timeout:g} s") from exc
         except OSError as exc:
             raise BrowserError(f"cannot start {binary}: {exc.strerror}") from exc
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            _kill_group(proc)
+            raise BrowserError(f"chromium did not finish within {timeout:g} s") from exc
+        finally:
+            _kill_group(proc)  # helpers Chromium left behind, if any
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.wait(timeout=5)
 
 
 @dataclass(slots=True)
