@@ -233,3 +233,15 @@ def test_release_report_as_html() -> None:
     report.records = [record]
     html = render_release(report, render_markdown(report))
     assert "no client-breaking change found" in html and 'id="s-fake-unit"' in html and "report.md" in html
+
+
+def test_hostile_text_is_escaped_and_unreadable_records_are_named(tmp_path: Path) -> None:
+    wire = _session(1)
+    wire.insert(5, _note(0.01, "s2c", "</svg><script>alert(1)</script>", x="<b>"))
+    html = render_index([Check("unit", "fake", "usage", "y", "pass")], [_record(wire)])
+    assert "<script>alert(1)" not in html and "&lt;/svg&gt;&lt;script&gt;" in html
+    _record(_session(1)).save(tmp_path / "sessions" / "fake" / "unit")
+    (tmp_path / "sessions" / "fake" / "broken").mkdir(parents=True)
+    (tmp_path / "sessions" / "fake" / "broken" / "record.json").write_text('{"format": 7}')
+    page = write_index_html(tmp_path, [Check("unit", "fake", "usage", "y", "pass")]).read_text()
+    assert "Records not drawn (1)" in page and "record format 7" in page

@@ -234,7 +234,8 @@ class _Builder:
                 run = row if key is not None and not standalone else None
                 run_key = key
             if pos in self.marks:
-                self.rows[-1].failed = True
+                # Red only for a failure; a warning is named on the right without the band.
+                self.rows[-1].failed |= any(m.startswith("✗") for m in self.marks[pos])
                 self.rows[-1].marks += self.marks[pos]
             if pos in self.faults:
                 run = None

@@ -122,14 +122,15 @@ def session_section(record: SessionRecord, checks: Sequence[Check], *, link: str
     return "".join(out)
 
 
-def _load_saved(report_dir: Path) -> list[SessionRecord]:
-    records = []
+def _load_saved(report_dir: Path) -> tuple[list[SessionRecord], list[str]]:
+    """The records saved under ``report_dir/sessions/``, and a line per record that could not be read."""
+    records, problems = [], []
     for record_json in sorted((report_dir / "sessions").glob("*/*/record.json")):
         try:
             records.append(SessionRecord.load(record_json.parent))
-        except (OSError, ValueError, KeyError, TypeError, RecordFormatError):
-            continue  # a record this version cannot read: the table still shows its checks
-    return records
+        except (OSError, ValueError, KeyError, TypeError, RecordFormatError) as exc:
+            problems.append(f"{record_json.parent.relative_to(report_dir)}: {exc}")
+    return records, problems
 
 
 def render_index(
@@ -139,6 +140,7 @@ def render_index(
     title: str = "codex-harness report",
     result: str | None = None,
     links: dict[tuple[str, str], str] | None = None,
+    unreadable: Sequence[str] = (),
 ) -> str:
     """The whole index page as a string. ``result``: the verdict word (PASS / FAIL / …) when known."""
     records = list(records)
@@ -177,6 +179,10 @@ def render_index(
         body.append(f'<h3>Skipped scenarios ({len(reasons)})</h3><ul class="checks">')
         body += [f"<li>{e(s)} [{e(t)}]: {e(_clip(r, 300))}</li>" for (s, t), r in reasons.items()]
         body.append("</ul>")
+    if unreadable:
+        body.append(f'<h3>Records not drawn ({len(unreadable)})</h3><ul class="checks">')
+        body += [f"<li>{e(_clip(p, 300))}</li>" for p in unreadable]
+        body.append("</ul>")
     if records:
         body.append(f"<h2>Sessions</h2>{LEGEND}")
     for record in records:
@@ -200,14 +206,20 @@ def write_index_html(
     """
     out_dir = Path(report_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    chosen = _load_saved(out_dir) if records is None else list(records)
+    unreadable: list[str] = []
+    if records is None:
+        chosen, unreadable = _load_saved(out_dir)
+    else:
+        chosen = list(records)
     links = {}
     for r in chosen:
         saved = out_dir / "sessions" / r.target / r.scenario
         if (saved / "wire.jsonl").is_file():
             links[(r.scenario, r.target)] = f"sessions/{r.target}/{r.scenario}"
     path = out_dir / INDEX
-    path.write_text(render_index(checks, chosen, title=title, result=result, links=links), encoding="utf-8")
+    path.write_text(
+        render_index(checks, chosen, title=title, result=result, links=links, unreadable=unreadable), encoding="utf-8"
+    )
     return path
 
 
