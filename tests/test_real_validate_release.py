@@ -95,3 +95,5 @@ def test_short_validation_of_the_pinned_release(codex_bin: Path, tmp_path: Path)
     assert (code, body["verdict"]) == ((FAILED, "breaks") if breaking else (OK, "ok")), body
     headline = "BREAKS CLIENTS" if breaking else "no client-breaking change found"
     assert (out / "report.md").read_text().startswith(f"# codex-cli 0.171.0: {headline}")
+    page = (out / "report.html").read_text()  # the same report as HTML, sessions drawn with the model's lane
+    assert headline in page and "mock model (Responses API)" in page
