@@ -1,7 +1,8 @@
 """Replay a recorded request probe (tests/data/real/0.171.0/probes/*.jsonl) on the fake or the real binary.
 
-A probe recording is a ``{"t","dir","msg"}`` transcript of one session on the real binary: the
-client's requests and everything the server wrote. Replaying it sends the same requests, in order,
+A probe recording is a ``{"t","dir","msg"}`` transcript of one session on the real binary (the format
+and masking of harness.transcript: ``c2s``/``s2c``, seconds, run paths as ``/RUN/...``): the client's
+requests and everything the server wrote. Replaying it sends the same requests, in order,
 each once every earlier request is answered and as many ``turn/completed`` have arrived as had
 arrived before it in the recording; the ids the server made up (threads, turns, sections) are
 mapped from the recording's to the replay's by aligning the answers. The work directory holds the
@@ -41,6 +42,7 @@ SURFACE_PROBES = (
     "fs_search",
     "goal",
     "plugins_skills",
+    "thread_actions",
     "threads_after_turn",
     "threads_fresh",
 )
@@ -84,7 +86,9 @@ def load(name: str) -> Probe:
             continue
         entry = orjson.loads(line)
         msg = entry["msg"]
-        if entry["dir"] == "send":
+        if entry["dir"] == "note":
+            continue
+        if entry["dir"] == "c2s":
             steps.append(Step(msg, dict(counts)))
         else:
             received.append(msg)
@@ -260,3 +264,54 @@ async def play_process(probe: Probe, argv: list[str], env: dict[str, str], cwd: 
         with trio.fail_after(30):
             await process.wait()
     return replay
+
+
+# --- the docs table -------------------------------------------------------------------------------
+
+#: Stable methods not probed on the real binary, and why (the fake gives the smallest schema-valid answer).
+NOT_PROBED = {"feedback/upload": "uploads logs off the machine"}
+#: Turn-core methods: recorded in the reference transcripts, compared by the fidelity tests.
+TURN_CORE = {"turn/interrupt": "transcripts (stream_interrupt, approval_interrupt)"}
+
+
+def _recorded_answers() -> dict[str, list[tuple[str, Frame]]]:
+    found: dict[str, list[tuple[str, Frame]]] = {}
+    for name in [*SURFACE_PROBES, *PENDING_PROBES]:
+        probe = load(name)
+        for request in probe.requests():
+            answer = probe.answer(request["id"])
+            if answer is not None:
+                found.setdefault(request["method"], []).append((name, answer))
+    return found
+
+
+def methods_table(methods: list[str]) -> str:
+    """docs/real-binary.md's table: for each method, what 0.171.0 answered offline and what the fake does."""
+    answers = _recorded_answers()
+    lines = ["| method | 0.171.0 offline (recorded) | the fake | probe |", "|---|---|---|---|"]
+    for method in methods:
+        recorded = answers.get(method, [])
+        results = [a for _, a in recorded if "result" in a]
+        errors = sorted(
+            {(a["error"]["code"], _short_message(a["error"]["message"])) for _, a in recorded if "error" in a}
+        )
+        probes = ", ".join(sorted({n for n, _ in recorded}))
+        if method in NOT_PROBED:
+            real, fake, probes = f"not probed ({NOT_PROBED[method]})", "schema-only (smallest valid answer)", "-"
+        elif method in TURN_CORE and not recorded:
+            real, fake, probes = "answers", "real shape (turn core)", TURN_CORE[method]
+        elif results:
+            real = "answers" + (f"; errors {', '.join(f'{c} `{m}`' for c, m in errors)}" if errors else "")
+            fake, probes = "real shape", probes
+        else:
+            real = "error " + ", ".join(f"{c} `{m}`" for c, m in errors)
+            fake = "the real error"
+        lines.append(f"| `{method}` | {real} | {fake} | {probes} |")
+    return "\n".join(lines) + "\n"
+
+
+def _short_message(message: str) -> str:
+    from contracts.skeleton import normalise_message
+
+    text = normalise_message(message, [(RECORDED_WORKDIR, "<cwd>")]).replace("|", "\\|").replace("`", "'")
+    return text if len(text) <= 70 else text[:67] + "..."

@@ -19,6 +19,7 @@ class ThreadExtra:
     section: str | None = None
     goal: dict[str, Any] | None = None
     revision: str | None = None
+    git_info: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -86,6 +86,8 @@ def decorate(engine: Any, thread: ThreadState, body: dict[str, Any]) -> dict[str
         return body
     body["name"] = extra.name
     body["forkedFromId"] = extra.forked_from
+    if extra.git_info is not None:
+        body["gitInfo"] = dict(extra.git_info)
     if not extra.loaded or extra.archived:
         body["status"] = {"type": "notLoaded"}
     return body
@@ -350,7 +352,9 @@ def metadata_update(call: Call) -> dict[str, Any]:
         raise invalid("thread metadata update must include at least one field")
     body = _live(call, thread) if extra.loaded and not extra.archived else _stored_view(call, thread, extra)
     if isinstance(call.params.get("gitInfo"), dict):
-        body["gitInfo"] = {k: call.params["gitInfo"].get(k) for k in ("sha", "branch", "originUrl")}
+        extra.git_info = {k: call.params["gitInfo"].get(k) for k in ("sha", "branch", "originUrl")}
+        body["gitInfo"] = dict(extra.git_info)
+    body["canAcceptDirectInput"] = None  # observed: the answer is read back from the store
     return {"thread": body}
 
 
@@ -458,19 +462,32 @@ def section_move(call: Call) -> dict[str, Any]:
 
 
 def needs_loaded(call: Call) -> Any:
-    """compact/start, shellCommand, review/start, mcpServer/tool/call: 'thread not found' when not loaded.
+    """compact/start, shellCommand: 'thread not found' when not loaded, else ``{}``.
 
-    On a loaded thread the real binary answers and then starts a turn (a compaction, a user shell
-    command, a review, a tool call); the fake answers the same and starts nothing (scriptable with
-    ``[[methods]]``).
+    On a loaded thread the real binary answers and then starts a turn of its own (a compaction
+    through the model, the user's shell command); the fake answers the same and starts nothing
+    (it never runs host commands; script more with ``[[methods]]``).
     """
-    from fake_server.surface.schema_answer import minimal_result
+    _loaded(call, call.params.get("threadId"))
+    return {}
 
+
+def review_start(call: Call) -> dict[str, Any]:
+    """The review turn's answer as 0.171.0 writes it; the review itself (a model turn) is not played."""
     thread, _extra = _loaded(call, call.params.get("threadId"))
-    result = minimal_result(call.method)
-    if call.method == "review/start" and isinstance(result, dict):
-        result["reviewThreadId"] = thread.thread_id
-    return result
+    target = call.params.get("target") if isinstance(call.params.get("target"), dict) else {}
+    review = "current changes" if target.get("type") == "uncommittedChanges" else str(target.get("type", "review"))
+    turn_id = call.engine.ids.uuid7(call.engine.now_ms)
+    item = {**shapes.user_message_item(turn_id, review, 0, None), "startedAtMs": None}
+    turn = {**shapes.turn(turn_id), "rootTurnId": None, "items": [item]}
+    return {"turn": turn, "reviewThreadId": thread.thread_id}
+
+
+def mcp_tool_call(call: Call) -> Any:
+    from fake_server.surface.errors import internal
+
+    _loaded(call, call.params.get("threadId"))
+    raise internal(f"unknown MCP server '{call.params.get('server')}'")
 
 
 def inject_items(call: Call) -> dict[str, Any]:
@@ -481,17 +498,20 @@ def inject_items(call: Call) -> dict[str, Any]:
 
 
 def revert(call: Call) -> dict[str, Any]:
-    thread, _extra = _loaded(call, call.params.get("threadId"))
+    """Observed: the thread is reloaded from its rollout (notLoaded, then idle) before the turn is
+    looked up; the answer carries the thread without turns and null cursors, then ``thread/reverted``."""
+    thread, extra = _loaded(call, call.params.get("threadId"))
+    extra.materialised = True
     before = call.params.get("beforeTurnId")
+    for status in ("notLoaded", "idle"):
+        call.before("thread/status/changed", {"threadId": thread.thread_id, "status": {"type": status}})
     if before not in thread.turns:
-        # Observed: the thread is reloaded from its rollout before the turn is looked up.
-        for status in ("notLoaded", "idle"):
-            call.before("thread/status/changed", {"threadId": thread.thread_id, "status": {"type": status}})
         raise invalid(f"turn not found: {before}")
     index = thread.turns.index(before)
     del thread.turns[index:]
     thread.history = [t for t in thread.history if t["id"] in thread.turns]
-    return {"thread": _live(call, thread)}
+    call.after("thread/reverted", {"threadId": thread.thread_id})
+    return {"thread": _live(call, thread), "turnsBackwardsCursor": None, "itemsBackwardsCursor": None}
 
 
 def approve_guardian_denied(call: Call) -> dict[str, Any]:
@@ -529,8 +549,8 @@ HANDLERS = {
     "thread/section/move": section_move,
     "thread/compact/start": needs_loaded,
     "thread/shellCommand": needs_loaded,
-    "review/start": needs_loaded,
-    "mcpServer/tool/call": needs_loaded,
+    "review/start": review_start,
+    "mcpServer/tool/call": mcp_tool_call,
     "thread/inject_items": inject_items,
     "thread/revert": revert,
     "thread/approveGuardianDeniedAction": approve_guardian_denied,
