@@ -24,11 +24,14 @@ from typing import Any
 
 import trio
 
+from contracts import paths
 from contracts.argparsing import ArgumentParser
+from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
+from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
 from fake_server import ledger
-from fake_server.catalogue import resolve
+from fake_server.catalogue import builtin_names, resolve
 from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
 from fake_server.recording import RECORD_ENV, Recorder, RecordingIo, open_recorder
@@ -166,7 +169,25 @@ def _parser() -> ArgumentParser:
     return parser
 
 
+def _require_readable(spec: str | None) -> None:
+    """A spec that names a path (or something here that is not a built-in) must be a readable regular file:
+    a FIFO, a directory or a device is named as what it is, never opened."""
+    if not spec:
+        return
+    path = Path(spec)
+    looks_like_path = path.suffix == ".toml" or "/" in spec or "\\" in spec
+    if looks_like_path or (os.path.lexists(spec) and spec not in builtin_names()):
+        paths.require_file(path, "scenario file")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `fake-codex --help | head -1`: no traceback
+        return quiet_after_broken_pipe()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args, _unknown = parser.parse_known_args(argv)
     if args.version:
@@ -178,12 +199,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.listen != "stdio://":
         print(f"fake-codex: only --listen stdio:// is supported, not {args.listen}", file=sys.stderr)
         return 2
-    try:
-        scenario = resolve(args.scenario or os.environ.get(SCENARIO_ENV) or None)
-    except ScenarioError as exc:
-        print(f"fake-codex: {exc}", file=sys.stderr)
-        return 2
     spec = args.scenario or os.environ.get(SCENARIO_ENV) or None
+    try:
+        _require_readable(spec)
+        scenario = resolve(spec)
+    except UsageError as exc:  # an unreadable path: 3, as for every command (README)
+        print(f"fake-codex: {exc}", file=sys.stderr)
+        return USAGE
+    except ScenarioError as exc:  # a file that is not a valid scenario, an unknown name: 2
+        print(f"fake-codex: {exc}", file=sys.stderr)
+        return INVALID_INPUT
     recorder = open_recorder(args.record or args.record_top or os.environ.get(RECORD_ENV), scenario, spec)
     if recorder is not None:
         recorder.keep_signals()

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import USAGE, UsageError
+from contracts.pipes import quiet_after_broken_pipe
 from harness.commands import COMMAND_MODULES
 
 
@@ -34,6 +35,13 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader of our output went away (`... | head -1`): no traceback
+        return quiet_after_broken_pipe()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):

@@ -26,7 +26,7 @@ import trio.testing
 
 from contracts.checks import CONTRACT_NAMES, Check, run_all
 from contracts.checks import scenario as scenario_check
-from contracts.heap import frozen
+from contracts.heap import collector_paused
 from contracts.jsonrpc import RpcError
 from contracts.record import Budgets, ModelEntry, SessionRecord, TurnResult
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
@@ -390,7 +390,7 @@ def run_one(
     work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-{scenario.name}-", dir=work_root))
     try:
         try:
-            with frozen():  # the scenario is only read while played: full collections skip it (contracts.heap)
+            with collector_paused():  # no full collections while the record grows (contracts.heap)
                 record = play(scenario, target, work_dir=work_dir / "run", codex=codex)
         except TargetUnavailable as exc:
             outcome.skipped = f"target {target} not available: {exc}"
@@ -401,10 +401,10 @@ def run_one(
             outcome.checks = [Check(scenario.name, target, RUNNER_CONTRACT, "play", "fail", detail, "")]
             return outcome
         if save_dir is not None:
-            with frozen():
+            with collector_paused():
                 record.save(save_dir)
             outcome.saved_to = save_dir
-            with frozen():
+            with collector_paused():
                 record = SessionRecord.load(save_dir)  # judge what was saved: the report's record is the judged one
         outcome.record = record
         # The scenario check yields only a failure (a fault the run never reached), never blamed on the client.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from contracts import paths
 from contracts.exitcodes import UsageError
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError, load
@@ -13,24 +15,27 @@ BUILTIN_DIR = CATALOGUE_DIR
 
 
 def resolve(spec: str) -> Scenario:
-    """A built-in name or a path to a scenario file. Unknown names and unreadable files are usage errors;
-    a file that is not a valid scenario raises :class:`ScenarioError` (naming file, key and expectation)."""
+    """A built-in name or a path to a scenario file. Unknown names and unreadable paths are usage errors
+    (a FIFO, a directory or a device is named as what it is, and never opened); a file that is not a valid
+    scenario raises :class:`ScenarioError` (naming file, key and expectation)."""
     path = Path(spec)
-    if spec.endswith(".toml") or path.is_file() or "/" in spec:
-        if not path.is_file():
-            raise UsageError(f"scenario file {spec} does not exist")
-        return load(path)
+    if spec.endswith(".toml") or "/" in spec or path.is_file():
+        return load(paths.require_file(path, "scenario file"))
     names = builtin_names()
-    if spec not in names:
-        raise UsageError(f"unknown scenario {spec!r} (built-in: {', '.join(names) or 'none'})")
-    return load_builtin(spec)
+    if spec in names:
+        return load_builtin(spec)
+    if os.path.lexists(spec):  # something of that name is here, but not a file: say what it is
+        return load(paths.require_file(path, "scenario file"))
+    raise UsageError(f"unknown scenario {spec!r} (built-in: {', '.join(names) or 'none'})")
 
 
 def scenario_files(directory: str | Path) -> list[Path]:
-    d = Path(directory)
-    if not d.is_dir():
-        raise UsageError(f"scenario directory {d} does not exist")
-    return sorted(d.glob("*.toml"))
+    """The ``*.toml`` files of ``directory``; none at all is a usage error (never a silent fallback)."""
+    d = paths.require_dir(directory, "scenario directory")
+    found = sorted(d.glob("*.toml"))
+    if not found:
+        raise UsageError(f"scenario directory {d} holds no scenario files (*.toml)")
+    return found
 
 
 __all__ = ["BUILTIN_DIR", "ScenarioError", "builtin_names", "load_builtin", "resolve", "scenario_files"]

@@ -8,12 +8,12 @@ interrupts) and, at the end, windows still open and the record's contract failur
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.checks import Check
-from contracts.checks.wire_index import WireIndex, id_key, is_request, is_response, turn_id_of
+from contracts.checks.wire_index import id_key, is_request, is_response, turn_id_of
 from contracts.record import WireEntry
 
 _ARROWS = {"c2s": "→", "s2c": "←", "note": "·"}
@@ -86,17 +86,50 @@ def summarize(frame: dict[str, Any]) -> str:
     return _clip(",".join(f"{k}" for k in params))
 
 
+#: Bounds of what a timeline remembers while it streams (a transcript may hold millions of frames):
+#: open windows beyond this are forgotten oldest first (and counted); request methods likewise.
+MAX_OPEN_WINDOWS = 10_000
+MAX_REQUESTS = 100_000
+
+
 @dataclass(slots=True)
 class _Windows:
-    open: dict[str, str] = field(default_factory=dict)  # key -> description
+    open: dict[str, str] = field(default_factory=dict)  # key -> description, oldest first
+    forgotten: int = 0
 
     def opened(self, key: str, what: str) -> str:
+        self.open.pop(key, None)
         self.open[key] = what
+        if len(self.open) > MAX_OPEN_WINDOWS:
+            del self.open[next(iter(self.open))]
+            self.forgotten += 1
         return f"[opens {what}]"
 
     def closed(self, key: str, how: str = "closes") -> str:
         what = self.open.pop(key, None)
         return f"[{how} {what}]" if what else ""
+
+
+@dataclass(slots=True)
+class _Requests:
+    """Request id → method per direction, so an answer shows what it answers (bounded, oldest forgotten)."""
+
+    methods: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def seen(self, direction: str, frame: dict[str, Any]) -> None:
+        key = (direction, id_key(frame["id"]))
+        if key in self.methods:
+            return  # a reused id: the first request keeps it (as the contracts' index does)
+        self.methods[key] = str(frame["method"])
+        if len(self.methods) > MAX_REQUESTS:
+            del self.methods[next(iter(self.methods))]
+
+    def answered(self, entry: WireEntry) -> str | None:
+        """For an answer frame, the method of the request it answers (sent the other way)."""
+        frame = entry.frame
+        if not isinstance(frame, dict) or not is_response(frame):
+            return None
+        return self.methods.get(("s2c" if entry.dir == "c2s" else "c2s", id_key(frame["id"])))
 
 
 def render(
@@ -106,31 +139,46 @@ def render(
     validator: Any = None,
     title: str = "",
 ) -> str:
-    index = WireIndex.build(list(entries))
+    return "\n".join(render_lines(entries, checks=checks, validator=validator, title=title)) + "\n"
+
+
+def render_lines(
+    entries: Iterable[WireEntry],
+    *,
+    checks: Sequence[Check] = (),
+    validator: Any = None,
+    title: str = "",
+) -> Iterator[str]:
+    """The timeline one line at a time; ``entries`` is read once, in order, in bounded memory."""
+    requests = _Requests()
     windows = _Windows()
-    lines = [title] if title else []
-    t0 = entries[0].t if entries else 0.0
+    if title:
+        yield title
+    t0: float | None = None
     for entry in entries:
+        if t0 is None:
+            t0 = entry.t
         when = f"{(entry.t - t0) * 1000:10.1f}ms"
         arrow = _ARROWS.get(entry.dir, "?")
         if entry.dir == "note":
-            lines.append(f"{when} {arrow}     -- {entry.note}")
+            yield f"{when} {arrow}     -- {entry.note}"
             continue
         if entry.frame is None:
             size = f" ({entry.size} bytes)" if entry.size else ""
             raw = f": {_clip(entry.raw, 40)!r}" if entry.raw else ""
-            lines.append(f"{when} {arrow} {entry.dir} !! not a frame: {entry.error}{size}{raw}")
+            yield f"{when} {arrow} {entry.dir} !! not a frame: {entry.error}{size}{raw}"
             continue
         frame = entry.frame
         marks: list[str] = []
         if is_request(frame):
+            requests.seen(entry.dir, frame)
             label = f"{frame['method']} #{frame['id']}"
             if entry.dir == "s2c":
                 marks.append(windows.opened(f"req:{id_key(frame['id'])}", f"server request {frame['id']}"))
             elif frame["method"] == "turn/interrupt":
                 marks.append(windows.opened(f"int:{id_key(frame['id'])}", f"interrupt #{frame['id']}"))
         elif is_response(frame):
-            method = index.request_method(entry) or "unknown request"
+            method = requests.answered(entry) or "unknown request"
             label = f"answer #{frame['id']} ({method})"
             if entry.dir == "c2s":
                 mark = windows.closed(f"req:{id_key(frame['id'])}", "answers")
@@ -143,20 +191,24 @@ def render(
             label = str(frame.get("method"))
             marks += _notification_marks(frame, windows)
         if validator is not None:
-            violations = validator.validate(frame, entry.dir, index.request_method(entry))
+            violations = validator.validate(frame, entry.dir, requests.answered(entry))
             if violations:
                 marks.append(f"!! schema: {_clip(violations[0].message, 80)}")
         text = f"{when} {arrow} {entry.dir} {label}  {summarize(frame)}"
-        lines.append(" ".join([text, *[m for m in marks if m]]).rstrip())
+        yield " ".join([text, *[m for m in marks if m]]).rstrip()
     if windows.open:
-        lines += ["", "Open at the end of the transcript:"]
-        lines += [f"  {what}" for what in windows.open.values()]
+        yield ""
+        yield "Open at the end of the transcript:"
+        for what in windows.open.values():
+            yield f"  {what}"
+        if windows.forgotten:
+            yield f"  (+{windows.forgotten} older open windows not shown)"
     failures = [c for c in checks if c.status in ("fail", "warn")]
     if checks:
-        lines += ["", f"Contracts: {sum(c.status == 'pass' for c in checks)} passed, {len(failures)} failed or warned"]
+        yield ""
+        yield f"Contracts: {sum(c.status == 'pass' for c in checks)} passed, {len(failures)} failed or warned"
         for c in failures:
-            lines.append(f"  {c.status.upper()} {c.contract} / {c.name}: {_clip(c.detail, 300)} [{c.reference}]")
-    return "\n".join(lines) + "\n"
+            yield f"  {c.status.upper()} {c.contract} / {c.name}: {_clip(c.detail, 300)} [{c.reference}]"
 
 
 def _notification_marks(frame: dict[str, Any], windows: _Windows) -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_contracts_records import approval_record, interrupted_record
 
-from contracts.exitcodes import OK, USAGE
+from contracts.exitcodes import INVALID_INPUT, OK, USAGE
 from contracts.record import WireEntry
 from harness.cli import main
 
@@ -38,7 +38,7 @@ def test_show_bare_wire_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_show_unreadable_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(tmp_path / "nope")]) == USAGE
     (tmp_path / "bad.jsonl").write_text("{broken\n")
-    assert main(["show", str(tmp_path / "bad.jsonl")]) == USAGE
+    assert main(["show", str(tmp_path / "bad.jsonl")]) == INVALID_INPUT  # a malformed line: invalid input
     (tmp_path / "empty").mkdir()
     assert main(["show", str(tmp_path / "empty")]) == USAGE
     assert "record.json" in capsys.readouterr().err

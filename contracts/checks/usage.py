@@ -44,9 +44,9 @@ def _breakdown(value: Any) -> dict[str, int] | None:
 def wire_usage(index: WireIndex, turn_id: str) -> UsageBuckets | None:
     """The turn's usage by the documented rule: first ``last``, then non-negative deltas of ``total``."""
     accepted: list[tuple[dict[str, int], dict[str, int]]] = []
-    for _, entry in index.frames("s2c", "thread/tokenUsage/updated"):
+    for _, entry in index.turn_frames("s2c", "thread/tokenUsage/updated", turn_id):
         params = entry.frame.get("params") if isinstance(entry.frame, dict) else None
-        if not isinstance(params, dict) or params.get("turnId") != turn_id:
+        if not isinstance(params, dict):
             continue
         usage = params.get("tokenUsage")
         if not isinstance(usage, dict):

@@ -39,7 +39,11 @@ class Request:
 
 @dataclass(slots=True)
 class WireIndex:
-    """Positions are indices into ``entries``; ``c2s``/``s2c`` requests are keyed by :func:`id_key`."""
+    """Positions are indices into ``entries``; ``c2s``/``s2c`` requests are keyed by :func:`id_key`.
+
+    Built in one pass; every query reads a list grouped at build time (by direction and method, or by
+    turn id), so a contract that asks once per turn stays linear in the session's size.
+    """
 
     entries: list[WireEntry]
     client_requests: dict[str, Request] = field(default_factory=dict)  # c2s requests, answered s2c
@@ -48,6 +52,16 @@ class WireIndex:
     orphan_answers: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     #: repeated request ids in one direction: (pos, direction, frame)
     duplicate_requests: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    # The groups hold positions (ints), not (pos, entry) tuples: ints are not tracked by the cyclic
+    # collector, so a 10,000-turn index adds no work to each full collection of a heap that big.
+    #: (direction, method or None) → positions in order; None holds every frame of that direction
+    _by_method: dict[tuple[str, str | None], list[int]] = field(default_factory=dict)
+    #: turn id → positions of its turn/completed frames (s2c)
+    _completions: dict[str, list[int]] = field(default_factory=dict)
+    #: turn id → its turn/interrupt requests (c2s) in order
+    _interrupts: dict[str, list[Request]] = field(default_factory=dict)
+    #: (direction, method, params.turnId) → positions (notifications such as thread/tokenUsage/updated)
+    _by_turn_id: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, entries: list[WireEntry]) -> WireIndex:
@@ -56,6 +70,7 @@ class WireIndex:
             frame = entry.frame
             if entry.dir == "note" or not isinstance(frame, dict):
                 continue
+            index._group(pos, entry, frame)
             own = index.client_requests if entry.dir == "c2s" else index.server_requests
             other = index.server_requests if entry.dir == "c2s" else index.client_requests
             if is_request(frame):
@@ -73,17 +88,38 @@ class WireIndex:
                     index.orphan_answers.append((pos, entry.dir, frame))
                 else:
                     request.answers.append((pos, entry.t, frame))
+        for request in index.client_requests.values():
+            turn = request.params.get("turnId")
+            if request.method == "turn/interrupt" and isinstance(turn, str):
+                index._interrupts.setdefault(turn, []).append(request)
         return index
+
+    def _group(self, pos: int, entry: WireEntry, frame: dict[str, Any]) -> None:
+        self._by_method.setdefault((entry.dir, None), []).append(pos)
+        method = frame.get("method")
+        if not isinstance(method, str):  # a hostile frame's method may be unhashable; no str query matches it
+            return
+        self._by_method.setdefault((entry.dir, method), []).append(pos)
+        params = frame.get("params")
+        turn = params.get("turnId") if isinstance(params, dict) else None
+        if isinstance(turn, str):
+            self._by_turn_id.setdefault((entry.dir, method, turn), []).append(pos)
+        if entry.dir == "s2c" and method == "turn/completed":
+            turn_id = _turn_id_of(frame)
+            if isinstance(turn_id, str):
+                self._completions.setdefault(turn_id, []).append(pos)
 
     def frames(self, direction: str, method: str | None = None) -> list[tuple[int, WireEntry]]:
         """Frames of one direction (and one method when given), in order."""
-        out = []
-        for pos, entry in enumerate(self.entries):
-            if entry.dir != direction or not isinstance(entry.frame, dict):
-                continue
-            if method is None or entry.frame.get("method") == method:
-                out.append((pos, entry))
-        return out
+        return self._at(self._by_method.get((direction, method), ()))
+
+    def _at(self, positions: list[int] | tuple[()]) -> list[tuple[int, WireEntry]]:
+        entries = self.entries
+        return [(pos, entries[pos]) for pos in positions]
+
+    def turn_frames(self, direction: str, method: str, turn_id: str) -> list[tuple[int, WireEntry]]:
+        """Frames of one direction and method whose ``params.turnId`` is ``turn_id``, in order."""
+        return self._at(self._by_turn_id.get((direction, method, turn_id), ()))
 
     def request_method(self, entry: WireEntry) -> str | None:
         """For an answer frame, the method of the request it answers (sent the other way)."""
@@ -95,18 +131,10 @@ class WireIndex:
         return request.method if request is not None else None
 
     def turn_completions(self, turn_id: str) -> list[tuple[int, WireEntry]]:
-        return [
-            (pos, e)
-            for pos, e in self.frames("s2c", "turn/completed")
-            if _turn_id_of(e.frame) == turn_id  # type: ignore[arg-type]
-        ]
+        return self._at(self._completions.get(turn_id, ()))
 
     def interrupts(self, turn_id: str) -> list[Request]:
-        return [
-            r
-            for r in self.client_requests.values()
-            if r.method == "turn/interrupt" and r.params.get("turnId") == turn_id
-        ]
+        return list(self._interrupts.get(turn_id, ()))
 
 
 def _turn_id_of(frame: dict[str, Any]) -> Any:

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from contracts import paths
 from contracts.exitcodes import UsageError
 from harness.fuzz.driver import DEFAULT_FAULTS, FAST_FAULTS, FuzzReport, fuzz
 
@@ -40,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if args.examples < 1:
         raise UsageError("--examples must be at least 1")
     out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: not a directory")
+    if out is not None:  # checked now, not when a failure must be written after minutes of fuzzing
+        paths.require_writable_dir(out, "--out")
     kinds = FAST_FAULTS if args.fast else DEFAULT_FAULTS
     report = fuzz(
         args.examples,

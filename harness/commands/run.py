@@ -17,7 +17,9 @@ from contracts.checks import Check
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
+from harness import report_dir as report_dir_check
 from harness import scenario_lookup
+from harness.client.stderr import strip_ansi
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
 from harness.report import judge, load_baseline, render_table, summary_dict, write_checks_json, write_junit
@@ -26,6 +28,7 @@ from harness.targets import TARGET_NAMES
 
 NAME = "run"
 HELP = "run the contract suite: scenarios x target, a table of what holds, exit 1 when a contract fails"
+STDERR_LINES = 10  # of a server that did not start, shown on the terminal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +63,18 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario]:
         if not specs:
             raise UsageError(f"no built-in scenarios found in {scenario_lookup.BUILTIN_DIR}")
     return check_unique_names([scenario_lookup.resolve(spec) for spec in specs])
+
+
+def _startup_failures(runs: list[ScenarioRun]) -> None:
+    """A server that did not start is said on the terminal with its stderr tail, not only in the report."""
+    for run in runs:
+        failure = run.record.meta.get("startup_failure") if run.record is not None else None
+        if not failure:
+            continue
+        print(f"codex-harness run: {run.scenario} [{run.target}]: the server did not start: {failure}", file=sys.stderr)
+        tail = strip_ansi(run.record.stderr_tail if run.record is not None else "").strip().splitlines()[-STDERR_LINES:]
+        for line in tail or ["(its stderr was empty)"]:
+            print(f"  stderr: {line}", file=sys.stderr)
 
 
 def _progress(run: ScenarioRun, n: int, total: int) -> None:
@@ -98,11 +113,8 @@ def run(args: argparse.Namespace) -> int:
         except TargetUnavailable as exc:
             raise UsageError(f"--target real: {exc}") from None
     report_dir = Path(args.report) if args.report else None
-    if report_dir is not None:
-        try:
-            report_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"cannot create report directory {report_dir}: {exc.strerror}") from None
+    if report_dir is not None:  # every path the run will write, checked before anything is played
+        report_dir_check.prepare(report_dir, [(args.target, s.name) for s in scenarios])
     if client is not None:
         runs = run_clients(client, scenarios, report_dir=report_dir, progress=None if args.quiet else _progress)
         describe(client, runs)
@@ -110,16 +122,20 @@ def run(args: argparse.Namespace) -> int:
         runs = run_many(
             scenarios, [args.target], codex=codex, report_dir=report_dir, progress=None if args.quiet else _progress
         )
+    _startup_failures(runs)
     checks: list[Check] = [c for r in runs for c in r.checks]
     verdict = judge(checks, strict=args.strict, baseline=baseline)
     print(render_table(checks, verdict, ascii_only=args.ascii), end="")
     if report_dir is not None:
-        write_checks_json(checks, report_dir / "checks.json")
-        write_junit(checks, report_dir / "junit.xml")
-        summary = summary_dict(checks, verdict)
-        print(f"report: {report_dir}/checks.json, junit.xml, sessions/ ({summary['checks']} checks)")
-        records = [r.record for r in runs if r.record is not None]
-        print(f"HTML report: {write_index_html(report_dir, checks, records, result=verdict.result)}")
+        try:
+            write_checks_json(checks, report_dir / "checks.json")
+            write_junit(checks, report_dir / "junit.xml")
+            summary = summary_dict(checks, verdict)
+            print(f"report: {report_dir}/checks.json, junit.xml, sessions/ ({summary['checks']} checks)")
+            records = [r.record for r in runs if r.record is not None]
+            print(f"HTML report: {write_index_html(report_dir, checks, records, result=verdict.result)}")
+        except OSError as exc:  # the directory changed under the run (checked at the start)
+            raise UsageError(f"cannot write the report in {report_dir}: {exc}") from None
     wall = sum(r.wall_s for r in runs)
     print(f"wall time {wall:.2f}s for {len(runs)} scenario run(s)", file=sys.stderr)
     return verdict.exit_code

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
-import orjson
-
+from contracts import paths
 from contracts.checks import run_all
-from contracts.exitcodes import OK, UsageError
+from contracts.exitcodes import INVALID_INPUT, OK, UsageError
 from contracts.record import SessionRecord, WireEntry
-from harness.timeline import render
+from harness.timeline import render_lines
+from harness.wire_file import WireFileError, iter_wire
 
 NAME = "show"
 HELP = "show a recorded session as a timeline (time, direction, method, summary; faults, open windows, failures)"
@@ -26,22 +30,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read_wire(path: Path) -> list[WireEntry]:
-    try:
-        if path.stat().st_size > MAX_WIRE_BYTES:
-            raise UsageError(f"{path}: larger than {MAX_WIRE_BYTES} bytes")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    entries = []
-    for n, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            entries.append(WireEntry.from_json(orjson.loads(line)))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{path}:{n}: not a transcript line ({exc})") from None
-    return entries
+def _open_wire(path: Path) -> BinaryIO:
+    fh = paths.open_file(path, "wire file")  # a FIFO, a directory or a device is named, never read
+    size = os.fstat(fh.fileno()).st_size
+    if size > MAX_WIRE_BYTES:
+        fh.close()
+        raise UsageError(f"{path}: larger than {MAX_WIRE_BYTES} bytes")
+    return fh
+
+
+def _check_wire(path: Path) -> None:
+    """Every line of a record's wire.jsonl is a transcript line (streamed), before the record is loaded."""
+    with _open_wire(path) as fh:
+        for _ in iter_wire(fh, str(path)):
+            pass
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,19 +52,34 @@ def run(args: argparse.Namespace) -> int:
 
     if is_outside(path):  # what fake-codex --record saw of a client: judged, exit 1 on a failing check
         return show_outside(args, path)
+    try:
+        return _show(args, path)
+    except WireFileError as exc:  # a line that is not {"t", "dir", "msg"}: invalid input, with its line
+        print(f"codex-harness show: {exc}", file=sys.stderr)
+        return INVALID_INPUT
+
+
+def _show(args: argparse.Namespace, path: Path) -> int:
     record: SessionRecord | None = None
+    wire_fh: BinaryIO | None = None
+    entries: Iterable[WireEntry]
     if path.is_dir():
         if not (path / "record.json").is_file():
             raise UsageError(f"{path}: no record.json (not a saved session record)")
+        _check_wire(path / "wire.jsonl")
         try:
             record = SessionRecord.load(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"cannot load the record in {path}: {exc}") from None
         entries = record.wire
-    elif path.is_file():
-        entries = _read_wire(path)
     else:
-        raise UsageError(f"{path}: no such file or directory")
+        # A wire file streams: one line in memory at a time, whatever its size (--html needs them all).
+        wire_fh = _open_wire(path)
+        entries = iter_wire(wire_fh, str(path))
+        if args.html:
+            with wire_fh:
+                entries = list(entries)
+            wire_fh = None
     validator = None
     if not args.no_schema:
         from contracts.validator import Validator
@@ -80,7 +97,12 @@ def run(args: argparse.Namespace) -> int:
         title = (
             f"{record.scenario} on {record.target}{clock}: {statuses or 'no Result'}; server exit {record.server_exit}"
         )
-    print(render(entries, checks=checks, validator=validator, title=title), end="")
+    try:
+        for line in render_lines(entries, checks=checks, validator=validator, title=title):
+            sys.stdout.write(line + "\n")
+    finally:
+        if wire_fh is not None:
+            wire_fh.close()
     if args.html:
         from harness.html.show import write_show_html
 

@@ -49,6 +49,8 @@ async def fake_process(
         scenario_file = Path(scenario.source) if scenario.source and Path(scenario.source).is_file() else None
     if scenario_file is None:  # a scenario built in Python: the process reads it from a file
         scenario_file = dump(scenario, work_dir / f"{scenario.name}.toml")
+    # The process runs in work_dir: a path relative to our cwd would name another (missing) file there.
+    scenario_file = scenario_file.absolute()
     trace_root = work_dir / "server-trace-root"
     trace_root.mkdir(parents=True, exist_ok=True)
     env = child_environment(None)

@@ -1,0 +1,102 @@
+"""What a path a user named really is, said plainly, and reading it without ever blocking.
+
+``--scenario``, ``show`` and the other commands that read a file take a regular file. A FIFO, a directory
+or a device (``/dev/zero``) is named as what it is, not as a missing file, and is never opened in a way
+that blocks: a FIFO is refused from ``stat`` alone and a file is opened ``O_NONBLOCK`` and checked again
+on its descriptor (the name may have changed between the two).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+from contracts.exitcodes import UsageError
+
+_KINDS: tuple[tuple[int, str], ...] = (
+    (stat.S_IFDIR, "a directory"),
+    (stat.S_IFIFO, "a FIFO (named pipe)"),
+    (stat.S_IFCHR, "a character device"),
+    (stat.S_IFBLK, "a block device"),
+    (stat.S_IFSOCK, "a socket"),
+)
+
+
+def kind_of(mode: int) -> str:
+    """``a directory``, ``a FIFO (named pipe)``, ``a character device``…; ``a regular file`` otherwise."""
+    fmt = stat.S_IFMT(mode)
+    return next((text for kind, text in _KINDS if fmt == kind), "a regular file")
+
+
+def problem(path: str | Path, *, want_dir: bool = False) -> str | None:
+    """None when ``path`` is an existing regular file (a directory with ``want_dir``), else what it is."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except NotADirectoryError:
+        return "does not exist (a parent is not a directory)"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if want_dir:
+        return None if stat.S_ISDIR(mode) else f"is {kind_of(mode)}, not a directory"
+    return None if stat.S_ISREG(mode) else f"is {kind_of(mode)}, not a regular file"
+
+
+def require_file(path: str | Path, what: str = "file") -> Path:
+    """``path`` when it is a regular file this process may read; else a :class:`UsageError` saying what it is."""
+    trouble = problem(path)
+    if trouble is None and not os.access(path, os.R_OK):
+        trouble = "is not readable (permission denied)"
+    if trouble is not None:
+        raise UsageError(f"{what} {path} {trouble}")
+    return Path(path)
+
+
+def require_dir(path: str | Path, what: str = "directory") -> Path:
+    trouble = problem(path, want_dir=True)
+    if trouble is not None:
+        raise UsageError(f"{what} {path} {trouble}")
+    return Path(path)
+
+
+def open_file(path: str | Path, what: str = "file") -> BinaryIO:
+    """Open a regular file for reading in binary; never blocks (a FIFO swapped in after ``stat`` is refused)."""
+    require_file(path, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        denied = exc.errno == errno.EACCES
+        reason = "is not readable (permission denied)" if denied else f"cannot be read: {exc.strerror}"
+        raise UsageError(f"{what} {path} {reason}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"{what} {path} is {kind_of(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def require_writable_dir(path: str | Path, what: str = "directory") -> Path:
+    """``path`` as a directory this process can create files in (created when missing); else a UsageError."""
+    p = Path(path)
+    trouble = problem(p, want_dir=True)
+    if trouble is not None and trouble != "does not exist":
+        raise UsageError(f"{what} {p} {trouble}")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{what} {p} cannot be created: {exc.strerror or exc}") from None
+    try:
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".codex-harness-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{what} {p} is not writable: {exc.strerror or exc}") from None
+    return p
