@@ -246,3 +246,14 @@ def _unmap(frame: dict[str, Any], replay: Replay) -> dict[str, Any]:
     from probe_replay import fill
 
     return fill(frame, {}, replay.paths)
+
+
+def test_the_docs_table_of_methods_is_current() -> None:
+    """docs/real-binary.md holds exactly the generated table (probe_replay.methods_table)."""
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "real-binary.md").read_text()
+    start = "<!-- generated: methods (tests/probe_replay.py methods_table) -->\n"
+    table = docs[docs.index(start) + len(start) : docs.index("<!-- end: methods -->")]
+    assert table == probe_replay.methods_table(_stable_methods())
+    assert "not supported yet" not in table.replace("list_turns is not supported yet", "").replace(
+        "thread/items/list is not supported yet", ""
+    )
