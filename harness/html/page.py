@@ -4,8 +4,8 @@ No network: no external stylesheet, font, script or image. The little JavaScript
 errors (``window.onerror``, ``console.error``) go into ``#js-errors`` (shown) and ``data-js-errors``;
 after load the body carries ``data-load-ms`` (navigation start to the load event, layout done) and
 ``data-height``; opened as ``…#selftest`` also ``data-drawn-arrows`` (sequence-diagram arrows with a
-non-empty box, which lays out every section). The page reads fine without it. Sessions off screen are not
-rendered until scrolled to (``content-visibility: auto``): a 50-session page opens at once.
+non-empty box, which lays out every section). The page reads fine without it. On a run's page, sessions off screen
+are not rendered until scrolled to (``section.lazy``, ``content-visibility: auto``): 50 sessions open at once.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ ul.checks{margin:4px 0 8px;padding-left:20px}ul.checks li{margin:2px 0}
 .legend{color:#475569;font-size:12px;margin:4px 0}
 .legend b{font-weight:600}
 #js-errors{background:#fee2e2;color:#991b1b;padding:6px;white-space:pre-wrap;font-family:monospace}
-section{content-visibility:auto;contain-intrinsic-size:auto 900px}
+section.lazy{content-visibility:auto;contain-intrinsic-size:auto 900px}
 pre{background:#f8fafc;border:1px solid #e2e8f0;padding:8px;overflow-x:auto;font-size:12px}
 svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 .life{stroke:#cbd5e1;stroke-width:1.5;stroke-dasharray:4 4}

@@ -83,8 +83,13 @@ def _check_item(check: Check, sid: str | None, *, anchor: bool = False) -> str:
     )
 
 
-def session_section(record: SessionRecord, checks: Sequence[Check], *, link: str | None = None) -> str:
-    """One session: heading, what happened, the sequence diagram, its failed checks."""
+def session_section(
+    record: SessionRecord, checks: Sequence[Check], *, link: str | None = None, lazy: bool = False
+) -> str:
+    """One session: heading, what happened, the sequence diagram, its failed checks.
+
+    ``lazy``: the browser renders the section only when it comes near the screen (a run's many sessions).
+    """
     sid = session_id(record.scenario, record.target)
     status = worst([c.status for c in checks]) if checks else "skip"
     turns = ", ".join(f"turn {r.index + 1} {r.status}" for r in sorted(record.results, key=lambda r: r.index))
@@ -98,9 +103,10 @@ def session_section(record: SessionRecord, checks: Sequence[Check], *, link: str
     }
     svg = sequence.render(d, sid=sid, target_label=target.get(record.target, "server"))
     model = f" and {len(record.model):,} model events" if record.model else ""
+    lazy_class = ' class="lazy"' if lazy else ""
     wire_link = f' · <a href="{e(link)}/wire.jsonl">wire.jsonl</a>' if link else ""
     out = [
-        f'<section id="{sid}"><h2>{e(record.scenario)} <span class="ref">[{e(record.target)}]</span>'
+        f'<section id="{sid}"{lazy_class}><h2>{e(record.scenario)} <span class="ref">[{e(record.target)}]</span>'
         f'<span class="badge {status}">{status}</span></h2>',
         f'<p class="meta">{e(turns or "no Result")}; server exit {e(record.server_exit)}; {clock}; '
         f"{d.frames:,} wire frames{model} drawn as {d.arrows:,} arrows{e(folded)}{wire_link}</p>",
@@ -187,7 +193,7 @@ def render_index(
         body.append(f"<h2>Sessions</h2>{LEGEND}")
     for record in records:
         key = (record.scenario, record.target)
-        body.append(session_section(record, by_key.get(key, []), link=(links or {}).get(key)))
+        body.append(session_section(record, by_key.get(key, []), link=(links or {}).get(key), lazy=True))
     return page(title, "".join(body))
 
 
