@@ -79,7 +79,8 @@ def check(s: Scenario) -> None:
     _check_expect(s)
     if s.fake_only and not ({"fake", "fake-process"} & set(s.targets)):
         kinds = ", ".join(sorted({f.kind for f in s.faults if fake_only(f.kind)}))
-        raise RuleBroken("targets", f"fake or fake-process (faults {kinds} only a fake produces)", list(s.targets))
+        what = f"faults {kinds}" if kinds else "[[methods]] answers"
+        raise RuleBroken("targets", f"fake or fake-process ({what} only a fake produces)", list(s.targets))
 
 
 # --- counting points from the script ------------------------------------------------------------

@@ -117,3 +117,9 @@ def test_fake_codex_refuses_an_invalid_override_with_exit_2(tmp_path: Path) -> N
     )
     assert proc.returncode == 2, proc.stderr
     assert b"methods[0].result" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_a_real_only_scenario_with_overrides_is_refused() -> None:
+    text = 'name = "m"\ndescription = "x"\ntargets = ["real"]\n[[turns]]\ninput = "hi"\n'
+    with pytest.raises(ScenarioError, match=r"\[\[methods\]\] answers only a fake produces"):
+        scenario_file.loads(text + '[[methods]]\nname = "model/list"\nfault = "no_answer"\n', source="m.toml")
