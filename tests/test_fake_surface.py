@@ -228,6 +228,17 @@ def test_experimental_methods_stay_behind_the_gate(workdir: Path) -> None:
     assert answer is not None and answer["error"]["message"] == "thread/search requires experimentalApi capability"
 
 
+@pytest.mark.parametrize("name", [n for n in probe_replay.names() if n != "goal"])
+async def test_fake_codex_answers_the_probe_like_the_recording(name: str, tmp_path: Path) -> None:
+    """The same answers from a fake-codex process (the goal probe waits seconds for 0.171.0's own turns)."""
+    probe = probe_replay.load(name)
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    plain = Path(_scenario().source or "")
+    replay = await probe_replay.play_fake_codex(probe, plain, workdir)
+    assert _compare(probe, replay) == []
+
+
 # --- the real binary, live ---------------------------------------------------------------------
 
 
