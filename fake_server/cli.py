@@ -1,9 +1,12 @@
 """``fake-codex``: a drop-in for ``codex`` that serves one scripted app-server session on stdio.
 
-``fake-codex --version`` answers like the real binary. ``fake-codex app-server [--scenario NAME|PATH]``
-plays a built-in scenario or a scenario file (``FAKE_CODEX_SCENARIO`` when no flag, ``plain`` when
-neither), so a client that spawns ``codex app-server`` with fixed arguments can point its codex path
-here. Real-binary flags (``--listen stdio://``, ``-c key=value``) are accepted.
+``fake-codex --version`` answers like the real binary of the release played: ``--release X`` (or
+``FAKE_CODEX_RELEASE``, else the scenario's ``release``, else 0.171.0) picks one of
+:data:`fake_server.profiles.PROFILES`; an unknown release exits 3 and lists them.
+``fake-codex app-server [--scenario NAME|PATH]`` plays a built-in scenario or a scenario file
+(``FAKE_CODEX_SCENARIO`` when no flag, ``plain`` when neither), so a client that spawns ``codex app-server``
+with fixed arguments can point its codex path here. Real-binary flags
+(``--listen stdio://``, ``-c key=value``) are accepted.
 
 Process faults are real here: a crash flushes what the fault says (half a frame for mid-line) and
 leaves with ``os._exit(K)`` (no cleanup, the trace stays unclosed); ``grandchild_holds_stdout``
@@ -30,7 +33,7 @@ from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
-from fake_server import ledger
+from fake_server import ledger, profiles
 from fake_server.catalogue import builtin_names, resolve
 from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
@@ -103,13 +106,17 @@ class _StdioIo:
             ledger.append(path, effect)
 
 
-async def serve_stdio(scenario: Scenario, recorder: Recorder | None = None) -> tuple[int, bool]:
+async def serve_stdio(
+    scenario: Scenario, recorder: Recorder | None = None, profile: profiles.Profile | None = None
+) -> tuple[int, bool]:
     """Serve one session on stdio until the engine exits; returns (exit code, crashed)."""
+    profile = profile or profiles.select(scenario=scenario.release)
     # A recording keeps the server's trace bundle with its wire (fake_server.recording).
     root = str(recorder.trace_root) if recorder is not None else os.environ.get(TRACE_ENV)
-    trace = ServerTrace(Path(root)) if root else None
+    trace = ServerTrace(Path(root), profile.trace_schema) if root else None
     engine = Engine(
         scenario,
+        profile=profile,
         cwd=os.getcwd(),
         codex_home=os.environ.get("CODEX_HOME") or str(Path.home() / ".codex"),
         hostname=socket.gethostname(),
@@ -156,8 +163,17 @@ def _set_blocking(fd: int, blocking: bool | None) -> None:
 
 
 def _parser() -> ArgumentParser:
-    parser = ArgumentParser(prog="fake-codex", description="Scriptable fake of `codex app-server` 0.171.0.")
+    parser = ArgumentParser(
+        prog="fake-codex",
+        description=f"Scriptable fake of `codex app-server` {', '.join(profiles.names())} (default {FAKE_VERSION}).",
+    )
     parser.add_argument("--version", "-V", action="store_true", help="print the version like the real binary")
+    parser.add_argument(
+        "--release",
+        metavar="X",
+        help=f"the release to play: {', '.join(profiles.names())} (default: ${profiles.RELEASE_ENV}, "
+        f"else the scenario's release, else {FAKE_VERSION})",
+    )
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="accepted, ignored")
     parser.add_argument("--record", dest="record_top", metavar="DIR", help="as app-server --record")
     sub = parser.add_subparsers(dest="command")
@@ -166,6 +182,7 @@ def _parser() -> ArgumentParser:
     app.add_argument("--listen", default="stdio://", help="only stdio:// is served")
     app.add_argument("--record", metavar="DIR", help=f"record the session into DIR/<n>-<pid>/ (or ${RECORD_ENV})")
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
+    app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
     return parser
 
 
@@ -182,7 +199,9 @@ def _require_readable(spec: str | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at interpreter exit
+        return code
     except BrokenPipeError:  # `fake-codex --help | head -1`: no traceback
         return quiet_after_broken_pipe()
 
@@ -190,8 +209,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args, _unknown = parser.parse_known_args(argv)
+    env_release = os.environ.get(profiles.RELEASE_ENV)
+    try:  # flag and environment are checked before anything else, --version included
+        flag = getattr(args, "app_release", None) or args.release
+        profile = profiles.select(flag, env_release)
+    except profiles.UnknownRelease as exc:
+        print(f"fake-codex: {exc}", file=sys.stderr)
+        return USAGE
     if args.version:
-        print(f"codex-cli {FAKE_VERSION}")
+        print(profile.version_line)
         return 0
     if args.command != "app-server":
         parser.print_help()
@@ -203,19 +229,21 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         _require_readable(spec)
         scenario = resolve(spec)
+        profile = profiles.select(flag, env_release, scenario.release)
     except UsageError as exc:  # an unreadable path: 3, as for every command (README)
         print(f"fake-codex: {exc}", file=sys.stderr)
         return USAGE
     except ScenarioError as exc:  # a file that is not a valid scenario, an unknown name: 2
         print(f"fake-codex: {exc}", file=sys.stderr)
         return INVALID_INPUT
-    recorder = open_recorder(args.record or args.record_top or os.environ.get(RECORD_ENV), scenario, spec)
+    record_root = args.record or args.record_top or os.environ.get(RECORD_ENV)
+    recorder = open_recorder(record_root, scenario, spec, profile.release)
     if recorder is not None:
         recorder.keep_signals()
     # trio makes the shared stdin/stdout descriptions non-blocking; give a terminal back as it was.
     blocking = {fd: _get_blocking(fd) for fd in (0, 1)}
     try:
-        code, crashed = trio.run(serve_stdio, scenario, recorder)
+        code, crashed = trio.run(serve_stdio, scenario, recorder, profile)
     finally:
         for fd, was in blocking.items():
             _set_blocking(fd, was)

@@ -36,7 +36,9 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at interpreter exit
+        return code
     except BrokenPipeError:  # the reader of our output went away (`... | head -1`): no traceback
         return quiet_after_broken_pipe()
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from contracts import paths
 from contracts.checks import CONTRACT_NAMES, Check, worst
 from contracts.exitcodes import FAILED, OK, UsageError
 
@@ -63,11 +64,18 @@ class Verdict:
         return "FAIL" if self.exit_code else "PASS"
 
 
+MAX_BASELINE_BYTES = 64 * 1024 * 1024  # a checks.json of thousands of scenarios is a few MB
+
+
 def load_baseline(path: str | Path) -> list[BaselineEntry]:
     """Read a baseline file; an unreadable or malformed one is a usage error naming the file."""
     p = Path(path)
     try:
-        data = orjson.loads(p.read_bytes())
+        with paths.open_file(p, "baseline") as fh:  # a FIFO or /dev/zero is refused, never read
+            data_bytes = fh.read(MAX_BASELINE_BYTES + 1)
+        if len(data_bytes) > MAX_BASELINE_BYTES:
+            raise UsageError(f"baseline {p} is larger than {MAX_BASELINE_BYTES} bytes")
+        data = orjson.loads(data_bytes)
     except OSError as exc:
         raise UsageError(f"cannot read baseline {p}: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:

@@ -47,11 +47,20 @@ def _need_file_slot(path: Path) -> None:
         raise UsageError(f"report file {path} is {kind_of(mode)}, not a regular file: it cannot be written")
 
 
+def writable_with(directory: str | Path, names: Iterable[str], what: str = "report directory") -> Path:
+    """``directory`` created and writable, and each of ``names`` in it absent or a regular file (exit 3 otherwise).
+
+    For every command that writes files after minutes of work (``latency --report``, ``validate-release
+    --out``): said before the work, not after it."""
+    d = paths.require_writable_dir(directory, what)
+    for name in names:
+        _need_file_slot(d / name)
+    return d
+
+
 def prepare(report_dir: Path, sessions: Iterable[tuple[str, str]] = ()) -> None:
     """Check (and create) ``report_dir`` and ``sessions/<target>/``; ``sessions``: (target, scenario) pairs."""
-    paths.require_writable_dir(report_dir, "report directory")
-    for name in REPORT_FILES:
-        _need_file_slot(report_dir / name)
+    writable_with(report_dir, REPORT_FILES)
     root = report_dir / "sessions"
     _need_dir(root)
     for target, scenario in sessions:

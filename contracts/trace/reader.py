@@ -829,6 +829,11 @@ def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits())
     loads = orjson.loads
     for number, raw, terminated in _iter_lines(log_path, limits):
         trace.log_bytes += len(raw) + (1 if terminated else 0)
+        if number > limits.max_events:
+            # Blank lines count: 300 MB of newlines cost as much to read as events do, and judged nothing.
+            raise TraceLimitExceeded(
+                f"more than {limits.max_events} trace event lines (blank lines count)", line=number
+            )
         if not raw.strip():
             continue  # blank lines are tolerated, even after recording_completed (observed)
         if completed:

@@ -56,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--samples must be >= 1, --warmups and --settle-delay >= 0")
     logging.getLogger("harness").addHandler(logging.NullHandler())
     cases = args.scenario or list(CASES)
+    if args.report:  # checked before the samples are taken, not after
+        from harness.report_dir import writable_with
+
+        writable_with(args.report, ("latency.html", "latency.json"))
     codex = Path(args.codex) if args.codex else None
     if args.target == "real":
         from harness.commands.diff import select_binary

@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     except WireFileError as exc:  # a line that is not {"t", "dir", "msg"}: invalid input, with its line
         print(f"codex-harness show: {exc}", file=sys.stderr)
         return INVALID_INPUT
+    except BrokenPipeError:
+        raise  # the reader went away: the entry point ends quietly
+    except OSError as exc:  # a file that stats as regular but fails to read (/proc/self/mem, a dying disk)
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _show(args: argparse.Namespace, path: Path) -> int:

@@ -313,10 +313,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"not model-level built-in scenarios: {', '.join(unknown)} (known: {', '.join(known)})")
         scenarios = [known[n] for n in args.scenario]
     out = args.out or Path(f"release-{version}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {out}: {exc.strerror}") from None
+    from harness.report_dir import writable_with
+
+    writable_with(out, ("report.json", "report.md", "report.html"), "--out")  # before the suite, not after it
     with schema_store.using_user_store(root):  # the suite validates frames against a pin made here too
         report = validate(binary, version, root, scenarios=scenarios, latency_samples=args.latency_samples)
         note = schema_store.shadowed_note(version)
