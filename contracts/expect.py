@@ -6,7 +6,7 @@ never comes from harness code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from contracts.usage import UsageBuckets
@@ -16,6 +16,8 @@ TraceExpectation = Literal["closed", "unclosed", "violation", "none"]
 
 RESULT_STATUSES: tuple[str, ...] = ("completed", "aborted", "failed", "timeout")
 TRACE_EXPECTATIONS: tuple[str, ...] = ("closed", "unclosed", "violation", "none")
+#: what ``[expect.release."X"]`` may change
+RELEASE_KEYS: tuple[str, ...] = ("server_trace", "client_trace", "server_exit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,14 @@ class Expect:
     server_exit: int | None = None
     allow: tuple[Allowance, ...] = ()
     notes: dict[str, Any] = field(default_factory=dict)
+    #: ``[expect.release."X"]``: what differs on release X (the fake's profile or the real binary of X);
+    #: only the trace verdicts and the server exit (RELEASE_KEYS), e.g. a bundle a release leaves unclosed.
+    releases: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def for_release(self, release: str | None) -> Expect:
+        """This truth as it holds on ``release`` (its overrides applied; the same when it has none)."""
+        overrides = self.releases.get(release or "")
+        return replace(self, **overrides) if overrides else self
 
     def allowance(self, contract: str, what: str) -> Allowance | None:
         for item in self.allow:
@@ -80,6 +90,8 @@ class Expect:
             ]
         if self.notes:
             data["notes"] = dict(self.notes)
+        if self.releases:
+            data["release"] = {k: dict(v) for k, v in self.releases.items()}
         return data
 
     @classmethod
@@ -101,6 +113,7 @@ class Expect:
                 Allowance(a["contract"], a["what"], a.get("count"), a.get("reason", "")) for a in data.get("allow", ())
             ),
             notes=dict(data.get("notes", {})),
+            releases={str(k): dict(v) for k, v in data.get("release", {}).items()},
         )
 
 

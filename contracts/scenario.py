@@ -261,6 +261,9 @@ class Scenario:
     expect: Expect = field(default_factory=Expect)
     config: ServerConfig = field(default_factory=ServerConfig)
     targets: tuple[str, ...] = TARGETS
+    #: the codex-cli release the fake plays (``release`` key; ``fake-codex --release`` and
+    #: ``$FAKE_CODEX_RELEASE`` come first; None: 0.171.0); the real target plays its own binary
+    release: str | None = None
     source: str | None = None  # the file it came from
     methods: tuple[Any, ...] = ()  # [[methods]]: contracts.method_overrides.MethodOverride, fake-only
 

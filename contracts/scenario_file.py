@@ -6,6 +6,7 @@ reading our code. The format is documented in ``docs/scenarios.md``.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 import tomli_w
 
 from contracts import method_overrides, scenario_rules
-from contracts.expect import RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
+from contracts.expect import RELEASE_KEYS, RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 from contracts.scenario import (
     ACTION_TRIGGERS,
@@ -54,6 +55,8 @@ MAX_CHUNKS = 100_000
 #: Reconnects of a cut stream (``[config] stream_max_retries``).
 MAX_RETRIES = 100
 T = TypeVar("T")
+RELEASE_RE = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
+MAX_RELEASE_OVERRIDES = 16
 
 
 class ScenarioError(ValueError):
@@ -353,9 +356,36 @@ def _expect(r: _Reader) -> Expect:
         server_exit=server_exit,
         allow=tuple(allow),
         notes=r.get("notes", dict, {}, "a table"),
+        releases=_expect_releases(r.table("release")),
     )
     r.done()
     return expect
+
+
+def _release_name(r: _Reader, name: str, value: str) -> str:
+    if not RELEASE_RE.fullmatch(value):
+        raise r.error(name, "a codex-cli release like 0.169.0", value)
+    return value
+
+
+def _expect_releases(r: _Reader) -> dict[str, dict[str, Any]]:
+    """``[expect.release."0.169.0"]``: the trace verdicts and server exit that differ on that release."""
+    out: dict[str, dict[str, Any]] = {}
+    if len(r.data) > MAX_RELEASE_OVERRIDES:
+        raise r.error("(table)", f"at most {MAX_RELEASE_OVERRIDES} releases", len(r.data))
+    for release in list(r.data):
+        _release_name(r, release, release)
+        t = r.table(release)
+        overrides: dict[str, Any] = {}
+        for key in ("server_trace", "client_trace"):
+            if key in t.data:
+                overrides[key] = t.str(key, None, TRACE_EXPECTATIONS)
+        if "server_exit" in t.data:
+            overrides["server_exit"] = t.int("server_exit", None, maximum=255)
+        t.done(RELEASE_KEYS)
+        out[release] = overrides
+    r.done()
+    return out
 
 
 def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
@@ -395,6 +425,7 @@ def loads(text: str, source: str = "<scenario>", name: str | None = None) -> Sce
         expect=_expect(r.table("expect")),
         config=_config(r.table("config"), turns),
         targets=r.strs("targets", TARGETS) or TARGETS,
+        release=_release_name(r, "release", r.str("release", "")) if "release" in data else None,
         source=source,
         methods=_methods(r),
     )
@@ -520,6 +551,8 @@ def to_dict(s: Scenario) -> dict[str, Any]:
     data: dict[str, Any] = {"name": s.name, "description": s.description}
     if s.targets != TARGETS:
         data["targets"] = list(s.targets)
+    if s.release:
+        data["release"] = s.release
     if config := _nondefault(s.config):
         data["config"] = config
     data["turns"] = turns

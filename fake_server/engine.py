@@ -38,7 +38,7 @@ from contracts.messages import (
 )
 from contracts.scenario import Scenario
 from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
-from fake_server import programs, shapes, surface, turns
+from fake_server import profiles, programs, shapes, surface, turns
 from fake_server.effects import Effect
 from fake_server.faults import strike
 from fake_server.ids import IdMaker, uuid_error
@@ -101,8 +101,11 @@ class Engine:
         installation_id: str = "00000000-0000-4000-8000-000000000000",
         max_line: int = DEFAULT_MAX_LINE,
         seed: str = "fake-codex",
+        profile: profiles.Profile | None = None,
     ) -> None:
         self.scenario = scenario
+        # The release played (fake_server.profiles); the caller resolves flag and environment first.
+        self.profile = profile or profiles.select(scenario=scenario.release)
         self.cwd = cwd
         self.codex_home = codex_home
         self.hostname = hostname
@@ -227,8 +230,9 @@ class Engine:
         method = request.method
         handler = _HANDLERS.get(method)
 
-        if handler is None and method not in CLIENT_METHODS:
-            raise _invalid(unknown_variant_message(method))
+        missing = self.profile.missing_methods()
+        if (handler is None and method not in CLIENT_METHODS) or method in missing:
+            raise _invalid(unknown_variant_message(method, missing))
         if "params" not in request.frame and method not in PARAMLESS_METHODS:
             raise _invalid("Invalid request: missing field `params`")
         params = request.frame.get("params")
@@ -282,7 +286,8 @@ class Engine:
         opt_out = caps.get("optOutNotificationMethods") or []
         self.box.opt_out = frozenset(m for m in opt_out if isinstance(m, str))
         self.initialized = True
-        self.box.respond(request.id, shapes.initialize_result(info["name"], info["version"], self.codex_home))
+        result = shapes.initialize_result(info["name"], info["version"], self.codex_home, self.profile.release)
+        self.box.respond(request.id, result)
         self.box.notify("configWarning", shapes.config_warning())
         status = shapes.remote_control_status(self.hostname, self.installation_id)
         self.box.notify("remoteControl/status/changed", status)
@@ -390,6 +395,7 @@ class Engine:
             started_ms=self.now_ms,
             max_retries=self.scenario.config.stream_max_retries,
             experimental=self.experimental,
+            profile=self.profile,
         )
         turns.start_turn(self.box, thread, run, request.id, text)
 

@@ -15,6 +15,7 @@ Deterministic under ``trio.testing.MockClock(autojump_threshold=0)``: every wait
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +25,7 @@ import trio
 
 from contracts.scenario import Scenario
 from contracts.transport import TransportClosed
+from fake_server import profiles
 from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
 from fake_server.runtime import default_clock_ms, run_engine
@@ -36,9 +38,19 @@ CHANNEL_CHUNKS = 256  # bounded like a pipe: a client that never reads stalls th
 class InProcessServer:
     """One in-process fake app-server session (a :class:`~contracts.transport.Transport`)."""
 
-    def __init__(self, scenario: Scenario, *, trace_root: Path | None = None, cwd: str = "/RUN/workdir") -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        trace_root: Path | None = None,
+        cwd: str = "/RUN/workdir",
+        release: str | None = None,
+    ) -> None:
+        """``release``: the profile to play, as ``fake-codex --release`` (then ``$FAKE_CODEX_RELEASE``, then the
+        scenario's ``release``); an unknown one raises :class:`fake_server.profiles.UnknownRelease`."""
         self.scenario = scenario
-        self.engine = Engine(scenario, cwd=cwd)
+        self.profile = profiles.select(release, os.environ.get(profiles.RELEASE_ENV), scenario.release)
+        self.engine = Engine(scenario, cwd=cwd, profile=self.profile)
         self._in_send, self._in_recv = trio.open_memory_channel[bytes](CHANNEL_CHUNKS)
         self._out_send, self._out_recv = trio.open_memory_channel[bytes](CHANNEL_CHUNKS)
         # The chunk being handed out and how far: a view, so a 40 MiB line read in 64 KiB pieces is
@@ -54,7 +66,7 @@ class InProcessServer:
         self._input_closed = False
         self._grandchild_hold_ms: int | None = None
         self._cancel: trio.CancelScope | None = None
-        self._trace = ServerTrace(trace_root) if trace_root is not None else None
+        self._trace = ServerTrace(trace_root, self.profile.trace_schema) if trace_root is not None else None
         self.crashed = False
         self.grandchild_released = trio.Event()
         self.faults_struck: list[FaultStruck] = []
@@ -187,10 +199,10 @@ class InProcessServer:
 
 @asynccontextmanager
 async def serve_in_process(
-    scenario: Scenario, *, trace_root: Path | None = None, cwd: str = "/RUN/workdir"
+    scenario: Scenario, *, trace_root: Path | None = None, cwd: str = "/RUN/workdir", release: str | None = None
 ) -> AsyncIterator[InProcessServer]:
     """Run an in-process fake for the duration of the block; leaving the block kills what is left."""
-    server = InProcessServer(scenario, trace_root=trace_root, cwd=cwd)
+    server = InProcessServer(scenario, trace_root=trace_root, cwd=cwd, release=release)
     async with trio.open_nursery() as nursery:
         await nursery.start(server._serve)
         try:

@@ -315,9 +315,10 @@ PARAMLESS_METHODS: Final[frozenset[str]] = frozenset(
 )
 
 
-def unknown_variant_message(method: str) -> str:
-    """The real answer to a method it does not know (serde's message for an unknown enum tag)."""
-    listed = ", ".join(f"`{m}`" for m in CLIENT_METHODS)
+def unknown_variant_message(method: str, missing: frozenset[str] = frozenset()) -> str:
+    """The real answer to a method it does not know (serde's message for an unknown enum tag); ``missing``:
+    methods the release played does not have (fake_server.profiles), left out of the list."""
+    listed = ", ".join(f"`{m}`" for m in CLIENT_METHODS if m not in missing)
     return f"Invalid request: unknown variant `{method}`, expected one of {listed}"
 
 

@@ -200,7 +200,9 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def open_recorder(root: str | None, scenario: Scenario, spec: str | None) -> Recorder | None:
+def open_recorder(
+    root: str | None, scenario: Scenario, spec: str | None, release: str | None = None
+) -> Recorder | None:
     """The recorder for ``root`` (``--record`` or ``$FAKE_CODEX_RECORD``), None when not recording.
 
     An unusable root is reported on stderr and the server runs unrecorded: the client still gets a server.
@@ -215,7 +217,8 @@ def open_recorder(root: str | None, scenario: Scenario, spec: str | None) -> Rec
     if folder is None:
         print(f"fake-codex: {root} already holds {MAX_SERVERS} recordings; not recording", file=sys.stderr)
         return None
-    return Recorder(folder, scenario, spec, os.environ.get(PROFILE_ENV) or "0.171.0")
+    # ``release``: the profile fake-codex plays (fake_server.profiles), which the recording names.
+    return Recorder(folder, scenario, spec, release or os.environ.get(PROFILE_ENV) or "0.171.0")
 
 
 class RecordingIo:

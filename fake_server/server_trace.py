@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from contracts.trace.format import SCHEMA_VERSION
 from contracts.trace.writer import (
     InferenceWindow,
     TerminalOperationWindow,
@@ -31,8 +32,9 @@ _TURN_END = {"completed": "completed", "failed": "failed"}
 
 
 class ServerTrace:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, schema: int = SCHEMA_VERSION) -> None:
         self.root = Path(root)
+        self.schema = schema  # the envelope schema of the release played (fake_server.profiles)
         self._now = 0
         self.writers: dict[str, TraceWriter] = {}
         self._threads: dict[str, ThreadWindow] = {}
@@ -77,7 +79,9 @@ class ServerTrace:
         thread_id = data["thread_id"]
         trace_id = hashlib.sha256(thread_id.encode()).hexdigest()
         trace_id = f"{trace_id[:8]}-{trace_id[8:12]}-4{trace_id[13:16]}-8{trace_id[17:20]}-{trace_id[20:32]}"
-        writer = TraceWriter.create(self.root, rollout_id=thread_id, trace_id=trace_id, now_ms=self._clock)
+        writer = TraceWriter.create(
+            self.root, rollout_id=thread_id, trace_id=trace_id, now_ms=self._clock, schema=self.schema
+        )
         self.writers[thread_id] = writer
         self._threads[thread_id] = writer.start_thread(thread_id, model=str(data.get("model", "mock-model")))
         writer.protocol_event_observed("session_configured", {"type": "session_configured", "cwd": data.get("cwd")})

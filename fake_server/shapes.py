@@ -40,13 +40,14 @@ SANDBOXES: Final = {
 }
 
 
-def user_agent(name: str, version: str) -> str:
-    return f"{name}/{CLI_VERSION} (Linux; x86_64) fake-codex ({name}; {version})"
+def user_agent(name: str, version: str, release: str = CLI_VERSION) -> str:
+    return f"{name}/{release} (Linux; x86_64) fake-codex ({name}; {version})"
 
 
-def initialize_result(name: str, version: str, codex_home: str) -> dict[str, Any]:
+def initialize_result(name: str, version: str, codex_home: str, release: str = CLI_VERSION) -> dict[str, Any]:
+    """``release``: the codex-cli version the fake plays (fake_server.profiles), as the userAgent names it."""
     return {
-        "userAgent": user_agent(name, version),
+        "userAgent": user_agent(name, version, release),
         "codexHome": codex_home,
         "platformFamily": "unix",
         "platformOs": "linux",

@@ -9,6 +9,7 @@ from typing import Any, TypeAlias
 
 from contracts.messages import ErrorResponse, JsonId, Response
 from contracts.scenario import CommandItem, FileChangeItem, TurnScript, Usage
+from fake_server.profiles import DEFAULT, Profile
 
 # --- what a turn program yields ---------------------------------------------------------------
 
@@ -71,6 +72,7 @@ class TurnRun:
     started_ms: int
     max_retries: int = 0  # [config] stream_max_retries: reconnects a cut stream gets
     experimental: bool = False  # the client asked for experimentalApi (thread/readState/changed)
+    profile: Profile = DEFAULT  # the release played (fake_server.profiles)
     program: Program | None = None
     timer: int | None = None  # token of the pending wake, if any
     answers: deque[Answer] = field(default_factory=deque)

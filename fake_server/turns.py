@@ -102,7 +102,9 @@ def _abandon_pending(box: Outbox, run: TurnRun, *, traced: bool = False) -> list
         tool.answered = True
         box.abandon_request(tool.request_id)  # type: ignore[arg-type]
         if traced:
-            box.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not run.trace_bug)
+            # 0.163.0 and 0.169.0 never end such a call in their trace (fake_server.profiles).
+            left_open = run.trace_bug or run.profile.pending_tool_left_open
+            box.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not left_open)
     return pending
 
 
@@ -318,6 +320,8 @@ def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: Mod
     if run.deferred_usage is not None:
         usage, run.deferred_usage = run.deferred_usage, None
         emit_usage(box, thread, run, usage)
+    if run.diff and not cancelled and run.profile.diff_after_tools:
+        box.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})  # 0.163.0, 0.169.0: once more here
     if cancelled:
         yield from _finish(box, thread, run, "interrupted")
         return False

@@ -293,6 +293,7 @@ async def _play_async(
     codex: Path | None,
     cancel_trigger: tuple[CancelTrigger, float] | None,
     limit_s: float,
+    release: str | None = None,
 ) -> SessionRecord:
     meta = {"scenario_turns": len(scenario.turns), "faults": scenario_faults(scenario)}
     record = SessionRecord(scenario.name, target, scenario.expect, meta=meta)
@@ -303,11 +304,12 @@ async def _play_async(
         policy.turns = tuple(scenario.turns)
     run: TargetRun | None = None
     with trio.move_on_after(limit_s) as limit:
-        async with open_target(target, scenario, work_dir=work_dir, codex=codex) as run:
+        async with open_target(target, scenario, work_dir=work_dir, codex=codex, release=release) as run:
             record.meta["started_at"] = trio.current_time()  # t = 0 of a transcript (record)
             record.virtual_time = run.virtual_time
             record.schema_release = run.schema_release
             record.server_version = run.server_version
+            record.expect = scenario.expect.for_release(run.server_version)  # [expect.release."X"]
             record.meta.update(run.meta)
             session = None
             escaped: list[str] = []
@@ -348,17 +350,21 @@ def play(
     work_dir: Path,
     codex: Path | None = None,
     cancel_trigger: tuple[CancelTrigger, float] | None = None,
+    release: str | None = None,
 ) -> SessionRecord:
-    """Play ``scenario`` on ``target`` in a fresh ``trio.run``; traces go under ``work_dir``."""
+    """Play ``scenario`` on ``target`` in a fresh ``trio.run``; traces go under ``work_dir``.
+
+    ``release``: the release profile a fake target plays, before ``$FAKE_CODEX_RELEASE`` and the scenario's
+    (``diff`` makes the fake play the binary's release); the real target ignores it."""
     if target not in TARGET_NAMES:
         raise TargetUnavailable(f"unknown target {target!r} (known: {', '.join(TARGET_NAMES)})")
     work_dir.mkdir(parents=True, exist_ok=True)
     if target == "fake":
         clock = trio.testing.MockClock(autojump_threshold=0)
         return trio.run(
-            _play_async, scenario, target, work_dir, codex, cancel_trigger, VIRTUAL_RUN_LIMIT_S, clock=clock
+            _play_async, scenario, target, work_dir, codex, cancel_trigger, VIRTUAL_RUN_LIMIT_S, release, clock=clock
         )
-    return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, PROCESS_RUN_LIMIT_S)
+    return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, PROCESS_RUN_LIMIT_S, release)
 
 
 def skipped_checks(scenario: str, target: str, reason: str) -> list[Check]:

@@ -1,5 +1,9 @@
 """Writer of rollout-trace bundles (envelope schema 3, replayable by ``codex debug trace-reduce``).
 
+``schema=1`` or ``schema=2`` writes what codex-cli 0.163.0 or 0.169.0 writes instead (the fake's release
+profiles): one JSON file per payload referenced by ``path``, the fields those releases leave out dropped,
+and for schema 1 no ``recording_completed`` (``rollout_ended`` closes); :data:`contracts.trace.format.FORMATS`.
+
 Ordering guarantees: ``seq`` 1..N is assigned under one :class:`threading.Lock`, wall time never decreases, a
 payload record is written (and flushed as a zstd block) before the event line that references it, and the
 shard's frame is finished only by :meth:`TraceWriter.complete` (or by rotation to the next shard).
@@ -39,6 +43,7 @@ from contracts.trace.errors import WindowAlreadyEnded, WriterClosed
 from contracts.trace.format import (
     EVENT_LOG_NAME,
     EXECUTION_STATUSES,
+    FORMATS,
     MANIFEST_NAME,
     PAYLOAD_KINDS,
     PAYLOADS_DIR_NAME,
@@ -89,10 +94,15 @@ class TraceWriter:
         shard_max_bytes: int = DEFAULT_SHARD_MAX_BYTES,
         compression_level: int = 3,
         on_event: Callable[[int], None] | None = None,
+        schema: int = SCHEMA_VERSION,
     ) -> None:
         """``on_event(seq)`` runs under the writer lock after each event line is flushed (tests snapshot
         the files there to cut a bundle exactly where a killed writer could have left it)."""
         self.path = Path(bundle_dir)
+        if schema not in FORMATS:
+            raise ValueError(f"unknown trace schema {schema} (known: {', '.join(map(str, FORMATS))})")
+        self.schema = schema
+        self._format = FORMATS[schema]
         self._on_event = on_event
         self.rollout_id = rollout_id
         self.root_thread_id = root_thread_id or rollout_id
@@ -117,7 +127,7 @@ class TraceWriter:
         self.started_at_unix_ms = self._now_ms()
         self._last_wall = self.started_at_unix_ms
         manifest = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": self.schema,
             "trace_id": self.trace_id,
             "rollout_id": self.rollout_id,
             "root_thread_id": self.root_thread_id,
@@ -140,6 +150,7 @@ class TraceWriter:
         now_ms: Callable[[], int] | None = None,
         shard_max_bytes: int = DEFAULT_SHARD_MAX_BYTES,
         on_event: Callable[[int], None] | None = None,
+        schema: int = SCHEMA_VERSION,
     ) -> TraceWriter:
         """A bundle at ``root/trace-<trace_id>-<root_thread_id>/``, as the real binary names it."""
         trace_id = trace_id or str(uuid.uuid4())
@@ -152,6 +163,7 @@ class TraceWriter:
             now_ms=now_ms,
             shard_max_bytes=shard_max_bytes,
             on_event=on_event,
+            schema=schema,
         )
 
     # -- state ---------------------------------------------------------------------------------------
@@ -172,6 +184,8 @@ class TraceWriter:
     def _write_payload(self, payload: Payload) -> dict[str, Any]:
         """Store one payload (and its parts) in the current shard; returns its RawPayloadRef. Lock held."""
         part_refs = [self._write_payload(part) for part in payload.parts]
+        if self._format.payload_files:
+            return self._write_payload_file(payload, part_refs)
         if self._shard_obj is None:
             self._shard_no += 1
             self._shard_file = open(self.path / PAYLOADS_DIR_NAME / shard_name(self._shard_no), "wb")
@@ -189,6 +203,25 @@ class TraceWriter:
             ref["parts"] = part_refs
         if self._shard_bytes >= self._shard_max_bytes:
             self._finish_shard()
+        return ref
+
+    def _write_payload_file(self, payload: Payload, part_refs: list[dict[str, Any]]) -> dict[str, Any]:
+        """Schemas 1 and 2: the payload is ``payloads/<n>.json`` (indented, as those releases write it)."""
+        n = next(self._payload_ids)
+        name = f"{n}.json"
+        body = payload.body
+        if isinstance(body, bytes | bytearray | memoryview):
+            data = bytes(body)
+        else:
+            data = orjson.dumps(body, option=orjson.OPT_INDENT_2)
+        (self.path / PAYLOADS_DIR_NAME / name).write_bytes(data)
+        ref: dict[str, Any] = {
+            "raw_payload_id": payload_id(n),
+            "kind": {"type": payload.kind},
+            "path": f"{PAYLOADS_DIR_NAME}/{name}",
+        }
+        if part_refs:
+            ref["parts"] = part_refs
         return ref
 
     def _finish_shard(self) -> None:
@@ -212,13 +245,18 @@ class TraceWriter:
             if self._closed:
                 raise WriterClosed(f"trace writer is {self._state}")
             body = dict(payload)
+            etype = body.get("type")
             for slot, value in (payloads or {}).items():
-                body[slot] = None if value is None else self._write_payload(value)
+                if (etype, slot) not in self._format.not_written:
+                    body[slot] = None if value is None else self._write_payload(value)
+            for dropped_type, name in self._format.not_written:  # what an older release does not write
+                if dropped_type == etype:
+                    body.pop(name, None)
             self._seq += 1
             wall = max(self._now_ms(), self._last_wall)
             self._last_wall = wall
             event = {
-                "schema_version": SCHEMA_VERSION,
+                "schema_version": self.schema,
                 "seq": self._seq,
                 "wall_time_unix_ms": wall,
                 "rollout_id": self.rollout_id,
@@ -332,7 +370,8 @@ class TraceWriter:
             if isinstance(w, ThreadWindow) and not w.ended:
                 w.end("completed")
         self._emit({"type": "rollout_ended", "status": rollout_status})
-        self._emit({"type": "recording_completed"})
+        if self._format.closing_event == "recording_completed":  # schema 1 ends with rollout_ended
+            self._emit({"type": "recording_completed"})
         with self._lock:
             self._closed = True
             self._state = "completed"

@@ -3,8 +3,10 @@
 The comparison is structural (:mod:`contracts.fidelity`): method, item type and status, turn status,
 thread status and active flags, ``willRetry``; ids, timestamps, texts and ambient notifications are
 ignored, runs of identical deltas count once, and ``serverRequest/resolved`` is counted per turn
-rather than placed. Exit 0 when the two sides agree, 1 when they differ (or a side could not be
-played), 2 for an invalid scenario file or a fake-only scenario, 3 for usage errors (no binary).
+rather than placed. The fake plays the release profile of the binary's version (fake_server.profiles), or the
+nearest one (the newest not newer than the binary) and says which; every frame of both sides must also
+validate against its release's pinned schema. Exit 0 when the two sides agree, 1 when they differ (or a
+side could not be played), 2 for an invalid scenario file or a fake-only scenario, 3 for usage errors (no binary).
 """
 
 from __future__ import annotations
@@ -40,10 +42,13 @@ class FidelityResult:
     server_version: str | None = None
     fake_frames: int = 0
     real_frames: int = 0
+    profile: str | None = None  # the release profile the fake played
+    profile_note: str = ""  # how it was chosen (the binary's own release, or the nearest)
+    invalid_frames: list[str] = field(default_factory=list)  # frames failing their release's schema
 
     @property
     def equal(self) -> bool:
-        return self.skipped is None and self.error is None and not self.differences
+        return self.skipped is None and self.error is None and not self.differences and not self.invalid_frames
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +59,9 @@ class FidelityResult:
             "error": self.error,
             "server_version": self.server_version,
             "frames": {"fake": self.fake_frames, "real": self.real_frames},
+            "profile": self.profile,
+            "profile_note": self.profile_note,
+            "invalid_frames": self.invalid_frames,
             "differences": [
                 {"segment": d.segment, "what": d.what, "expected": d.expected, "actual": d.actual, "text": str(d)}
                 for d in self.differences
@@ -66,10 +74,38 @@ def server_side(record: SessionRecord) -> list[Any]:
     return [entry.frame for entry in record.wire if entry.dir == "s2c"]
 
 
+def profile_for(version: str) -> tuple[str, str]:
+    """The fake's release profile for a binary of ``version``, and the sentence that says how it was chosen."""
+    from fake_server import profiles
+
+    profile, exact = profiles.nearest(version)
+    if exact:
+        return profile.release, f"fake plays its profile of {version}"
+    return profile.release, (
+        f"no fake profile for {version}: compared with the nearest, {profile.release} "
+        f"(profiles: {', '.join(profiles.names())})"
+    )
+
+
+def _invalid_frames(record: SessionRecord, side: str) -> list[str]:
+    """Frames of ``record`` that do not validate against its release's pinned schema, as check details."""
+    from contracts.checks import schema
+
+    return [f"{side}: {c.name}: {c.detail}" for c in schema.check(record) if c.status == "fail"]
+
+
 def fidelity_diff(
-    scenario: Scenario, codex: Path, *, fake_target: str = "fake", work_root: Path | None = None
+    scenario: Scenario,
+    codex: Path,
+    *,
+    fake_target: str = "fake",
+    work_root: Path | None = None,
+    release: str | None = None,
 ) -> FidelityResult:
-    """Play ``scenario`` on ``fake_target`` and on the real ``codex``; the structural difference (fake expected)."""
+    """Play ``scenario`` on the real ``codex`` and on ``fake_target``; the structural difference (fake expected).
+
+    The fake plays ``release`` when given, else the profile matching the binary's version (:func:`profile_for`).
+    """
     from harness.runner import play
     from harness.targets import TargetUnavailable
 
@@ -81,9 +117,11 @@ def fidelity_diff(
             return result
     records: dict[str, SessionRecord] = {}
     with tempfile.TemporaryDirectory(prefix=f"codex-harness-diff-{scenario.name}-", dir=work_root) as tmp:
-        for target in (fake_target, "real"):
+        for target in ("real", fake_target):  # the real one first: its version picks the fake's profile
+            if target == fake_target and release is None:
+                release, result.profile_note = profile_for(records["real"].server_version or "")
             try:
-                record = play(scenario, target, work_dir=Path(tmp) / target, codex=codex)
+                record = play(scenario, target, work_dir=Path(tmp) / target, codex=codex, release=release)
             except TargetUnavailable as exc:
                 result.error = f"{target}: not available: {exc}"
                 return result
@@ -96,6 +134,8 @@ def fidelity_diff(
             records[target] = record
     fake, real = server_side(records[fake_target]), server_side(records["real"])
     result.server_version = records["real"].server_version
+    result.profile = records[fake_target].server_version
+    result.invalid_frames = _invalid_frames(records[fake_target], "fake") + _invalid_frames(records["real"], "real")
     result.fake_frames, result.real_frames = len(fake), len(real)
     result.differences = diff_server_sides(fake, real, collapse_deltas=True)
     return result
@@ -142,8 +182,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{scenario.name}: {result.error}")
     else:
         version = result.server_version or "?"
-        print(f"{scenario.name}: {args.fake_target} vs real codex {version}")
+        print(f"{scenario.name}: {args.fake_target} ({result.profile_note}) vs real codex {version}")
         print(render(result.differences))
+        for line in result.invalid_frames:
+            print(f"invalid against its release's schema: {line}")
     if result.skipped:
         return INVALID_INPUT
     return OK if result.equal else FAILED

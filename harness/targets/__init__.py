@@ -26,16 +26,18 @@ async def open_target(
     work_dir: Path,
     codex: Path | None = None,
     scenario_file: Path | None = None,
+    release: str | None = None,
 ) -> AsyncIterator[TargetRun]:
+    """``release``: the profile a fake plays (fake_server.profiles) before its other sources; None: theirs."""
     if name == "fake":
         from harness.targets.fake import in_process
 
-        async with in_process(scenario, work_dir=work_dir) as run:
+        async with in_process(scenario, work_dir=work_dir, release=release) as run:
             yield run
     elif name == "fake-process":
         from harness.targets.fake import fake_process
 
-        async with fake_process(scenario, work_dir=work_dir, scenario_file=scenario_file) as run:
+        async with fake_process(scenario, work_dir=work_dir, scenario_file=scenario_file, release=release) as run:
             yield run
     elif name == "real":
         from harness.targets.real_adapter import real

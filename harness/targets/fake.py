@@ -10,22 +10,26 @@ from pathlib import Path
 
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
-from fake_server import ledger
+from fake_server import ledger, profiles
 from harness.targets.base import TargetRun, TargetUnavailable
 
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 
 
 @asynccontextmanager
-async def in_process(scenario: Scenario, *, work_dir: Path) -> AsyncIterator[TargetRun]:
+async def in_process(scenario: Scenario, *, work_dir: Path, release: str | None = None) -> AsyncIterator[TargetRun]:
     try:
         from fake_server.inprocess import serve_in_process
     except ImportError as exc:
         raise TargetUnavailable(f"the in-process fake is not available: {exc}") from exc
     trace_root = work_dir / "server-trace-root"
     trace_root.mkdir(parents=True, exist_ok=True)
-    async with serve_in_process(scenario, trace_root=trace_root) as server:
-        run = TargetRun("fake", server, virtual_time=True, trace_root=trace_root, server_version="0.171.0")
+    async with serve_in_process(scenario, trace_root=trace_root, release=release) as server:
+        # The release profile played ($FAKE_CODEX_RELEASE, else the scenario's): its schema judges the frames.
+        release = server.profile.release
+        run = TargetRun(
+            "fake", server, virtual_time=True, trace_root=trace_root, schema_release=release, server_version=release
+        )
         run.faults_struck = lambda: [(f.turn, f.index) for f in server.faults_struck]
         yield run
 
@@ -41,7 +45,7 @@ def fake_codex_argv() -> list[str]:
 
 @asynccontextmanager
 async def fake_process(
-    scenario: Scenario, *, work_dir: Path, scenario_file: Path | None = None
+    scenario: Scenario, *, work_dir: Path, scenario_file: Path | None = None, release: str | None = None
 ) -> AsyncIterator[TargetRun]:
     from harness.client.process import child_environment, spawn_process
 
@@ -57,14 +61,17 @@ async def fake_process(
     env[TRACE_ROOT_ENV] = str(trace_root)
     fault_ledger = work_dir / "faults-struck.jsonl"
     env[ledger.FAULT_LEDGER_ENV] = str(fault_ledger)
-    argv = [*fake_codex_argv(), "app-server", "--scenario", str(scenario_file)]
+    # The release profile as the process will pick it; a scenario file of our own may lack the scenario's key.
+    release = profiles.select(release, env.get(profiles.RELEASE_ENV), scenario.release).release
+    argv = [*fake_codex_argv(), "app-server", "--scenario", str(scenario_file), "--release", release]
     async with spawn_process(argv, cwd=work_dir, env=env) as transport:
         yield TargetRun(
             "fake-process",
             transport,
             virtual_time=False,
             trace_root=trace_root,
-            server_version="0.171.0",
+            schema_release=release,
+            server_version=release,
             meta={"argv": argv},
             faults_struck=lambda: ledger.read(fault_ledger),
         )

@@ -1,0 +1,115 @@
+"""Release profiles: which codex-cli release the fake plays, as data plus a few small hooks.
+
+The engine is one (it behaves like 0.171.0); a profile names what an older release does differently, each
+difference measured on the real release (``codex-harness diff --scenario NAME --codex <release>`` over every
+model-level built-in scenario, recordings under ``tests/data/real/<release>/``):
+
+- its ``--version`` answer and the version in ``initialize``'s ``userAgent`` and in thread objects;
+- its pinned wire schema (``contracts/schema/codex-cli-<release>``), from which its client methods come;
+- the trace bundle format it writes (envelope schema 1, 2 or 3: :data:`contracts.trace.format.FORMATS`);
+- ``diff_after_tools``: 0.163.0 and 0.169.0 send one more ``turn/diff/updated`` once a response whose file
+  change completed has had its usage reported (after ``account/rateLimits/updated``);
+- ``pending_tool_left_open``: on 0.163.0 and 0.169.0 an interrupt while an approval is pending never ends
+  the tool call in the trace bundle (closure invariants 3 and 5 fail; fixed in 0.171.0).
+
+Which profile plays: ``fake-codex --release X`` > ``$FAKE_CODEX_RELEASE`` > the scenario's ``release`` key >
+:data:`DEFAULT_RELEASE` (:func:`select`). An unknown release is a usage error that lists the profiles.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Final
+
+from contracts.exitcodes import UsageError
+
+RELEASE_ENV: Final = "FAKE_CODEX_RELEASE"
+DEFAULT_RELEASE: Final = "0.171.0"
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    release: str
+    trace_schema: int  # the rollout-trace envelope schema this release writes
+    diff_after_tools: bool = False
+    pending_tool_left_open: bool = False
+
+    @property
+    def schema_release(self) -> str:
+        """The pinned wire schema frames of this profile validate against (every profile has its own pin)."""
+        return self.release
+
+    @property
+    def version_line(self) -> str:
+        return f"codex-cli {self.release}"
+
+    def client_methods(self) -> frozenset[str]:
+        """The client request methods of this release's pinned experimental schema (empty: no pin readable)."""
+        return _client_methods(self.schema_release)
+
+    def missing_methods(self) -> frozenset[str]:
+        """Client methods the newest profile knows and this release's pin does not: "unknown variant" here."""
+        if self.release == DEFAULT_RELEASE:
+            return frozenset()
+        mine = self.client_methods()
+        return _client_methods(DEFAULT_RELEASE) - mine if mine else frozenset()
+
+
+PROFILES: Final[dict[str, Profile]] = {
+    "0.163.0": Profile("0.163.0", trace_schema=1, diff_after_tools=True, pending_tool_left_open=True),
+    "0.169.0": Profile("0.169.0", trace_schema=2, diff_after_tools=True, pending_tool_left_open=True),
+    "0.171.0": Profile("0.171.0", trace_schema=3),
+}
+DEFAULT: Final = PROFILES[DEFAULT_RELEASE]
+
+
+class UnknownRelease(UsageError):
+    """A release the fake has no profile for (exit 3); ``str()`` lists the profiles."""
+
+
+def names() -> list[str]:
+    return list(PROFILES)
+
+
+def get(release: str) -> Profile:
+    profile = PROFILES.get(release.strip())
+    if profile is None:
+        raise UnknownRelease(f"no release profile {release!r} (profiles: {', '.join(PROFILES)})")
+    return profile
+
+
+def select(flag: str | None = None, env: str | None = None, scenario: str | None = None) -> Profile:
+    """The profile to play: the first of flag, environment, scenario that is set; else the default."""
+    for value in (flag, env, scenario):
+        if value:
+            return get(value)
+    return DEFAULT
+
+
+def nearest(version: str) -> tuple[Profile, bool]:
+    """The profile for a binary's ``version``: its own, else the newest not newer than it (else the oldest).
+
+    Returns (profile, exact).
+    """
+    from contracts.schema_store import version_key
+
+    if version in PROFILES:
+        return PROFILES[version], True
+    key = version_key(version)
+    older = [p for p in PROFILES.values() if version_key(p.release) <= key]
+    if older:
+        return max(older, key=lambda p: version_key(p.release)), False
+    return min(PROFILES.values(), key=lambda p: version_key(p.release)), False
+
+
+@functools.cache
+def _client_methods(release: str) -> frozenset[str]:
+    try:
+        from contracts import schema_store
+        from contracts.protocol_index import Union, build_index
+
+        bundle = schema_store.load_bundle(release, True)
+        return frozenset(build_index(bundle).methods[Union.CLIENT_REQUEST])
+    except Exception:  # a missing pin only makes the fake less strict about method names
+        return frozenset()
