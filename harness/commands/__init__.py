@@ -16,4 +16,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.schema",
     "harness.commands.trace",
     "harness.commands.validate_release",
+    "harness.commands.matrix",
 )

@@ -42,6 +42,8 @@ class ReleaseReport:
     pin_state: str = ""  # see pin_schema
     schema_store: str = ""
     compared_with: str | None = None
+    profile: str | None = None  # the fake's release profile the fidelity diffs compared with
+    profile_note: str = ""
     schema: SchemaDiff | None = None
     checks: list[Check] = field(default_factory=list)
     fidelity: list[dict[str, Any]] = field(default_factory=list)
@@ -107,6 +109,7 @@ class ReleaseReport:
                 "failed": [c.to_dict() for c in self.failed_checks],
                 "skipped": sum(c.status == "skip" for c in self.checks),
             },
+            "profile": {"release": self.profile, "note": self.profile_note},
             "fidelity": self.fidelity,
             "latency": self.latency,
             "wall_s": round(self.wall_s, 1),
@@ -146,12 +149,15 @@ def render_markdown(report: ReleaseReport) -> str:
     ]
     lines += [f"- FAIL {c['scenario']} {c['contract']} {c['name']}: {c['detail']}" for c in contracts["failed"]]
     lines += ["", "## Fidelity (fake vs real, structural)", ""]
+    if report.profile_note:
+        lines += [f"The fake played release profile {report.profile}: {report.profile_note}.", ""]
     for f in report.fidelity:
         state = "equal" if f["equal"] else ("skipped: " + f["skipped"] if f["skipped"] else "DIFFERENT")
         lines.append(f"- {f['scenario']}: {state}")
         if f.get("error"):
             lines.append(f"  - {f['error']}")
         lines += [f"  - {d['text']}" for d in f["differences"][:10]]
+        lines += [f"  - invalid against its release's schema: {x}" for x in f.get("invalid_frames", [])[:5]]
     lines += ["", "## Interrupt latency (ms, nearest rank)", ""]
     if report.latency:
         lines += ["| case | metric | n | p50 | p95 | p99 |", "|---|---|---|---|---|---|"]
@@ -245,12 +251,13 @@ def _progress(text: str) -> None:
 def validate(
     binary: Path, version: str, root: Path, *, scenarios: list[Scenario], latency_samples: int
 ) -> ReleaseReport:
-    from harness.commands.diff import fidelity_diff
+    from harness.commands.diff import fidelity_diff, profile_for
     from harness.latency import CASES, run_case
     from harness.runner import run_many
 
     started = time.perf_counter()
     report = ReleaseReport(version=version, codex=str(binary), schema_store=str(root))
+    report.profile, report.profile_note = profile_for(version)  # like with like: the fake plays this release
     _progress(f"pinning the schema of codex-cli {version}")
     report.pin_state, stable = pin_schema(binary, version, root)
     if version in schema_store.shipped_releases():  # the pin compared with is the package's, not the user's
@@ -271,7 +278,7 @@ def validate(
     report.records = [r.record for r in runs if r.record is not None]
     for scenario in scenarios:
         _progress(f"fidelity: {scenario.name}")
-        result = fidelity_diff(scenario, binary)
+        result = fidelity_diff(scenario, binary, release=report.profile)
         entry = result.to_json()
         entry["rendered"] = render(result.differences)
         report.fidelity.append(entry)
