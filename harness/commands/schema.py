@@ -14,6 +14,7 @@ import orjson
 
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
+from contracts.protocol_index import Union, build_index
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
 from harness.client.stderr import strip_ansi
 from harness.codex_bin import CodexNotFound, codex_version, find_codex, run_bounded
@@ -164,6 +165,16 @@ def run_pin(args: argparse.Namespace) -> int:
 # --- diff -------------------------------------------------------------------------------------------
 
 
+def _require_app_server_schema(label: str, bundle: schema_store.Bundle) -> None:
+    """A directory of unrelated JSON files is not a schema: diffing it would report every method removed."""
+    try:
+        methods = build_index(bundle).methods
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise UsageError(f"{label}: not a codex app-server schema ({exc})") from None
+    if not any(methods[union] for union in Union):
+        raise UsageError(f"{label}: not a codex app-server schema (no ClientRequest or ServerNotification methods)")
+
+
 def run_diff(args: argparse.Namespace) -> int:
     sides = []
     with schema_store.using_user_store(args.store):
@@ -176,6 +187,9 @@ def run_diff(args: argparse.Namespace) -> int:
                 sides.append(schema_store.open_bundle(spec, args.experimental))
             except schema_store.SchemaStoreError as exc:
                 raise UsageError(str(exc)) from exc
+    for spec, (label, bundle) in zip((args.old, args.new), sides, strict=True):
+        if Path(spec).is_dir() and not (Path(spec) / schema_store.META_FILE).is_file():  # any *.json files
+            _require_app_server_schema(label, bundle)
     (old_label, old), (new_label, new) = sides
     result = diff_bundles(old, new, old_label, new_label)
     if args.json:
