@@ -1,14 +1,15 @@
 """Fixtures of the codex-harness pytest plugin: ``fake_codex``, ``codex_session``, ``run_scenario``.
 
 - ``fake_codex``: the ``fake-codex`` executable, with the argv / environment that make it serve a
-  scenario, for a client under test in any language.
+  scenario, for a client under test in any language; ``fake_codex.release("0.163.0")`` plays that release.
 - ``codex_session``: an open, initialized client :class:`~harness.client.session.Session` against the
   in-process fake (async; pick the scenario with ``@pytest.mark.codex_scenario("NAME")``, default
-  ``plain``; use pytest-trio's ``autojump_clock`` to run on virtual time).
+  ``plain``, and the release with ``@pytest.mark.codex_release("0.169.0")``; use pytest-trio's
+  ``autojump_clock`` to run on virtual time).
 - ``client_env``: ``os.environ`` with the test's run marker, for starting an outside client by hand.
-- ``run_scenario``: plays a scenario (built-in name, file path or :class:`Scenario`) on a target and
-  returns the judged :class:`~harness.runner.ScenarioRun`; the session record is saved under the
-  test's ``tmp_path`` so a failure can be replayed with ``codex-harness show``.
+- ``run_scenario``: plays a scenario (built-in name, file path or :class:`Scenario`) on a target
+  (``release=`` the profile a fake plays) and returns the judged :class:`~harness.runner.ScenarioRun`; the
+  session record is saved under the test's ``tmp_path`` so a failure can be replayed with ``codex-harness show``.
 """
 
 from __future__ import annotations
@@ -33,19 +34,31 @@ class FakeCodex:
     """The fake executable. ``argv`` starts it (``fake-codex``, or the interpreter running its module)."""
 
     argv: tuple[str, ...]
+    #: the release profile it plays (``--release`` / ``FAKE_CODEX_RELEASE``); None: the scenario's, else 0.171.0
+    release_played: str | None = None
 
     @property
     def path(self) -> str:
         return self.argv[0]
 
+    def release(self, release: str) -> FakeCodex:
+        """The same executable playing ``release`` (one of fake_server.profiles.PROFILES; checked here)."""
+        from fake_server import profiles
+
+        return dataclasses.replace(self, release_played=profiles.get(release).release)
+
     def app_server(self, scenario: str | os.PathLike[str] = DEFAULT_SCENARIO) -> list[str]:
-        """``fake-codex app-server --scenario NAME|PATH``."""
-        return [*self.argv, "app-server", "--scenario", os.fspath(scenario)]
+        """``fake-codex app-server --scenario NAME|PATH [--release X]``."""
+        extra = ["--release", self.release_played] if self.release_played else []
+        return [*self.argv, "app-server", "--scenario", os.fspath(scenario), *extra]
 
     def env(self, scenario: str | os.PathLike[str], base: dict[str, str] | None = None) -> dict[str, str]:
-        """An environment selecting the scenario for clients that spawn ``codex app-server`` with fixed argv."""
+        """An environment selecting the scenario (and the release) for clients that spawn ``codex app-server``
+        with fixed argv."""
         env = dict(os.environ if base is None else base)
         env["FAKE_CODEX_SCENARIO"] = os.fspath(scenario)
+        if self.release_played:
+            env["FAKE_CODEX_RELEASE"] = self.release_played
         return env
 
 
@@ -66,8 +79,10 @@ async def codex_session(request: pytest.FixtureRequest, tmp_path: Path) -> Async
 
     marker = request.node.get_closest_marker("codex_scenario")
     scenario = _scenario(marker.args[0] if marker else DEFAULT_SCENARIO)
+    release_marker = request.node.get_closest_marker("codex_release")
+    release = str(release_marker.args[0]) if release_marker else None
     options = dataclasses.replace(session_options(scenario.client, tmp_path / "client-trace"), initialize=True)
-    async with serve_in_process(scenario, trace_root=tmp_path / "server-trace") as server:
+    async with serve_in_process(scenario, trace_root=tmp_path / "server-trace", release=release) as server:
         async with open_session(server, options, policy=approval_policy(scenario.client)) as session:
             yield session
 
@@ -90,6 +105,7 @@ def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., o
         codex: Path | None = None,
         client: Sequence[str] | None = None,
         client_deadline: float | None = None,
+        release: str | None = None,
     ) -> object:
         scenario = _scenario(spec)
         if client is not None:
@@ -99,10 +115,14 @@ def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., o
                 raise ValueError(f"an outside client runs on target {TARGET}, not {target}")
             check_command(list(client))
             save = tmp_path / f"record-{next(counter)}-{scenario.name}-client"
-            spec_ = ClientSpec(list(client), client_deadline)
+            spec_ = ClientSpec(list(client), client_deadline, release)
             return run_outside_one(scenario, spec_, save_dir=save, work_root=tmp_path)
         save = tmp_path / f"record-{next(counter)}-{scenario.name}-{target}"
-        return run_one(scenario, target, codex=codex, save_dir=save, work_root=tmp_path)
+        if release is not None:
+            from fake_server import profiles
+
+            profiles.get(release)  # an unknown release fails the test here, with the list of profiles
+        return run_one(scenario, target, codex=codex, save_dir=save, work_root=tmp_path, release=release)
 
     return run
 

@@ -18,7 +18,6 @@ from contracts.checks import Check
 from contracts.exitcodes import UsageError
 from contracts.scenario import Scenario
 from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
-from harness.outside.shim import DEFAULT_PROFILE
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +26,14 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         metavar='"CMD ARGS"',
         help="judge this outside client instead of ours (split like a shell; implies --target fake-process)",
     )
+    try:  # the release seam: --release may already be there for every target
+        parser.add_argument(
+            "--release",
+            metavar="X",
+            help="the release profile the fake plays for --client-cmd (default: the scenario's, else 0.171.0)",
+        )
+    except argparse.ArgumentError:
+        pass
     parser.add_argument(
         "--client-deadline",
         metavar="SECONDS",
@@ -48,8 +55,12 @@ def client_spec(args: argparse.Namespace) -> ClientSpec:
     deadline = args.client_deadline
     if deadline is not None and not 0 < deadline <= 24 * 3600:
         raise UsageError(f"--client-deadline must be in (0, 86400] seconds, not {deadline:g}")
-    # The release profile: one today; the releases work selects it per client (e.g. the SDK's own).
-    return ClientSpec(argv, deadline, getattr(args, "release", None) or DEFAULT_PROFILE)
+    release = getattr(args, "release", None)
+    if release is not None:
+        from fake_server import profiles
+
+        profiles.get(release)  # an unknown release is a usage error that lists the profiles
+    return ClientSpec(argv, deadline, release)
 
 
 def run_clients(

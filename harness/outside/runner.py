@@ -59,8 +59,8 @@ class ClientCannotStart(UsageError):
 class ClientSpec:
     argv: list[str]
     deadline_s: float | None = None
-    #: the release profile the shim answers and the fake plays (the releases work adds more than one)
-    profile: str = DEFAULT_PROFILE
+    #: the release profile the shim answers and the fake plays; None: the scenario's ``release``, else 0.171.0
+    profile: str | None = None
 
 
 @dataclass(slots=True)
@@ -339,8 +339,9 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path) -> Outsid
     plan = adapter_plan(scenario)
     plan_path.write_bytes(orjson.dumps(plan, option=orjson.OPT_INDENT_2))
     marker = run_marker()
+    profile = spec.profile or scenario.release or DEFAULT_PROFILE
     shim = write_shim(
-        work_dir / "bin", scenario_file=scenario_file, record_dir=record_dir, marker=marker, profile=spec.profile
+        work_dir / "bin", scenario_file=scenario_file, record_dir=record_dir, marker=marker, profile=profile
     )
     home = work_dir / "codex-home"
     home.mkdir(exist_ok=True)
@@ -353,11 +354,14 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path) -> Outsid
         "client_cmd": list(spec.argv),
         "deadline_s": deadline,
         "expected_hash": scenario_hash(scenario),
-        "profile": spec.profile,
+        "profile": profile,
         "plan_turns": plan["turns"],
         "budgets": budgets(scenario.client),
     }
-    records = build_records(scenario, record_dir, client, facts, result_path)
+    # [expect.release."X"]: the truth of the release played.
+    records = build_records(
+        replace(scenario, expect=scenario.expect.for_release(profile)), record_dir, client, facts, result_path
+    )
     return OutsideRun(records, judge(records), record_dir)
 
 
@@ -394,7 +398,7 @@ def run_outside_one(
     try:
         try:
             run = play_outside(scenario, spec, work_dir)
-        except ClientCannotStart:
+        except (ClientCannotStart, UsageError):  # the command or the release: the caller's usage error
             raise
         except Exception as exc:
             detail = "".join(traceback.format_exception(exc)[-3:]).strip()

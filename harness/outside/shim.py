@@ -14,26 +14,28 @@ from pathlib import Path
 
 from harness.targets.fake import fake_codex_argv
 
-#: The release whose wire the fake plays. The releases work gives each SDK its own profile; until then
-#: every outside client runs against this one (see docs/clients.md).
+#: The release profile played when neither ``--release`` nor the scenario names one (fake_server.profiles).
 DEFAULT_PROFILE = "0.171.0"
 
 
 def write_shim(
     directory: Path, *, scenario_file: Path, record_dir: Path, marker: str, profile: str = DEFAULT_PROFILE
 ) -> Path:
-    """``directory/codex``, executable."""
+    """``directory/codex``, executable. ``profile`` must be one of fake_server.profiles (UnknownRelease: exit 3)."""
+    from fake_server import profiles
+
+    version_line = profiles.get(profile).version_line
     directory.mkdir(parents=True, exist_ok=True)
     fake = " ".join(shlex.quote(a) for a in fake_codex_argv())
     q = shlex.quote
     script = f"""#!/bin/sh
 # codex shim written by codex-harness: plays one scenario on fake-codex and records what it sees.
 case "$1" in
-  --version|-V) echo "codex-cli {profile}"; exit 0 ;;
+  --version|-V) echo {q(version_line)}; exit 0 ;;
 esac
 export FAKE_CODEX_SCENARIO={q(str(scenario_file))}
 export FAKE_CODEX_RECORD={q(str(record_dir))}
-export FAKE_CODEX_PROFILE={q(profile)}
+export FAKE_CODEX_RELEASE={q(profile)}
 export CODEX_HARNESS_RUN_MARKER={q(marker)}
 exec {fake} "$@"
 """
