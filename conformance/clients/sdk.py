@@ -100,7 +100,7 @@ def markdown(checks: list[dict[str, Any]], entries: list[dict[str, Any]]) -> str
         out.append(f"| {scenario} | " + " | ".join(_CELL.get(cells.get(k, ""), "") for k in contracts) + " |")
     out += ["", "| scenario | check | status | why | reproduce |", "|---|---|---|---|---|"]
     for e in entries:
-        repro = f'`codex-harness run --client-cmd "$CMD" --scenario {e["scenario"]}`'
+        repro = f'`codex-harness run --client-cmd "$CMD" --release {SDK_VERSION} --scenario {e["scenario"]}`'
         out.append(f"| `{e['scenario']}` | {e['contract']} / {e['name']} | {e['status']} | {e['why']} | {repro} |")
     return "\n".join(out) + "\n"
 
