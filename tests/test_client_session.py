@@ -912,3 +912,32 @@ async def test_late_events_of_the_previous_turn_do_not_touch_the_next(autojump_c
         assert second.result.turn_id == "t2" and second.result.completed_consumed == 1
 
     await run_client(script, body)
+
+
+async def test_batches_hand_out_a_read_of_deltas_as_one_batch(autojump_clock: trio.testing.MockClock) -> None:
+    from contracts.wire import encode_frame
+    from harness.client.events import MessageDeltas
+
+    base = {"threadId": THREAD, "turnId": "t1", "itemId": "msg-1"}
+
+    async def script(peer: ScriptedPeer) -> None:
+        await turn_begin(peer, "t1")
+        await trio.sleep(0.1)
+        frames = [{"method": "item/agentMessage/delta", "params": {**base, "delta": f"{i} "}} for i in range(300)]
+        await peer.send_raw(b"".join(encode_frame(f) for f in frames))  # one write: one read
+        await trio.sleep(0.1)
+        await turn_end(peer, "t1")
+
+    async def body(session: Session) -> None:
+        batches: list[list[Any]] = []
+        async with session.turn("go") as turn:
+            async for batch in turn.batches():
+                batches.append(batch)
+        deltas = [e for batch in batches for e in batch if isinstance(e, MessageDeltas)]
+        assert len(deltas) == 1 and deltas[0].first_n == 1 and len(deltas[0]) == 300
+        assert [e.n for e in deltas[0].events()] == list(range(1, 301))
+        assert isinstance(batches[-1][-1], TurnEnded)
+        assert turn.result is not None and turn.result.status == "completed"
+        assert turn.partial_text == "".join(f"{i} " for i in range(300))
+
+    await run_client(script, body)

@@ -224,29 +224,27 @@ class Session:
     def handle(self, events: list[Event]) -> None:
         """Do what the core asked (after every call into it), then wake the running turn's consumer."""
         for event in events:
-            kind = type(event)
-            if kind is RequestAnswered:
-                self._answer(event)  # type: ignore[arg-type]
-            elif kind is TurnFinished:
-                self._by_core[id(event.turn)].ended()  # type: ignore[union-attr]
-            elif kind is TurnIdKnown:
-                self._by_core[id(event.turn)].id_known.set()  # type: ignore[union-attr]
-            elif kind is TurnWoken:
-                self._by_core[id(event.turn)].wake.set()  # type: ignore[union-attr]
-            elif kind is ApprovalOpened:
-                pending = event.pending  # type: ignore[union-attr]
-                scope = self._policy_scopes[pending.request.request_id] = trio.CancelScope()
-                self._spawn(run_policy, self, pending, scope)
-            elif kind is ApprovalClosed:
-                scope = self._policy_scopes.get(event.request_id)  # type: ignore[union-attr]
-                if scope is not None:
-                    scope.cancel()
-            elif kind is SendFrame:
-                self._spawn(send_answer, self, event.message)  # type: ignore[union-attr]
-            elif kind is KillServer:
-                self.transport.kill()
-            elif kind is RequestsFailed:
-                self._fail_pending(event.error)  # type: ignore[union-attr]
+            match event:
+                case RequestAnswered():
+                    self._answer(event)
+                case TurnFinished(turn=core):
+                    self._by_core[id(core)].ended()
+                case TurnIdKnown(turn=core):
+                    self._by_core[id(core)].id_known.set()
+                case TurnWoken(turn=core):
+                    self._by_core[id(core)].wake.set()
+                case ApprovalOpened(pending=pending):
+                    scope = self._policy_scopes[pending.request.request_id] = trio.CancelScope()
+                    self._spawn(run_policy, self, pending, scope)
+                case ApprovalClosed(request_id=request_id):
+                    if (scope := self._policy_scopes.get(request_id)) is not None:
+                        scope.cancel()
+                case SendFrame(message=message):
+                    self._spawn(send_answer, self, message)
+                case KillServer():
+                    self.transport.kill()
+                case RequestsFailed(error=error):
+                    self._fail_pending(error)
         active = self.connection.active
         if active is not None:
             self._by_core[id(active)].wake_consumer()
