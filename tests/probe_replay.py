@@ -33,6 +33,7 @@ WAIT_FOR = (
     "item/agentMessage/delta",
     "item/commandExecution/requestApproval",
     "item/fileChange/requestApproval",
+    "item/started",
 )
 #: The probes of the methods beyond the turn core (tests/test_fake_surface.py).
 SURFACE_PROBES = (
@@ -52,6 +53,7 @@ PENDING_PROBES = {
     "pending_steer_then_start": "tests/data/real/scenarios/pending_busy.toml",
     "pending_wrong_turn": "tests/data/real/scenarios/pending_busy.toml",
     "pending_steer_during_approval": "command_approval",
+    "pending_steer_during_command": "running_command",
 }
 
 Frame = dict[str, Any]
@@ -68,6 +70,7 @@ class Probe:
     name: str
     steps: list[Step]
     received: list[Frame]  # everything the real server wrote, in order
+    final: Step | None = None  # what had arrived by the end: replays wait for it too (bounded)
 
     def answer(self, request_id: Any) -> Frame | None:
         return next((f for f in self.received if f.get("id") == request_id and "method" not in f), None)
@@ -95,7 +98,7 @@ def load(name: str) -> Probe:
             method = msg.get("method")
             if isinstance(method, str):
                 counts[method] = counts.get(method, 0) + 1
-    return Probe(name, steps, received)
+    return Probe(name, steps, received, Step({}, dict(counts)))
 
 
 def names() -> list[str]:
@@ -188,6 +191,8 @@ def play_fake(probe: Probe, scenario: Scenario, workdir: Path) -> Replay:
             pending.add(frame["id"])
         server.send(frame)
     server.run_until_state(lambda: pending <= {f.get("id") for f in server.frames if "method" not in f})
+    if probe.final is not None:
+        server.run_until_state(_ready(probe.final, lambda: server.frames, pending), within_ms=120_000)
     server.settle(1000)
     return Replay(list(server.frames), {v: k for k, v in paths.items()})
 
@@ -266,6 +271,9 @@ async def play_process(
                 pending.add(frame["id"])
             await process.stdin.send_all(orjson.dumps(frame) + b"\n")
         await read_until(lambda: pending <= {f.get("id") for f in replay.frames if "method" not in f})
+        if probe.final is not None:
+            with trio.move_on_after(notification_wait_s):
+                await read_until(_ready(probe.final, lambda: replay.frames, pending))
         with trio.move_on_after(0.5):  # whatever trails the last answer
             while data := await process.stdout.receive_some(1 << 16):
                 replay.frames.extend(m.frame for m in decoder.feed(data) if hasattr(m, "frame"))

@@ -55,6 +55,7 @@ from harness.fuzz.walk import (
     Step,
     TurnTruth,
     landing_for,
+    steerable,
     windows,
 )
 
@@ -292,7 +293,7 @@ _TRIGGER_STEP = {"started": "started", "delta": "delta", "item_started": "item_s
 def _triggers(steps: list[Step], do: str, real_time: bool = False) -> list[ClientAction]:
     """Actions of kind ``do`` that land on a wait of the walked turn (no race with the server).
 
-    A steer lands only on the model's own waits (streaming, a running command), never on a fault's.
+    A steer lands only on the model's streaming waits (walk.steerable), never on a fault's.
     On real time (a process target) only waits without end are safe: a held approval, silence.
     """
     if real_time:
@@ -315,7 +316,7 @@ def _triggers(steps: list[Step], do: str, real_time: bool = False) -> list[Clien
             if landing is None:
                 continue
             wait = steps[landing.index]
-            if steer and (wait.kind != "sleep" or wait.origin not in ("stream", "command")):
+            if steer and not steerable(wait, landing.t):
                 continue
             out.append(action)
     if not steer:

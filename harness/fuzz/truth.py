@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from contracts.expect import Allowance, Expect, ExpectTurn
 from contracts.scenario import ClientAction, ClientPlan, Fault, TurnScript, Usage
+from fake_server.turns import PENDING_FLUSH_MS
 from harness.fuzz.walk import (
     FATAL_FAULTS,
     INTERRUPT_FAULTS,
@@ -31,6 +32,7 @@ from harness.fuzz.walk import (
     landing_at_time,
     landing_for,
     point_index,
+    steerable,
     trigger_index,
 )
 
@@ -103,12 +105,13 @@ def walk_turn(script: TurnScript, plan: ClientPlan, turn: int, approval_offset: 
             raise RacyScenario(f"turn {turn}: steer at {steer.at} {steer.n} races the server")
         if landing is not None:
             wait = steps[landing.index]
-            if wait.kind != "sleep" or wait.origin not in ("stream", "command"):
-                raise RacyScenario(f"turn {turn}: steer lands on a fault's wait")
+            if not steerable(wait, landing.t):
+                raise RacyScenario(f"turn {turn}: steer lands where its input would wait (not mid-stream)")
             prefix = steps[: landing.index]
             struck = [s.fault for s in prefix if s.kind == "fault"]
             walker = Walker(script, plan, approval_offset, hold)
-            walker.resume_after_steer(prefix, landing.t, wait.r)
+            # The stream is abandoned when the pending input's model request begins (fake_server.turns).
+            walker.resume_after_steer(prefix, landing.t + PENDING_FLUSH_MS, wait.r)
             steps = _apply_all(walker.steps, [f for f in faults if not any(f is g for g in struck)])
     truth = TurnTruth(steps=steps, approvals_seen=walker.approvals, outcome=walker.outcome)
     truth.cancelled_patch = walker.cancelled_patch

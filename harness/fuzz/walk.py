@@ -41,6 +41,7 @@ from contracts.scenario import (
     Usage,
 )
 from contracts.usage import UsageBuckets
+from fake_server.turns import PENDING_FLUSH_MS
 
 #: Faults that only add harmless lines (or stderr) around the wire: the session carries on.
 NOISE_FAULTS: frozenset[str] = frozenset(
@@ -400,15 +401,30 @@ def _landing(steps: list[Step], j: int, t: int | None = None) -> Landing:
     return Landing(j, s.t if t is None else t, usage, s.pending, s.approval_held)
 
 
+def steerable(s: Step, at: int | None = None) -> bool:
+    """A steer landing on ``s`` (at time ``at``; None: anywhere in a delay window's middle) has one outcome.
+
+    The fake (like 0.171.0) holds the input until the next model request: while the model streams
+    that comes :data:`~fake_server.turns.PENDING_FLUSH_MS` later, when the stream is abandoned, so the
+    stream's wait must last past it; during a running command the input waits for the tool, which the
+    walk does not model, so only streaming waits are steered.
+    """
+    if s.kind != "sleep" or s.origin != "stream":
+        return False
+    if at is None:
+        return s.ms > 2 * PENDING_FLUSH_MS + 1  # a delay trigger lands mid-window
+    return at + PENDING_FLUSH_MS < s.t + s.ms
+
+
 def windows(steps: list[Step], steer: bool = False) -> list[tuple[int, int | None]]:
     """The sleep windows ``(start, end)`` of a turn (end None: silent for ever), for delay triggers.
 
-    A steer only lands in the model's own waits (streaming, a running command): a fault's wait or
+    A steer only lands in the model's streaming waits (:func:`steerable`): a fault's wait or
     silence would make its effect depend on fault state the steer does not reset.
     """
     out: list[tuple[int, int | None]] = []
     for s in steps:
-        if s.kind == "sleep" and s.ms >= 2 and (not steer or s.origin in ("stream", "command")):
+        if s.kind == "sleep" and s.ms >= 2 and (not steer or steerable(s)):
             out.append((s.t, s.t + s.ms))
         elif s.kind == "silence" and not s.approval_held and not steer:
             out.append((s.t, None))
