@@ -33,6 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "real_codex: needs the real codex binary")
     config.addinivalue_line("markers", "fuzz: hypothesis fault fuzzing")
     config.addinivalue_line("markers", "codex_scenario(name): the scenario the codex_session fixture plays")
+    config.addinivalue_line("markers", "codex_release(version): the release profile the codex_session fake plays")
 
 
 def _selected_codex(config: pytest.Config) -> tuple[Path | None, str]:

@@ -380,8 +380,11 @@ def run_one(
     save_dir: Path | None = None,
     work_root: Path | None = None,
     contracts: tuple[str, ...] = CONTRACT_NAMES,
+    release: str | None = None,
 ) -> ScenarioRun:
-    """Play and judge one (scenario, target). Never raises for a scenario: a broken run is a failed check."""
+    """Play and judge one (scenario, target). Never raises for a scenario: a broken run is a failed check.
+
+    ``release``: the release profile a fake target plays (:func:`play`)."""
     outcome = ScenarioRun(scenario.name, target)
     supported, reason = scenario.supports(target)
     if not supported:
@@ -397,7 +400,7 @@ def run_one(
     try:
         try:
             with collector_paused():  # no full collections while the record grows (contracts.heap)
-                record = play(scenario, target, work_dir=work_dir / "run", codex=codex)
+                record = play(scenario, target, work_dir=work_dir / "run", codex=codex, release=release)
         except TargetUnavailable as exc:
             outcome.skipped = f"target {target} not available: {exc}"
             outcome.checks = skipped_checks(scenario.name, target, outcome.skipped)

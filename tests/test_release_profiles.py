@@ -1,0 +1,269 @@
+"""Release profiles of the fake (0.163.0, 0.169.0, 0.171.0): how one is chosen, what each changes, and the
+trace bundles each writes. The differences themselves were measured on the real releases (docs/releases.md);
+tests/test_real_releases.py compares each profile with its real binary."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from contracts.scenario_file import ScenarioError, dumps, loads
+from contracts.trace import check_bundle
+from fake_server import profiles
+from fake_server.catalogue import load_builtin
+from fake_server.virtual import VirtualServer
+from harness.commands.diff import profile_for
+from harness.runner import play, run_one
+from harness.targets.fake import fake_codex_argv
+
+RELEASES = ("0.163.0", "0.169.0", "0.171.0")
+INIT = {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
+
+
+def fake(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k != profiles.RELEASE_ENV} | (env or {})
+    return subprocess.run(
+        [*fake_codex_argv(), *args], capture_output=True, text=True, timeout=60, env=full, stdin=subprocess.DEVNULL
+    )
+
+
+# --- choosing a profile ------------------------------------------------------------------------------
+
+
+def test_precedence_is_flag_then_env_then_scenario_then_default() -> None:
+    assert profiles.select().release == "0.171.0"
+    assert profiles.select(None, None, "0.163.0").release == "0.163.0"
+    assert profiles.select(None, "0.169.0", "0.163.0").release == "0.169.0"
+    assert profiles.select("0.171.0", "0.169.0", "0.163.0").release == "0.171.0"
+
+
+def test_an_unknown_release_names_the_profiles() -> None:
+    with pytest.raises(profiles.UnknownRelease, match=r"profiles: 0\.163\.0, 0\.169\.0, 0\.171\.0"):
+        profiles.select(None, "0.170.0")
+
+
+@pytest.mark.parametrize(
+    ("version", "expected", "exact"),
+    [
+        ("0.169.0", "0.169.0", True),
+        ("0.170.3", "0.169.0", False),  # the newest profile not newer than the binary
+        ("0.172.0", "0.171.0", False),
+        ("0.100.0", "0.163.0", False),  # older than every profile: the oldest
+    ],
+)
+def test_nearest_profile(version: str, expected: str, exact: bool) -> None:
+    profile, is_exact = profiles.nearest(version)
+    assert (profile.release, is_exact) == (expected, exact)
+    release, note = profile_for(version)
+    assert release == expected
+    assert ("nearest" in note) is not exact
+
+
+def test_fake_codex_version_follows_flag_then_env() -> None:
+    assert fake("--version").stdout.strip() == "codex-cli 0.171.0"
+    assert fake("--release", "0.163.0", "--version").stdout.strip() == "codex-cli 0.163.0"
+    assert fake("--version", env={profiles.RELEASE_ENV: "0.169.0"}).stdout.strip() == "codex-cli 0.169.0"
+    flag_wins = fake("--release", "0.163.0", "--version", env={profiles.RELEASE_ENV: "0.169.0"})
+    assert flag_wins.stdout.strip() == "codex-cli 0.163.0"
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("--release", "0.170.0", "--version"), {}),
+        (("app-server", "--release", "latest"), {}),
+        (("--version",), {profiles.RELEASE_ENV: "9.9.9"}),
+    ],
+)
+def test_fake_codex_unknown_release_exits_3_listing_profiles(args: tuple[str, ...], env: dict[str, str]) -> None:
+    out = fake(*args, env=env)
+    assert out.returncode == 3, out
+    assert "0.163.0, 0.169.0, 0.171.0" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_scenario_file_with_an_unknown_release_exits_3(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(dumps(dataclasses.replace(load_builtin("plain"), release="0.150.0")))
+    out = fake("app-server", "--scenario", str(path))
+    assert out.returncode == 3 and "no release profile '0.150.0'" in out.stderr
+
+
+# --- the scenario file ----------------------------------------------------------------------------------
+
+
+PER_RELEASE = """
+name = "r"
+description = "per release"
+release = "0.169.0"
+[[turns]]
+input = "hi"
+[expect]
+server_trace = "closed"
+[expect.release."0.163.0"]
+server_trace = "violation"
+server_exit = 0
+"""
+
+
+def test_scenario_release_and_per_release_expect_round_trip() -> None:
+    s = loads(PER_RELEASE)
+    assert s.release == "0.169.0"
+    assert s.expect.for_release("0.163.0").server_trace == "violation"
+    assert s.expect.for_release("0.163.0").server_exit == 0
+    assert s.expect.for_release("0.169.0") == s.expect
+    assert s.expect.for_release(None) == s.expect
+    again = loads(dumps(s))
+    assert again.release == s.release and again.expect == s.expect
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ('release = "0.169.0"', 'release = "latest"', "release"),
+        ('[expect.release."0.163.0"]', '[expect.release."newest"]', "expect.release.newest"),
+        ('server_exit = 0\n', 'usage = 3\n', "expect.release.0.163.0.usage"),
+        ('server_trace = "violation"', 'server_trace = "open"', "expect.release.0.163.0.server_trace"),
+    ],
+)
+def test_scenario_release_keys_are_checked(old: str, new: str, key: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        loads(PER_RELEASE.replace(old, new))
+    assert info.value.key == key
+
+
+def test_the_builtin_scenario_declares_the_older_releases_unclosed_tool() -> None:
+    expect = load_builtin("interrupt_pending_approval").expect
+    assert [expect.for_release(r).server_trace for r in RELEASES] == ["violation", "violation", "closed"]
+
+
+# --- what a profile changes -----------------------------------------------------------------------------
+
+
+def session(release: str, name: str = "plain") -> VirtualServer:
+    server = VirtualServer(dataclasses.replace(load_builtin(name), release=release))
+    server.send(INIT)
+    server.send({"id": 1, "method": "thread/start", "params": {}})
+    server.settle()
+    return server
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_user_agent_names_the_release(release: str) -> None:
+    answer = next(f for f in session(release).frames if f.get("id") == 0)
+    assert answer["result"]["userAgent"].startswith(f"t/{release} ")
+
+
+@pytest.mark.parametrize(("release", "known"), [("0.163.0", False), ("0.169.0", True), ("0.171.0", True)])
+def test_methods_come_from_the_release_pin(release: str, known: bool) -> None:
+    """modelProvider/list arrived in 0.169.0: 0.163.0 does not know the variant."""
+    server = session(release)
+    server.send({"id": 9, "method": "modelProvider/list", "params": {}})
+    server.settle()
+    answer = next(f for f in server.frames if f.get("id") == 9)
+    unknown = "error" in answer and "unknown variant `modelProvider/list`" in answer["error"]["message"]
+    assert unknown is not known
+    if unknown:
+        listed = answer["error"]["message"].split("expected one of", 1)[1]
+        assert "`modelProvider/list`" not in listed and "`thread/start`" in listed
+
+
+def diffs_sent(record: Any) -> int:
+    return sum(1 for e in record.wire if e.dir == "s2c" and (e.frame or {}).get("method") == "turn/diff/updated")
+
+
+@pytest.mark.parametrize(("release", "count"), [("0.163.0", 3), ("0.169.0", 3), ("0.171.0", 2)])
+def test_older_releases_send_one_more_diff_after_a_file_change(release: str, count: int, tmp_path: Path) -> None:
+    record = play(load_builtin("file_change_approval"), "fake", work_dir=tmp_path, release=release)
+    assert record.server_version == release
+    assert diffs_sent(record) == count
+
+
+@pytest.mark.parametrize(
+    ("release", "schema", "verdict"),
+    [("0.163.0", 1, "violation"), ("0.169.0", 2, "violation"), ("0.171.0", 3, "closed")],
+)
+def test_each_profile_writes_its_trace_format(release: str, schema: int, verdict: str, tmp_path: Path) -> None:
+    record = play(load_builtin("interrupt_pending_approval"), "fake", work_dir=tmp_path, release=release)
+    bundle = record.server_trace
+    assert bundle is not None
+    assert orjson.loads((bundle / "manifest.json").read_bytes())["schema_version"] == schema
+    result = check_bundle(bundle)
+    assert result.verdict == verdict, [p.describe() for p in result.problems]
+    if verdict == "violation":  # the pending tool call never ended: invariants 3 and 5, as the real bundle
+        assert {p.invariant for p in result.problems} == {3, 5}
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize(
+    ("name", "target"),
+    [
+        ("interrupt_pending_approval", "fake"),
+        ("interrupt_pending_approval", "fake-process"),
+        ("file_change_approval", "fake"),
+        ("command_approval", "fake"),
+    ],
+)
+def test_every_contract_holds_on_each_profile(release: str, name: str, target: str, tmp_path: Path) -> None:
+    """Frames valid against the release's own pin, and the trace verdict the scenario declares for it."""
+    run = run_one(load_builtin(name), target, work_root=tmp_path, release=release)
+    assert run.record is not None and run.record.schema_release == release
+    bad = [(c.contract, c.name, c.detail) for c in run.checks if c.status != "pass"]
+    assert not bad
+
+
+def test_env_chooses_the_release_of_the_in_process_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(profiles.RELEASE_ENV, "0.163.0")
+    assert play(load_builtin("plain"), "fake", work_dir=tmp_path / "a").server_version == "0.163.0"
+    explicit = play(load_builtin("plain"), "fake", work_dir=tmp_path / "b", release="0.169.0")
+    assert explicit.server_version == "0.169.0"
+
+
+# --- the pytest fixtures ------------------------------------------------------------------------------
+
+
+def test_fake_codex_fixture_plays_a_release(fake_codex: Any) -> None:
+    older = fake_codex.release("0.169.0")
+    assert older.app_server("plain")[-2:] == ["--release", "0.169.0"]
+    assert older.env("plain", base={})[profiles.RELEASE_ENV] == "0.169.0"
+    assert profiles.RELEASE_ENV not in fake_codex.env("plain", base={})
+    with pytest.raises(profiles.UnknownRelease):
+        fake_codex.release("0.1.0")
+    out = subprocess.run([*older.argv, "--release", "0.169.0", "--version"], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "codex-cli 0.169.0"
+
+
+@pytest.mark.codex_release("0.163.0")
+async def test_codex_session_fixture_plays_the_marked_release(codex_session: Any) -> None:
+    assert "/0.163.0 " in (codex_session.initialize_result or {}).get("userAgent", "")
+
+
+def test_run_scenario_fixture_takes_a_release(run_scenario: Any) -> None:
+    run = run_scenario("interrupt_pending_approval", release="0.169.0")
+    assert run.record.server_version == "0.169.0"
+    assert all(c.status == "pass" for c in run.checks), [c.detail for c in run.checks if c.status != "pass"]
+
+
+def test_fake_process_takes_a_release_from_the_scenario_file(tmp_path: Path) -> None:
+    path = tmp_path / "plain169.toml"
+    path.write_text(dumps(dataclasses.replace(load_builtin("plain"), release="0.169.0")))
+    env = {k: v for k, v in os.environ.items() if k != profiles.RELEASE_ENV}
+    frames = [
+        orjson.dumps(INIT),
+        orjson.dumps({"method": "initialized"}),
+    ]
+    out = subprocess.run(
+        [*fake_codex_argv(), "app-server", "--scenario", str(path)],
+        input=b"\n".join(frames) + b"\n",
+        capture_output=True,
+        timeout=60,
+        env=env,
+    )
+    first = orjson.loads(out.stdout.splitlines()[0])
+    assert first["result"]["userAgent"].startswith("t/0.169.0 "), first

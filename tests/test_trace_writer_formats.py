@@ -1,0 +1,107 @@
+"""The trace writer writes the bundle formats of the older releases (schema 1: 0.163.0, schema 2: 0.169.0) for
+the fake's release profiles: the reader judges them like the real ones, and the fields each event carries are
+those the real release writes (tests/data/real/<release>/trace-bundles/)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from contracts.trace import check_bundle
+from contracts.trace.writer import TraceWriter
+from fake_server.catalogue import load_builtin
+from harness.runner import play
+
+DATA = Path(__file__).resolve().parent / "data" / "real"
+SCHEMAS = {"0.163.0": 1, "0.169.0": 2, "0.171.0": 3}
+
+
+def events(bundle: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in (bundle / "trace.jsonl").read_bytes().splitlines()]
+
+
+def write(root: Path, schema: int, *, leak: bool = False, complete: bool = True) -> Path:
+    clock = iter(range(1_000, 100_000, 7))
+    writer = TraceWriter(root / f"s{schema}", rollout_id="r1", now_ms=lambda: next(clock), schema=schema)
+    thread = writer.start_thread("r1")
+    turn = thread.start_turn("t1")
+    turn.start_inference(model="m").complete(response_id="resp", output_items=[])
+    tool = turn.start_tool_call("call_1", arguments={"cmd": "ls"})
+    runtime = tool.start_runtime(kind="exec_command")
+    runtime.end("completed")
+    if leak:
+        tool.leak()
+        turn.interrupt()
+    else:
+        tool.complete(result={"ok": True})
+        turn.end("completed")
+    if complete:
+        writer.complete()
+    else:
+        writer.abandon()
+    return writer.path
+
+
+@pytest.mark.parametrize("schema", [1, 2, 3])
+def test_a_graceful_bundle_of_each_schema_is_closed(schema: int, tmp_path: Path) -> None:
+    bundle = write(tmp_path, schema)
+    assert orjson.loads((bundle / "manifest.json").read_bytes())["schema_version"] == schema
+    verdict = check_bundle(bundle)
+    assert verdict.verdict == "closed", (verdict.error, [p.describe() for p in verdict.problems])
+    rows = events(bundle)
+    assert {e["schema_version"] for e in rows} == {schema}
+    last = rows[-1]["payload"]["type"]
+    assert last == ("rollout_ended" if schema == 1 else "recording_completed")
+    refs = [v for e in rows for v in e["payload"].values() if isinstance(v, dict) and "raw_payload_id" in v]
+    assert refs
+    if schema < 3:  # one JSON file per payload, referenced by path
+        assert all("path" in r and "shard" not in r and (bundle / r["path"]).is_file() for r in refs)
+        assert not list((bundle / "payloads").glob("*.zst"))
+    else:
+        assert all("shard" in r and "path" not in r for r in refs)
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_fields_an_older_schema_does_not_write_are_left_out(schema: int, tmp_path: Path) -> None:
+    rows = {e["payload"]["type"]: e["payload"] for e in events(write(tmp_path, schema))}
+    assert "prepared_prompt_payload" not in rows["inference_started"]
+    assert ("kind" in rows["tool_call_runtime_started"]) is (schema == 2)
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_a_planted_unclosed_tool_fails_and_a_crash_is_unclosed(schema: int, tmp_path: Path) -> None:
+    leaked = check_bundle(write(tmp_path / "leak", schema, leak=True))
+    assert leaked.verdict == "violation"
+    assert {p.invariant for p in leaked.problems} == {3, 5}
+    assert check_bundle(write(tmp_path / "crash", schema, complete=False)).verdict == "unclosed"
+
+
+def test_an_unknown_schema_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown trace schema 4"):
+        TraceWriter(tmp_path / "b", rollout_id="r", schema=4)
+
+
+def field_sets(bundle: Path) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for e in events(bundle):
+        payload = e["payload"]
+        out.setdefault(payload["type"], set()).update(payload)
+    return out
+
+
+@pytest.mark.parametrize("release", ["0.163.0", "0.169.0"])
+@pytest.mark.parametrize("name", ["command_approval", "interrupt_pending_approval"])
+def test_the_fake_writes_the_fields_the_real_release_writes(release: str, name: str, tmp_path: Path) -> None:
+    """Per event type both write, the same payload fields; and the same verdict as the real bundle."""
+    real = DATA / release / "trace-bundles" / name
+    record = play(dataclasses.replace(load_builtin(name), release=release), "fake", work_dir=tmp_path)
+    assert record.server_trace is not None
+    mine, theirs = field_sets(record.server_trace), field_sets(real)
+    for etype in sorted(set(mine) & set(theirs)):
+        assert mine[etype] == theirs[etype], etype
+    assert check_bundle(record.server_trace).verdict == check_bundle(real).verdict
+    assert events(record.server_trace)[-1]["payload"]["type"] == events(real)[-1]["payload"]["type"]
