@@ -44,7 +44,7 @@ screenshots: $(BIN)/.installed
 test: $(BIN)/.installed $(CODEX) $(OLDER_CODEX)
 	CODEX_BIN=$(abspath $(CODEX)) \
 	$(foreach v,$(OLDER_RELEASES),CODEX_BIN_$(subst .,_,$(v))=$(abspath .tools/codex-$(v)/node_modules/.bin/codex)) \
-	$(BIN)/python -m pytest -n auto -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n auto --dist loadgroup -q $(PYTEST_ARGS)
 
 ## Re-record the reference set (tests/data/real/reference.txt) from the real binary into
 ## tests/data/real/<its version>/{transcripts,probes,trace-bundles}/. Another binary: make reference CODEX=PATH.

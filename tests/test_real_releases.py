@@ -1,0 +1,91 @@
+"""Each release profile of the fake against its real release (0.163.0, 0.169.0, 0.171.0).
+
+Every model-level built-in scenario: the server sides are structurally equal with the fake playing that
+release's profile, and every frame of both sides validates against that release's pinned schema (an
+excluded scenario would be listed in EXCLUDED with its reason: none is). The real bundles of each release
+are judged for trace closure, pass or fail, never a skip for their format. 0.171.0's fidelity is
+tests/test_real_fidelity.py; here it gets the profile and trace checks.
+
+One xdist group for all of them (``make test`` runs ``--dist loadgroup``): one real session at a time,
+about 1-3 s each, beside the other workers.
+
+The binaries: ``CODEX_BIN_0_163_0`` and ``CODEX_BIN_0_169_0`` (``make test`` sets them), ``CODEX_BIN`` for 0.171.0.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from contracts.fidelity import render
+from harness import scenario_lookup
+from harness.codex_bin import codex_version
+from harness.commands.diff import fidelity_diff
+from harness.runner import run_one
+
+OLDER = ("0.163.0", "0.169.0")
+RELEASES = (*OLDER, "0.171.0")
+#: scenario -> why it is not compared on the older releases (empty: every model-level scenario is)
+EXCLUDED: dict[str, str] = {}
+GROUP = pytest.mark.xdist_group("real_releases")
+
+
+def model_level_scenarios() -> list[str]:
+    names = []
+    for name in scenario_lookup.builtin_names():
+        scenario = scenario_lookup.load_builtin(name)
+        if scenario.supports("real")[0] and scenario.supports("fake")[0]:
+            names.append(name)
+    return names
+
+
+def release_binary(release: str, codex_bin: Path) -> Path:
+    """The binary of ``release``: its CODEX_BIN_<release> (0.171.0: the selected codex)."""
+    if release == "0.171.0":
+        return codex_bin
+    variable = "CODEX_BIN_" + release.replace(".", "_")
+    value = os.environ.get(variable)
+    if not value:
+        if os.environ.get("CODEX_HARNESS_REQUIRE_REAL") == "1":
+            pytest.fail(f"{variable} is not set (make test installs codex {release})")
+        pytest.skip(f"codex {release} not selected (set {variable})")
+    return Path(value)
+
+
+@pytest.mark.real_codex
+@GROUP
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_binary_is_the_release_of_its_profile(release: str, codex_bin: Path) -> None:
+    assert codex_version(release_binary(release, codex_bin)) == release
+
+
+@pytest.mark.real_codex
+@GROUP
+@pytest.mark.parametrize("name", [n for n in model_level_scenarios() if n not in EXCLUDED])
+@pytest.mark.parametrize("release", OLDER)
+def test_profile_and_release_agree(release: str, name: str, codex_bin: Path, tmp_path: Path) -> None:
+    binary = release_binary(release, codex_bin)
+    result = fidelity_diff(scenario_lookup.load_builtin(name), binary, work_root=tmp_path)
+    assert result.skipped is None and result.error is None, result.to_json()
+    assert result.profile == release, result.profile_note
+    assert not result.invalid_frames, result.invalid_frames
+    shown = render(result.differences)
+    assert result.equal, f"{name}: profile {release} vs real codex {result.server_version}:\n{shown}"
+
+
+@pytest.mark.real_codex
+@GROUP
+@pytest.mark.parametrize("name", ["command_approval", "interrupt_pending_approval"])
+@pytest.mark.parametrize("release", RELEASES)
+def test_trace_closure_is_judged_on_each_release(release: str, name: str, codex_bin: Path, tmp_path: Path) -> None:
+    """As validate-release judges the real binary: the verdict [expect] declares for that release, never a skip."""
+    binary = release_binary(release, codex_bin)
+    run = run_one(scenario_lookup.load_builtin(name), "real", codex=binary, work_root=tmp_path)
+    closure = [c for c in run.checks if c.contract == "trace_closure"]
+    assert {c.name for c in closure} == {"client trace", "server trace"}
+    assert all(c.status == "pass" for c in closure), [c.detail for c in closure]
+    assert all(c.status == "pass" for c in run.checks if c.status != "skip"), [
+        (c.contract, c.name, c.detail) for c in run.checks if c.status == "fail"
+    ]
