@@ -35,6 +35,7 @@ SCRIPTS: tuple[tuple[str, str, bool], ...] = (
     ("validate", "validate.py", False),
     ("trace", "trace.py", False),
     ("suite", "suite.py", True),
+    ("scale", "scale.py", True),
 )
 QUICK_ARGS: dict[str, tuple[str, ...]] = {
     "validate.py": ("--seconds", "0.3"),
@@ -139,7 +140,9 @@ def update_docs(text: str, doc: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", help="run only these (ingest, sdk, interrupt, validate, trace, suite)")
+    parser.add_argument(
+        "--only", nargs="*", help="run only these (ingest, sdk, interrupt, validate, trace, suite, scale)"
+    )
     parser.add_argument("--update-docs", action="store_true", help="write the results into docs/performance.md")
     parser.add_argument("--runs", type=int, default=5, help="runs of the gated scripts (medians reported)")
     args = parser.parse_args(argv)

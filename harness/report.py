@@ -124,11 +124,7 @@ def _contracts_of(checks: Sequence[Check]) -> list[str]:
 
 
 def _rows(checks: Sequence[Check]) -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = []
-    for check in checks:
-        if (check.scenario, check.target) not in rows:
-            rows.append((check.scenario, check.target))
-    return rows
+    return list(dict.fromkeys((check.scenario, check.target) for check in checks))  # first-seen order
 
 
 def _clip(text: str, width: int = _DETAIL_WIDTH) -> str:
@@ -150,11 +146,14 @@ def render_table(
     known = {id(c) for c in verdict.known}
     head = ["scenario" + (" [target]" if multi_target else ""), *contracts]
     body = []
+    by_cell: dict[tuple[str, str, str], list[Check]] = {}  # grouped once: linear in the checks
+    for c in checks:
+        by_cell.setdefault((c.scenario, c.target, c.contract), []).append(c)
     for scenario, target in rows:
         label = f"{scenario} [{target}]" if multi_target else scenario
         cells = [label]
         for contract in contracts:
-            mine = [c for c in checks if (c.scenario, c.target, c.contract) == (scenario, target, contract)]
+            mine = by_cell.get((scenario, target, contract), [])
             status = worst([c.status for c in mine])
             cell = symbols[status] if mine else ""
             if status == "fail" and all(id(c) in known for c in mine if c.status == "fail"):
@@ -232,8 +231,11 @@ def junit_xml(checks: Sequence[Check], *, suite_name: str = "codex-harness") -> 
     """One testsuite per (scenario, target), one testcase per check (classname scenario.contract)."""
     root = ET.Element("testsuites", name=suite_name)
     totals = {"tests": 0, "failures": 0, "skipped": 0}
+    by_row: dict[tuple[str, str], list[Check]] = {}  # grouped once: linear in the checks
+    for c in checks:
+        by_row.setdefault((c.scenario, c.target), []).append(c)
     for scenario, target in _rows(checks):
-        mine = [c for c in checks if (c.scenario, c.target) == (scenario, target)]
+        mine = by_row.get((scenario, target), [])
         suite = ET.SubElement(
             root,
             "testsuite",

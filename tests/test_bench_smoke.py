@@ -90,3 +90,10 @@ def test_run_all_combines_the_tables(tmp_path: Path) -> None:
 def test_report_html_prints_ratios_against_the_text_table(tmp_path: Path) -> None:
     text, rows = run_script("report_html.py", tmp_path, "--no-browser")
     assert "index.html size" in text and all(r > 0 for r in ratios(rows))
+
+
+def test_scale_prints_the_turns_ratio(tmp_path: Path) -> None:
+    text, rows = run_script("scale.py", tmp_path)
+    ratio = next(r for r in rows if r["name"].startswith("t(1,000) / t(100)"))
+    assert ratio["ratio"] is not None and ratio["ratio"] > 1, text
+    assert all("exit 0" in r["note"] for r in rows if r["name"].endswith(" turns")), text

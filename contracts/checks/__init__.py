@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from contracts.checks import wire_index
 from contracts.checks.base import STATUSES, Check, Status, worst
 from contracts.heap import collector_paused
 from contracts.record import SessionRecord
@@ -37,7 +38,7 @@ def _contract(name: str) -> Callable[[SessionRecord], list[Check]]:
 
 def run_all(record: SessionRecord, contracts: tuple[str, ...] = CONTRACT_NAMES) -> list[Check]:
     """Every check of every contract on ``record``; a contract that raises yields one failed check."""
-    with collector_paused():  # linear in the session: see contracts.heap
+    with collector_paused(), wire_index.shared():  # linear in the session: see contracts.heap
         return _run_all(record, contracts)
 
 

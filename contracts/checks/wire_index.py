@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +68,19 @@ class WireIndex:
 
     @classmethod
     def build(cls, entries: list[WireEntry]) -> WireIndex:
+        """The index of ``entries``; inside :func:`shared`, built once per list and handed to every caller."""
+        cache = _SHARED.get()
+        if cache is not None:
+            hit = cache.get(id(entries))
+            if hit is not None and hit.entries is entries:
+                return hit
+        index = cls._build(entries)
+        if cache is not None:
+            cache[id(entries)] = index
+        return index
+
+    @classmethod
+    def _build(cls, entries: list[WireEntry]) -> WireIndex:
         index = cls(entries)
         for pos, entry in enumerate(entries):
             frame = entry.frame
@@ -135,6 +151,20 @@ class WireIndex:
 
     def interrupts(self, turn_id: str) -> list[Request]:
         return list(self._interrupts.get(turn_id, ()))
+
+
+_SHARED: ContextVar[dict[int, WireIndex] | None] = ContextVar("wire_index_shared", default=None)
+
+
+@contextmanager
+def shared() -> Iterator[None]:
+    """One index per wire list while the contracts judge one record (they only read it and the index):
+    six contracts built six indexes of the same 10,000-turn wire."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def _turn_id_of(frame: dict[str, Any]) -> Any:

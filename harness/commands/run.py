@@ -15,6 +15,7 @@ from pathlib import Path
 
 from contracts.checks import Check
 from contracts.exitcodes import INVALID_INPUT, UsageError
+from contracts.heap import collector_paused
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
 from harness import report_dir as report_dir_check
@@ -22,7 +23,15 @@ from harness import scenario_lookup
 from harness.client.stderr import strip_ansi
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
-from harness.report import judge, load_baseline, render_table, summary_dict, write_checks_json, write_junit
+from harness.report import (
+    BaselineEntry,
+    judge,
+    load_baseline,
+    render_table,
+    summary_dict,
+    write_checks_json,
+    write_junit,
+)
 from harness.runner import ScenarioRun, run_many
 from harness.targets import TARGET_NAMES
 
@@ -123,6 +132,13 @@ def run(args: argparse.Namespace) -> int:
             scenarios, [args.target], codex=codex, report_dir=report_dir, progress=None if args.quiet else _progress
         )
     _startup_failures(runs)
+    with collector_paused():  # the records are only read from here on (contracts.heap)
+        return _report(args, runs, baseline, report_dir)
+
+
+def _report(
+    args: argparse.Namespace, runs: list[ScenarioRun], baseline: list[BaselineEntry], report_dir: Path | None
+) -> int:
     checks: list[Check] = [c for r in runs for c in r.checks]
     verdict = judge(checks, strict=args.strict, baseline=baseline)
     print(render_table(checks, verdict, ascii_only=args.ascii), end="")
