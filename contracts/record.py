@@ -266,7 +266,7 @@ class SessionRecord:
             client_trace=src / body["client_trace"] if body.get("client_trace") else None,
             server_trace=src / body["server_trace"] if body.get("server_trace") else None,
             server_exit=body.get("server_exit"),
-            stderr_tail=stderr.read_text(encoding="utf-8") if stderr.exists() else "",
+            stderr_tail=stderr.read_text(encoding="utf-8") if stderr.is_file() else "",  # a FIFO would block
             teardown=[TeardownStep(**s) for s in body.get("teardown", [])],
             log=list(body.get("log", [])),
             client_errors=list(body.get("client_errors", [])),

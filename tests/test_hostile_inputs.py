@@ -598,3 +598,22 @@ def test_contracts_are_linear_in_the_number_of_turns(tmp_path: Path) -> None:
     assert len(large.wire) > 9 * len(small.wire)
     ratio = _judge_seconds(large) / _judge_seconds(small)
     assert ratio <= 20, f"judging 10x the turns took {ratio:.1f}x the time (linear: ~10, quadratic: ~100)"
+
+
+@pytest.mark.parametrize("member", ["wire.jsonl", "stderr.txt"])
+def test_show_record_dir_with_a_fifo_inside_never_blocks(member: str, tmp_path: Path) -> None:
+    rec = _saved_plain(tmp_path)
+    (rec / member).unlink()
+    os.mkfifo(rec / member)
+    proc = subprocess.run(
+        [sys.executable, "-c", _NEVER_BLOCK.format(module="harness.cli"), "show", str(rec), "--no-checks"],
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    text = (proc.stdout + proc.stderr).decode()
+    assert_clean(text)
+    if member == "wire.jsonl":
+        assert proc.returncode == USAGE and "is a FIFO (named pipe)" in text, text
+    else:  # a stderr tail that is not a file is left out; the timeline shows
+        assert proc.returncode == OK and "turn/completed" in text, text
