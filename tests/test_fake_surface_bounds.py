@@ -136,3 +136,47 @@ def test_error_messages_compare_with_ids_and_paths_normalised() -> None:
     assert answer_skeleton({"error": {"code": 1, "message": "/tmp/x/a is bad"}}, [("/tmp/x", "/RUN")]) == (
         answer_skeleton({"error": {"code": 1, "message": "/RUN/a is bad"}})
     )
+
+
+def test_wrong_param_types_are_refused_never_an_internal_error(tmp_path: Path) -> None:
+    """Every method, every top-level param replaced by each JSON type: a -32600 answer or a valid one,
+    never a handler crash (-32603 Internal error, a traceback on stderr) or silence."""
+    from contracts import schema_store
+    from contracts.protocol_index import Union, build_index
+    from fake_server.methods import CLIENT_METHODS
+    from fake_server.surface.schema_answer import _instance
+
+    bundle = schema_store.load_bundle("0.171.0", True)
+    index = build_index(bundle).methods[Union.CLIENT_REQUEST]
+    definitions = bundle["ClientRequest.json"]["definitions"]
+    server = VirtualServer(load_builtin("plain"))
+    server.engine = Engine(load_builtin("plain"), cwd=str(tmp_path), codex_home=str(tmp_path))
+    caps = {"experimentalApi": True}
+    server.send(
+        {
+            "id": "i",
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "t", "version": "1"}, "capabilities": caps},
+        }
+    )
+    server.send({"id": "s", "method": "thread/start", "params": {}})
+    thread_id = next(f for f in server.frames if f.get("id") == "s")["result"]["thread"]["id"]
+    crashes = []
+    n = 0
+    for method in CLIENT_METHODS:
+        entry = index.get(method)
+        if entry is None or method in ("initialize", "turn/start", "turn/steer"):
+            continue
+        base = (_instance(definitions[entry.params_refs[0]], definitions, 0) if entry.params_refs else None) or {}
+        if "threadId" in base:
+            base["threadId"] = thread_id
+        for key in list(base) or ["x"]:
+            for bad in (5, None, [], {}, "", True):
+                n += 1
+                rid = f"r{n}"
+                server.send({"id": rid, "method": method, "params": {**base, key: bad}})
+                answer = server.run_until(lambda f, rid=rid: f.get("id") == rid and "method" not in f, within_ms=5000)
+                if answer is None or answer.get("error", {}).get("message") == "Internal error":
+                    crashes.append((method, key, bad))
+        server.settle(100)
+    assert crashes == [] and not any("Traceback" in line for line in server.stderr), crashes[:10]

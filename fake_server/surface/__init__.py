@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from contracts.messages import INVALID_REQUEST
 from fake_server.surface import config_account, experimental, fs_search, overrides, plugins, threads
 from fake_server.surface.call import Call
 from fake_server.surface.errors import SurfaceError
+from fake_server.surface.params import problem as params_problem
 from fake_server.surface.schema_answer import minimal_result
 from fake_server.surface.state import SurfaceState
 
@@ -68,6 +70,10 @@ def decorate_thread(engine: Engine, thread: Any, body: dict[str, Any]) -> dict[s
 def dispatch(engine: Engine, request: Any, params: Any) -> None:
     """Answer ``request`` (a method no engine handler holds): notifications before, the answer, those after."""
     box = engine.box
+    refused = params_problem(request.frame)
+    if refused is not None:
+        box.respond_error(request.id, INVALID_REQUEST, refused)
+        return
     call = answer(engine, request.method, params)
     for method, note in call.notes_before:
         box.notify(method, note)

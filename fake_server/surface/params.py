@@ -1,0 +1,75 @@
+"""Params of a surface method checked against the pinned schema before its handler runs.
+
+0.171.0 deserializes params with serde and refuses a wrong type with ``-32600 Invalid request:
+invalid type: <what came>, expected <what it wanted>``. The fake checks the request against the
+pinned (experimental) schema on first use of each method and words the first violation that way
+(the ``expected`` part is the schema's wording, not serde's); the handlers then only see
+well-typed params. Loaded lazily, so ``fake-codex`` starts without the schema bundle.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+
+@functools.cache
+def _validator() -> Any:
+    from contracts.validator import Validator
+
+    return Validator.for_release("0.171.0", experimental=True)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"boolean `{'true' if value else 'false'}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{value}`"
+    if isinstance(value, str):
+        return f'string "{value[:40]}"'
+    if value is None:
+        return "null"
+    return "sequence" if isinstance(value, list) else "map"
+
+
+def _at(frame: Any, pointer: str) -> Any:
+    value = frame
+    for part in pointer.split("/")[1:]:
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def problem(frame: dict[str, Any]) -> str | None:
+    """The ``Invalid request: ...`` message for a request the schema rejects, or None."""
+    try:
+        violations = _validator().validate(frame, "c2s")
+    except Exception:  # no pinned schema: the fake is only less strict
+        return None
+    if not violations:
+        return None
+    first = violations[0]
+    value = _at(frame, first.path)
+    if first.kind == "required":
+        return f"Invalid request: missing field `{first.path.rsplit('/', 1)[-1]}`"
+    if first.kind == "enum" and isinstance(value, str):
+        try:
+            listed = ", ".join(f"`{v}`" for v in json.loads(first.expected.removeprefix("one of ")))
+        except ValueError:
+            listed = first.expected
+        return f"Invalid request: unknown variant `{value}`, expected one of {listed}"
+    if first.kind == "type":
+        expected = _SERDE_EXPECTED.get(first.expected, first.expected)
+        return f"Invalid request: invalid type: {_json_type(value)}, expected {expected}"
+    return f"Invalid request: {first.message}"
+
+
+#: serde's words for what it wanted, by the schema's type name.
+_SERDE_EXPECTED = {"string": "a string", "boolean": "a boolean", "array": "a sequence", "object": "a map"}
