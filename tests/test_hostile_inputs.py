@@ -510,7 +510,7 @@ def test_trace_check_counts_blank_lines_toward_the_caps(
     code, text = run_cli(capsys, _cli_main(), ["trace", "check", str(bundle)])
     assert_clean(text)
     assert code == INVALID_INPUT, text
-    assert "more than 10000 trace event lines (blank lines count)" in text and "10001" in text, text
+    assert "more than 10000 trace events (blank lines count as events)" in text and "10001" in text, text
 
 
 def test_latency_report_in_the_way_is_said_before_sampling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

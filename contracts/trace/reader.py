@@ -832,7 +832,7 @@ def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits())
         if number > limits.max_events:
             # Blank lines count: 300 MB of newlines cost as much to read as events do, and judged nothing.
             raise TraceLimitExceeded(
-                f"more than {limits.max_events} trace event lines (blank lines count)", line=number
+                f"more than {limits.max_events} trace events (blank lines count as events)", line=number
             )
         if not raw.strip():
             continue  # blank lines are tolerated, even after recording_completed (observed)
