@@ -1,10 +1,15 @@
 """Every client request of codex-cli 0.171.0 beyond the turn core, answered as the real binary answers it offline.
 
 One module per family holds a method table (``HANDLERS``: method -> handler(:class:`Call`) -> result):
-:mod:`.threads`, :mod:`.config_account`, :mod:`.fs_search`, :mod:`.plugins`, :mod:`.experimental`. A method no table
-holds gets the smallest answer its pinned response schema accepts (:mod:`.schema_answer`): those
-are the methods 0.171.0 only answers with a model, an account or the network. The engine calls
-:func:`answer` from one place, after its own checks (params present, initialized, experimental gate).
+:mod:`.threads`, :mod:`.config_account`, :mod:`.fs_search`, :mod:`.plugins`, :mod:`.experimental`. A
+method no table holds gets the smallest answer its pinned response schema accepts
+(:mod:`.schema_answer`): those are the methods 0.171.0 only answers with a model, an account or the
+network. The engine calls :func:`dispatch` from one place, after its own checks (params present,
+initialized, experimental gate); params are checked against the schema first (:mod:`.params`).
+``[[methods]]`` entries of the scenario take a request before all that (:mod:`.overrides`).
+
+Sans-IO like the engine, except that the fs methods read the session's work directory (bounded,
+:mod:`.fs_search`); nothing is ever written to disk or run on the host.
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ __all__ = [
     "SurfaceState",
     "answer",
     "decorate_thread",
-    "handles",
     "overrides",
 ]
 
@@ -43,10 +47,6 @@ HANDLERS: dict[str, Handler] = {
     **plugins.HANDLERS,
     **experimental.HANDLERS,
 }
-
-
-def handles(method: str) -> bool:
-    return method in HANDLERS
 
 
 def answer(engine: Engine, method: str, params: Any) -> Call:
