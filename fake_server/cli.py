@@ -113,7 +113,7 @@ async def serve_stdio(
     profile = profile or profiles.select(scenario=scenario.release)
     # A recording keeps the server's trace bundle with its wire (fake_server.recording).
     root = str(recorder.trace_root) if recorder is not None else os.environ.get(TRACE_ENV)
-    trace = ServerTrace(Path(root), profile.trace_schema) if root else None
+    trace = ServerTrace.for_profile(Path(root), profile) if root else None
     engine = Engine(
         scenario,
         profile=profile,

@@ -66,7 +66,7 @@ class InProcessServer:
         self._input_closed = False
         self._grandchild_hold_ms: int | None = None
         self._cancel: trio.CancelScope | None = None
-        self._trace = ServerTrace(trace_root, self.profile.trace_schema) if trace_root is not None else None
+        self._trace = ServerTrace.for_profile(trace_root, self.profile) if trace_root is not None else None
         self.crashed = False
         self.grandchild_released = trio.Event()
         self.faults_struck: list[FaultStruck] = []

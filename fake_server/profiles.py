@@ -9,8 +9,9 @@ model-level built-in scenario, recordings under ``tests/data/real/<release>/``):
 - the trace bundle format it writes (envelope schema 1, 2 or 3: :data:`contracts.trace.format.FORMATS`);
 - ``diff_after_tools``: 0.163.0 and 0.169.0 send one more ``turn/diff/updated`` once a response whose file
   change completed has had its usage reported (after ``account/rateLimits/updated``);
-- ``pending_tool_left_open``: on 0.163.0 and 0.169.0 an interrupt while an approval is pending never ends
-  the tool call in the trace bundle (closure invariants 3 and 5 fail; fixed in 0.171.0).
+- ``abort_leaves_tools_open``: on 0.163.0 and 0.169.0 a turn aborted (interrupt, or an approval answered
+  ``cancel``) never ends its open tool calls in the trace bundle, pending approval or running (closure
+  invariants 3 and 5 fail; fixed in 0.171.0): :class:`fake_server.server_trace.ServerTrace` leaves them open.
 
 Which profile plays: ``fake-codex --release X`` > ``$FAKE_CODEX_RELEASE`` > the scenario's ``release`` key >
 :data:`DEFAULT_RELEASE` (:func:`select`). An unknown release is a usage error that lists the profiles.
@@ -33,7 +34,7 @@ class Profile:
     release: str
     trace_schema: int  # the rollout-trace envelope schema this release writes
     diff_after_tools: bool = False
-    pending_tool_left_open: bool = False
+    abort_leaves_tools_open: bool = False
 
     @property
     def schema_release(self) -> str:
@@ -57,8 +58,8 @@ class Profile:
 
 
 PROFILES: Final[dict[str, Profile]] = {
-    "0.163.0": Profile("0.163.0", trace_schema=1, diff_after_tools=True, pending_tool_left_open=True),
-    "0.169.0": Profile("0.169.0", trace_schema=2, diff_after_tools=True, pending_tool_left_open=True),
+    "0.163.0": Profile("0.163.0", trace_schema=1, diff_after_tools=True, abort_leaves_tools_open=True),
+    "0.169.0": Profile("0.169.0", trace_schema=2, diff_after_tools=True, abort_leaves_tools_open=True),
     "0.171.0": Profile("0.171.0", trace_schema=3),
 }
 DEFAULT: Final = PROFILES[DEFAULT_RELEASE]

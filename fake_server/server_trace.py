@@ -27,14 +27,17 @@ from contracts.trace.writer import (
     TurnWindow,
 )
 from fake_server.effects import TraceEvent
+from fake_server.profiles import Profile
 
 _TURN_END = {"completed": "completed", "failed": "failed"}
 
 
 class ServerTrace:
-    def __init__(self, root: Path, schema: int = SCHEMA_VERSION) -> None:
+    def __init__(self, root: Path, schema: int = SCHEMA_VERSION, *, abort_leaves_tools_open: bool = False) -> None:
+        """``schema`` and ``abort_leaves_tools_open``: what the release played writes (fake_server.profiles)."""
         self.root = Path(root)
-        self.schema = schema  # the envelope schema of the release played (fake_server.profiles)
+        self.schema = schema
+        self.abort_leaves_tools_open = abort_leaves_tools_open
         self._now = 0
         self.writers: dict[str, TraceWriter] = {}
         self._threads: dict[str, ThreadWindow] = {}
@@ -44,6 +47,11 @@ class ServerTrace:
         self._tools: dict[tuple[str, str], ToolCallWindow] = {}
         self._runtimes: dict[tuple[str, str], TerminalOperationWindow] = {}
         self.broken: str | None = None  # why tracing stopped, if it did
+
+    @classmethod
+    def for_profile(cls, root: Path, profile: Profile) -> ServerTrace:
+        """The trace the release ``profile`` writes: its envelope schema, its tool calls left open at abort."""
+        return cls(root, profile.trace_schema, abort_leaves_tools_open=profile.abort_leaves_tools_open)
 
     @property
     def bundles(self) -> list[Path]:
@@ -135,7 +143,7 @@ class ServerTrace:
                 # 0.171.0 ends a cancelled patch's call but never its apply_patch runtime (a closure
                 # violation the real binary writes).
                 runtime.leak()
-            tool.abort()
+            self._end_at_abort(tool)
             return
         status = str(data.get("status"))
         if runtime is not None and not runtime.ended:
@@ -150,7 +158,7 @@ class ServerTrace:
         if tool is None or tool.ended:
             return
         if data.get("traced_end", True):
-            tool.abort()
+            self._end_at_abort(tool)
         else:
             tool.leak()  # the pre-fix bug: this call never gets its tool_call_ended
 
@@ -162,7 +170,7 @@ class ServerTrace:
         for key in [k for k in self._tools if k[0] == turn_id]:
             tool = self._tools.pop(key)
             if not tool.ended:
-                tool.abort()
+                self._end_at_abort(tool)
         status = str(data.get("status"))
         if status == "interrupted":
             turn.interrupt()
@@ -173,6 +181,13 @@ class ServerTrace:
             runtime = self._runtimes.pop(key)
             if not runtime.ended:
                 runtime.end("failed")
+
+    def _end_at_abort(self, tool: ToolCallWindow) -> None:
+        """A tool call open when its turn is aborted: ended ``aborted``; 0.163.0 and 0.169.0 never end it."""
+        if self.abort_leaves_tools_open:
+            tool.leak()
+        else:
+            tool.abort()
 
     def _on_shutdown(self, data: dict[str, Any]) -> None:
         self.finish(graceful=True)

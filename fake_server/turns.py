@@ -102,9 +102,7 @@ def _abandon_pending(box: Outbox, run: TurnRun, *, traced: bool = False) -> list
         tool.answered = True
         box.abandon_request(tool.request_id)  # type: ignore[arg-type]
         if traced:
-            # 0.163.0 and 0.169.0 never end such a call in their trace (fake_server.profiles).
-            left_open = run.trace_bug or run.profile.pending_tool_left_open
-            box.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not left_open)
+            box.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not run.trace_bug)
     return pending
 
 

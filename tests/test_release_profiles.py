@@ -138,8 +138,11 @@ def test_scenario_release_keys_are_checked(old: str, new: str, key: str) -> None
     assert info.value.key == key
 
 
-def test_the_builtin_scenario_declares_the_older_releases_unclosed_tool() -> None:
-    expect = load_builtin("interrupt_pending_approval").expect
+@pytest.mark.parametrize(
+    "name", ["interrupt_pending_approval", "approval_cancel", "running_command_interrupt", "experimental_unread"]
+)
+def test_builtin_scenarios_declare_the_older_releases_unclosed_tools(name: str) -> None:
+    expect = load_builtin(name).expect
     assert [expect.for_release(r).server_trace for r in RELEASES] == ["violation", "violation", "closed"]
 
 

@@ -93,10 +93,26 @@ def field_sets(bundle: Path) -> dict[str, set[str]]:
     return out
 
 
+RECORDED = (
+    "command_approval",
+    "file_change_approval",
+    "interrupt_pending_approval",
+    "approval_cancel",
+    "file_change_cancel",
+    "running_command_interrupt",
+    "experimental_unread",
+)
+
+
+def problems(bundle: Path) -> list[tuple[int, str, str | None]]:
+    return sorted((p.invariant, p.kind, p.id) for p in check_bundle(bundle).problems)
+
+
 @pytest.mark.parametrize("release", ["0.163.0", "0.169.0"])
-@pytest.mark.parametrize("name", ["command_approval", "interrupt_pending_approval"])
+@pytest.mark.parametrize("name", RECORDED)
 def test_the_fake_writes_the_fields_the_real_release_writes(release: str, name: str, tmp_path: Path) -> None:
-    """Per event type both write, the same payload fields; and the same verdict as the real bundle."""
+    """Per event type both write, the same payload fields; the same verdict and the same windows left open
+    (an aborted turn's tool calls, pending or running, never end on these releases) as the real bundle."""
     real = DATA / release / "trace-bundles" / name
     record = play(dataclasses.replace(load_builtin(name), release=release), "fake", work_dir=tmp_path)
     assert record.server_trace is not None
@@ -104,4 +120,5 @@ def test_the_fake_writes_the_fields_the_real_release_writes(release: str, name: 
     for etype in sorted(set(mine) & set(theirs)):
         assert mine[etype] == theirs[etype], etype
     assert check_bundle(record.server_trace).verdict == check_bundle(real).verdict
+    assert problems(record.server_trace) == problems(real)
     assert events(record.server_trace)[-1]["payload"]["type"] == events(real)[-1]["payload"]["type"]

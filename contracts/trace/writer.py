@@ -632,7 +632,13 @@ class InferenceWindow(_Window):
     def fail(self, error: str) -> int:
         self._claim()
         return self.writer._emit(
-            {"type": "inference_failed", "inference_call_id": self.id, "error": error, "upstream_request_id": None},
+            {
+                "type": "inference_failed",
+                "inference_call_id": self.id,
+                "error": error,
+                "upstream_request_id": None,
+                "partial_response_payload": None,  # every release writes it (null when nothing streamed)
+            },
             **self.turn._ctx(),
         )
 
