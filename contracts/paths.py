@@ -100,3 +100,16 @@ def require_writable_dir(path: str | Path, what: str = "directory") -> Path:
     except OSError as exc:
         raise UsageError(f"{what} {p} is not writable: {exc.strerror or exc}") from None
     return p
+
+
+def require_output_file(path: str | Path, what: str = "output file") -> Path:
+    """``path`` absent or a regular file, so writing it neither fails late nor blocks (a FIFO would wait
+    for a reader forever); its directory must exist."""
+    p = Path(path)
+    trouble = problem(p)
+    if trouble is None or trouble == "does not exist":
+        parent = problem(p.parent, want_dir=True)
+        if parent is not None:
+            raise UsageError(f"{what} {p}: its directory {p.parent} {parent}")
+        return p
+    raise UsageError(f"{what} {p} {trouble}: it cannot be written")

@@ -17,6 +17,9 @@ from contracts.exitcodes import UsageError
 from contracts.paths import kind_of
 
 REPORT_FILES = ("checks.json", "junit.xml", "index.html")
+#: What a session record directory holds (contracts.record.SessionRecord.save).
+RECORD_FILES = ("record.json", "wire.jsonl", "model.jsonl", "stderr.txt")
+RECORD_DIRS = ("client-trace", "server-trace")
 
 
 def _mode(path: Path) -> int | None:
@@ -67,5 +70,14 @@ def prepare(report_dir: Path, sessions: Iterable[tuple[str, str]] = ()) -> None:
         _need_dir(root / target)
         saved = root / target / scenario
         mode = _mode(saved)
-        if mode is not None and not stat.S_ISDIR(mode):
+        if mode is None:
+            continue
+        if not stat.S_ISDIR(mode):
             raise UsageError(f"report path {saved} is {kind_of(mode)}, not a directory for the session record")
+        # A record saved here before is replaced member by member: each must be what it will be again.
+        for name in RECORD_FILES:
+            _need_file_slot(saved / name)
+        for name in RECORD_DIRS:
+            member = _mode(saved / name)
+            if member is not None and not stat.S_ISDIR(member):
+                raise UsageError(f"report path {saved / name} is {kind_of(member)}, not a trace bundle directory")

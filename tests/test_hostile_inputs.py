@@ -617,3 +617,44 @@ def test_show_record_dir_with_a_fifo_inside_never_blocks(member: str, tmp_path: 
         assert proc.returncode == USAGE and "is a FIFO (named pipe)" in text, text
     else:  # a stderr tail that is not a file is left out; the timeline shows
         assert proc.returncode == OK and "turn/completed" in text, text
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "missing_parent"])
+def test_show_html_output_in_the_way_exits_3_and_never_blocks(kind: str, tmp_path: Path) -> None:
+    rec = _saved_plain(tmp_path)
+    out = tmp_path / "page.html"
+    if kind == "fifo":
+        os.mkfifo(out)  # opening it to write would wait for a reader forever
+    elif kind == "directory":
+        out.mkdir()
+    else:
+        out = tmp_path / "nowhere" / "page.html"
+    proc = subprocess.run(
+        [sys.executable, "-c", _NEVER_BLOCK.format(module="harness.cli"), "show", str(rec), "--html", str(out)],
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    text = (proc.stdout + proc.stderr).decode()
+    assert_clean(text)
+    assert proc.returncode == USAGE and "--html" in text, text
+    assert "turn/completed" not in text  # refused before the timeline
+
+
+@pytest.mark.parametrize(("member", "make"), [("stderr.txt", "fifo"), ("wire.jsonl", "dir"), ("client-trace", "file")])
+def test_run_report_record_member_in_the_way_exits_3(
+    member: str, make: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report directory used before: a member of a saved record replaced by something else (a FIFO
+    would block the save forever, a directory or file would fail it after the run)."""
+    saved = tmp_path / "report" / "sessions" / "fake" / "plain"
+    saved.mkdir(parents=True)
+    if make == "fifo":
+        os.mkfifo(saved / member)
+    elif make == "dir":
+        (saved / member).mkdir()
+    else:
+        (saved / member).write_text("")
+    code, text = run_cli(capsys, _cli_main(), ["run", "--scenario", "plain", "--report", str(tmp_path / "report")])
+    assert_clean(text)
+    assert code == USAGE and f"plain/{member}" in text, text

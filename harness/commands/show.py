@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace, path: Path) -> int:
+    if args.html:  # checked before the timeline: a FIFO there would block the write forever
+        paths.require_output_file(args.html, "--html")
     record: SessionRecord | None = None
     wire_fh: BinaryIO | None = None
     entries: Iterable[WireEntry]
