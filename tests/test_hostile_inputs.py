@@ -649,12 +649,19 @@ def test_run_report_record_member_in_the_way_exits_3(
     would block the save forever, a directory or file would fail it after the run)."""
     saved = tmp_path / "report" / "sessions" / "fake" / "plain"
     saved.mkdir(parents=True)
+    reader = None
     if make == "fifo":
         os.mkfifo(saved / member)
+        reader = os.open(saved / member, os.O_RDONLY | os.O_NONBLOCK)  # were it written, it would not block
     elif make == "dir":
         (saved / member).mkdir()
     else:
         (saved / member).write_text("")
-    code, text = run_cli(capsys, _cli_main(), ["run", "--scenario", "plain", "--report", str(tmp_path / "report")])
+    try:
+        argv = ["run", "--scenario", "plain", "--report", str(tmp_path / "report")]
+        code, text = run_cli(capsys, _cli_main(), argv)
+    finally:
+        if reader is not None:
+            os.close(reader)
     assert_clean(text)
     assert code == USAGE and f"plain/{member}" in text, text
