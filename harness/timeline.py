@@ -35,6 +35,8 @@ def summarize(frame: dict[str, Any]) -> str:
     """A short, method-aware summary of one frame's params or result."""
     params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
     method = frame.get("method")
+    if method is not None and not isinstance(method, str):
+        return f"!! method is not a string: {_clip(method, 40)}"
     if method is None:
         if "error" in frame:
             err = frame["error"] if isinstance(frame["error"], dict) else {}
@@ -168,34 +170,12 @@ def render_lines(
             raw = f": {_clip(entry.raw, 40)!r}" if entry.raw else ""
             yield f"{when} {arrow} {entry.dir} !! not a frame: {entry.error}{size}{raw}"
             continue
-        frame = entry.frame
-        marks: list[str] = []
-        if is_request(frame):
-            requests.seen(entry.dir, frame)
-            label = f"{frame['method']} #{frame['id']}"
-            if entry.dir == "s2c":
-                marks.append(windows.opened(f"req:{id_key(frame['id'])}", f"server request {frame['id']}"))
-            elif frame["method"] == "turn/interrupt":
-                marks.append(windows.opened(f"int:{id_key(frame['id'])}", f"interrupt #{frame['id']}"))
-        elif is_response(frame):
-            method = requests.answered(entry) or "unknown request"
-            label = f"answer #{frame['id']} ({method})"
-            if entry.dir == "c2s":
-                mark = windows.closed(f"req:{id_key(frame['id'])}", "answers")
-                marks.append(mark or "!! no open request with this id")
-            else:
-                mark = windows.closed(f"int:{id_key(frame['id'])}", "answers")
-                if mark:
-                    marks.append(mark)
-        else:
-            label = str(frame.get("method"))
-            marks += _notification_marks(frame, windows)
-        if validator is not None:
-            violations = validator.validate(frame, entry.dir, requests.answered(entry))
-            if violations:
-                marks.append(f"!! schema: {_clip(violations[0].message, 80)}")
-        text = f"{when} {arrow} {entry.dir} {label}  {summarize(frame)}"
-        yield " ".join([text, *[m for m in marks if m]]).rstrip()
+        try:
+            yield _frame_line(entry, f"{when} {arrow} {entry.dir}", requests, windows, validator)
+        except RecursionError:  # a hostile frame nested past what str() can walk
+            yield f"{when} {arrow} {entry.dir} !! frame too deeply nested to show"
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a shape no real frame has
+            yield f"{when} {arrow} {entry.dir} !! frame of an unexpected shape ({type(exc).__name__}: {_clip(exc)})"
     if windows.open:
         yield ""
         yield "Open at the end of the transcript:"
@@ -209,6 +189,37 @@ def render_lines(
         yield f"Contracts: {sum(c.status == 'pass' for c in checks)} passed, {len(failures)} failed or warned"
         for c in failures:
             yield f"  {c.status.upper()} {c.contract} / {c.name}: {_clip(c.detail, 300)} [{c.reference}]"
+
+
+def _frame_line(entry: WireEntry, prefix: str, requests: _Requests, windows: _Windows, validator: Any) -> str:
+    frame: dict[str, Any] = entry.frame or {}  # the caller shows lines that were not frames itself
+    marks: list[str] = []
+    if is_request(frame):
+        requests.seen(entry.dir, frame)
+        label = f"{frame['method']} #{frame['id']}"
+        if entry.dir == "s2c":
+            marks.append(windows.opened(f"req:{id_key(frame['id'])}", f"server request {frame['id']}"))
+        elif frame["method"] == "turn/interrupt":
+            marks.append(windows.opened(f"int:{id_key(frame['id'])}", f"interrupt #{frame['id']}"))
+    elif is_response(frame):
+        method = requests.answered(entry) or "unknown request"
+        label = f"answer #{frame['id']} ({method})"
+        if entry.dir == "c2s":
+            mark = windows.closed(f"req:{id_key(frame['id'])}", "answers")
+            marks.append(mark or "!! no open request with this id")
+        else:
+            mark = windows.closed(f"int:{id_key(frame['id'])}", "answers")
+            if mark:
+                marks.append(mark)
+    else:
+        label = str(frame.get("method"))
+        marks += _notification_marks(frame, windows)
+    if validator is not None:
+        violations = validator.validate(frame, entry.dir, requests.answered(entry))
+        if violations:
+            marks.append(f"!! schema: {_clip(violations[0].message, 80)}")
+    text = f"{prefix} {label}  {summarize(frame)}"
+    return " ".join([text, *[m for m in marks if m]]).rstrip()
 
 
 def _notification_marks(frame: dict[str, Any], windows: _Windows) -> list[str]:

@@ -665,3 +665,25 @@ def test_run_report_record_member_in_the_way_exits_3(
             os.close(reader)
     assert_clean(text)
     assert code == USAGE and f"plain/{member}" in text, text
+
+
+def test_show_frames_of_hostile_shapes_are_marked_not_crashed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Valid transcript lines whose frames no server sends: an id nested 1,000 deep, a method that is an
+    object, a huge time. Each gets a marked line; the timeline goes on (exit 0)."""
+    deep = "{\"a\":" * 1000 + "1" + "}" * 1000
+    lines = [
+        '{"t": 0, "dir": "s2c", "msg": {"id": ' + deep + ', "result": {}}}',
+        '{"t": 0, "dir": "s2c", "msg": {"method": "item/started", "params": {"item": ' + deep + "}}}",
+        '{"t": 0, "dir": "c2s", "msg": {"id": [1], "method": {"x": 1}}}',
+        '{"t": 1e308, "dir": "c2s", "msg": {"id": 1, "method": "turn/start"}}',
+        '{"t": 2, "dir": "note", "msg": "still here"}',
+    ]
+    wire = tmp_path / "wire.jsonl"
+    wire.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, text = run_cli(capsys, _cli_main(), ["show", str(wire)])
+    assert_clean(text)
+    assert code == OK, text
+    assert "!! frame too deeply nested to show" in text and "!! method is not a string" in text
+    assert "still here" in text

@@ -8,6 +8,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from contracts.record import WireEntry
 
 _MISSING = object()
@@ -27,7 +29,16 @@ def is_response(frame: dict[str, Any]) -> bool:
 
 def id_key(value: Any) -> str:
     """Ids compare by JSON value: 1 and "1" are different ids."""
-    return f"{type(value).__name__}:{value!r}"
+    if value is None or isinstance(value, str | bool | float):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, int):
+        return f"int:{value:x}"  # hex: no digit limit for a huge int (repr refuses past 4300 digits)
+    # Not a JSON-RPC id (those are strings and numbers), but a hostile line may hold one nested 1000 deep:
+    # repr would recurse past the interpreter's limit; orjson stops at its own.
+    try:
+        return f"{type(value).__name__}:{orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()}"
+    except (orjson.JSONEncodeError, TypeError):
+        return f"{type(value).__name__}:<too deep {id(value)}>"
 
 
 @dataclass(slots=True)
