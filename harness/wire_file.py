@@ -64,14 +64,19 @@ def parse_line(line: bytes, source: str, number: int) -> WireEntry | None:
         raise WireFileError(source, number, f"not a transcript line ({exc})") from None
 
 
-def iter_wire(fh: BinaryIO, source: str) -> Iterator[WireEntry]:
-    """The entries of an open transcript, one line in memory at a time."""
+def iter_wire(fh: BinaryIO, source: str, max_bytes: int | None = None) -> Iterator[WireEntry]:
+    """The entries of an open transcript, one line in memory at a time; a file still growing past
+    ``max_bytes`` while it is read (a log being appended to) is refused, so the read ends."""
     number = 0
+    total = 0
     while True:
         line = fh.readline(MAX_LINE_BYTES + 1)
         if not line:
             return
         number += 1
+        total += len(line)
+        if max_bytes is not None and total > max_bytes:
+            raise WireFileError(source, number, f"the file grew past {max_bytes} bytes while it was read")
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             raise WireFileError(source, number, f"longer than {MAX_LINE_BYTES} bytes")
         entry = parse_line(line, source, number)

@@ -687,3 +687,14 @@ def test_show_frames_of_hostile_shapes_are_marked_not_crashed(
     assert code == OK, text
     assert "!! frame too deeply nested to show" in text and "!! method is not a string" in text
     assert "still here" in text
+
+
+def test_a_wire_file_growing_while_show_reads_it_is_cut_off(tmp_path: Path) -> None:
+    """show checks the size when it opens the file; a log appended to forever must still end the read."""
+    from harness.wire_file import WireFileError, iter_wire
+
+    wire = tmp_path / "wire.jsonl"
+    wire.write_bytes(b'{"t": 0, "dir": "note", "msg": "x"}\n' * 100)
+    with open(wire, "rb") as fh, pytest.raises(WireFileError, match="grew past 1000 bytes"):
+        for _ in iter_wire(fh, str(wire), max_bytes=1000):
+            pass

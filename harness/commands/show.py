@@ -42,7 +42,7 @@ def _open_wire(path: Path) -> BinaryIO:
 def _check_wire(path: Path) -> None:
     """Every line of a record's wire.jsonl is a transcript line (streamed), before the record is loaded."""
     with _open_wire(path) as fh:
-        for _ in iter_wire(fh, str(path)):
+        for _ in iter_wire(fh, str(path), MAX_WIRE_BYTES):
             pass
 
 
@@ -81,7 +81,7 @@ def _show(args: argparse.Namespace, path: Path) -> int:
     else:
         # A wire file streams: one line in memory at a time, whatever its size (--html needs them all).
         wire_fh = _open_wire(path)
-        entries = iter_wire(wire_fh, str(path))
+        entries = iter_wire(wire_fh, str(path), MAX_WIRE_BYTES)
         if args.html:
             with wire_fh:
                 entries = list(entries)
