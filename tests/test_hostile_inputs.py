@@ -698,3 +698,16 @@ def test_a_wire_file_growing_while_show_reads_it_is_cut_off(tmp_path: Path) -> N
     with open(wire, "rb") as fh, pytest.raises(WireFileError, match="grew past 1000 bytes"):
         for _ in iter_wire(fh, str(wire), max_bytes=1000):
             pass
+
+
+def test_fake_codex_scenario_from_the_environment_gets_the_same_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FAKE_CODEX_SCENARIO", str(tmp_path))
+    code, text = run_cli(capsys, _fake_main(), ["app-server"])
+    assert_clean(text)
+    assert code == USAGE and "is a directory" in text, text
+    monkeypatch.setenv("FAKE_CODEX_SCENARIO", "no_such_builtin")
+    code, text = run_cli(capsys, _fake_main(), ["app-server"])
+    assert_clean(text)
+    assert code == INVALID_INPUT and "built-in scenario" in text, text
