@@ -76,17 +76,17 @@ class Approvals:
         self.seen = 0
         self.turn_seen = 0
         self.held: set[int] = set()
-        self.on_held: Any = None
+        self.interrupt: Any = None  # turn id -> None: the low-level client's turn/interrupt
         self.unsupported: str | None = None
         self.release = threading.Event()
         # The SDK cannot leave a request pending without blocking its only reader: hold it for the interrupt
         # budget (the server resolves it meanwhile), then answer cancel.
         self.hold_s = budgets["interrupt_budget_ms"] / 1000
 
-    def start_turn(self, actions: list[dict[str, Any]], on_held: Any) -> None:
+    def start_turn(self, actions: list[dict[str, Any]]) -> None:
+        """Before turn/start: the reader thread may get the turn's first approval before thread.turn() returns."""
         self.turn_seen = 0
         self.held = {a["n"] for a in actions if a["do"] == "cancel" and a["at"] == "approval_pending"}
-        self.on_held = on_held
         self.release.clear()
 
     def __call__(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
@@ -98,7 +98,8 @@ class Approvals:
         self.turn_seen += 1
         if self.turn_seen in self.held:
             # The user cancels while this approval is pending: interrupt from another thread, keep it open.
-            threading.Thread(target=self.on_held, daemon=True).start()
+            turn_id = (params or {}).get("turnId")
+            threading.Thread(target=self.interrupt, args=(turn_id,), daemon=True).start()
             self.release.wait(self.hold_s)
             return {"decision": "cancel"}
         if decision == "error":
@@ -109,6 +110,7 @@ class Approvals:
 
 def play_turn(thread: Any, number: int, spec: dict[str, Any], approvals: Approvals) -> dict[str, Any]:
     actions = [a for a in spec["actions"] if a["do"] in ("cancel", "steer")]
+    approvals.start_turn(actions)
     handle = thread.turn(spec["input"])
     entry: dict[str, Any] = {"turn": number, "turn_id": handle.id}
 
@@ -118,7 +120,6 @@ def play_turn(thread: Any, number: int, spec: dict[str, Any], approvals: Approva
         else:
             handle.steer(action.get("text", ""))
 
-    approvals.start_turn(actions, lambda: handle.interrupt())
     timers = []
     for a in actions:
         if a["at"] == "delay":
@@ -178,6 +179,7 @@ def main() -> int:
         with Codex(config) as codex:
             codex._client._approval_handler = approvals  # the low-level client's hook (no public one)
             thread = codex.thread_start()
+            approvals.interrupt = lambda turn_id: codex._client.turn_interrupt(thread.id, turn_id)
             while remaining:
                 spec = remaining[0]
                 if any(a["do"] == "resume" for a in spec["actions"]):
