@@ -264,6 +264,7 @@ def run(args: argparse.Namespace) -> int:
     if args.latency_samples < 0:
         raise UsageError("--latency-samples must be >= 0")
     binaries: dict[str, Path] = {}
+    given: dict[str, str] = {}  # the path as the user wrote it, for the table
     for spec in args.codex:
         try:
             binary, version = preflight(Path(spec), require_pinned_schema=False)
@@ -272,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
         if version in binaries:
             raise UsageError(f"{spec} and {binaries[version]} are both codex-cli {version}")
         binaries[version] = binary
+        given[version] = spec
     versions = sorted(binaries, key=schema_store.version_key)
     root = schema_store.user_store(args.store).resolve()
     if schema_store.is_shipped(root):
@@ -293,9 +295,10 @@ def run(args: argparse.Namespace) -> int:
     with schema_store.using_user_store(root):
         for version in versions:
             _progress(f"== codex-cli {version}")
-            reports.append(
-                validate(binaries[version], version, root, scenarios=scenarios, latency_samples=args.latency_samples)
-            )
+            samples = args.latency_samples
+            report = validate(binaries[version], version, root, scenarios=scenarios, latency_samples=samples)
+            report.codex = given[version]
+            reports.append(report)
         matrix = Matrix(reports, neighbours(versions))
     matrix.command = "codex-harness matrix " + " ".join(f"--codex {c}" for c in args.codex)
     matrix.wall_s = time.perf_counter() - started

@@ -1,0 +1,107 @@
+"""``codex-harness matrix``: usage errors, and the table it renders (Markdown, JSON, HTML) from release reports.
+The real three-release run is docs/releases.md (regenerated with the command written there)."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contracts import schema_store
+from contracts.checks.base import Check
+from contracts.schema_diff import diff_bundles
+from harness.commands.matrix import Matrix, neighbours, render_html, render_markdown
+from harness.commands.validate_release import ReleaseReport
+from harness.targets.fake import fake_codex_argv
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def fake_binary(tmp_path: Path, release: str) -> Path:
+    """A ``codex`` that answers --version as ``release`` (fake-codex playing that profile)."""
+    path = tmp_path / f"codex-{release}"
+    argv = " ".join(fake_codex_argv())
+    path.write_text(f'#!/bin/sh\nexec {argv} --release {release} "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_matrix_refuses_two_binaries_of_one_release(tmp_path: Path) -> None:
+    a, b = fake_binary(tmp_path, "0.169.0"), tmp_path / "other"
+    b.write_text(a.read_text())
+    b.chmod(0o755)
+    out = harness("matrix", "--codex", str(a), "--codex", str(b), "--store", str(tmp_path / "s"))
+    assert out.returncode == 3, out
+    assert "both codex-cli 0.169.0" in out.stderr
+
+
+def test_matrix_refuses_a_binary_that_does_not_run(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    out = harness("matrix", "--codex", str(fake_binary(tmp_path, "0.169.0")), "--codex", str(missing))
+    assert out.returncode == 3 and "Traceback" not in out.stderr
+
+
+def report(version: str, *, failed: bool = False) -> ReleaseReport:
+    r = ReleaseReport(version=version, codex=f".tools/codex-{version}/codex", profile=version)
+    status = "fail" if failed else "pass"
+    r.checks = [
+        Check("plain", "real", "schema", "server_frames_invalid", "pass", "ok", ""),
+        Check("approval_cancel", "real", "trace_closure", "server trace", status, "verdict x", ""),
+    ]
+    r.fidelity = [
+        {"scenario": "plain", "equal": True, "skipped": None, "differences": []},
+        {"scenario": "file_change_approval", "equal": not failed, "skipped": None, "differences": []},
+    ]
+    r.latency = [
+        {"scenario": "long_stream", "metric": "interrupt_to_completed", "n": 10, "p50": 6.2, "p95": 8.0, "p99": 9.4},
+    ]
+    r.wall_s = 70.0
+    return r
+
+
+def test_the_table_has_releases_as_columns_and_marks_failures() -> None:
+    m = Matrix([report("0.163.0", failed=True), report("0.169.0")], neighbours(["0.163.0", "0.169.0"]), "cmd")
+    md = render_markdown(m)
+    header = md.splitlines()[0]
+    assert header == "| | codex-cli 0.163.0 | codex-cli 0.169.0 |"
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in md.splitlines() if line.startswith("| ")}
+    assert rows["contract trace_closure"] == "| contract trace_closure | 0 pass, **1 FAIL** | 1 pass |"
+    assert "**differ: file_change_approval**" in rows["fidelity to its profile"]
+    assert "6 / 9 (n=10)" in rows["interrupt latency p50 / p99 ms: long_stream"]
+    expected = diff_bundles(schema_store.load_bundle("0.163.0"), schema_store.load_bundle("0.169.0"))
+    assert f"{len(expected.changes)} change(s) from 0.163.0" in rows["wire schema vs previous column"]
+    assert "### Wire schema 0.163.0 -> 0.169.0" in md
+    assert "modelProvider/list" in md
+    assert not m.ok
+    data = json.loads(json.dumps(m.to_json(), default=str))
+    assert data["releases"] == ["0.163.0", "0.169.0"] and data["ok"] is False
+    assert data["neighbours"][0]["changes"] == len(expected.changes)
+    html = render_html(m)
+    assert "<th>codex-cli 0.169.0</th>" in html and 'class="fail"' in html
+
+
+def test_a_release_without_a_pin_is_said_in_its_cell() -> None:
+    m = Matrix([report("0.169.0"), report("0.170.0")], neighbours(["0.169.0", "0.170.0"]))
+    assert m.neighbours[0].diff is None
+    assert "not compared" in render_markdown(m)
+    assert m.ok
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_too_few_binaries_is_a_usage_error(n: int, tmp_path: Path) -> None:
+    args = [a for i in range(n) for a in ("--codex", str(fake_binary(tmp_path, "0.169.0")))]
+    out = harness("matrix", *args)
+    assert out.returncode == 3
+    assert "between 2 and 8 --codex PATH" in out.stderr
