@@ -110,6 +110,6 @@ def require_output_file(path: str | Path, what: str = "output file") -> Path:
     if trouble is None or trouble == "does not exist":
         parent = problem(p.parent, want_dir=True)
         if parent is not None:
-            raise UsageError(f"{what} {p}: its directory {p.parent} {parent}")
+            raise UsageError(f"cannot write {what} {p}: its directory {p.parent} {parent}")
         return p
-    raise UsageError(f"{what} {p} {trouble}: it cannot be written")
+    raise UsageError(f"cannot write {what} {p}: it {trouble}")
