@@ -115,6 +115,7 @@ class Engine:
         # Session-level fault points take the first turn's faults (docs/scenarios.md).
         self.box = Outbox(self.ids, scenario.turns[0].faults if scenario.turns else ())
         self.endpoint = self.box.endpoint
+        self.box.reshape = self.profile.reshape_frame()
         self.initialized = False
         self.client_name = "unknown"
         self.experimental = False
@@ -340,6 +341,7 @@ class Engine:
             originator=self.client_name,
             status=thread.status,
             preview=thread.preview,
+            cli_version=self.profile.release,
         )
 
     def _thread_resume(self, request: Request, params: dict[str, Any]) -> None:

@@ -54,6 +54,8 @@ class Outbox:
         self._out: list[Effect] = []
         self._timers: dict[int, Callable[[], None]] = {}
         self._next_token = 0
+        #: What the release played leaves out of a frame (fake_server.profiles.Profile.reshape); None: nothing.
+        self.reshape: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     # --- state --------------------------------------------------------------------------------
 
@@ -83,7 +85,7 @@ class Outbox:
     def send_frame(self, frame: dict[str, Any]) -> None:
         """Send a prepared frame as is (a request prepared earlier, faults replaying frames)."""
         if self._can_send():
-            self._out.append(Send(frame))
+            self._out.append(Send(frame if self.reshape is None else self.reshape(frame)))
 
     def send_raw(self, data: bytes) -> None:
         if self._can_send():

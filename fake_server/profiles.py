@@ -9,6 +9,9 @@ model-level built-in scenario, recordings under ``tests/data/real/<release>/``):
 - the trace bundle format it writes (envelope schema 1, 2 or 3: :data:`contracts.trace.format.FORMATS`);
 - ``diff_after_tools``: 0.163.0 and 0.169.0 send one more ``turn/diff/updated`` once a response whose file
   change completed has had its usage reported (after ``account/rateLimits/updated``);
+- ``not_written``: fields 0.163.0 does not write yet (items' ``startedAtMs``, ``completedAtMs`` and
+  ``moderation``, ``contentTokenCount`` of ``item/completed``, threads' ``attachedToThreadId``), taken out of
+  every frame the fake sends (:meth:`Profile.reshape_frame`);
 - ``abort_leaves_tools_open``: on 0.163.0 and 0.169.0 a turn aborted (interrupt, or an approval answered
   ``cancel``) never ends its open tool calls in the trace bundle, pending approval or running (closure
   invariants 3 and 5 fail; fixed in 0.171.0): :class:`fake_server.server_trace.ServerTrace` leaves them open.
@@ -20,8 +23,9 @@ Which profile plays: ``fake-codex --release X`` > ``$FAKE_CODEX_RELEASE`` > the 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from contracts.exitcodes import UsageError
 
@@ -35,6 +39,8 @@ class Profile:
     trace_schema: int  # the rollout-trace envelope schema this release writes
     diff_after_tools: bool = False
     abort_leaves_tools_open: bool = False
+    #: (where, field) the release does not write: ``item`` (any item object), ``thread``, or a method's params
+    not_written: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def schema_release(self) -> str:
@@ -49,6 +55,15 @@ class Profile:
         """The client request methods of this release's pinned experimental schema (empty: no pin readable)."""
         return _client_methods(self.schema_release)
 
+    def reshape_frame(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """A function taking the fields this release does not write out of a frame (a copy); None: none to take."""
+        if not self.not_written:
+            return None
+        fields: dict[str, frozenset[str]] = {}
+        for where, name in self.not_written:
+            fields[where] = fields.get(where, frozenset()) | {name}
+        return functools.partial(_reshape, fields)
+
     def missing_methods(self) -> frozenset[str]:
         """Client methods the newest profile knows and this release's pin does not: "unknown variant" here."""
         if self.release == DEFAULT_RELEASE:
@@ -58,7 +73,21 @@ class Profile:
 
 
 PROFILES: Final[dict[str, Profile]] = {
-    "0.163.0": Profile("0.163.0", trace_schema=1, diff_after_tools=True, abort_leaves_tools_open=True),
+    "0.163.0": Profile(
+        "0.163.0",
+        trace_schema=1,
+        diff_after_tools=True,
+        abort_leaves_tools_open=True,
+        not_written=frozenset(
+            {
+                ("item", "startedAtMs"),
+                ("item", "completedAtMs"),
+                ("item", "moderation"),
+                ("thread", "attachedToThreadId"),
+                ("item/completed", "contentTokenCount"),
+            }
+        ),
+    ),
     "0.169.0": Profile("0.169.0", trace_schema=2, diff_after_tools=True, abort_leaves_tools_open=True),
     "0.171.0": Profile("0.171.0", trace_schema=3),
 }
@@ -102,6 +131,30 @@ def nearest(version: str) -> tuple[Profile, bool]:
     if older:
         return max(older, key=lambda p: version_key(p.release)), False
     return min(PROFILES.values(), key=lambda p: version_key(p.release)), False
+
+
+def _strip(value: Any, fields: dict[str, frozenset[str]], where: str | None) -> Any:
+    """``value`` without the fields of ``where`` (its key: ``item``, an element of ``items``, ``thread``), deeply."""
+    if isinstance(value, list):
+        return [_strip(v, fields, where) for v in value]
+    if not isinstance(value, dict):
+        return value
+    drop = fields.get(where or "", frozenset())
+    return {k: _strip(v, fields, _where(k)) for k, v in value.items() if k not in drop}
+
+
+def _where(key: str) -> str | None:
+    return "item" if key in ("item", "items") else "thread" if key in ("thread", "threads", "data") else key
+
+
+def _reshape(fields: dict[str, frozenset[str]], frame: dict[str, Any]) -> dict[str, Any]:
+    out = dict(frame)
+    for part in ("params", "result"):
+        if isinstance(out.get(part), dict):
+            body = _strip(out[part], fields, None)
+            top = fields.get(str(frame.get("method")), frozenset())
+            out[part] = {k: v for k, v in body.items() if k not in top}
+    return out
 
 
 @functools.cache

@@ -98,6 +98,7 @@ def thread(
     originator: str,
     status: dict[str, Any],
     preview: str = "",
+    cli_version: str = CLI_VERSION,
 ) -> dict[str, Any]:
     return {
         "id": thread_id,
@@ -122,7 +123,7 @@ def thread(
         "status": status,
         "path": path,
         "cwd": cwd,
-        "cliVersion": CLI_VERSION,
+        "cliVersion": cli_version,
         "originator": originator,
         "source": "vscode",
         "canAcceptDirectInput": True,

@@ -270,3 +270,55 @@ def test_fake_process_takes_a_release_from_the_scenario_file(tmp_path: Path) -> 
     )
     first = orjson.loads(out.stdout.splitlines()[0])
     assert first["result"]["userAgent"].startswith("t/0.169.0 "), first
+
+
+# --- frames carry the fields each release writes -----------------------------------------------------
+
+DATA = Path(__file__).resolve().parent / "data" / "real"
+
+
+def _paths(value: Any, prefix: str, out: set[str]) -> None:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            out.add(f"{prefix}.{key}")
+            _paths(inner, f"{prefix}.{key}", out)
+    elif isinstance(value, list):
+        for inner in value:
+            _paths(inner, prefix + "[]", out)
+
+
+def field_paths(frames: list[tuple[str, Any]]) -> dict[str, set[str]]:
+    """Key paths per notification method (and item type) and per answered request method."""
+    methods: dict[Any, str] = {}
+    out: dict[str, set[str]] = {}
+    for direction, frame in frames:
+        if not isinstance(frame, dict):
+            continue
+        if direction == "c2s" and "method" in frame and "id" in frame:
+            methods[frame["id"]] = frame["method"]
+        elif direction == "s2c" and "method" in frame:
+            params = frame.get("params") or {}
+            item = params.get("item") if isinstance(params, dict) else None
+            key = frame["method"] + (f" {item.get('type')}" if isinstance(item, dict) else "")
+            _paths(params, "$", out.setdefault(key, set()))
+        elif direction == "s2c" and frame.get("id") in methods:
+            _paths(frame.get("result"), "$", out.setdefault("answer " + methods[frame["id"]], set()))
+    return out
+
+
+RECORDINGS = sorted(
+    p.relative_to(DATA).as_posix() for r in ("0.163.0", "0.169.0") for p in (DATA / r / "transcripts").glob("*.jsonl")
+)
+
+
+@pytest.mark.parametrize("transcript", RECORDINGS)
+def test_each_profile_writes_the_fields_its_release_writes(transcript: str, tmp_path: Path) -> None:
+    """Per notification (and item type) and answer both sides send: the same key paths as the recording
+    (0.163.0 writes no item times, no moderation, no contentTokenCount and no attachedToThreadId)."""
+    release, _, name = transcript.partition("/transcripts/")
+    lines = [orjson.loads(line) for line in (DATA / transcript).read_bytes().splitlines()]
+    real = field_paths([(e["dir"], e["msg"]) for e in lines if "msg" in e])
+    record = play(load_builtin(name.removesuffix(".jsonl")), "fake", work_dir=tmp_path, release=release)
+    fake = field_paths([(e.dir, e.frame) for e in record.wire])
+    for key in sorted(set(real) & set(fake)):
+        assert fake[key] == real[key], (key, sorted(fake[key] ^ real[key]))
