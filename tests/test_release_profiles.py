@@ -322,3 +322,20 @@ def test_each_profile_writes_the_fields_its_release_writes(transcript: str, tmp_
     fake = field_paths([(e.dir, e.frame) for e in record.wire])
     for key in sorted(set(real) & set(fake)):
         assert fake[key] == real[key], (key, sorted(fake[key] ^ real[key]))
+
+
+@pytest.mark.parametrize("release", ["0.163.0", "0.169.0"])
+def test_the_unknown_variant_answer_lists_the_releases_methods(release: str) -> None:
+    """The recorded answer of the real release to an unknown method, word for word (its method list, in order)."""
+    from fake_server.methods import unknown_variant_message
+
+    recording = DATA / release / "probes" / "misc_requests.jsonl"
+    lines = [orjson.loads(line) for line in recording.read_bytes().splitlines()]
+    answers = [
+        e["msg"]["error"]["message"]
+        for e in lines
+        if isinstance(e.get("msg"), dict) and "unknown variant" in str(e["msg"].get("error", {}).get("message", ""))
+    ]
+    assert answers, "the recording has no unknown-variant answer"
+    method = answers[0].split("`")[1]
+    assert unknown_variant_message(method, profiles.get(release).missing_methods()) == answers[0]
