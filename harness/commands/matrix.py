@@ -212,7 +212,7 @@ def render_html(m: Matrix) -> str:
         "<h1>codex releases side by side</h1>",
         f'<p><span class="verdict {"pass" if m.ok else "fail"}">{e(verdict)}</span> '
         f'<span class="meta">{e(m.command)}; {m.wall_s:.0f} s</span></p>',
-        f'<table class="summary"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table>',
+        f'<table class="sum"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table>',
     ]
     for n in m.neighbours:
         data = n.to_json()
