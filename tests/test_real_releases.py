@@ -15,6 +15,8 @@ The binaries: ``CODEX_BIN_0_163_0`` and ``CODEX_BIN_0_169_0`` (``make test`` set
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,27 @@ def test_trace_closure_is_judged_on_each_release(release: str, name: str, codex_
     assert all(c.status == "pass" for c in run.checks if c.status != "skip"), [
         (c.contract, c.name, c.detail) for c in run.checks if c.status == "fail"
     ]
+
+
+@pytest.mark.real_codex
+@GROUP
+@pytest.mark.parametrize(("release", "accepted"), [("0.163.0", True), ("0.169.0", False)])
+def test_each_reducer_on_an_event_after_the_rollout_ended(
+    release: str, accepted: bool, codex_bin: Path, tmp_path: Path
+) -> None:
+    """What the release's own `codex debug trace-reduce` does with a late event, our reader does too."""
+    from test_trace_writer_formats import DATA, move_runtime_end_last
+
+    from contracts.trace import check_bundle
+
+    bundle = tmp_path / "late"
+    shutil.copytree(DATA / release / "trace-bundles" / "running_command_interrupt", bundle)
+    move_runtime_end_last(bundle)
+    out = subprocess.run(
+        [str(release_binary(release, codex_bin)), "debug", "trace-reduce", str(bundle), "-o", str(tmp_path / "s.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (out.returncode == 0) is accepted, out.stderr[-300:]
+    assert (check_bundle(bundle).verdict != "invalid") is accepted

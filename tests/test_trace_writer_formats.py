@@ -5,6 +5,7 @@ those the real release writes (tests/data/real/<release>/trace-bundles/)."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,28 @@ def test_the_fake_writes_the_fields_the_real_release_writes(release: str, name: 
     assert check_bundle(record.server_trace).verdict == check_bundle(real).verdict
     assert problems(record.server_trace) == problems(real)
     assert events(record.server_trace)[-1]["payload"]["type"] == events(real)[-1]["payload"]["type"]
+
+
+def move_runtime_end_last(bundle: Path) -> None:
+    """The killed command's runtime end written after everything else, as a slow shutdown can leave it."""
+    rows = events(bundle)
+    at = next(i for i, e in enumerate(rows) if e["payload"]["type"] == "tool_call_runtime_ended")
+    rows.append(rows.pop(at))
+    for n, e in enumerate(rows, 1):
+        e["seq"] = n
+    rows[-1]["wall_time_unix_ms"] = max(rows[-1]["wall_time_unix_ms"], rows[-2]["wall_time_unix_ms"])
+    (bundle / "trace.jsonl").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in rows))
+
+
+@pytest.mark.parametrize(("release", "verdict"), [("0.163.0", "violation"), ("0.169.0", "invalid")])
+def test_an_event_after_the_rollout_ended(release: str, verdict: str, tmp_path: Path) -> None:
+    """Schema 1 has no recording_completed: 0.163.0's reducer replays an event after rollout_ended (observed once
+    in a matrix run: a killed command's runtime end after shutdown); schema 2 ends at recording_completed and its
+    reducer rejects anything after it. tests/test_real_releases.py asks each release's own reducer."""
+    bundle = tmp_path / "b"
+    shutil.copytree(DATA / release / "trace-bundles" / "running_command_interrupt", bundle)
+    move_runtime_end_last(bundle)
+    result = check_bundle(bundle)
+    assert result.verdict == verdict, result.error
+    if verdict == "violation":  # the same open tool call as before the move, nothing more
+        assert {p.invariant for p in result.problems} == {3, 5}

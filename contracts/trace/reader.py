@@ -858,11 +858,13 @@ def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits())
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a shape the checks above did not foresee
             raise _parse_error(number, f"invalid event shape: {exc}") from exc
-        if trace.recording_completed_seq is not None:
+        # Schema 1 has no recording_completed: 0.163.0's reducer replays what follows rollout_ended too (a killed
+        # command's runtime end can land after shutdown, observed), so only recording_completed ends the log.
+        if trace.recording_completed_seq is not None and replay.fmt.closing_event == "recording_completed":
             completed = True
     trace.log_newline_terminated = terminated
     # A final line without its newline was still being written: it is replayed, but does not close the recording.
-    closed = completed and terminated
+    closed = trace.recording_completed_seq is not None and terminated
     _load_payloads(trace, bundle, limits, closed=closed)
     if not closed:
         trace.recording_status = "unclosed"
