@@ -94,6 +94,10 @@ def show_outside(args: argparse.Namespace, path: Path) -> int:
         title = f"{record.scenario}: server {server.get('n')} pid {server.get('pid')}, {how}"
         mine = [c for c in checks if k == 0 or c.name.startswith(f"server {server.get('n')}:")]
         print(render(record.wire, checks=mine, validator=validator, title=title), end="")
+    if getattr(args, "html", None):
+        from harness.html.show import write_show_html
+
+        print(f"HTML: {write_show_html(Path(args.html), records[0], records[0].wire, checks, path)}")
     failed = [c for c in checks if c.status == "fail"]
     for c in checks:
         if c.status == "skip" and c.contract in ("client", "protocol", "schema"):  # failures are in the timeline
