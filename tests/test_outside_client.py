@@ -204,3 +204,15 @@ def test_baseline_from_runs_marks_flaky_checks() -> None:
         ("a", "fail", False),
         ("b", "flaky", True),
     ]
+
+
+@pytest.mark.parametrize("deadline", ["0", "-1", "nan", "1e9"])
+def test_a_bad_client_deadline_exits_3(deadline: str, capsys: pytest.CaptureFixture[str]) -> None:
+    cmd = " ".join(CAREFUL)
+    assert main(["run", "--client-cmd", cmd, "--client-deadline", deadline, "--scenario", "plain"]) == USAGE
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_an_unknown_release_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--client-cmd", " ".join(CAREFUL), "--release", "0.0.1", "--scenario", "plain"]) == USAGE
+    assert "profiles:" in capsys.readouterr().err
