@@ -50,6 +50,7 @@ from fake_server.methods import (
     unknown_variant_message,
 )
 from fake_server.outbox import Outbox
+from fake_server.serde_words import json_type
 from fake_server.state import Answer, ThreadState, TurnRun
 
 OVERLOADED_MESSAGE = "Server overloaded; retry later."
@@ -65,23 +66,6 @@ class _RequestError(Exception):
 
 def _invalid(message: str) -> _RequestError:
     return _RequestError(INVALID_REQUEST, message)
-
-
-def _json_type(value: Any) -> str:
-    """serde's wording for an unexpected value."""
-    if isinstance(value, bool):
-        return f"boolean `{'true' if value else 'false'}`"
-    if isinstance(value, int):
-        return f"integer `{value}`"
-    if isinstance(value, float):
-        return f"floating point `{value}`"
-    if isinstance(value, str):
-        return f'string "{value}"'
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return "sequence"
-    return "map"
 
 
 class Engine:
@@ -459,30 +443,30 @@ def _check_params(method: str, params: Any) -> dict[str, Any]:
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        raise _invalid(f"Invalid request: invalid type: {_json_type(params)}, expected struct")
+        raise _invalid(f"Invalid request: invalid type: {json_type(params)}, expected struct")
     for name, kind in _REQUIRED[method]:
         if name not in params:
             raise _invalid(f"Invalid request: missing field `{name}`")
         if kind is not None and not isinstance(params[name], kind):
-            raise _invalid(f"Invalid request: invalid type: {_json_type(params[name])}, expected {_EXPECTED[kind]}")
+            raise _invalid(f"Invalid request: invalid type: {json_type(params[name])}, expected {_EXPECTED[kind]}")
     for name in _OPTIONAL_STRINGS:
         value = params.get(name)
         if value is not None and not isinstance(value, str):
-            raise _invalid(f"Invalid request: invalid type: {_json_type(value)}, expected a string")
+            raise _invalid(f"Invalid request: invalid type: {json_type(value)}, expected a string")
     if method == "initialize":
         info = params["clientInfo"]
         for name in ("name", "version"):
             if name not in info:
                 raise _invalid(f"Invalid request: missing field `{name}`")
             if not isinstance(info[name], str):
-                raise _invalid(f"Invalid request: invalid type: {_json_type(info[name])}, expected a string")
+                raise _invalid(f"Invalid request: invalid type: {json_type(info[name])}, expected a string")
         caps = params.get("capabilities")
         if caps is not None and not isinstance(caps, dict):
-            raise _invalid(f"Invalid request: invalid type: {_json_type(caps)}, expected struct")
+            raise _invalid(f"Invalid request: invalid type: {json_type(caps)}, expected struct")
     if method in ("turn/start", "turn/steer"):
         for entry in params["input"]:
             if not isinstance(entry, dict):
-                raise _invalid(f"Invalid request: invalid type: {_json_type(entry)}, expected internally tagged enum")
+                raise _invalid(f"Invalid request: invalid type: {json_type(entry)}, expected internally tagged enum")
             kind = entry.get("type")
             if kind not in _USER_INPUT_TYPES:
                 if kind is None:

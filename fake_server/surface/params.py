@@ -13,26 +13,14 @@ import functools
 import json
 from typing import Any
 
+from fake_server.serde_words import json_type
+
 
 @functools.cache
 def _validator() -> Any:
     from contracts.validator import Validator
 
     return Validator.for_release("0.171.0", experimental=True)
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return f"boolean `{'true' if value else 'false'}`"
-    if isinstance(value, int):
-        return f"integer `{value}`"
-    if isinstance(value, float):
-        return f"floating point `{value}`"
-    if isinstance(value, str):
-        return f'string "{value[:40]}"'
-    if value is None:
-        return "null"
-    return "sequence" if isinstance(value, list) else "map"
 
 
 def _at(frame: Any, pointer: str) -> Any:
@@ -67,7 +55,7 @@ def problem(frame: dict[str, Any]) -> str | None:
         return f"Invalid request: unknown variant `{value}`, expected one of {listed}"
     if first.kind == "type":
         expected = _SERDE_EXPECTED.get(first.expected, first.expected)
-        return f"Invalid request: invalid type: {_json_type(value)}, expected {expected}"
+        return f"Invalid request: invalid type: {json_type(value)}, expected {expected}"
     return f"Invalid request: {first.message}"
 
 
