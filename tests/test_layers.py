@@ -76,6 +76,59 @@ def test_no_package_circle() -> None:
     assert circles == [], f"packages importing each other: {circles}"
 
 
+def _runtime_imports(tree: ast.AST, modules: set[str]) -> set[str]:
+    """Modules of ours a module imports when it runs (``TYPE_CHECKING`` blocks are annotations only)."""
+    found: set[str] = set()
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            test = child.test if isinstance(child, ast.If) else None
+            if test is not None and getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING":
+                stack.extend(child.orelse)
+            else:
+                stack.append(child)
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            subs = {f"{node.module}.{a.name}" for a in node.names}
+            # `from pkg import submodule` needs the submodule, not the package's __init__ around it
+            found |= subs if subs <= modules else {node.module} | subs
+    return found & modules
+
+
+def test_no_module_import_cycle_at_run_time() -> None:
+    files = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): path
+        for _, path in package_files()
+    }
+    graph = {m: _runtime_imports(ast.parse(p.read_text(encoding="utf-8")), set(files)) - {m} for m, p in files.items()}
+    # Iterative depth-first search for a back edge; the first cycle found is reported.
+    state: dict[str, int] = {}
+    for root in sorted(graph):
+        if root in state:
+            continue
+        path: list[str] = []
+        stack: list[tuple[str, list[str]]] = [(root, sorted(graph[root]))]
+        state[root] = 1
+        path.append(root)
+        while stack:
+            node, todo = stack[-1]
+            if not todo:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+                continue
+            nxt = todo.pop()
+            if state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt) :], nxt]
+                pytest.fail("modules importing each other at run time: " + " -> ".join(cycle))
+            if nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, sorted(graph[nxt])))
+
+
 @pytest.mark.parametrize(
     ("package", "source"),
     [
