@@ -14,6 +14,9 @@ After a declined or failed approval, 0.171.0 writes the item's ``item/completed`
 ``thread/status/changed{active}`` from two tasks in the same millisecond: the reference shows the item
 first, a loaded run here showed the status first. Such an adjacent pair is compared in one canonical
 order (item first), so the race does not read as a difference; every other order is compared as is.
+Likewise the answer to ``turn/start`` and the ``turn/started`` it races with (seen loaded on 0.169.0, the
+notification first): a result answer right after ``turn/started`` is placed where an unloaded run writes it,
+before the ``thread/status/changed`` that announces the turn.
 
 Pure: frames in, differences out. Used by the fidelity tests and by ``codex-harness diff``.
 """
@@ -119,6 +122,14 @@ def _segments(frames: Iterable[Any], collapse_deltas: bool) -> list[tuple[list[S
             continue
         if s[0] == "turn/started":
             segments.append(([], Counter()))
+        elif s == ("response", "result") and len(segments) > 1 and len(segments[-1][0]) == 1:
+            # The turn/start answer that lost its race with turn/started: back before the status change.
+            before = segments[-2][0]
+            at = len(before)
+            while at > 0 and before[at - 1][0] == "thread/status/changed":
+                at -= 1
+            before.insert(at, s)
+            continue
         ordered, resolved = segments[-1]
         if s[0] == RESOLVED:
             resolved[s] += 1

@@ -145,3 +145,18 @@ def test_fidelity_forgives_the_real_status_race_after_a_declined_approval_only()
     reordered = list(accepted)
     reordered.insert(completed_at, status)
     assert diff_server_sides(moved, reordered) != []
+
+
+def test_fidelity_places_the_turn_start_answer_that_lost_its_race_before_turn_started() -> None:
+    """Loaded, 0.169.0 once wrote turn/started before the turn/start answer; other moves stay differences."""
+    real = [e["msg"] for e in transcript("approval_decline") if e["dir"] == "s2c"]
+    started = next(i for i, f in enumerate(real) if f.get("method") == "turn/started")
+    answer = next(i for i in range(started, -1, -1) if "result" in real[i])  # unloaded: before the status change
+    assert real[answer + 1].get("method") == "thread/status/changed"
+    raced = list(real)
+    raced.insert(started, raced.pop(answer))  # now right after turn/started
+    assert raced[started - 1].get("method") == "turn/started" and "result" in raced[started]
+    assert diff_server_sides(real, raced) == []
+    later = list(real)
+    later.insert(started + 2, later.pop(answer))  # further into the turn: not the race
+    assert diff_server_sides(real, later) != []
