@@ -9,6 +9,7 @@ from contracts import paths
 from contracts.exitcodes import UsageError
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError, load
+from fake_server import profiles
 from fake_server.catalogue import CATALOGUE_DIR, builtin_names, load_builtin
 
 BUILTIN_DIR = CATALOGUE_DIR
@@ -17,16 +18,23 @@ BUILTIN_DIR = CATALOGUE_DIR
 def resolve(spec: str) -> Scenario:
     """A built-in name or a path to a scenario file. Unknown names and unreadable paths are usage errors
     (a FIFO, a directory or a device is named as what it is, and never opened); a file that is not a valid
-    scenario raises :class:`ScenarioError` (naming file, key and expectation)."""
+    scenario raises :class:`ScenarioError` (naming file, key and expectation); a ``release`` the fake has no
+    profile for is a usage error listing the profiles, as ``fake-codex`` says it."""
     path = Path(spec)
     if spec.endswith(".toml") or "/" in spec or path.is_file():
-        return load(paths.require_file(path, "scenario file"))
+        return _with_known_release(load(paths.require_file(path, "scenario file")))
     names = builtin_names()
     if spec in names:
         return load_builtin(spec)
     if os.path.lexists(spec):  # something of that name is here, but not a file: say what it is
-        return load(paths.require_file(path, "scenario file"))
+        return _with_known_release(load(paths.require_file(path, "scenario file")))
     raise UsageError(f"unknown scenario {spec!r} (built-in: {', '.join(names) or 'none'})")
+
+
+def _with_known_release(scenario: Scenario) -> Scenario:
+    if scenario.release:
+        profiles.get(scenario.release)  # UnknownRelease (a UsageError) lists the profiles
+    return scenario
 
 
 def scenario_files(directory: str | Path) -> list[Path]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -339,3 +340,17 @@ def test_the_unknown_variant_answer_lists_the_releases_methods(release: str) -> 
     assert answers, "the recording has no unknown-variant answer"
     method = answers[0].split("`")[1]
     assert unknown_variant_message(method, profiles.get(release).missing_methods()) == answers[0]
+
+
+def test_codex_harness_refuses_a_scenario_file_with_an_unknown_release(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(dumps(dataclasses.replace(load_builtin("plain"), release="0.150.0")))
+    out = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--scenario", str(path), "--target", "fake"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 3, out
+    assert "profiles: 0.163.0, 0.169.0, 0.171.0" in out.stderr and "Traceback" not in out.stderr
