@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+MAX_LINE = 32 * 1024 * 1024  # a longer line ends the session, as on EOF (bounded input)
 APPROVALS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 WIRE_USAGE = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
 
@@ -43,7 +44,9 @@ class Server:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        while line := self.proc.stdout.readline(MAX_LINE + 1):
+            if len(line) > MAX_LINE:
+                break  # never buffer an oversized line: the session ends here
             try:
                 message = json.loads(line)
             except ValueError:
@@ -92,8 +95,9 @@ class Client:
         self.budgets = plan["budgets"]
         self.server = Server()
         self.approvals_seen = 0
-        self.alive = True
+        self.alive = True  # the server is still usable
         self.thread_id: str | None = None
+        self.protocol_error: str | None = None  # an unknown server request fails the running turn
 
     def decision(self) -> str:
         order = self.plan["approvals"]["in_order"]
@@ -128,6 +132,7 @@ class Client:
         method = message["method"]
         if method not in APPROVALS:
             self.server.send({"id": message["id"], "error": {"code": -32601, "message": f"unsupported {method}"}})
+            self.protocol_error = f"unknown server request {method}"
             return
         self.approvals_seen += 1
         if self.approvals_seen in held:
@@ -145,6 +150,7 @@ class Client:
             answer = self.call("thread/resume", {"threadId": self.thread_id, "excludeTurns": True})
             thread = ((answer or {}).get("result") or {}).get("thread") or {}
             self.thread_id = thread.get("id") or self.thread_id
+        self.protocol_error = None
         text_input = [{"type": "text", "text": spec["input"]}]
         answer = self.call("turn/start", {"threadId": self.thread_id, "input": text_input})
         turn = ((answer or {}).get("result") or {}).get("turn") or {}
@@ -191,14 +197,16 @@ class Client:
             elif method == "turn/completed" and (params.get("turn") or {}).get("id") == turn_id:
                 state["completed"] = params["turn"]
                 return True
+            replan = False
             for i, a in enumerate(actions):
                 if i not in fired and a["at"] != "delay" and counts.get(a["at"], 0) >= a["n"]:
                     fired.add(i)
+                    replan = True  # a new deadline (a delayed action, the interrupt budget): wait again
                     if a["delay_ms"]:
                         due.append((time.monotonic() + a["delay_ms"] / 1000, a))
                     else:
                         act(a)
-            return False
+            return replan
 
         turn_deadline = started + self.budgets["turn_timeout_ms"] / 1000
         budget = self.budgets["interrupt_budget_ms"] / 1000
@@ -207,7 +215,8 @@ class Client:
             waits = [turn_deadline] + [t for t, _ in due]
             if state["interrupted_at"] is not None:
                 waits.append(state["interrupted_at"] + budget)
-            if self.pump(min(waits), on_message):
+            self.pump(min(waits), on_message)
+            if state["completed"] is not None:
                 break
             now = time.monotonic()
             for entry in [d for d in due if d[0] <= now]:
@@ -226,13 +235,15 @@ class Client:
         status = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
         wire = state["completed"].get("status")
         error = (state["completed"].get("error") or {}).get("message") if wire == "failed" else None
+        if self.protocol_error is not None:
+            return self.result(number, "failed", state, turn_id, self.protocol_error)
         return self.result(number, status.get(wire, "failed"), state, turn_id, error)
 
     def result(self, number: int, status: str, state: dict[str, Any], turn_id: str, error: str | None) -> dict:
         return {
             "turn": number,
             "status": status,
-            "usage": buckets(state["usage"]) if status != "timeout" else buckets([]),
+            "usage": buckets(state["usage"]),
             "final_text": "".join(state["text"]),
             "error": error,
             "turn_id": turn_id,
