@@ -6,8 +6,8 @@ excluded scenario would be listed in EXCLUDED with its reason: none is). The rea
 are judged for trace closure, pass or fail, never a skip for their format. 0.171.0's fidelity is
 tests/test_real_fidelity.py; here it gets the profile and trace checks.
 
-One xdist group for all of them (``make test`` runs ``--dist loadgroup``): one real session at a time,
-about 1-3 s each, beside the other workers.
+One xdist group for all of them (``make test`` runs ``--dist loadgroup``; tests/conftest.py names the group
+for the scheduler): one real session at a time, about 1-3 s each, beside the other workers.
 
 The binaries: ``CODEX_BIN_0_163_0`` and ``CODEX_BIN_0_169_0`` (``make test`` sets them), ``CODEX_BIN`` for 0.171.0.
 """
