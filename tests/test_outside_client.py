@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from contracts.exitcodes import FAILED, OK, USAGE
+from fake_server.catalogue import builtin_names
 from harness.cli import main
 from harness.outside import procs
 
@@ -216,3 +217,10 @@ def test_a_bad_client_deadline_exits_3(deadline: str, capsys: pytest.CaptureFixt
 def test_an_unknown_release_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--client-cmd", " ".join(CAREFUL), "--release", "0.0.1", "--scenario", "plain"]) == USAGE
     assert "profiles:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scenario", builtin_names())
+def test_the_careful_reference_client_passes_the_catalogue(run_scenario: Callable[..., Any], scenario: str) -> None:
+    """No false positives: a client that does everything right fails no check on any built-in scenario."""
+    run = run_scenario(scenario, client=CAREFUL)
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
