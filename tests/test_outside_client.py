@@ -224,3 +224,24 @@ def test_the_careful_reference_client_passes_the_catalogue(run_scenario: Callabl
     """No false positives: a client that does everything right fails no check on any built-in scenario."""
     run = run_scenario(scenario, client=CAREFUL)
     assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+
+
+def test_two_servers_are_judged_each(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    """One recording folder per server process; per-server checks carry the server's number."""
+    body = (
+        "for _ in range(2):\n"
+        "    p = subprocess.Popen([os.environ['CODEX_BIN'], 'app-server'], stdin=subprocess.PIPE,\n"
+        "                         stdout=subprocess.DEVNULL)\n"
+        "    p.stdin.close()\n"
+        "    p.wait(timeout=20)\n"
+    )
+    run = run_scenario("plain", client=client_script(tmp_path, body))
+    assert len(run.record.meta["outside"]["servers"]) == 2
+    assert len(list((run.saved_to / "recording").glob("*-*/end.json"))) == 2
+    names = {c.name for c in run.checks}
+    assert {"server 1: server ended", "server 2: server ended", "server started"} <= names
+    assert main(["show", str(run.saved_to / "recording")]) == OK
+
+
+def test_client_env_carries_the_tests_marker(client_env: dict[str, str], no_leaked_processes: str) -> None:
+    assert client_env[procs.MARKER_ENV] == no_leaked_processes
