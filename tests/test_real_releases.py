@@ -115,3 +115,26 @@ def test_each_reducer_on_an_event_after_the_rollout_ended(
     )
     assert (out.returncode == 0) is accepted, out.stderr[-300:]
     assert (check_bundle(bundle).verdict != "invalid") is accepted
+
+
+@pytest.mark.real_codex
+@GROUP
+def test_validate_release_judges_the_trace_closure_of_0_169(codex_bin: Path, tmp_path: Path) -> None:
+    """The issue's acceptance: every trace_closure check is judged on 0.169.0 (schema 2), none fails for the
+    format, and the fidelity diff compares with the fake playing 0.169.0."""
+    import json
+
+    from harness.cli import main
+
+    out = tmp_path / "report"
+    binary = release_binary("0.169.0", codex_bin)
+    args = ["validate-release", "--codex", str(binary), "--out", str(out), "--latency-samples", "0"]
+    for name in ("command_approval", "interrupt_pending_approval", "running_command_interrupt"):
+        args += ["--scenario", name]
+    main(args)
+    body = json.loads((out / "report.json").read_text())
+    assert body["contracts"]["failed"] == [], body["contracts"]["failed"]
+    assert body["contracts"]["passed"] > 0 and body["schema"]["pin"] == "already pinned, identical"
+    assert body["profile"]["release"] == "0.169.0" and "profile of 0.169.0" in body["profile"]["note"]
+    assert all(f["equal"] for f in body["fidelity"]), body["fidelity"]
+    assert "The fake played release profile 0.169.0" in (out / "report.md").read_text()

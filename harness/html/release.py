@@ -35,11 +35,15 @@ def render_release(report: Any, markdown: str) -> str:
     if report.checks:
         keys = {(r.scenario, r.target) for r in report.records}
         body.append(summary_table(report.checks, keys))
-    body.append('<h2>Fidelity (fake vs real, structural)</h2><ul class="checks">')
+    body.append("<h2>Fidelity (fake vs real, structural)</h2>")
+    if getattr(report, "profile_note", ""):
+        body.append(f"<p>The fake played release profile {e(report.profile)}: {e(report.profile_note)}.</p>")
+    body.append('<ul class="checks">')
     for f in report.fidelity:
         state = "equal" if f["equal"] else ("skipped: " + f["skipped"] if f["skipped"] else "DIFFERENT")
         css = "pass" if f["equal"] else ("skip" if f["skipped"] else "fail")
         diffs = "".join(f"<li>{e(d['text'])}</li>" for d in f.get("differences", [])[:20])
+        diffs += "".join(f"<li>invalid: {e(x)}</li>" for x in f.get("invalid_frames", [])[:5])
         body.append(
             f'<li><span class="badge {css}">{e(state)}</span> {e(f["scenario"])}'
             + (f'<ul class="checks">{diffs}</ul>' if diffs else "")
