@@ -354,3 +354,19 @@ def test_codex_harness_refuses_a_scenario_file_with_an_unknown_release(tmp_path:
     )
     assert out.returncode == 3, out
     assert "profiles: 0.163.0, 0.169.0, 0.171.0" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_builtin_scenario_holds_its_contracts_on_every_profile(release: str, tmp_path: Path) -> None:
+    """In process, every built-in scenario the fake plays: frames valid against the release's own pin, the
+    trace verdict its [expect] (with the release's overrides) declares, every other contract."""
+    from fake_server.catalogue import builtin_names
+
+    failed = []
+    for name in builtin_names():
+        scenario = load_builtin(name)
+        if not scenario.supports("fake")[0]:
+            continue
+        run = run_one(scenario, "fake", work_root=tmp_path, release=release)
+        failed += [(name, c.contract, c.name, c.detail[:200]) for c in run.checks if c.status == "fail"]
+    assert not failed
