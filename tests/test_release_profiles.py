@@ -370,3 +370,17 @@ def test_every_builtin_scenario_holds_its_contracts_on_every_profile(release: st
         run = run_one(scenario, "fake", work_root=tmp_path, release=release)
         failed += [(name, c.contract, c.name, c.detail[:200]) for c in run.checks if c.status == "fail"]
     assert not failed
+
+
+@pytest.mark.parametrize("transcript", RECORDINGS)
+def test_each_profile_is_structurally_its_recorded_release(transcript: str, tmp_path: Path) -> None:
+    """Without the binaries: the fake's profile against the recorded server side, as ``diff`` compares them."""
+    from contracts.fidelity import diff_server_sides, render
+
+    release, _, name = transcript.partition("/transcripts/")
+    lines = [orjson.loads(line) for line in (DATA / transcript).read_bytes().splitlines()]
+    real = [e["msg"] for e in lines if e.get("dir") == "s2c" and "msg" in e]
+    record = play(load_builtin(name.removesuffix(".jsonl")), "fake", work_dir=tmp_path, release=release)
+    fake = [e.frame for e in record.wire if e.dir == "s2c"]
+    differences = diff_server_sides(fake, real, collapse_deltas=True)
+    assert not differences, render(differences)
