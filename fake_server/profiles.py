@@ -66,10 +66,7 @@ class Profile:
 
     def missing_methods(self) -> frozenset[str]:
         """Client methods the newest profile knows and this release's pin does not: "unknown variant" here."""
-        if self.release == DEFAULT_RELEASE:
-            return frozenset()
-        mine = self.client_methods()
-        return _client_methods(DEFAULT_RELEASE) - mine if mine else frozenset()
+        return _missing_methods(self.release)
 
 
 PROFILES: Final[dict[str, Profile]] = {
@@ -155,6 +152,14 @@ def _reshape(fields: dict[str, frozenset[str]], frame: dict[str, Any]) -> dict[s
             top = fields.get(str(frame.get("method")), frozenset())
             out[part] = {k: v for k, v in body.items() if k not in top}
     return out
+
+
+@functools.cache
+def _missing_methods(release: str) -> frozenset[str]:
+    if release == DEFAULT_RELEASE:
+        return frozenset()
+    mine = _client_methods(release)
+    return _client_methods(DEFAULT_RELEASE) - mine if mine else frozenset()
 
 
 @functools.cache
