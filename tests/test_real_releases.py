@@ -135,6 +135,6 @@ def test_validate_release_judges_the_trace_closure_of_0_169(codex_bin: Path, tmp
     body = json.loads((out / "report.json").read_text())
     assert body["contracts"]["failed"] == [], body["contracts"]["failed"]
     assert body["contracts"]["passed"] > 0 and body["schema"]["pin"] == "already pinned, identical"
-    assert body["profile"]["release"] == "0.169.0" and "profile of 0.169.0" in body["profile"]["note"]
+    assert body["profile"]["release"] == "0.169.0" and "own release" in body["profile"]["note"]
     assert all(f["equal"] for f in body["fidelity"]), body["fidelity"]
     assert "The fake played release profile 0.169.0" in (out / "report.md").read_text()

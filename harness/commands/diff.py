@@ -80,9 +80,9 @@ def profile_for(version: str) -> tuple[str, str]:
 
     profile, exact = profiles.nearest(version)
     if exact:
-        return profile.release, f"fake plays its profile of {version}"
+        return profile.release, "the binary's own release"
     return profile.release, (
-        f"no fake profile for {version}: compared with the nearest, {profile.release} "
+        f"no profile for {version}, so the nearest: the newest not newer than it "
         f"(profiles: {', '.join(profiles.names())})"
     )
 
@@ -182,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{scenario.name}: {result.error}")
     else:
         version = result.server_version or "?"
-        print(f"{scenario.name}: {args.fake_target} ({result.profile_note}) vs real codex {version}")
+        played = f"{args.fake_target} playing {result.profile} ({result.profile_note})"
+        print(f"{scenario.name}: {played} vs real codex {version}")
         print(render(result.differences))
         for line in result.invalid_frames:
             print(f"invalid against its release's schema: {line}")
