@@ -95,7 +95,10 @@ def test_the_table_has_releases_as_columns_and_marks_failures() -> None:
 def test_a_release_without_a_pin_is_said_in_its_cell() -> None:
     m = Matrix([report("0.169.0"), report("0.170.0")], neighbours(["0.169.0", "0.170.0"]))
     assert m.neighbours[0].diff is None
-    assert "not compared" in render_markdown(m)
+    m.reports[1].profile, m.reports[1].profile_note = "0.169.0", "no profile for 0.170.0, so the nearest"
+    md = render_markdown(m)
+    assert "not compared" in md and "(nearest)" in md
+    assert "- codex-cli 0.170.0: the fake played 0.169.0; no profile for 0.170.0, so the nearest" in md
     assert m.ok
 
 

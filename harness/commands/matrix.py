@@ -174,7 +174,11 @@ def render_markdown(m: Matrix) -> str:
     lines = [header, "|---|" + "---|" * len(m.reports)]
     for label, cells in m.rows():
         lines.append(f"| {label} | " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    notes = [r.profile_note for r in m.reports if r.profile_note and r.profile != r.version]
+    notes = [
+        f"codex-cli {r.version}: the fake played {r.profile}; {r.profile_note}"
+        for r in m.reports
+        if r.profile_note and r.profile != r.version
+    ]
     if notes:
         lines += ["", *[f"- {n}" for n in notes]]
     for n in m.neighbours:
