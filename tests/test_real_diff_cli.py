@@ -55,7 +55,8 @@ def test_result_json_and_server_side() -> None:
 def test_equal_scenario_exits_0(codex_bin: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diff", "--scenario", "plain", "--codex", str(codex_bin)]) == 0
     out = capsys.readouterr().out
-    assert "plain: fake vs real codex 0.171.0" in out and "structurally equal" in out
+    assert "plain: fake playing 0.171.0 (the binary's own release) vs real codex 0.171.0" in out
+    assert "structurally equal" in out
 
 
 @pytest.mark.real_codex
