@@ -81,6 +81,22 @@ def test_the_record_keeps_the_clients_output_and_the_recording(run_scenario: Cal
     assert ("client", "server started") in failed(run)
 
 
+def test_a_process_the_caller_already_had_is_never_swept(run_scenario: Callable[..., Any]) -> None:
+    """Kill only what the run started: a child the caller started before the client survives its sweep."""
+    import subprocess
+
+    mine = subprocess.Popen(["sleep", "61"], stdin=subprocess.DEVNULL)
+    try:
+        run = run_scenario("command_approval", client=CARELESS)
+        facts = run.record.meta["outside"]
+        assert any("sleep 60" in k for k in facts["killed"])  # the careless client's own helper, killed
+        assert not any("sleep 61" in k for k in facts["killed"]), facts["killed"]
+        assert mine.poll() is None, "the caller's own process was killed by the sweep"
+    finally:
+        mine.kill()
+        mine.wait(timeout=10)
+
+
 def test_a_helper_that_escapes_by_setsid_and_a_clean_env_is_still_killed(
     run_scenario: Callable[..., Any], tmp_path: Path
 ) -> None:

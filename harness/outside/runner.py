@@ -139,6 +139,9 @@ async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_
     out = ClientRun()
     stdout, stderr = _Tail(), _Tail()
     marker = env[procs.MARKER_ENV]
+    # Ours to kill is only what this run starts: processes the caller already had (a pytest worker's other
+    # fixtures, say) stay out of every sweep below.
+    theirs = procs.descendants(os.getpid())
     out.started_at = time.monotonic()
     try:
         proc = await trio.lowlevel.open_process(
@@ -161,7 +164,7 @@ async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_
         out.deadline_hit = limit.cancelled_caught
         out.ended_t = time.monotonic() - out.started_at
         if out.deadline_hit:
-            alive = procs.survivors(marker) | {proc.pid}
+            alive = procs.survivors(marker, theirs) | {proc.pid}
             out.killed_pids = set(alive)
             out.killed = procs.kill_all(alive, group=proc.pid)
             await proc.wait()
@@ -169,9 +172,9 @@ async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_
             out.exit_code = proc.returncode
             # Grace: a server the client closed may still be finishing its shutdown.
             with trio.move_on_after(grace_s):
-                while procs.survivors(marker, {proc.pid}):
+                while procs.survivors(marker, theirs | {proc.pid}):
                     await trio.sleep(_POLL_S)
-            left = procs.survivors(marker, {proc.pid})
+            left = procs.survivors(marker, theirs | {proc.pid})
             if left:
                 out.killed_pids = set(left)
                 out.left_running = [procs.describe(p) for p in sorted(left)]
@@ -180,7 +183,7 @@ async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_
             while len(drained) < 2:
                 await trio.sleep(_POLL_S)
         nursery.cancel_scope.cancel()
-    procs.reap(procs.orphan_zombies({proc.pid}))
+    procs.reap(procs.orphan_zombies(theirs | {proc.pid}))
     out.stdout_tail, out.stderr_tail = stdout.text(), stderr.text()
     return out
 
