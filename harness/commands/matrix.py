@@ -17,7 +17,6 @@ import argparse
 import itertools
 import json
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,13 +252,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", metavar="DIR", type=Path, help="your schema store (as validate-release)")
 
 
-def _progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.schema import _writable_target
-    from harness.commands.validate_release import model_level_scenarios, validate
+    from harness.commands.validate_release import progress_line, select_scenarios, user_store_to_write, validate
     from harness.targets import TargetUnavailable
     from harness.targets.real_adapter import preflight
 
@@ -279,17 +273,8 @@ def run(args: argparse.Namespace) -> int:
         binaries[version] = binary
         given[version] = spec
     versions = sorted(binaries, key=schema_store.version_key)
-    root = schema_store.user_store(args.store).resolve()
-    if schema_store.is_shipped(root):
-        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
-    _writable_target(root)
-    scenarios = model_level_scenarios()
-    if args.scenario:
-        known = {s.name: s for s in scenarios}
-        unknown = [n for n in args.scenario if n not in known]
-        if unknown:
-            raise UsageError(f"not model-level built-in scenarios: {', '.join(unknown)} (known: {', '.join(known)})")
-        scenarios = [known[n] for n in args.scenario]
+    root = user_store_to_write(args.store)
+    scenarios = select_scenarios(args.scenario)
     try:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -298,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
     reports = []
     with schema_store.using_user_store(root):
         for version in versions:
-            _progress(f"== codex-cli {version}")
+            progress_line(f"== codex-cli {version}")
             samples = args.latency_samples
             report = validate(binaries[version], version, root, scenarios=scenarios, latency_samples=samples)
             report.codex = given[version]

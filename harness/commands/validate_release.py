@@ -184,6 +184,29 @@ def model_level_scenarios() -> list[Scenario]:
     return out
 
 
+def user_store_to_write(store: str | None) -> Path:
+    """The user's schema store a release command pins into: never the package's shipped pins, writable."""
+    from harness.commands.schema import _writable_target
+
+    root = schema_store.user_store(store).resolve()
+    if schema_store.is_shipped(root):
+        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
+    _writable_target(root)
+    return root
+
+
+def select_scenarios(names: list[str] | None) -> list[Scenario]:
+    """The model-level built-in scenarios, or the ``--scenario`` names among them (others: a usage error)."""
+    scenarios = model_level_scenarios()
+    if not names:
+        return scenarios
+    known = {s.name: s for s in scenarios}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"not model-level built-in scenarios: {', '.join(unknown)} (known: {', '.join(known)})")
+    return [known[n] for n in names]
+
+
 def pin_schema(binary: Path, version: str, root: Path) -> tuple[str, dict[str, Any] | None]:
     """Generate both bundles; store them when ``version`` is not pinned yet. Returns (state, stable bundle).
 
@@ -244,7 +267,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _progress(text: str) -> None:
+def progress_line(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
@@ -258,7 +281,7 @@ def validate(
     started = time.perf_counter()
     report = ReleaseReport(version=version, codex=str(binary), schema_store=str(root))
     report.profile, report.profile_note = profile_for(version)  # like with like: the fake plays this release
-    _progress(f"pinning the schema of codex-cli {version}")
+    progress_line(f"pinning the schema of codex-cli {version}")
     report.pin_state, stable = pin_schema(binary, version, root)
     if version in schema_store.shipped_releases():  # the pin compared with is the package's, not the user's
         report.schema_store = f"{schema_store.SHIPPED_ROOT} (shipped with the package)"
@@ -272,12 +295,12 @@ def validate(
     if report.pin_state.startswith("failed"):
         report.wall_s = time.perf_counter() - started
         return report
-    _progress(f"contracts: {len(scenarios)} scenario(s) on the real binary")
+    progress_line(f"contracts: {len(scenarios)} scenario(s) on the real binary")
     runs = run_many(scenarios, ["real"], codex=binary)
     report.checks = [c for r in runs for c in r.checks]
     report.records = [r.record for r in runs if r.record is not None]
     for scenario in scenarios:
-        _progress(f"fidelity: {scenario.name}")
+        progress_line(f"fidelity: {scenario.name}")
         result = fidelity_diff(scenario, binary, release=report.profile)
         entry = result.to_json()
         entry["rendered"] = render(result.differences)
@@ -287,7 +310,7 @@ def validate(
         for case in CASES:
             if case not in names:
                 continue
-            _progress(f"latency: {case} ({latency_samples} samples)")
+            progress_line(f"latency: {case} ({latency_samples} samples)")
             scenario = scenario_lookup.load_builtin(case)
             measured = run_case(scenario, "real", samples=latency_samples, warmups=1, settle_ms=100, codex=binary)
             report.latency_cases.append(measured)
@@ -298,7 +321,6 @@ def validate(
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.schema import _writable_target
     from harness.targets import TargetUnavailable
     from harness.targets.real_adapter import preflight
 
@@ -308,17 +330,8 @@ def run(args: argparse.Namespace) -> int:
         binary, version = preflight(Path(args.codex) if args.codex else None, require_pinned_schema=False)
     except TargetUnavailable as exc:
         raise UsageError(str(exc)) from None
-    root = schema_store.user_store(args.store).resolve()
-    if schema_store.is_shipped(root):
-        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
-    _writable_target(root)
-    scenarios = model_level_scenarios()
-    if args.scenario:
-        known = {s.name: s for s in scenarios}
-        unknown = [n for n in args.scenario if n not in known]
-        if unknown:
-            raise UsageError(f"not model-level built-in scenarios: {', '.join(unknown)} (known: {', '.join(known)})")
-        scenarios = [known[n] for n in args.scenario]
+    root = user_store_to_write(args.store)
+    scenarios = select_scenarios(args.scenario)
     out = args.out or Path(f"release-{version}")
     from harness.report_dir import writable_with
 
