@@ -2,7 +2,8 @@
 
 Targets: ``fake`` (in-process, virtual time), ``fake-process`` (``fake-codex app-server``), and ``real``
 (marker ``real_codex``: runs when a binary is selected with ``--codex``, ``CODEX_BIN`` or
-``--real-codex``). A (scenario, target) pair the scenario does not support is skipped with its reason.
+``--real-codex``). A (scenario, target) pair the scenario does not support is not collected;
+``test_every_scenario_says_why_a_target_is_left_out`` checks each such pair has its reason.
 Each test is independent (own process, own temp dirs), so the matrix spreads under ``pytest -n auto``.
 """
 
@@ -27,14 +28,38 @@ def _cases(config: pytest.Config) -> list[tuple[str, str]]:
     return cases
 
 
+def _targets(spec: str) -> tuple[str, ...]:
+    """The targets a scenario can run on. A pair it cannot run on is not a test at all (a skip is only for
+    what this machine lacks); ``test_every_scenario_says_why_a_target_is_left_out`` keeps the reasons.
+    A file that does not load keeps every target, so its test reports the load error."""
+    try:
+        scenario = scenario_lookup.resolve(spec)
+    except Exception:
+        return (*FAKE_TARGETS, "real")
+    return tuple(t for t in (*FAKE_TARGETS, "real") if scenario.supports(t)[0])
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if {"scenario_spec", "target"} <= set(metafunc.fixturenames):
         params = []
         for label, spec in _cases(metafunc.config):
-            for target in FAKE_TARGETS:
-                params.append(pytest.param(spec, target, id=f"{label}-{target}"))
-            params.append(pytest.param(spec, "real", id=f"{label}-real", marks=pytest.mark.real_codex))
+            for target in _targets(spec):
+                marks = [pytest.mark.real_codex] if target == "real" else []
+                params.append(pytest.param(spec, target, id=f"{label}-{target}", marks=marks))
         metafunc.parametrize(("scenario_spec", "target"), params)
+
+
+def test_every_scenario_says_why_a_target_is_left_out() -> None:
+    left_out = {}
+    for name in scenario_lookup.builtin_names():
+        scenario = scenario_lookup.load_builtin(name)
+        for target in (*FAKE_TARGETS, "real"):
+            supported, reason = scenario.supports(target)
+            if not supported:
+                left_out[(name, target)] = reason
+    assert left_out, "no built-in scenario is fake-only: the real target's exclusion is untested"
+    assert all(reason for reason in left_out.values()), left_out
+    assert all(target == "real" for _, target in left_out), left_out  # every scenario runs on both fakes
 
 
 def test_contracts_hold(
