@@ -26,6 +26,9 @@ MAX_REASON_CHARS: Final = 1024
 LEGACY_V1_METHODS: Final = frozenset({"getAuthStatus", "gitDiffToRemote", "getConversationSummary"})
 KEYS: Final = ("name", "result", "error", "delay_ms", "fault", "n", "schema_violation")
 INT32: Final = 2**31
+#: The fault ledger's ``turn`` for a ``[[methods]]`` fault; its ``index`` is the entry's position in
+#: ``[[methods]]`` (turn faults use the 0-based turn and the fault's position in the turn).
+LEDGER_TURN: Final = -1
 
 
 @dataclass(frozen=True, slots=True)

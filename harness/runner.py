@@ -28,6 +28,7 @@ from contracts.checks import CONTRACT_NAMES, Check, run_all
 from contracts.checks import scenario as scenario_check
 from contracts.heap import collector_paused
 from contracts.jsonrpc import RpcError
+from contracts.method_overrides import LEDGER_TURN
 from contracts.record import Budgets, ModelEntry, SessionRecord, TurnResult
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
@@ -269,12 +270,22 @@ async def _settle_resolved(session: Any, transport: Any) -> None:
 
 
 def scenario_faults(scenario: Scenario) -> list[dict[str, Any]]:
-    """The scenario's scripted faults, for the report to mark where each struck (turn is 0-based)."""
-    return [
+    """The scenario's scripted faults, for the report to mark where each struck (turn is 0-based).
+
+    A ``[[methods]]`` entry's fault is listed with the ledger's turn for such faults, its position among
+    the entries (``index``), its method and the entry's ``n`` (0: every request of the method)."""
+    turns = [
         {"turn": i, "kind": f.kind, "at": f.at, "n": f.n, "params": dict(f.params)}
         for i, turn in enumerate(scenario.turns)
         for f in turn.faults
     ]
+    methods = [
+        {"turn": LEDGER_TURN, "index": i, "method": o.name, "kind": o.fault.kind, "at": o.fault.at, "n": o.n,
+         "params": dict(o.fault.params)}
+        for i, o in enumerate(scenario.methods)
+        if o.fault is not None
+    ]
+    return turns + methods
 
 
 def _server_trace(trace_root: Path | None) -> Path | None:

@@ -123,3 +123,64 @@ def test_a_real_only_scenario_with_overrides_is_refused() -> None:
     text = 'name = "m"\ndescription = "x"\ntargets = ["real"]\n[[turns]]\ninput = "hi"\n'
     with pytest.raises(ScenarioError, match=r"\[\[methods\]\] answers only a fake produces"):
         scenario_file.loads(text + '[[methods]]\nname = "model/list"\nfault = "no_answer"\n', source="m.toml")
+
+
+_REACHED = """
+[client]
+request_timeout_ms = 2000
+
+[[client.probe]]
+at = "end"
+send = "skills/list"
+params = {}
+"""
+_NEVER_CALLED = """
+[[methods]]
+name = "skills/list"
+fault = "no_answer"
+
+[[methods]]
+name = "model/list"
+result = { data = [], nextCursor = "x" }
+
+[[methods]]
+name = "config/read"
+fault = { kind = "crash", exit_code = 7 }
+"""
+
+
+def _failed(text: str, target: str) -> list[tuple[str, str, str]]:
+    from harness.runner import run_one
+
+    run = run_one(scenario_file.loads(text, source="m.toml"), target)
+    assert run.skipped is None, run.skipped
+    return [(c.contract, c.name, c.detail) for c in run.checks if c.status == "fail"]
+
+
+@pytest.mark.parametrize("target", ["fake", "fake-process"])
+def test_a_methods_fault_on_a_method_never_called_fails_the_scenario_check(target: str) -> None:
+    """The ledger holds [[methods]] faults too: neither skills/list nor config/read is ever asked, so both
+    faults are reported as never struck (a scenario error), and nothing is blamed on the client."""
+    failed = _failed(HEAD + _NEVER_CALLED, target)
+    assert [(c, n) for c, n, _ in failed] == [("scenario", "fault_not_struck")], failed
+    detail = failed[0][2]
+    assert "[[methods]] skills/list: no_answer" in detail and "[[methods]] config/read: crash" in detail, detail
+    assert "model/list" not in detail  # an answer, not a fault
+
+
+@pytest.mark.parametrize("target", ["fake", "fake-process"])
+def test_a_methods_fault_on_a_method_the_client_calls_strikes(target: str) -> None:
+    methods = '\n[[methods]]\nname = "skills/list"\nfault = "no_answer"\n'
+    text = HEAD.replace("[[turns]]", _REACHED + "\n[[turns]]") + methods
+    failed = _failed(text, target)
+    assert not [f for f in failed if f[1] == "fault_not_struck"], failed
+
+
+def test_the_runner_lists_methods_faults_in_meta() -> None:
+    from harness.runner import scenario_faults
+
+    listed = scenario_faults(_load(_NEVER_CALLED))
+    assert [(f["turn"], f["index"], f["method"], f["kind"]) for f in listed] == [
+        (-1, 0, "skills/list", "no_answer"),
+        (-1, 2, "config/read", "crash"),
+    ]

@@ -4,7 +4,9 @@ A fault whose point the run never reached (``crash at delta n=3`` on a turn cut 
 fault, an interrupt fault in a turn the client never interrupts) tested nothing; the run says so as a
 failing ``scenario`` check, never as a finding about the client. Judged from the record alone: the
 runner notes the scenario's faults (``meta.faults``, in scenario order) and, on targets that can tell
-(the fakes), which struck (``meta.faults_struck``: ``[turn, index within the turn]``).
+(the fakes), which struck (``meta.faults_struck``: ``[turn, index within the turn]``). A ``[[methods]]``
+entry's fault (point ``request``) is noted with turn ``LEDGER_TURN`` and its position among the entries:
+one on a method the client never calls fails the check too.
 
 Not one of :data:`contracts.checks.CONTRACT_NAMES`: it yields a check only when it fails, so a run whose
 scenario held has exactly the contracts' checks.
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.checks.base import Check, Maker
+from contracts.method_overrides import LEDGER_TURN
 from contracts.record import SessionRecord
 
 NAME = "scenario"
@@ -22,7 +25,8 @@ REFERENCE = "docs/scenarios.md (Faults)"
 
 
 def _faults(record: SessionRecord) -> list[tuple[int, int, dict[str, Any]]]:
-    """(turn, index within the turn, fault) for each fault the runner noted."""
+    """(turn, index within the turn, fault) for each fault the runner noted; a fault with its own
+    ``index`` (a ``[[methods]]`` entry's: its position among the entries) keeps it."""
     seen: dict[int, int] = {}
     out = []
     for fault in record.meta.get("faults") or []:
@@ -31,8 +35,18 @@ def _faults(record: SessionRecord) -> list[tuple[int, int, dict[str, Any]]]:
         turn = fault["turn"]
         index = seen.get(turn, 0)
         seen[turn] = index + 1
+        if isinstance(fault.get("index"), int):
+            index = fault["index"]
         out.append((turn, index, fault))
     return out
+
+
+def _where(turn: int, fault: dict[str, Any]) -> str:
+    if turn == LEDGER_TURN:
+        n = fault.get("n")
+        which = "every request" if n == 0 else f"request n={n}"
+        return f"[[methods]] {fault.get('method')}: {fault.get('kind')} at {which}"
+    return f"turn {turn + 1}: {fault.get('kind')} at {fault.get('at')} n={fault.get('n')}"
 
 
 def check(record: SessionRecord) -> list[Check]:
@@ -41,7 +55,7 @@ def check(record: SessionRecord) -> list[Check]:
         return []  # the target cannot tell (real binary) or the record predates the ledger
     struck = {tuple(x) for x in struck_list if isinstance(x, list | tuple) and len(x) == 2}
     missed = [
-        f"turn {turn + 1}: {f.get('kind')} at {f.get('at')} n={f.get('n')}"
+        _where(turn, f)
         for turn, index, f in _faults(record)
         if (turn, index) not in struck
     ]

@@ -13,32 +13,35 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from contracts.messages import Request
+from contracts.method_overrides import LEDGER_TURN
 
 if TYPE_CHECKING:
     from fake_server.engine import Engine
 
 
-def _entry(engine: Engine, method: str) -> Any:
+def _entry(engine: Engine, method: str) -> tuple[int, Any] | None:
+    """The first entry that applies to this occurrence of ``method``, and its position in ``[[methods]]``."""
     overrides = engine.scenario.methods
     if not overrides:
         return None
     counts = engine.surface.method_counts
     counts[method] = counts.get(method, 0) + 1
-    return next((o for o in overrides if o.name == method and o.applies(counts[method])), None)
+    return next(((i, o) for i, o in enumerate(overrides) if o.name == method and o.applies(counts[method])), None)
 
 
 def intercept(engine: Engine, request: Request, answer_now: Callable[[Request], None]) -> bool:
     """True when ``request`` is taken care of by a ``[[methods]]`` entry (now or later)."""
-    entry = _entry(engine, request.method)
-    if entry is None:
+    found = _entry(engine, request.method)
+    if found is None:
         return False
+    position, entry = found
     box = engine.box
 
     def act() -> None:
         if box.silent:
             return
         if entry.fault is not None:
-            _strike(engine, entry.fault)
+            _strike(engine, position, entry.fault)
         elif entry.answer == "result":
             box.respond(request.id, entry.value)
         elif entry.answer == "error":
@@ -53,9 +56,12 @@ def intercept(engine: Engine, request: Request, answer_now: Callable[[Request], 
     return True
 
 
-def _strike(engine: Engine, fault: Any) -> None:
+def _strike(engine: Engine, position: int, fault: Any) -> None:
+    """Strike the entry's fault through the ledger, as :func:`fake_server.faults.strike` does for turn faults,
+    so ``fault_not_struck`` knows which ``[[methods]]`` faults the run reached."""
     from fake_server.faults import REGISTRY, Hit
 
+    engine.box.fault_struck(LEDGER_TURN, position, fault)
     REGISTRY[fault.kind].strike(Hit(engine.box, None, "request"), fault)
 
 

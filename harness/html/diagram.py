@@ -151,9 +151,12 @@ def fault_positions(record: SessionRecord) -> dict[int, list[str]]:
         turn, point, n = fault.get("turn", 0), str(fault.get("at", "")), fault.get("n", 1)
         if not isinstance(turn, int) or not isinstance(n, int):
             continue
+        if point == "request":
+            _place_request_fault(wire, fault, out)
+            continue
         if point == "initialize":
             lo, hi = 0, (starts[0] if starts else len(wire))
-        elif turn < len(starts):
+        elif 0 <= turn < len(starts):
             lo, hi = starts[turn], (starts[turn + 1] if turn + 1 < len(starts) else len(wire))
         else:
             continue  # the turn never started: nothing struck
@@ -179,6 +182,19 @@ def fault_positions(record: SessionRecord) -> dict[int, list[str]]:
             where, text = frames[-1], text + ": its point is not on the wire"
         out.setdefault(max(where, 0), []).append(text)
     return out
+
+
+def _place_request_fault(wire: Sequence[WireEntry], fault: dict[str, Any], out: dict[int, list[str]]) -> None:
+    """A ``[[methods]]`` fault: right after the request it struck (the entry's n-th, or first, of its method)."""
+    method, n = fault.get("method"), fault.get("n")
+    nth = n if isinstance(n, int) and n > 0 else 1
+    asked = [
+        p
+        for p, e in enumerate(wire)
+        if e.dir == "c2s" and isinstance(e.frame, dict) and e.frame.get("method") == method and "id" in e.frame
+    ]
+    if len(asked) >= nth:
+        out.setdefault(asked[nth - 1], []).append(f"⚡ {fault.get('kind')} at request {method} ([[methods]])")
 
 
 # --- building the rows -----------------------------------------------------------------------------
