@@ -25,6 +25,20 @@ def test_an_exception_while_playing_is_a_shrunk_failure(tmp_path: Path) -> None:
     assert "the runner broke" in report.failure.summary()
 
 
+def test_a_fault_never_struck_is_a_failure_of_the_generator(tmp_path: Path) -> None:
+    from contracts.checks import Check
+
+    def play(scenario: Scenario, target: str) -> Example:
+        checks = []
+        if any(f.kind == "crash" for f in scenario.faults):
+            checks = [Check(scenario.name, target, "scenario", "fault_not_struck", "fail", "crash never struck")]
+        return Example(scenario, target, checks)
+
+    report = fuzz(300, seed_value=2, out=tmp_path, play=play)
+    assert report.failure is not None, "an unreached fault must fail the fuzz run"
+    assert "scenario / fault_not_struck" in report.failure.summary()
+
+
 def test_a_passing_run_counts_every_example_and_its_coverage() -> None:
     seen: list[str] = []
 

@@ -22,7 +22,7 @@ from contracts.scenario import (
 from contracts.scenario_file import dumps, loads
 from contracts.usage import UsageBuckets
 from harness.fuzz.coverage import ALL_ACTIONS, ALL_FAULTS, Coverage
-from harness.fuzz.strategies import scenarios, usages
+from harness.fuzz.strategies import reached_only, scenarios, usages
 from harness.fuzz.truth import RacyScenario, derive
 
 QUICK = settings(max_examples=60, suppress_health_check=list(HealthCheck), database=None, deadline=None)
@@ -43,6 +43,27 @@ def test_drawn_truth_is_rederived_identically(scenario):
     # The truth depends only on the scenario: deriving it again from the loaded file gives the same [expect].
     back = loads(dumps(scenario), "generated.toml")
     assert derive(back.turns, back.client).expect == scenario.expect
+
+
+@QUICK
+@given(scenarios())
+def test_drawn_faults_all_strike_by_the_walk(scenario):
+    # An unreached fault tests nothing and fails the run's fault_not_struck check: the generator places none.
+    truth = derive(scenario.turns, scenario.client)
+    for turn, walked in zip(scenario.turns, truth.turns, strict=True):
+        assert all(any(f is g for g in walked.fired) for f in turn.faults), (turn.faults, walked.fired)
+
+
+def test_reached_only_drops_faults_past_the_cancel_and_keeps_the_truth():
+    turn = TurnScript(
+        responses=(ModelResponse((msg(chunks=4),), U1),),
+        faults=(Fault("garbage_lines", "delta", 1), Fault("crash", "delta", 3)),
+    )
+    plan = ClientPlan(actions=(ClientAction(1, "cancel", "delta", 1),))
+    truth = derive((turn,), plan)
+    kept, again = reached_only((turn,), plan, truth)
+    assert [f.kind for f in kept[0].faults] == ["garbage_lines"]  # the crash comes after the cancel lands
+    assert again.expect.turns == truth.expect.turns
 
 
 @QUICK

@@ -46,7 +46,7 @@ from contracts.scenario import (
     Usage,
 )
 from contracts.scenario_file import split_text
-from harness.fuzz.truth import RacyScenario, derive, walk_turn
+from harness.fuzz.truth import RacyScenario, SessionTruth, derive, walk_turn
 from harness.fuzz.walk import (
     INTERRUPT_FAULTS,
     NOISE_FAULTS,
@@ -349,6 +349,26 @@ def _interrupt_faults(truth: TurnTruth, last: bool, terminal_left: bool) -> list
     return kinds
 
 
+def reached_only(
+    turns: tuple[TurnScript, ...], plan: ClientPlan, truth: SessionTruth
+) -> tuple[tuple[TurnScript, ...], SessionTruth]:
+    """The turns keeping only the faults the walk says strike, and their truth.
+
+    Passive faults are placed before the client's actions, on the plain walk: a cancel (or the turn
+    deadline) landing earlier, an earlier fatal fault, or a failed handshake cuts their point off.
+    Such a fault tests nothing, and the run reports it as a scenario error (``fault_not_struck``),
+    so the generator leaves it out. A fault that never strikes changes nothing before the place
+    where the turn stops, so the truth of the rest is the same (derived again to keep it exact).
+    """
+    kept = tuple(
+        replace(script, faults=tuple(f for f in script.faults if any(f is g for g in walked.fired)))
+        for script, walked in zip(turns, truth.turns, strict=True)
+    )
+    if all(len(a.faults) == len(b.faults) for a, b in zip(kept, turns, strict=True)):
+        return turns, truth
+    return kept, derive(kept, plan)
+
+
 def _walk(script: TurnScript, plan: ClientPlan, turn: int, offset: int) -> TurnTruth:
     """:func:`walk_turn`, dropping the example (not failing it) in the unexpected case of a race."""
     try:
@@ -486,6 +506,7 @@ def scenarios(
     turns = tuple(scripts)
     try:
         truth = derive(turns, plan)
+        turns, truth = reached_only(turns, plan, truth)
     except RacyScenario:
         # A combination the walk cannot judge exactly (should not happen: the placement above avoids
         # races); dropping it keeps the truth exact. tests/test_fuzz_strategies.py bounds how often.
