@@ -186,6 +186,8 @@ class ClientAction:
 PROBE_POINTS: tuple[str, ...] = ("start", "thread", "end")
 #: A probe param value that stands for the session's thread id (the handshake's, or the last a probe started).
 THREAD_PLACEHOLDER = "${thread}"
+#: The session's working directory on the target (contracts.probe_refs has ``${answer.<step>.<path>}``).
+CWD_PLACEHOLDER = "${cwd}"
 MAX_PROBES = 200
 MAX_PROBE_LINE_BYTES = 64 * 1024
 MAX_PROBE_WAIT_MS = 60_000
@@ -208,10 +210,23 @@ class ClientProbe:
     raw: str | None = None
     close_stdin: bool = False
     wait_ms: int = 0
+    #: a name later steps use in ``${answer.<id>.<path>}`` (they may use the step's index as well)
+    id: str | None = None
+    #: a server notification to wait for after the step (its first one after the step was taken), at
+    #: most the plan's turn timeout: a ``turn/start`` probe waits for its ``turn/completed``
+    until: str | None = None
 
     @property
     def kind(self) -> str:
         return "send" if self.send is not None else "raw" if self.raw is not None else "close_stdin"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFile:
+    """A file put in the session's work directory before the server starts (``[[client.files]]``)."""
+
+    path: str  # relative, inside the work directory (contracts.probe_refs.check_file_path)
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +242,7 @@ class ClientPlan:
     opt_out: tuple[str, ...] = ()
     handshake: bool = True  # false: the client sends nothing of its own; the probes do it all
     probes: tuple[ClientProbe, ...] = ()
+    files: tuple[ClientFile, ...] = ()
 
     def probes_at(self, at: str) -> tuple[ClientProbe, ...]:
         return tuple(p for p in self.probes if p.at == at)

@@ -12,9 +12,10 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 import tomli_w
 
-from contracts import method_overrides, scenario_rules
+from contracts import method_overrides, probe_refs, scenario_rules
 from contracts.expect import RELEASE_KEYS, RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 from contracts.scenario import (
@@ -31,6 +32,7 @@ from contracts.scenario import (
     RESPONSE_ENDS,
     TARGETS,
     ClientAction,
+    ClientFile,
     ClientPlan,
     ClientProbe,
     CommandItem,
@@ -286,11 +288,64 @@ def _client(r: _Reader) -> ClientPlan:
         opt_out=r.strs("opt_out"),
         handshake=r.bool("handshake", True),
         probes=tuple(_probe(p) for p in r.tables("probe")),
+        files=_files(r),
     )
     r.done()
     if len(plan.probes) > MAX_PROBES:
         raise r.error("probe", f"at most {MAX_PROBES} [[client.probe]] steps", len(plan.probes))
+    _check_references(r, plan.probes)
     return plan
+
+
+def _files(r: _Reader) -> tuple[ClientFile, ...]:
+    """``[[client.files]]``: small text files put in the work directory before the session (bounded)."""
+    tables = r.tables("files")
+    if len(tables) > probe_refs.MAX_FILES:
+        raise r.error("files", f"at most {probe_refs.MAX_FILES} [[client.files]]", len(tables))
+    out: list[ClientFile] = []
+    for f in tables:
+        file = ClientFile(path=f.str("path", None), text=f.str("text", None))
+        f.done()
+        problem = probe_refs.check_file_path(file.path)
+        if problem:
+            raise f.error("path", problem, file.path)
+        if len(file.text.encode()) > probe_refs.MAX_FILE_BYTES:
+            raise f.error("text", f"at most {probe_refs.MAX_FILE_BYTES} bytes", len(file.text.encode()))
+        for other in out:  # one path twice, or a file where another needs a folder
+            if file.path == other.path or file.path.startswith(other.path + "/") or other.path.startswith(
+                file.path + "/"
+            ):
+                raise f.error("path", f"a path that does not clash with {other.path!r}", file.path)
+        out.append(file)
+    return tuple(out)
+
+
+def _check_references(r: _Reader, probes: tuple[ClientProbe, ...]) -> None:
+    """Every ``${...}`` in a step is known, and an ``${answer.<step>...}`` names a request step taken before it."""
+    order = sorted(range(len(probes)), key=lambda i: (PROBE_POINTS.index(probes[i].at), i))
+    taken: dict[str, ClientProbe] = {}
+    ids = [p.id for p in probes if p.id is not None]
+    if len(ids) != len(set(ids)):
+        raise r.error("probe", "a different id on every step", sorted({x for x in ids if ids.count(x) > 1}))
+    for i in order:
+        probe = probes[i]
+        key = f"probe[{i}]"
+        try:
+            found = probe_refs.placeholders(probe.params) + probe_refs.placeholders(probe.raw)
+        except probe_refs.RefError as exc:
+            raise r.error(key, f"known placeholders ({exc})") from None
+        if len(found) > probe_refs.MAX_PLACEHOLDERS:
+            raise r.error(key, f"at most {probe_refs.MAX_PLACEHOLDERS} placeholders", len(found))
+        for ref in found:
+            if isinstance(ref, probe_refs.AnswerRef):
+                earlier = taken.get(ref.step)
+                if earlier is None:
+                    raise r.error(key, f"${{answer.{ref.step}...}} to name a step taken before this one", ref.step)
+                if earlier.send is None and earlier.raw is None:
+                    raise r.error(key, f"${{answer.{ref.step}...}} to name a request step (send or raw)", ref.step)
+        taken[str(i)] = probe
+        if probe.id is not None:
+            taken[probe.id] = probe
 
 
 def _probe(r: _Reader) -> ClientProbe:
@@ -308,8 +363,16 @@ def _probe(r: _Reader) -> ClientProbe:
         raw=r.get("raw", str, None, "one line of text"),
         close_stdin=r.bool("close_stdin", False),
         wait_ms=r.int("wait_ms", 0),
+        id=r.get("id", str, None, "a step name (a letter, then letters, digits, _ or -; at most 64)"),
+        until=r.get("until", str, None, "a server notification's method"),
     )
     r.done()
+    if probe.id is not None and not probe_refs.STEP_ID_RE.match(probe.id):
+        raise r.error("id", "a step name (a letter, then letters, digits, _ or -; at most 64)", probe.id)
+    if probe.until is not None and not (0 < len(probe.until) <= 128):
+        raise r.error("until", "a server notification's method (1 to 128 characters)", probe.until)
+    if probe.params is not None and len(orjson.dumps(probe.params)) > probe_refs.MAX_PARAMS_BYTES:
+        raise r.error("params", f"at most {probe_refs.MAX_PARAMS_BYTES} bytes")
     if probe.send is not None and not probe.send:
         raise r.error("send", "a method name", probe.send)
     if "close_stdin" in r.data and not probe.close_stdin:
@@ -556,7 +619,9 @@ def to_dict(s: Scenario) -> dict[str, Any]:
     if config := _nondefault(s.config):
         data["config"] = config
     data["turns"] = turns
-    client = _nondefault(s.client, ("actions", "probes"))
+    client = _nondefault(s.client, ("actions", "probes", "files"))
+    if s.client.files:
+        client["files"] = [{"path": f.path, "text": f.text} for f in s.client.files]
     if s.client.actions:
         client["actions"] = [_nondefault(a) | {"turn": a.turn, "do": a.do} for a in s.client.actions]
     if s.client.probes:

@@ -10,30 +10,56 @@ failure; a step the session can no longer take (the server is gone) ends the pro
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import trio
 
+from contracts import probe_refs
 from contracts.jsonrpc import RpcError
 from contracts.messages import NOTSET
-from contracts.scenario import THREAD_PLACEHOLDER, ClientPlan, ClientProbe
+from contracts.scenario import ClientPlan, ClientProbe
 from contracts.transport import TransportClosed
 from harness.client.errors import ClientError, RequestTimeout
 
-#: How often a raw request line's answer is looked for on the wire.
+#: How often a raw request line's answer (or an awaited notification) is looked for on the wire.
 ANSWER_POLL_S = 0.005
 
 
-def substitute(value: Any, thread_id: str | None) -> Any:
-    """``value`` with every string equal to :data:`THREAD_PLACEHOLDER` replaced by ``thread_id``."""
-    if isinstance(value, str):
-        return thread_id if value == THREAD_PLACEHOLDER and thread_id is not None else value
-    if isinstance(value, dict):
-        return {k: substitute(v, thread_id) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute(v, thread_id) for v in value]
-    return value
+@dataclass(slots=True)
+class ProbeState:
+    """What the steps of one session share: its working directory and the answers so far."""
+
+    cwd: str | None = None
+    #: step index (as text) and id -> the answer's ``result`` (None: answered with an error, or not at all)
+    answers: dict[str, Any] = field(default_factory=dict)
+    failed: bool = False  # a step could not be resolved: no later step runs
+
+    def resolver(self, thread_id: str | None) -> Any:
+        def resolve(ref: str | probe_refs.AnswerRef) -> Any:
+            if ref == "thread":
+                if thread_id is None:
+                    raise probe_refs.RefError("${thread}: the session has no thread yet")
+                return thread_id
+            if ref == "cwd":
+                if self.cwd is None:
+                    raise probe_refs.RefError("${cwd}: the target did not say its working directory")
+                return self.cwd
+            assert isinstance(ref, probe_refs.AnswerRef)
+            if ref.step not in self.answers:
+                raise probe_refs.RefError(f"step {ref.step} was not answered")
+            answer = self.answers[ref.step]
+            if answer is None:
+                raise probe_refs.RefError(f"step {ref.step} was answered with an error or not at all")
+            return probe_refs.lookup(answer, ref)
+
+        return resolve
+
+
+def substitute(value: Any, thread_id: str | None, state: ProbeState | None = None) -> Any:
+    """``value`` with its placeholders resolved (contracts.probe_refs); RefError when one cannot be."""
+    return probe_refs.substitute(value, (state or ProbeState()).resolver(thread_id))
 
 
 def _thread_of(result: Any) -> str | None:
@@ -61,25 +87,44 @@ def _answered(session: Any, request_id: Any, since: int) -> bool:
     return False
 
 
-async def _raw(session: Any, probe: ClientProbe, timeout_s: float, thread_id: str | None) -> str | None:
+async def _raw(session: Any, probe: ClientProbe, timeout_s: float, thread_id: str | None, state: ProbeState) -> Any:
+    """Write the raw line; the answer's result when it is a request that was answered, else None."""
     assert probe.raw is not None
-    line = probe.raw.replace(THREAD_PLACEHOLDER, thread_id) if thread_id is not None else probe.raw
+    # In a raw line a placeholder is text: JSON-quoted when the line is JSON, so `"${cwd}"` stays a string.
+    line = probe_refs.PLACEHOLDER_RE.sub(
+        lambda m: probe_refs.as_text(state.resolver(thread_id)(probe_refs.parse(m.group(1)))), probe.raw
+    )
     since = len(session.wire)
     await session.send_raw(line.encode())
     request_id = _request_id(line)
     if request_id is None:
-        return thread_id
+        return None
     with trio.move_on_after(timeout_s) as waited:
         while not _answered(session, request_id, since):
             await trio.sleep(ANSWER_POLL_S)
     if waited.cancelled_caught:
         session.note(f"probe: no answer to raw request {request_id!r} within {timeout_s:g} s")
-        return thread_id
-    for entry in session.wire[since:]:  # a raw thread/start makes the thread the later steps name
+        return None
+    for entry in session.wire[since:]:
         frame = entry.frame
         if entry.dir == "s2c" and isinstance(frame, dict) and frame.get("id") == request_id:
-            return _thread_of(frame.get("result")) or thread_id
-    return thread_id
+            return frame.get("result")
+    return None
+
+
+def _notified(session: Any, method: str, since: int) -> bool:
+    return any(
+        entry.dir == "s2c" and isinstance(entry.frame, dict) and entry.frame.get("method") == method
+        for entry in session.wire[since:]
+    )
+
+
+async def _until(session: Any, method: str, since: int, timeout_s: float) -> None:
+    with trio.move_on_after(timeout_s) as waited:
+        while not _notified(session, method, since):
+            await trio.sleep(ANSWER_POLL_S)
+    if waited.cancelled_caught:
+        session.note(f"probe: no {method} within {timeout_s:g} s")
 
 
 async def _close_stdin(session: Any, timeout_s: float) -> None:
@@ -94,28 +139,52 @@ async def _close_stdin(session: Any, timeout_s: float) -> None:
     session.note(f"probe: no exit within {timeout_s:g} s of stdin closed")
 
 
-async def run_probes(session: Any, plan: ClientPlan, at: str, thread_id: str | None) -> str | None:
-    """Run the plan's probe steps for point ``at`` in order; returns the thread id later steps name."""
+async def run_probes(
+    session: Any, plan: ClientPlan, at: str, thread_id: str | None, state: ProbeState | None = None
+) -> str | None:
+    """Run the plan's probe steps for point ``at`` in order; returns the thread id later steps name.
+
+    A placeholder that cannot be resolved when its step is due ends the probes and fails the session
+    (a client error naming the step): sending the step without it would record something else."""
+    state = state if state is not None else ProbeState()
+    if state.failed:
+        return thread_id
     request_s = plan.request_timeout_ms / 1000
     for probe in plan.probes_at(at):
+        index = plan.probes.index(probe)
+        since = len(session.wire)
+        answer: Any = None
         try:
             if probe.send is not None:
-                params = NOTSET if probe.params is None else substitute(probe.params, thread_id)
+                params = NOTSET if probe.params is None else substitute(probe.params, thread_id, state)
                 try:
-                    result = await session.request(probe.send, params, timeout=request_s)
+                    answer = await session.request(probe.send, params, timeout=request_s)
                 except RpcError:
                     pass  # an error answer is on the wire: what the probe asked for
                 except RequestTimeout:
                     session.note(f"probe: no answer to {probe.send} within {request_s:g} s")
-                else:
-                    thread_id = _thread_of(result) or thread_id
             elif probe.raw is not None:
-                thread_id = await _raw(session, probe, request_s, thread_id)
+                answer = await _raw(session, probe, request_s, thread_id, state)
             elif probe.close_stdin:
                 await _close_stdin(session, plan.teardown_ms / 1000)
+            # a thread/start (or fork) makes the thread later steps name as ${thread}
+            if probe.send in (None, "thread/start") or probe.raw is not None:
+                thread_id = _thread_of(answer) or thread_id
+            state.answers[str(index)] = answer
+            if probe.id is not None:
+                state.answers[probe.id] = answer
+            if probe.until:
+                await _until(session, probe.until, since, plan.turn_timeout_ms / 1000)
             if probe.wait_ms:
                 await trio.sleep(probe.wait_ms / 1000)
+        except probe_refs.RefError as exc:
+            message = f"probe step {index} ({probe.kind}{' ' + probe.send if probe.send else ''}): {exc}"
+            session.note(f"probe: {message}")
+            session.client_errors.append(f"scenario: {message}")
+            state.failed = True
+            break
         except (ClientError, TransportClosed) as exc:
             session.note(f"probe: {probe.kind} could not be taken: {exc}")
             break
     return thread_id
+

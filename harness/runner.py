@@ -36,7 +36,7 @@ from contracts.triggers import ActionSchedule, Moment
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
-from harness.probes import run_probes
+from harness.probes import ProbeState, run_probes
 from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_target
 
 #: Wall-clock bound of one scenario on a process target (the scenario's own budgets are far below).
@@ -212,9 +212,11 @@ async def _play_session(
     cancel_trigger: tuple[CancelTrigger, float] | None,
     record: SessionRecord,
     policy: Any = None,
+    cwd: str | None = None,
 ) -> None:
     plan = scenario.client
-    probe_thread = await run_probes(session, plan, "start", None)
+    probes = ProbeState(cwd=cwd)
+    probe_thread = await run_probes(session, plan, "start", None, probes)
     thread_id = ""
     if plan.handshake:
         try:
@@ -226,7 +228,7 @@ async def _play_session(
             for i in range(len(scenario.turns)):
                 session.results.append(TurnResult(index=i, status="failed", error=f"startup failed: {exc}"))
             return
-    probe_thread = await run_probes(session, plan, "thread", thread_id or probe_thread)
+    probe_thread = await run_probes(session, plan, "thread", thread_id or probe_thread, probes)
     for i, script in enumerate(scenario.turns):
         actions = plan.actions_for(i + 1)
         if any(a.do == "resume" for a in actions):
@@ -238,7 +240,7 @@ async def _play_session(
             policy.start_turn(i + 1)
         probe = cancel_trigger if i == 0 else None
         await _play_turn(session, script.input, tuple(a for a in actions if a.do != "resume"), probe)
-    await run_probes(session, plan, "end", thread_id or probe_thread)
+    await run_probes(session, plan, "end", thread_id or probe_thread, probes)
 
 
 #: How long the end of a real-time session waits for ``serverRequest/resolved`` of requests still open.
@@ -326,7 +328,8 @@ async def _play_async(
             escaped: list[str] = []
             try:
                 async with open_session(run.transport, options, policy=policy) as session:
-                    await _play_session(session, scenario, cancel_trigger, record, policy)
+                    cwd = str(run.workdir) if run.workdir is not None else None
+                    await _play_session(session, scenario, cancel_trigger, record, policy, cwd)
                     if not run.virtual_time:
                         await _settle_resolved(session, run.transport)
             except Exception as exc:  # the client let an exception escape: a finding, recorded

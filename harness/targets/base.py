@@ -28,3 +28,15 @@ class TargetRun:
     #: (turn index, fault index) of the scripted faults that struck, read once the server is gone
     #: (fakes only; None: the target cannot tell, and the ``fault_not_struck`` check is not made)
     faults_struck: Callable[[], list[tuple[int, int]]] | None = None
+    #: the session's working directory on the target (``${cwd}`` of probe steps; ``[[client.files]]`` are in it)
+    workdir: Path | None = None
+
+
+def write_files(workdir: Path, files: Any) -> Path:
+    """Put the scenario's ``[[client.files]]`` (validated at load: relative, inside, bounded) in ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for file in files:
+        target = workdir / file.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(file.text)
+    return workdir

@@ -11,7 +11,7 @@ from pathlib import Path
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from fake_server import ledger, profiles
-from harness.targets.base import TargetRun, TargetUnavailable
+from harness.targets.base import TargetRun, TargetUnavailable, write_files
 
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 
@@ -24,12 +24,17 @@ async def in_process(scenario: Scenario, *, work_dir: Path, release: str | None 
         raise TargetUnavailable(f"the in-process fake is not available: {exc}") from exc
     trace_root = work_dir / "server-trace-root"
     trace_root.mkdir(parents=True, exist_ok=True)
-    async with serve_in_process(scenario, trace_root=trace_root, release=release) as server:
+    # The engine's cwd is virtual unless the scenario puts files in it: then a real folder of the run's.
+    cwd = write_files(work_dir / "workdir", scenario.client.files) if scenario.client.files else None
+    async with serve_in_process(
+        scenario, trace_root=trace_root, release=release, **({"cwd": str(cwd)} if cwd else {})
+    ) as server:
         # The release profile played ($FAKE_CODEX_RELEASE, else the scenario's): its schema judges the frames.
         release = server.profile.release
         run = TargetRun(
             "fake", server, virtual_time=True, trace_root=trace_root, schema_release=release, server_version=release
         )
+        run.workdir = cwd or Path(server.engine.cwd)
         run.faults_struck = lambda: [(f.turn, f.index) for f in server.faults_struck]
         yield run
 
@@ -64,7 +69,9 @@ async def fake_process(
     # The release profile as the process will pick it; a scenario file of our own may lack the scenario's key.
     release = profiles.select(release, env.get(profiles.RELEASE_ENV), scenario.release).release
     argv = [*fake_codex_argv(), "app-server", "--scenario", str(scenario_file), "--release", release]
-    async with spawn_process(argv, cwd=work_dir, env=env) as transport:
+    # fake-codex's cwd is its sessions' working directory: a folder of its own when the scenario puts files there.
+    cwd = write_files(work_dir / "workdir", scenario.client.files) if scenario.client.files else work_dir
+    async with spawn_process(argv, cwd=cwd, env=env) as transport:
         yield TargetRun(
             "fake-process",
             transport,
@@ -74,4 +81,5 @@ async def fake_process(
             server_version=release,
             meta={"argv": argv},
             faults_struck=lambda: ledger.read(fault_ledger),
+            workdir=cwd,
         )

@@ -25,6 +25,7 @@ import trio
 from contracts.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
 from fake_server.responses_api import MockResponsesServer, RecordedRequest, serve_responses_api
 from harness.codex_bin import CodexNotFound, codex_version
+from harness.targets.base import write_files
 
 TARGET = "real"
 PROVIDER_ID = "mock_provider"
@@ -215,6 +216,7 @@ async def real_target(
         codex_home, tmpdir, workdir, home = (run_dir / name for name in ("codex_home", "tmp", "workdir", "home"))
         for directory in (codex_home, tmpdir, workdir, home):
             directory.mkdir()
+        write_files(workdir, scenario.client.files)
         async with serve_responses_api(scenario, workdir=PurePosixPath(workdir)) as mock:
             (codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
             env = scrubbed_env(os.environ, codex_home=codex_home, tmpdir=tmpdir, trace_root=trace_root, home=home)

@@ -74,4 +74,5 @@ async def real(scenario: Scenario, *, work_dir: Path, codex: Path | None) -> Asy
             server_version=target.version,
             meta={"codex": str(binary)},
             model_traffic=target.mock.traffic,
+            workdir=target.workdir,
         )
