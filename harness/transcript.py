@@ -27,6 +27,13 @@ INSTALLATION_ID = "<installation-id>"
 HOSTNAME = "<hostname>"
 PID = "<pid>"
 PID_KEYS = frozenset({"processId", "pid"})
+
+
+def _is_pid(value: object) -> bool:
+    """An OS process id (a number, or digits): a handle a client chose (``"p1"``) is not the host's."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, str) and value.isdigit())
 #: "name/version (Debian 12.0.0; x86_64) xterm (name; version)": the platform and terminal part.
 _USER_AGENT_PLATFORM = re.compile(r"\([^()]*;[^()]*\) \S+ \(")
 USER_AGENT_PLATFORM = "(<os> <os-version>; <arch>) <terminal> ("
@@ -75,7 +82,7 @@ class Masker:
             return {k: self.value(v, k) for k, v in value.items()}
         if isinstance(value, list):
             return [self.value(v, key) for v in value]
-        if key in PID_KEYS and isinstance(value, int | str) and not isinstance(value, bool) and value != "":
+        if key in PID_KEYS and _is_pid(value):
             return PID
         if not isinstance(value, str):
             return value
