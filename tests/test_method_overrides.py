@@ -184,3 +184,16 @@ def test_the_runner_lists_methods_faults_in_meta() -> None:
         (-1, 0, "skills/list", "no_answer"),
         (-1, 2, "config/read", "crash"),
     ]
+
+
+def test_the_report_diagram_places_a_methods_fault_after_its_request() -> None:
+    from harness.html.diagram import fault_positions
+    from harness.runner import run_one
+
+    text = HEAD.replace("[[turns]]", _REACHED + "\n[[turns]]") + _NEVER_CALLED
+    run = run_one(scenario_file.loads(text, source="m.toml"), "fake")
+    assert run.record is not None
+    placed = fault_positions(run.record)
+    [(where, texts)] = [(p, t) for p, t in placed.items() if any("[[methods]]" in x for x in t)]
+    assert texts == ["⚡ no_answer at request skills/list ([[methods]])"]  # config/read never asked: not placed
+    assert run.record.wire[where].frame["method"] == "skills/list"
