@@ -24,8 +24,9 @@ REAL_DATA = REPO / "tests" / "data" / "real"
 VERSION = "0.171.0"
 SET_DIR = REAL_DATA / VERSION
 SETS = ("transcripts", "probes", "trace-bundles")
-#: Sessions the real_codex test records again (a plain turn, an approval race, request and framing probes).
-RERECORDED = ("plain", "approval_decline", "misc_requests", "framing")
+#: Sessions the real_codex test records again (a plain turn, an approval race, request and framing probes,
+#: probes naming the work directory, its files and earlier answers).
+RERECORDED = ("plain", "approval_decline", "misc_requests", "framing", "fs_search", "threads_after_turn")
 
 
 @dataclass(frozen=True, slots=True)
