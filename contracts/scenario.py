@@ -212,6 +212,9 @@ class ClientProbe:
     wait_ms: int = 0
     #: a name later steps use in ``${answer.<id>.<path>}`` (they may use the step's index as well)
     id: str | None = None
+    #: send the request and go on without waiting for its answer (two requests back to back); its answer
+    #: cannot be named by ``${answer...}``
+    no_wait: bool = False
     #: a server notification to wait for after the step (its first one after the step was taken), at
     #: most the plan's turn timeout: a ``turn/start`` probe waits for its ``turn/completed``
     until: str | None = None
@@ -241,6 +244,9 @@ class ClientPlan:
     experimental_api: bool = False
     opt_out: tuple[str, ...] = ()
     handshake: bool = True  # false: the client sends nothing of its own; the probes do it all
+    #: false: the client starts none of the [[turns]]; they only script the model side of the turns the
+    #: probe steps start (``turn/start`` probes, so input can be timed inside a turn)
+    play_turns: bool = True
     probes: tuple[ClientProbe, ...] = ()
     files: tuple[ClientFile, ...] = ()
 

@@ -287,6 +287,7 @@ def _client(r: _Reader) -> ClientPlan:
         experimental_api=r.bool("experimental_api", False),
         opt_out=r.strs("opt_out"),
         handshake=r.bool("handshake", True),
+        play_turns=r.bool("play_turns", True),
         probes=tuple(_probe(p) for p in r.tables("probe")),
         files=_files(r),
     )
@@ -343,6 +344,8 @@ def _check_references(r: _Reader, probes: tuple[ClientProbe, ...]) -> None:
                     raise r.error(key, f"${{answer.{ref.step}...}} to name a step taken before this one", ref.step)
                 if earlier.send is None and earlier.raw is None:
                     raise r.error(key, f"${{answer.{ref.step}...}} to name a request step (send or raw)", ref.step)
+                if earlier.no_wait:
+                    raise r.error(key, f"${{answer.{ref.step}...}} to name a step that waits for its answer", ref.step)
         taken[str(i)] = probe
         if probe.id is not None:
             taken[probe.id] = probe
@@ -365,8 +368,11 @@ def _probe(r: _Reader) -> ClientProbe:
         wait_ms=r.int("wait_ms", 0),
         id=r.get("id", str, None, "a step name (a letter, then letters, digits, _ or -; at most 64)"),
         until=r.get("until", str, None, "a server notification's method"),
+        no_wait=r.bool("no_wait", False),
     )
     r.done()
+    if probe.no_wait and probe.send is None:
+        raise r.error("no_wait", "no_wait only with send (a raw line never waits unless it is a request)")
     if probe.id is not None and not probe_refs.STEP_ID_RE.match(probe.id):
         raise r.error("id", "a step name (a letter, then letters, digits, _ or -; at most 64)", probe.id)
     if probe.until is not None and not (0 < len(probe.until) <= 128):
@@ -508,7 +514,9 @@ def _has_probes(data: dict[str, Any]) -> bool:
 
 def _check_probes(s: Scenario, source: str) -> None:
     plan = s.client
-    if not plan.handshake and s.turns:
+    if not plan.play_turns and not plan.probes:
+        raise ScenarioError(source, "client.play_turns", "true unless [[client.probe]] steps start the turns")
+    if not plan.handshake and s.turns and plan.play_turns:
         raise ScenarioError(source, "client.handshake", "true when the scenario has [[turns]] (a turn needs a thread)")
     closing = [i for i, p in enumerate(plan.probes) if p.close_stdin]
     if not closing:
@@ -517,7 +525,7 @@ def _check_probes(s: Scenario, source: str) -> None:
     later_point = PROBE_POINTS.index(plan.probes[i].at)
     if i != len(plan.probes) - 1 or any(PROBE_POINTS.index(p.at) > later_point for p in plan.probes):
         raise ScenarioError(source, f"client.probe[{i}].close_stdin", "the last step (nothing can be sent after it)")
-    if s.turns and plan.probes[i].at != "end":
+    if s.turns and plan.play_turns and plan.probes[i].at != "end":
         raise ScenarioError(source, f"client.probe[{i}].at", 'end (turns follow; nothing can be sent after it)')
 
 

@@ -25,6 +25,8 @@ from harness.client.errors import ClientError, RequestTimeout
 
 #: How often a raw request line's answer (or an awaited notification) is looked for on the wire.
 ANSWER_POLL_S = 0.005
+#: How often a request sent without waiting is looked for on the wire (the next step goes once it is there).
+SENT_POLL_S = 0.0005
 
 
 @dataclass(slots=True)
@@ -112,6 +114,43 @@ async def _raw(session: Any, probe: ClientProbe, timeout_s: float, thread_id: st
     return None
 
 
+async def _quiet_call(session: Any, request: Any, timeout_s: float) -> None:
+    try:
+        await session.call(request, timeout_s)
+    except RpcError:
+        pass  # an error answer is on the wire: what the probe asked for
+    except RequestTimeout:
+        session.note(f"probe: no answer to {request.method} within {timeout_s:g} s")
+    except (ClientError, TransportClosed) as exc:
+        session.note(f"probe: {request.method} could not be taken: {exc}")
+
+
+async def _request(session: Any, method: str, params: Any, timeout_s: float) -> Any:
+    """The answer's result; None when the answer is an error (on the wire: what a probe asks for) or none came."""
+    try:
+        return await session.request(method, params, timeout=timeout_s)
+    except RpcError:
+        return None
+    except RequestTimeout:
+        session.note(f"probe: no answer to {method} within {timeout_s:g} s")
+        return None
+
+
+async def _send_without_waiting(
+    session: Any, nursery: trio.Nursery, method: str, params: Any, timeout_s: float
+) -> None:
+    """Send the request in the background; return once it is on the wire (so the next step goes after it)."""
+    request = session.connection.request(method, params)
+    since = len(session.wire)
+    nursery.start_soon(_quiet_call, session, request, timeout_s)
+    with trio.move_on_after(timeout_s):
+        while not any(
+            e.dir == "c2s" and isinstance(e.frame, dict) and e.frame.get("id") == request.id
+            for e in session.wire[since:]
+        ):
+            await trio.sleep(SENT_POLL_S)
+
+
 def _notified(session: Any, method: str, since: int) -> bool:
     return any(
         entry.dir == "s2c" and isinstance(entry.frame, dict) and entry.frame.get("method") == method
@@ -149,6 +188,14 @@ async def run_probes(
     state = state if state is not None else ProbeState()
     if state.failed:
         return thread_id
+    # The requests sent without waiting are answered into this nursery: the point ends when they are (bounded).
+    async with trio.open_nursery() as nursery:
+        return await _run_point(session, plan, at, thread_id, state, nursery)
+
+
+async def _run_point(
+    session: Any, plan: ClientPlan, at: str, thread_id: str | None, state: ProbeState, nursery: trio.Nursery
+) -> str | None:
     request_s = plan.request_timeout_ms / 1000
     for probe in plan.probes_at(at):
         index = plan.probes.index(probe)
@@ -157,12 +204,10 @@ async def run_probes(
         try:
             if probe.send is not None:
                 params = NOTSET if probe.params is None else substitute(probe.params, thread_id, state)
-                try:
-                    answer = await session.request(probe.send, params, timeout=request_s)
-                except RpcError:
-                    pass  # an error answer is on the wire: what the probe asked for
-                except RequestTimeout:
-                    session.note(f"probe: no answer to {probe.send} within {request_s:g} s")
+                if probe.no_wait:
+                    await _send_without_waiting(session, nursery, probe.send, params, request_s)
+                else:
+                    answer = await _request(session, probe.send, params, request_s)
             elif probe.raw is not None:
                 answer = await _raw(session, probe, request_s, thread_id, state)
             elif probe.close_stdin:

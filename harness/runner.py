@@ -229,7 +229,7 @@ async def _play_session(
                 session.results.append(TurnResult(index=i, status="failed", error=f"startup failed: {exc}"))
             return
     probe_thread = await run_probes(session, plan, "thread", thread_id or probe_thread, probes)
-    for i, script in enumerate(scenario.turns):
+    for i, script in enumerate(scenario.turns if plan.play_turns else ()):
         actions = plan.actions_for(i + 1)
         if any(a.do == "resume" for a in actions):
             try:
@@ -308,7 +308,9 @@ async def _play_async(
     limit_s: float,
     release: str | None = None,
 ) -> SessionRecord:
-    meta = {"scenario_turns": len(scenario.turns), "faults": scenario_faults(scenario)}
+    # With play_turns = false the [[turns]] only script the model side: the client starts (and owes a Result to) none.
+    planned = len(scenario.turns) if scenario.client.play_turns else 0
+    meta = {"scenario_turns": planned, "faults": scenario_faults(scenario)}
     record = SessionRecord(scenario.name, target, scenario.expect, meta=meta)
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)

@@ -53,6 +53,13 @@ BAD = {
     "too many files": ("".join(f'[[client.files]]\npath = "f{i}"\ntext = ""\n' for i in range(33)), "at most 32"),
     "clashing files": ('[[client.files]]\npath = "a"\ntext = ""\n[[client.files]]\npath = "a/b"\ntext = ""', "clash"),
     "file without text": ('[[client.files]]\npath = "a"', "required"),
+    "no_wait on a raw line": ('[[client.probe]]\nraw = "x"\nno_wait = true', "no_wait only with send"),
+    "an answer never waited for": (
+        '[[client.probe]]\nid = "a"\nsend = "x"\nno_wait = true\n'
+        '[[client.probe]]\nsend = "y"\nparams = { p = "${answer.a.x}" }',
+        "a step that waits for its answer",
+    ),
+    "play_turns off without probes": ('[client]\nplay_turns = false\n[[turns]]\ninput = "hi"', "play_turns"),
     "unknown file key": ('[[client.files]]\npath = "a"\ntext = ""\nmode = 7', "a known key"),
 }
 
@@ -60,7 +67,9 @@ BAD = {
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_references_and_files_are_refused_at_load(case: str) -> None:
     body, expected = BAD[case]
-    if "[[client.probe]]" not in body:  # files alone: a step so the scenario has something to do
+    if (
+        "[[client.probe]]" not in body and "play_turns" not in body
+    ):  # files alone: a step so the scenario has something to do
         body += '\n[[client.probe]]\nsend = "x"'
     with pytest.raises(ScenarioError, match=expected):
         loads(HEAD + body + "\n", "p.toml")
@@ -197,3 +206,62 @@ def test_a_placeholder_inside_a_string_becomes_text() -> None:
     }
     with pytest.raises(probe_refs.RefError, match="cannot be put inside a string"):
         probe_refs.substitute("x${cwd}", lambda ref: {"a": 1})
+
+
+BUSY = (
+    HEAD
+    + """
+[[turns]]
+input = "Say hello"
+
+[[turns.responses]]
+
+[[turns.responses.items]]
+type = "message"
+text = "a b c d "
+deltas = ["a ", "b ", "c ", "d "]
+delay_ms = 100
+
+[client]
+play_turns = false
+
+[[client.probe]]
+id = "turn"
+send = "turn/start"
+params = { threadId = "${thread}", input = [{ type = "text", text = "Say hello" }] }
+until = "item/agentMessage/delta"
+
+[[client.probe]]
+send = "turn/steer"
+params = { threadId = "${thread}", input = [{ type = "text", text = "x" }], expectedTurnId = "wrong" }
+no_wait = true
+
+[[client.probe]]
+send = "turn/steer"
+params = { threadId = "${thread}", input = [{ type = "text", text = "y" }], expectedTurnId = "${answer.turn.turn.id}" }
+until = "turn/completed"
+"""
+)
+
+
+@pytest.mark.parametrize("target", ["fake", "fake-process"])
+def test_probes_start_the_turn_and_steer_inside_it(tmp_path: Path, target: str) -> None:
+    record = play(loads(BUSY, "busy.toml"), target, work_dir=tmp_path)
+    assert record.client_errors == [] and record.results == []  # play_turns = false: the client started none
+    sent = [f["id"] for f in _sent(record)]
+    assert sent[-2:] == [4, 5]
+    assert "expected active turn id `wrong`" in str(_answer(record, 4)["error"])
+    assert "result" in _answer(record, 5)  # the right turn id, resolved from the turn/start answer
+
+
+def test_no_wait_sends_the_next_step_before_the_answer(tmp_path: Path) -> None:
+    text = (
+        HEAD
+        + '[[methods]]\nname = "thread/loaded/list"\ndelay_ms = 2000\n'
+        + '[[client.probe]]\nsend = "thread/loaded/list"\nparams = {}\nno_wait = true\n'
+        + '[[client.probe]]\nsend = "thread/read"\nparams = { threadId = "${thread}" }\n'
+    )
+    record = play(loads(text, "p.toml"), "fake", work_dir=tmp_path)
+    order = [(e.dir, e.frame["id"]) for e in record.wire if isinstance(e.frame, dict) and e.frame.get("id") in (3, 4)]
+    assert order == [("c2s", 3), ("c2s", 4), ("s2c", 4), ("s2c", 3)]  # and the late answer is still awaited
+    assert record.client_errors == []
