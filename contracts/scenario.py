@@ -236,6 +236,7 @@ class ClientFile:
 class ClientPlan:
     approval: str = "accept"  # default decision for every approval request
     approvals: tuple[str, ...] = ()  # per request in order of arrival; overrides `approval`
+    approval_delay_ms: int = 0  # how long the user takes to answer each approval request
     actions: tuple[ClientAction, ...] = ()
     interrupt_budget_ms: int = 2000
     request_timeout_ms: int = 30000

@@ -279,6 +279,7 @@ def _client(r: _Reader) -> ClientPlan:
     plan = ClientPlan(
         approval=r.str("approval", "accept", DECISIONS),
         approvals=r.strs("approvals", DECISIONS),
+        approval_delay_ms=r.int("approval_delay_ms", 0, maximum=MAX_PROBE_WAIT_MS),
         actions=tuple(actions),
         interrupt_budget_ms=r.int("interrupt_budget_ms", 2000, minimum=1, maximum=MAX_DELAY_MS),
         request_timeout_ms=r.int("request_timeout_ms", 30000, minimum=1, maximum=MAX_DELAY_MS),

@@ -149,6 +149,8 @@ class PlanPolicy:
         with trio.move_on_after(SIBLING_APPROVAL_WAIT_S):
             while self.in_turn < end:
                 await self._arrived.wait()
+        if self.plan.approval_delay_ms:  # the user takes a while: input can arrive while the approval is pending
+            await trio.sleep(self.plan.approval_delay_ms / 1000)
         return self.plan.decision(request.index)
 
 

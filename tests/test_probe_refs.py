@@ -60,6 +60,7 @@ BAD = {
         "a step that waits for its answer",
     ),
     "play_turns off without probes": ('[client]\nplay_turns = false\n[[turns]]\ninput = "hi"', "play_turns"),
+    "slow approvals": ('[client]\napproval_delay_ms = 60001\n[[client.probe]]\nsend = "x"', "between 0 and 60000"),
     "unknown file key": ('[[client.files]]\npath = "a"\ntext = ""\nmode = 7', "a known key"),
 }
 
@@ -265,3 +266,19 @@ def test_no_wait_sends_the_next_step_before_the_answer(tmp_path: Path) -> None:
     order = [(e.dir, e.frame["id"]) for e in record.wire if isinstance(e.frame, dict) and e.frame.get("id") in (3, 4)]
     assert order == [("c2s", 3), ("c2s", 4), ("s2c", 4), ("s2c", 3)]  # and the late answer is still awaited
     assert record.client_errors == []
+
+
+def test_a_steer_while_the_approval_is_pending(tmp_path: Path) -> None:
+    """``approval_delay_ms``: the user answers late, so a steer action lands while the approval is pending."""
+    path = Path(__file__).parent / "data" / "real" / "scenarios" / "pending_steer_during_approval.toml"
+    record = play(loads(path.read_text(), str(path)), "fake", work_dir=tmp_path)
+    assert record.client_errors == []
+    timeline = [
+        (e.t, e.dir, e.frame.get("method"), e.frame.get("id"))
+        for e in record.wire
+        if isinstance(e.frame, dict) and e.dir in ("c2s", "s2c")
+    ]
+    asked = next(t for t, d, m, _ in timeline if m == "item/commandExecution/requestApproval")
+    steered = next(t for t, d, m, _ in timeline if m == "turn/steer")
+    answered = next(t for t, d, m, i in timeline if d == "c2s" and m is None and i == 0)
+    assert asked <= steered < answered and answered - asked >= 0.3
