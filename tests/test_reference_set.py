@@ -73,7 +73,7 @@ def transcript(name: str) -> list[dict[str, Any]]:
 
 def test_the_listing_names_every_session_once() -> None:
     refs = reference_set()
-    assert len(refs) == 26
+    assert len(refs) == 27
     assert len({r.name for r in refs}) == len(refs)
     assert {r.set for r in refs} == {"transcripts", "probes"}
 
