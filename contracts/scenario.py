@@ -236,7 +236,6 @@ class ClientFile:
 class ClientPlan:
     approval: str = "accept"  # default decision for every approval request
     approvals: tuple[str, ...] = ()  # per request in order of arrival; overrides `approval`
-    approval_delay_ms: int = 0  # how long the user takes to answer each approval request
     actions: tuple[ClientAction, ...] = ()
     interrupt_budget_ms: int = 2000
     request_timeout_ms: int = 30000
@@ -250,6 +249,7 @@ class ClientPlan:
     play_turns: bool = True
     probes: tuple[ClientProbe, ...] = ()
     files: tuple[ClientFile, ...] = ()
+    approval_delay_ms: int = 0  # how long the user takes to answer each approval request
 
     def probes_at(self, at: str) -> tuple[ClientProbe, ...]:
         return tuple(p for p in self.probes if p.at == at)
