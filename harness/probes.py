@@ -212,7 +212,7 @@ async def _run_point(
                 answer = await _raw(session, probe, request_s, thread_id, state)
             elif probe.close_stdin:
                 await _close_stdin(session, plan.teardown_ms / 1000)
-            # a thread/start (or fork) makes the thread later steps name as ${thread}
+            # a thread/start (sent, or a raw line answered with a thread) makes the thread later steps name as ${thread}
             if probe.send in (None, "thread/start") or probe.raw is not None:
                 thread_id = _thread_of(answer) or thread_id
             state.answers[str(index)] = answer
