@@ -59,9 +59,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _model_level_scenarios() -> list[str]:
     """Built-in scenarios the real binary can play (no fake-only fault)."""
-    from fake_server.catalogue import builtin_names, load_builtin
+    from fake_server.catalogue import model_level
 
-    return [name for name in builtin_names() if load_builtin(name).supports("real")[0]]
+    return [s.name for s in model_level()]
 
 
 class _RealRunCounter:

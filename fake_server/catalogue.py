@@ -27,6 +27,12 @@ def load_builtin(name: str) -> Scenario:
     return scenario_file.load(path)
 
 
+def model_level() -> list[Scenario]:
+    """The built-in scenarios both the fake and the real binary can play (no fake-only fault), by name."""
+    scenarios = (load_builtin(name) for name in builtin_names())
+    return [s for s in scenarios if s.supports("real")[0] and s.supports("fake")[0]]
+
+
 def resolve(name_or_path: str | Path | None) -> Scenario:
     """A catalogue name (``plain``), or a path to a scenario file; None gives ``plain``."""
     if name_or_path is None or name_or_path == "":

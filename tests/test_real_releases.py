@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from contracts.fidelity import render
+from fake_server.catalogue import model_level
 from harness import scenario_lookup
 from harness.codex_bin import codex_version
 from harness.commands.diff import fidelity_diff
@@ -35,12 +36,7 @@ GROUP = pytest.mark.xdist_group("real_releases")
 
 
 def model_level_scenarios() -> list[str]:
-    names = []
-    for name in scenario_lookup.builtin_names():
-        scenario = scenario_lookup.load_builtin(name)
-        if scenario.supports("real")[0] and scenario.supports("fake")[0]:
-            names.append(name)
-    return names
+    return [s.name for s in model_level()]
 
 
 def release_binary(release: str, codex_bin: Path) -> Path:

@@ -27,6 +27,7 @@ from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.fidelity import render
 from contracts.scenario import Scenario
 from contracts.schema_diff import SchemaDiff, diff_bundles
+from fake_server.catalogue import model_level
 from harness import scenario_lookup
 
 NAME = "validate-release"
@@ -176,12 +177,7 @@ def _ms(value: float) -> str:
 
 
 def model_level_scenarios() -> list[Scenario]:
-    out = []
-    for name in scenario_lookup.builtin_names():
-        scenario = scenario_lookup.load_builtin(name)
-        if scenario.supports("real")[0] and scenario.supports("fake")[0]:
-            out.append(scenario)
-    return out
+    return model_level()
 
 
 def user_store_to_write(store: str | None) -> Path:
