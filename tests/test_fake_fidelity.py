@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_reference_set import reference, reference_set, transcript
+from test_reference_set import reference, replayable_set, transcript
 
 from contracts.fidelity import Difference, diff_server_sides, render, shape
 from contracts.validator import Validator
 from fake_server.replay import replay
 
-NAMES = sorted(r.name for r in reference_set())
+NAMES = sorted(r.name for r in replayable_set())
 
 
 def _replay(name: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 import trio
-from test_reference_set import REPO, reference, reference_set
+from test_reference_set import REPO, reference, replayable_set
 
 from contracts.fidelity import diff_server_sides, render, shape
 from contracts.wire import LineDecoder, WireError, WireErrorKind
@@ -116,7 +116,7 @@ async def test_bad_scenario_is_a_clear_error() -> None:
     assert b"no_such" in result.stderr and b"built-in scenario" in result.stderr
 
 
-@pytest.mark.parametrize("name", [r.name for r in reference_set()])
+@pytest.mark.parametrize("name", [r.name for r in replayable_set()])
 async def test_process_replays_the_real_transcripts(name: str) -> None:
     """``fake-codex app-server --scenario X`` driven with the client lines of a reference transcript (the
     scenario it was recorded with) answers like the real binary did."""

@@ -63,6 +63,16 @@ def reference_set() -> list[Reference]:
     return out
 
 
+def replayable_set() -> list[Reference]:
+    """The sessions whose recorded client lines replay verbatim on the fake. The method-surface and
+    pending-input probes are left out: they need files in the workdir, ids taken from earlier answers or
+    input timed against the model, and have their own replays (tests/probe_replay.py)."""
+    from probe_replay import PENDING_PROBES, SURFACE_PROBES
+
+    own_replay = set(SURFACE_PROBES) | set(PENDING_PROBES)
+    return [r for r in reference_set() if r.name not in own_replay]
+
+
 def reference(name: str) -> Reference:
     return next(r for r in reference_set() if r.name == name)
 

@@ -11,16 +11,16 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_reference_set import reference, reference_set
+from test_reference_set import reference, reference_set, replayable_set
 
 from contracts.schema_store import ReleaseNotPinned
 from contracts.validator import SessionValidator, Validator, Violation
 from contracts.wire import LineDecoder, WireError
 
 
-def transcript_files() -> list[Path]:
-    """The reference set's transcripts (tests/data/real/0.171.0/); a missing one fails."""
-    files = [r.path for r in reference_set()]
+def transcript_files(sessions: list[Any] | None = None) -> list[Path]:
+    """The reference set's transcripts (tests/data/real/0.171.0/), or those of ``sessions``; a missing one fails."""
+    files = [r.path for r in (reference_set() if sessions is None else sessions)]
     for path in files:
         if not path.is_file():
             pytest.fail(f"reference transcript missing: {path} (part of the repository; `make reference`)")
@@ -79,9 +79,10 @@ EXPECTED_REJECTIONS: dict[tuple[str, str], tuple[str, str, str]] = {
 
 
 def test_every_server_frame_validates_and_exactly_the_invalid_client_frames_are_rejected() -> None:
+    """Over the sessions replayed verbatim; the method probes send wrong params on purpose (next test)."""
     seen: dict[tuple[str, str], tuple[str, str, str]] = {}
     frames = 0
-    for path in transcript_files():
+    for path in transcript_files(replayable_set()):
         frames += sum(1 for e in entries(path) if e["dir"] != "note")
         for direction, text, _frame, rejection in verdicts(path):
             assert direction == "c2s", f"{path.name}: server frame rejected: {text[:200]} -> {rejection}"
@@ -96,6 +97,17 @@ def test_every_server_frame_validates_and_exactly_the_invalid_client_frames_are_
         got_kind, got_path, message = seen[key]
         assert (got_kind, got_path) == (kind, path), key
         assert named in message, (key, message)
+
+
+def test_every_server_frame_of_every_session_validates() -> None:
+    """The method-surface and pending-input probes included: whatever the client sent, the real server's
+    every answer and notification is valid against the pinned schema."""
+    frames = 0
+    for path in transcript_files():
+        for direction, text, _frame, rejection in verdicts(path):
+            assert direction == "c2s", f"{path.name}: server frame rejected: {text[:200]} -> {rejection}"
+        frames += sum(1 for e in entries(path) if e["dir"] == "s2c")
+    assert frames > 700  # 804 server frames in the 0.171.0 set when written
 
 
 def test_the_id_only_frame_is_rejected_by_the_validator_too() -> None:
