@@ -102,7 +102,8 @@ def main() -> int:
     measured = rates({"loads": parse_only, "validate": validate_only, "both": parse_and_validate}, n, args.seconds)
     base, val, both = measured["loads"], measured["validate"], measured["both"]
     print(
-        f"corpus: {n} frames from {TRANSCRIPTS} ({invalid} invalid, first pass incl. compiling {warmup * 1e3:.0f} ms)"
+        f"corpus: {n} frames from {TRANSCRIPTS.relative_to(REPO)} ({invalid} invalid, "
+        f"first pass incl. compiling {warmup * 1e3:.0f} ms)"
     )
     print(f"orjson.loads alone       {base:>12,.0f} frames/s")
     print(f"validate (parsed frame)  {val:>12,.0f} frames/s   {val / base:.2f}x orjson.loads")
