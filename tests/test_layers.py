@@ -153,7 +153,9 @@ def test_shared_data_is_read_from_the_repo_only() -> None:
     import re
     import subprocess
 
-    pattern = re.compile(r"""(\.\./|["/])shared["/]|/work/""")
+    # The pattern is written in pieces so that the same grep, run over the repository by hand or by a hook,
+    # does not find this guard itself.
+    pattern = re.compile(r"""(\.\./|["/])""" + "sha" + r"""red["/]|/""" + "wo" + "rk/")
     tracked = subprocess.run(
         ["git", "ls-files", "*.py", "Makefile", ".ci/*", "*.toml"],
         cwd=REPO,
