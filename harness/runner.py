@@ -390,6 +390,16 @@ def skipped_checks(scenario: str, target: str, reason: str) -> list[Check]:
     return [Check(scenario, target, c, "scenario", "skip", reason, "") for c in CONTRACT_NAMES]
 
 
+def unsupported_run(scenario: Scenario, target: str) -> ScenarioRun:
+    """The run to fill in: already complete (skipped, one skip per contract) when ``target`` cannot play it."""
+    outcome = ScenarioRun(scenario.name, target)
+    supported, reason = scenario.supports(target)
+    if not supported:
+        outcome.skipped = reason
+        outcome.checks = skipped_checks(scenario.name, target, reason)
+    return outcome
+
+
 def run_one(
     scenario: Scenario,
     target: str,
@@ -403,11 +413,8 @@ def run_one(
     """Play and judge one (scenario, target). Never raises for a scenario: a broken run is a failed check.
 
     ``release``: the release profile a fake target plays (:func:`play`)."""
-    outcome = ScenarioRun(scenario.name, target)
-    supported, reason = scenario.supports(target)
-    if not supported:
-        outcome.skipped = reason
-        outcome.checks = skipped_checks(scenario.name, target, reason)
+    outcome = unsupported_run(scenario, target)
+    if outcome.skipped:
         return outcome
     if not is_safe_name(scenario.name):  # built in Python, past the loader: it names files and folders
         detail = f"scenario name {scenario.name!r} is not a safe slug ({SCENARIO_NAME_RULE})"

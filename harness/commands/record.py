@@ -31,16 +31,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-out", metavar="DIR", help="also keep the server's trace bundle in DIR")
 
 
-def _writable_file(path: Path) -> Path:
-    if path.exists() and not path.is_file():
-        raise UsageError(f"--out {path} exists and is not a regular file")
+def _in_writable_folder(flag: str, path: Path) -> Path:
+    """``path``'s folder exists (created when missing) and can be written; a usage error naming ``flag`` else."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"--out {path}: cannot create its folder: {exc.strerror}") from None
+        raise UsageError(f"{flag} {path}: cannot create its folder: {exc.strerror}") from None
     if not os.access(path.parent, os.W_OK):
-        raise UsageError(f"--out {path}: its folder is not writable")
+        raise UsageError(f"{flag} {path}: its folder is not writable")
     return path
+
+
+def _writable_file(path: Path) -> Path:
+    if path.exists() and not path.is_file():
+        raise UsageError(f"--out {path} exists and is not a regular file")
+    return _in_writable_folder("--out", path)
 
 
 def _bundle_dir(path: Path) -> Path:
@@ -50,13 +55,7 @@ def _bundle_dir(path: Path) -> Path:
             raise UsageError(f"--trace-out {path} exists and is not a folder")
         if any(path.iterdir()) and not (path / "manifest.json").is_file():
             raise UsageError(f"--trace-out {path} holds files that are not a trace bundle; give a new folder")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--trace-out {path}: cannot create its folder: {exc.strerror}") from None
-    if not os.access(path.parent, os.W_OK):
-        raise UsageError(f"--trace-out {path}: its folder is not writable")
-    return path
+    return _in_writable_folder("--trace-out", path)
 
 
 def _fail(message: str) -> int:

@@ -387,15 +387,10 @@ def run_outside_one(
     scenario: Scenario, spec: ClientSpec, *, save_dir: Path | None = None, work_root: Path | None = None
 ) -> Any:
     """Play and judge one scenario; a :class:`harness.runner.ScenarioRun` (never raises for the client's faults)."""
-    from harness.runner import ScenarioRun
+    from harness.runner import unsupported_run
 
-    outcome = ScenarioRun(scenario.name, TARGET)
-    supported, reason = scenario.supports(TARGET)
-    if not supported:
-        from harness.runner import skipped_checks
-
-        outcome.skipped = reason
-        outcome.checks = skipped_checks(scenario.name, TARGET, reason)
+    outcome = unsupported_run(scenario, TARGET)
+    if outcome.skipped:
         return outcome
     started = time.perf_counter()
     work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-client-{scenario.name}-", dir=work_root))
