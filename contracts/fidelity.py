@@ -18,6 +18,10 @@ Likewise the answer to ``turn/start`` and the ``turn/started`` it races with (se
 notification first): a result answer right after ``turn/started`` is placed where an unloaded run writes it,
 before the ``thread/status/changed`` that announces the turn.
 
+A ``thread/status/changed`` that repeats the one right before it (same thread, same status) is compared as
+one: loaded, 0.171.0 wrote ``notLoaded`` twice in the same millisecond for one ``thread/archive`` (3 of 40
+recordings of ``threads_after_turn`` on 2 busy cores), and a repeated status tells a client nothing new.
+
 Pure: frames in, differences out. Used by the fidelity tests and by ``codex-harness diff``.
 """
 
@@ -114,12 +118,26 @@ def _canonical(ordered: list[Shape]) -> list[Shape]:
     return out
 
 
+def _repeated_status(previous: Any, frame: Any) -> bool:
+    """The same thread's same status, announced again right after itself (a no-op for a client)."""
+    return (
+        isinstance(previous, dict)
+        and isinstance(frame, dict)
+        and frame.get("method") == previous.get("method") == "thread/status/changed"
+        and frame.get("params") == previous.get("params")
+    )
+
+
 def _segments(frames: Iterable[Any], collapse_deltas: bool) -> list[tuple[list[Shape], Counter[Shape]]]:
     segments: list[tuple[list[Shape], Counter[Shape]]] = [([], Counter())]
+    previous: Any = None  # the last frame that had a shape
     for frame in frames:
         s = shape(frame)
         if s is None:
             continue
+        if _repeated_status(previous, frame):
+            continue
+        previous = frame
         if s[0] == "turn/started":
             segments.append(([], Counter()))
         elif s == ("response", "result") and len(segments) > 1 and len(segments[-1][0]) == 1:

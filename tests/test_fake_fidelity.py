@@ -160,3 +160,19 @@ def test_fidelity_places_the_turn_start_answer_that_lost_its_race_before_turn_st
     later = list(real)
     later.insert(started + 2, later.pop(answer))  # further into the turn: not the race
     assert diff_server_sides(real, later) != []
+
+
+def test_fidelity_reads_a_status_repeated_right_after_itself_as_one() -> None:
+    """Loaded, 0.171.0 wrote notLoaded twice for one thread/archive; other repeats stay differences."""
+    real = [e["msg"] for e in transcript("threads_after_turn") if e["dir"] == "s2c"]
+    at = next(
+        i
+        for i, f in enumerate(real)
+        if f.get("method") == "thread/status/changed" and f["params"]["status"]["type"] == "notLoaded"
+    )
+    doubled = real[: at + 1] + [{**real[at], "emittedAtMs": 1}] + real[at + 1 :]
+    assert diff_server_sides(real, doubled) == []
+    other_thread = {**real[at], "params": {**real[at]["params"], "threadId": "another"}}
+    assert diff_server_sides(real, real[: at + 1] + [other_thread] + real[at + 1 :]) != []
+    apart = real[: at + 2] + [real[at]] + real[at + 2 :]  # not adjacent: a second change, announced again
+    assert diff_server_sides(real, apart) != []
