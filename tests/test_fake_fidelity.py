@@ -170,9 +170,9 @@ def test_fidelity_reads_a_status_repeated_right_after_itself_as_one() -> None:
         for i, f in enumerate(real)
         if f.get("method") == "thread/status/changed" and f["params"]["status"]["type"] == "notLoaded"
     )
-    doubled = real[: at + 1] + [{**real[at], "emittedAtMs": 1}] + real[at + 1 :]
+    doubled = [*real[: at + 1], {**real[at], "emittedAtMs": 1}, *real[at + 1 :]]
     assert diff_server_sides(real, doubled) == []
     other_thread = {**real[at], "params": {**real[at]["params"], "threadId": "another"}}
-    assert diff_server_sides(real, real[: at + 1] + [other_thread] + real[at + 1 :]) != []
-    apart = real[: at + 2] + [real[at]] + real[at + 2 :]  # not adjacent: a second change, announced again
+    assert diff_server_sides(real, [*real[: at + 1], other_thread, *real[at + 1 :]]) != []
+    apart = [*real[: at + 2], real[at], *real[at + 2 :]]  # not adjacent: a second change, announced again
     assert diff_server_sides(real, apart) != []

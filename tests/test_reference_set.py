@@ -138,5 +138,49 @@ def test_recording_again_gives_the_checked_in_server_side(codex_bin: Path, tmp_p
     out = tmp_path / f"{name}.jsonl"
     code = main(["record", "--codex", str(codex_bin), "--scenario", spec, "--out", str(out)])
     assert code == 0
-    differences = diff_server_sides(server_frames(ref.transcript()), server_frames(load_transcript(str(out))))
+    recorded = load_transcript(str(out))
+    differences = diff_server_sides(server_frames(ref.transcript()), server_frames(recorded))
     assert differences == [], f"{name}: the checked-in transcript is no longer what codex says:\n{render(differences)}"
+    if name in STARTS_THREADS_IN_PROBES:
+        assert started_after_next_request(recorded) == []
+
+
+#: Re-recorded sessions whose probes start or fork a thread and then send more.
+STARTS_THREADS_IN_PROBES = ("misc_requests", "fs_search", "threads_after_turn")
+
+
+def started_after_next_request(entries: list[dict[str, Any]]) -> list[str]:
+    """Threads whose ``thread/started`` came after the client's next request: 0.171.0 writes it from another
+    task after the answer, so a probe sent at once can overtake it and the recording's order varies by load.
+    The probes wait for it; before they did, the client's next line came first in every recording."""
+    starts: dict[Any, str] = {}  # request id -> method, for thread/start and thread/fork
+    waiting: set[str] = set()  # thread ids answered, not yet announced
+    late: list[str] = []
+    for entry in entries:
+        msg = entry.get("msg")
+        if not isinstance(msg, dict):
+            continue
+        if entry["dir"] == "c2s":
+            if msg.get("method") in ("thread/start", "thread/fork"):
+                starts[msg.get("id")] = msg["method"]
+            if "method" in msg and "id" in msg:
+                late += sorted(waiting)
+                waiting.clear()
+        elif entry["dir"] == "s2c":
+            thread = (msg.get("result") or {}).get("thread") if msg.get("id") in starts else None
+            if isinstance(thread, dict):
+                waiting.add(thread["id"])
+            if msg.get("method") == "thread/started":
+                waiting.discard(msg["params"]["thread"]["id"])
+    return late
+
+
+def test_the_order_check_finds_a_probe_that_overtook_thread_started() -> None:
+    """The checked-in misc_requests was recorded before the probes waited: turn/interrupt went out first."""
+    entries = transcript("misc_requests")
+    assert len(started_after_next_request(entries)) == 1
+    started = next(i for i, e in enumerate(entries) if e["msg"].get("method") == "thread/started")
+    overtaking = started - 1
+    assert entries[overtaking]["dir"] == "c2s" and entries[overtaking]["msg"]["method"] == "turn/interrupt"
+    waited = [*entries[:overtaking], entries[started], entries[overtaking], *entries[started + 1 :]]
+    assert started_after_next_request(waited) == []
