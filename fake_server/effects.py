@@ -64,13 +64,16 @@ class TraceEvent:
 @dataclass(frozen=True, slots=True)
 class FaultStruck:
     """A scripted fault struck: turn ``turn`` (0-based), its ``index``-th fault (the scenario check
-    ``fault_not_struck`` compares these with the scenario's faults)."""
+    ``fault_not_struck`` compares these with the scenario's faults), after the server had written ``sent``
+    lines and read ``received`` (the report places the fault on the client's wire from these)."""
 
     turn: int
     index: int
     kind: str
     at: str
     n: int
+    sent: int = 0
+    received: int = 0
 
 
 Effect: TypeAlias = (

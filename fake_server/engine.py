@@ -121,6 +121,7 @@ class Engine:
         for item in self.decoder.feed(data):
             if self.box.silent:
                 break
+            self.box.lines_received += 1
             self._guarded(self._on_item, item)
         return self.box.flush()
 

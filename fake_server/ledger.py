@@ -21,7 +21,16 @@ MAX_LEDGER_BYTES: Final = 1024 * 1024
 
 
 def append(path: str, effect: FaultStruck) -> None:
-    line = orjson.dumps({"turn": effect.turn, "index": effect.index, "kind": effect.kind, "at": effect.at})
+    line = orjson.dumps(
+        {
+            "turn": effect.turn,
+            "index": effect.index,
+            "kind": effect.kind,
+            "at": effect.at,
+            "sent": effect.sent,
+            "received": effect.received,
+        }
+    )
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -32,18 +41,22 @@ def append(path: str, effect: FaultStruck) -> None:
         pass  # the ledger is for the harness; a server never dies of it
 
 
-def read(path: Path) -> list[tuple[int, int]]:
-    """(turn, fault index) per line; a missing file is an empty ledger, a torn line is skipped."""
+def read(path: Path) -> list[tuple[int, ...]]:
+    """(turn, fault index, lines sent, lines received) per line, or (turn, fault index) from a server that
+    did not count lines; a missing file is an empty ledger, a torn line is skipped."""
     try:
         with path.open("rb") as f:
             data = f.read(MAX_LEDGER_BYTES)
     except OSError:
         return []
-    out: list[tuple[int, int]] = []
+    out: list[tuple[int, ...]] = []
     for line in data.splitlines():
         try:
             entry = orjson.loads(line)
-            out.append((int(entry["turn"]), int(entry["index"])))
+            struck = (int(entry["turn"]), int(entry["index"]))
+            if "sent" in entry and "received" in entry:
+                struck += (int(entry["sent"]), int(entry["received"]))
+            out.append(struck)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             continue
     return out

@@ -50,6 +50,9 @@ class Outbox:
         self.session_counts: dict[str, int] = {}
         #: (turn index, fault index within the turn) of every fault struck, in order.
         self.struck: list[tuple[int, int]] = []
+        #: Lines written and read so far: where on the wire a fault struck.
+        self.lines_sent = 0
+        self.lines_received = 0
         self._counters: dict[str, int] = {}
         self._out: list[Effect] = []
         self._timers: dict[int, Callable[[], None]] = {}
@@ -85,10 +88,12 @@ class Outbox:
     def send_frame(self, frame: dict[str, Any]) -> None:
         """Send a prepared frame as is (a request prepared earlier, faults replaying frames)."""
         if self._can_send():
+            self.lines_sent += 1
             self._out.append(Send(frame if self.reshape is None else self.reshape(frame)))
 
     def send_raw(self, data: bytes) -> None:
         if self._can_send():
+            self.lines_sent += data.count(b"\n")
             self._out.append(SendBytes(data))
 
     def notify(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +145,9 @@ class Outbox:
 
     def fault_struck(self, turn: int, index: int, fault: Fault) -> None:
         self.struck.append((turn, index))
-        self._out.append(FaultStruck(turn, index, fault.kind, fault.at, fault.n))
+        self._out.append(
+            FaultStruck(turn, index, fault.kind, fault.at, fault.n, self.lines_sent, self.lines_received)
+        )
 
     # --- the process --------------------------------------------------------------------------
 

@@ -245,3 +245,55 @@ def test_hostile_text_is_escaped_and_unreadable_records_are_named(tmp_path: Path
     (tmp_path / "sessions" / "fake" / "broken" / "record.json").write_text('{"format": 7}')
     page = write_index_html(tmp_path, [Check("unit", "fake", "usage", "y", "pass")]).read_text()
     assert "Records not drawn (1)" in page and "record format 7" in page
+
+
+def _played(name: str, tmp_path: Path, target: str = "fake") -> SessionRecord:
+    from fake_server.catalogue import load_builtin
+    from harness.runner import run_one
+
+    run = run_one(load_builtin(name), target, work_root=tmp_path)
+    assert run.record is not None
+    return run.record
+
+
+def test_the_fault_ledger_places_a_fault_where_it_struck(tmp_path: Path) -> None:
+    """delayed_completion holds the turn's end 3 s: the marker is drawn before the gap, where the fake
+    struck, not after the status change that came 3 s later (where counting frames on the wire put it)."""
+    record = _played("delayed_completion", tmp_path)
+    [(where, texts)] = diagram.fault_positions(record).items()
+    assert texts == ["⚡ delayed_completion delay_ms=3000 at end (turn 1)"]
+    after = next(e for e in record.wire[where + 1 :] if e.dir == "s2c")
+    assert after.t - record.wire[where].t == pytest.approx(3.0)
+    # Without the ledger's line counts (an older record) the wire count is all there is: after the gap.
+    record.meta["faults_struck"] = [x[:2] for x in record.meta["faults_struck"]]
+    [(guessed, _)] = diagram.fault_positions(record).items()
+    assert guessed > where
+
+
+@pytest.mark.parametrize("target", ["fake", "fake-process"])  # the process writes its ledger to a file
+def test_the_fault_ledger_places_a_fault_whose_point_never_shows(tmp_path: Path, target: str) -> None:
+    record = _played("drop_turn_completed", tmp_path, target)
+    [(where, texts)] = diagram.fault_positions(record).items()
+    assert texts == ["⚡ drop_turn_completed at end (turn 1)"]  # not "its point is not on the wire"
+    assert record.wire[where].frame["method"] == "account/rateLimits/updated"  # the turn's last frame before it
+
+
+def test_a_fault_the_ledger_says_never_struck_is_drawn_saying_so() -> None:
+    faults = [{"turn": 0, "kind": "crash", "at": "delta", "n": 2}, {"turn": 0, "kind": "hang", "at": "delta", "n": 3}]
+    record = _record(_session(4), faults=faults, faults_struck=[[0, 0, 5, 3]])
+    placed = diagram.fault_positions(record)
+    assert placed[6] == ["⚡ crash at delta #2 (turn 1)"]  # 5 server lines, 3 client lines: after wire line 7
+    [(end, texts)] = [(p, t) for p, t in placed.items() if p != 6]
+    assert texts == ["⚡ hang at delta #3 (turn 1): never struck"]
+    assert end == max(p for p, e in enumerate(record.wire) if e.dir != "note")
+
+
+def test_the_ledger_file_carries_the_line_counts(tmp_path: Path) -> None:
+    from fake_server import ledger
+    from fake_server.effects import FaultStruck
+
+    path = tmp_path / "faults-struck.jsonl"
+    ledger.append(str(path), FaultStruck(0, 1, "crash", "delta", 2, sent=7, received=3))
+    with path.open("ab") as f:
+        f.write(b'{"turn": 1, "index": 0}\n{"turn": 2, "ind')  # a server without counts; a torn line
+    assert ledger.read(path) == [(0, 1, 7, 3), (1, 0)]

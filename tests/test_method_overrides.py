@@ -194,6 +194,8 @@ def test_the_report_diagram_places_a_methods_fault_after_its_request() -> None:
     run = run_one(scenario_file.loads(text, source="m.toml"), "fake")
     assert run.record is not None
     placed = fault_positions(run.record)
-    [(where, texts)] = [(p, t) for p, t in placed.items() if any("[[methods]]" in x for x in t)]
-    assert texts == ["⚡ no_answer at request skills/list ([[methods]])"]  # config/read never asked: not placed
-    assert run.record.wire[where].frame["method"] == "skills/list"
+    [where] = [p for p, t in placed.items() if "⚡ no_answer at request skills/list ([[methods]])" in t]
+    assert run.record.wire[where].frame["method"] == "skills/list"  # the ledger: struck on reading it
+    # config/read was never asked: drawn at the session's end, saying so
+    never = [p for p, t in placed.items() if "⚡ crash at request config/read ([[methods]]): never struck" in t]
+    assert never == [max(p for p, e in enumerate(run.record.wire) if e.dir != "note")]

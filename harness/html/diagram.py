@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.checks import Check
+from contracts.checks.scenario import scripted_faults, struck_faults
 from contracts.checks.wire_index import id_key, is_request, is_response, turn_id_of
 from contracts.record import ModelEntry, SessionRecord, WireEntry
 from harness.timeline import summarize
@@ -129,15 +130,22 @@ def _point_matches(point: str, entry: WireEntry) -> bool:
 
 
 def fault_positions(record: SessionRecord) -> dict[int, list[str]]:
-    """Wire position → faults that struck right after it, from the scenario's faults in ``record.meta``.
+    """Wire position → faults that struck right after it.
 
-    The fault's point is found as the engine counts it: the n-th such frame of the turn (turn i spans from
-    the i-th turn/start to the next). ``end`` strikes just before turn/completed. A point that never shows on
-    the wire places the fault after the turn's last frame, saying so.
+    On the fakes the fault ledger (``meta.faults_struck``) says where each fault struck: after the server
+    had written so many lines and read so many; it is drawn after both on the client's wire. A fault the
+    ledger says never struck is drawn after its turn's last frame (or the session's), saying so.
+
+    Without line counts (the real binary's model faults, older records) the point is found as the engine
+    counts it: the n-th such frame of the turn (turn i spans from the i-th turn/start to the next);
+    ``end`` strikes just before turn/completed. A point that never shows on the wire places the fault after
+    the turn's last frame, saying so.
     """
     faults = record.meta.get("faults")
     if not isinstance(faults, list) or not faults:
         return {}
+    struck_list = record.meta.get("faults_struck")
+    ledger = struck_faults(struck_list) if isinstance(struck_list, list) else None
     wire = record.wire
     starts = [
         p
@@ -145,14 +153,22 @@ def fault_positions(record: SessionRecord) -> dict[int, list[str]]:
         if e.dir == "c2s" and isinstance(e.frame, dict) and e.frame.get("method") == "turn/start"
     ]
     out: dict[int, list[str]] = {}
-    for fault in faults:
-        if not isinstance(fault, dict):
+    for turn, index, fault in scripted_faults(record):
+        n = fault.get("n", 1)
+        if not isinstance(n, int):
             continue
-        turn, point, n = fault.get("turn", 0), str(fault.get("at", "")), fault.get("n", 1)
-        if not isinstance(turn, int) or not isinstance(n, int):
-            continue
+        text = _fault_label(fault, turn, n)
+        if ledger is not None:
+            counts = ledger.get((turn, index), _NOT_STRUCK)
+            if counts is _NOT_STRUCK:
+                out.setdefault(_turn_end(wire, starts, turn), []).append(text + ": never struck")
+                continue
+            if counts is not None:
+                out.setdefault(_after_lines(wire, *counts), []).append(text)
+                continue
+        point = str(fault.get("at", ""))
         if point == "request":
-            _place_request_fault(wire, fault, out)
+            _place_request_fault(wire, fault, text, out)
             continue
         if point == "initialize":
             lo, hi = 0, (starts[0] if starts else len(wire))
@@ -160,9 +176,6 @@ def fault_positions(record: SessionRecord) -> dict[int, list[str]]:
             lo, hi = starts[turn], (starts[turn + 1] if turn + 1 < len(starts) else len(wire))
         else:
             continue  # the turn never started: nothing struck
-        params = fault.get("params") if isinstance(fault.get("params"), dict) else {}
-        shown = "".join(f" {k}={v}" for k, v in list(params.items())[:3])
-        text = f"⚡ {fault.get('kind')}{shown} at {point}" + (f" #{n}" if n != 1 else "") + f" (turn {turn + 1})"
         where = None
         if point == "end":
             done = [p for p in range(lo, hi) if _point_matches("after_end", wire[p])]
@@ -184,7 +197,43 @@ def fault_positions(record: SessionRecord) -> dict[int, list[str]]:
     return out
 
 
-def _place_request_fault(wire: Sequence[WireEntry], fault: dict[str, Any], out: dict[int, list[str]]) -> None:
+_NOT_STRUCK: Any = object()
+
+
+def _fault_label(fault: dict[str, Any], turn: int, n: int) -> str:
+    if fault.get("at") == "request":
+        return f"⚡ {fault.get('kind')} at request {fault.get('method')} ([[methods]])"
+    params = fault.get("params") if isinstance(fault.get("params"), dict) else {}
+    shown = "".join(f" {k}={v}" for k, v in list(params.items())[:3])
+    point = fault.get("at", "")
+    return f"⚡ {fault.get('kind')}{shown} at {point}" + (f" #{n}" if n != 1 else "") + f" (turn {turn + 1})"
+
+
+def _after_lines(wire: Sequence[WireEntry], sent: int, received: int) -> int:
+    """The wire position by which the client had read ``sent`` server lines and written ``received`` lines
+    (the last of each direction when the wire holds fewer)."""
+    want = {"s2c": sent, "c2s": received}
+    reached = {"s2c": -1, "c2s": -1}
+    seen = {"s2c": 0, "c2s": 0}
+    for p, entry in enumerate(wire):
+        if entry.dir in seen and seen[entry.dir] < want[entry.dir]:
+            seen[entry.dir] += 1
+            reached[entry.dir] = p
+    return max(reached["s2c"], reached["c2s"], 0)
+
+
+def _turn_end(wire: Sequence[WireEntry], starts: list[int], turn: int) -> int:
+    """The last frame of turn ``turn`` (0-based), or of the session when it never started or is a
+    ``[[methods]]`` fault's."""
+    hi = starts[turn + 1] if 0 <= turn and turn + 1 < len(starts) else len(wire)
+    lo = starts[turn] if 0 <= turn < len(starts) else 0
+    frames = [p for p in range(lo, hi) if wire[p].dir != "note"]
+    return frames[-1] if frames else max(len(wire) - 1, 0)
+
+
+def _place_request_fault(
+    wire: Sequence[WireEntry], fault: dict[str, Any], text: str, out: dict[int, list[str]]
+) -> None:
     """A ``[[methods]]`` fault: right after the request it struck (the entry's n-th, or first, of its method)."""
     method, n = fault.get("method"), fault.get("n")
     nth = n if isinstance(n, int) and n > 0 else 1
@@ -194,7 +243,7 @@ def _place_request_fault(wire: Sequence[WireEntry], fault: dict[str, Any], out: 
         if e.dir == "c2s" and isinstance(e.frame, dict) and e.frame.get("method") == method and "id" in e.frame
     ]
     if len(asked) >= nth:
-        out.setdefault(asked[nth - 1], []).append(f"⚡ {fault.get('kind')} at request {method} ([[methods]])")
+        out.setdefault(asked[nth - 1], []).append(text)
 
 
 # --- building the rows -----------------------------------------------------------------------------

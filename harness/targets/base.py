@@ -25,9 +25,10 @@ class TargetRun:
     meta: dict[str, Any] = field(default_factory=dict)
     #: the mock Responses API's traffic timeline (real target), live: the runner copies it into the record
     model_traffic: list[dict[str, Any]] | None = None
-    #: (turn index, fault index) of the scripted faults that struck, read once the server is gone
-    #: (fakes only; None: the target cannot tell, and the ``fault_not_struck`` check is not made)
-    faults_struck: Callable[[], list[tuple[int, int]]] | None = None
+    #: (turn index, fault index, lines the server had written, lines it had read) of the scripted faults that
+    #: struck, read once the server is gone (fakes only; None: the target cannot tell, and the
+    #: ``fault_not_struck`` check is not made)
+    faults_struck: Callable[[], list[tuple[int, ...]]] | None = None
     #: the session's working directory on the target (``${cwd}`` of probe steps; ``[[client.files]]`` are in it)
     workdir: Path | None = None
 

@@ -35,7 +35,7 @@ async def in_process(scenario: Scenario, *, work_dir: Path, release: str | None 
             "fake", server, virtual_time=True, trace_root=trace_root, schema_release=release, server_version=release
         )
         run.workdir = cwd or Path(server.engine.cwd)
-        run.faults_struck = lambda: [(f.turn, f.index) for f in server.faults_struck]
+        run.faults_struck = lambda: [(f.turn, f.index, f.sent, f.received) for f in server.faults_struck]
         yield run
 
 
