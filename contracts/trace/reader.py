@@ -781,7 +781,7 @@ class _Replay:
         raise TraceInvalid("raw trace event has no reducer implementation", seq=seq)
 
 
-def _iter_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, bytes, bool]]:
+def iter_event_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, bytes, bool]]:
     """(line number, line without its newline, newline-terminated) for each line, read incrementally."""
     size = _regular_file(path, "trace event log", limit=limits.max_log_bytes)
     read_total = 0
@@ -827,7 +827,7 @@ def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits())
     completed = False
     terminated = True
     loads = orjson.loads
-    for number, raw, terminated in _iter_lines(log_path, limits):
+    for number, raw, terminated in iter_event_lines(log_path, limits):
         trace.log_bytes += len(raw) + (1 if terminated else 0)
         if number > limits.max_events:
             # Blank lines count: 300 MB of newlines cost as much to read as events do, and judged nothing.

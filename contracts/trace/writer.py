@@ -650,6 +650,7 @@ class InferenceWindow(_Window):
                 "inference_call_id": self.id,
                 "reason": reason,
                 "upstream_request_id": None,
+                "partial_response_payload": None,  # every release writes it (null: nothing kept of the stream)
             },
             **self.turn._ctx(),
         )
