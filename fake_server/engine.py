@@ -370,6 +370,9 @@ class Engine:
             self.box.respond(request.id, {"turn": shapes.turn(run.turn_id)})
             turns.fold_input(self.box, thread, run, text)
             return
+        if thread.model not in shapes.KNOWN_MODELS:
+            # Traced once per turn that starts (input folded into a running turn is not a new one).
+            self.box.trace("protocol_event", thread_id=thread.thread_id, event_type="warning")
         if params.get("approvalPolicy"):
             thread.approval_policy = params["approvalPolicy"]
         index = self.turns_started

@@ -15,6 +15,9 @@ model-level built-in scenario, recordings under ``tests/data/real/<release>/``):
 - ``abort_leaves_tools_open``: on 0.163.0 and 0.169.0 a turn aborted (interrupt, or an approval answered
   ``cancel``) never ends its open tool calls in the trace bundle, pending approval or running (closure
   invariants 3 and 5 fail; fixed in 0.171.0): :class:`fake_server.server_trace.ServerTrace` leaves them open.
+- ``trace_history``: which ``history_item_accepted`` events the bundle has: none (0.163.0); the context,
+  input, output and tool-output items by id (0.169.0); the same with each tool output's payload (0.171.0).
+- ``failed_turn_traced``: the status of a failed turn's ``codex_turn_ended`` (0.163.0 writes ``completed``).
 
 Which profile plays: ``fake-codex --release X`` > ``$FAKE_CODEX_RELEASE`` > the scenario's ``release`` key >
 :data:`DEFAULT_RELEASE` (:func:`select`). An unknown release is a usage error that lists the profiles.
@@ -39,6 +42,8 @@ class Profile:
     trace_schema: int  # the rollout-trace envelope schema this release writes
     diff_after_tools: bool = False
     abort_leaves_tools_open: bool = False
+    trace_history: str = "output"  # none | ids | output
+    failed_turn_traced: str = "failed"
     #: (where, field) the release does not write: ``item`` (any item object), ``thread``, or a method's params
     not_written: frozenset[tuple[str, str]] = frozenset()
 
@@ -75,6 +80,8 @@ PROFILES: Final[dict[str, Profile]] = {
         trace_schema=1,
         diff_after_tools=True,
         abort_leaves_tools_open=True,
+        trace_history="none",
+        failed_turn_traced="completed",
         not_written=frozenset(
             {
                 ("item", "startedAtMs"),
@@ -85,7 +92,9 @@ PROFILES: Final[dict[str, Profile]] = {
             }
         ),
     ),
-    "0.169.0": Profile("0.169.0", trace_schema=2, diff_after_tools=True, abort_leaves_tools_open=True),
+    "0.169.0": Profile(
+        "0.169.0", trace_schema=2, diff_after_tools=True, abort_leaves_tools_open=True, trace_history="ids"
+    ),
     "0.171.0": Profile("0.171.0", trace_schema=3),
 }
 DEFAULT: Final = PROFILES[DEFAULT_RELEASE]

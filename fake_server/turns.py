@@ -92,6 +92,7 @@ def user_message(box: Outbox, run: TurnRun, text: str) -> None:
     done = shapes.user_message_item(item_id, text, now, now)
     _item_completed(box, run, done)
     run.history_items.append(done)
+    box.trace("input_accepted", turn_id=run.turn_id)
 
 
 def _abandon_pending(box: Outbox, run: TurnRun, *, traced: bool = False) -> list[Tool]:
@@ -157,6 +158,7 @@ def _flush_pending(box: Outbox, thread: ThreadState, run: TurnRun) -> None:
     run.flush_timer = None
     if run.ended or not run.pending_input or _settling(run) or run.program is None:
         return  # the turn ended, or the model loop emits the input before its next response
+    box.trace("inference_ended", turn_id=run.turn_id, status="cancelled")  # the stream is abandoned
     programs.stop(box, run)
     run.response_index += 1
     run.tools = []

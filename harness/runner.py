@@ -32,6 +32,8 @@ from contracts.method_overrides import LEDGER_TURN
 from contracts.record import Budgets, ModelEntry, SessionRecord, TurnResult
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
+from contracts.trace.errors import TraceInvalid, TraceUnreadable
+from contracts.trace.reader import read_manifest
 from contracts.triggers import ActionSchedule, Moment
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
@@ -293,12 +295,23 @@ def scenario_faults(scenario: Scenario) -> list[dict[str, Any]]:
 
 
 def _server_trace(trace_root: Path | None) -> Path | None:
+    """The session's bundle: of several (a fork gets its own), the first started, the thread the client started.
+
+    Bundle folders are named after a random trace id, so their names say nothing of which came first."""
     if trace_root is None or not trace_root.is_dir():
         return None
-    bundles = sorted(p for p in trace_root.iterdir() if p.is_dir() and (p / "manifest.json").exists())
+    bundles = [p for p in trace_root.iterdir() if p.is_dir() and (p / "manifest.json").exists()]
     if not bundles and (trace_root / "manifest.json").exists():
         return trace_root
-    return bundles[-1] if bundles else None
+    return min(bundles, key=lambda p: (_started_at(p), p.name)) if bundles else None
+
+
+def _started_at(bundle: Path) -> int:
+    try:
+        started = read_manifest(bundle).get("started_at_unix_ms")
+    except (TraceInvalid, TraceUnreadable):
+        return 2**63  # an unreadable manifest comes last; the closure check says what is wrong with it
+    return started if isinstance(started, int) else 2**63
 
 
 async def _play_async(

@@ -295,6 +295,8 @@ def thread_fork(call: Call) -> dict[str, Any]:
         usage = dict(source.usage_frames[-1]["params"])
         call.after("thread/tokenUsage/updated", {**usage, "threadId": fork_id})
     call.after("thread/started", {"thread": {**body, "turns": []}})
+    # 0.171.0 writes the fork its own trace bundle (started, configured, closed at shutdown).
+    engine.box.trace("thread_started", thread_id=fork_id, model=fork.model, cwd=fork.cwd)
     return result
 
 
