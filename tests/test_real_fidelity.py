@@ -30,4 +30,5 @@ def test_model_level_scenarios_exist() -> None:
 def test_fake_and_real_agree(codex_bin: Path, tmp_path: Path, name: str) -> None:
     result = fidelity_diff(scenario_lookup.load_builtin(name), codex_bin, work_root=tmp_path)
     assert result.skipped is None and result.error is None, result.to_json()
-    assert result.equal, f"{name}: fake vs real codex {result.server_version}:\n{render(result.differences)}"
+    trace = "\n".join(result.trace_differences)
+    assert result.equal, f"{name}: fake vs real codex {result.server_version}:\n{render(result.differences)}\n{trace}"

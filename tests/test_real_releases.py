@@ -69,7 +69,7 @@ def test_profile_and_release_agree(release: str, name: str, codex_bin: Path, tmp
     assert result.skipped is None and result.error is None, result.to_json()
     assert result.profile == release, result.profile_note
     assert not result.invalid_frames, result.invalid_frames
-    shown = render(result.differences)
+    shown = render(result.differences) + "".join(f"\n{line}" for line in result.trace_differences)
     assert result.equal, f"{name}: profile {release} vs real codex {result.server_version}:\n{shown}"
 
 

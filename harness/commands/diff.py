@@ -5,8 +5,10 @@ thread status and active flags, ``willRetry``; ids, timestamps, texts and ambien
 ignored, runs of identical deltas count once, and ``serverRequest/resolved`` is counted per turn
 rather than placed. The fake plays the release profile of the binary's version (fake_server.profiles), or the
 nearest one (the newest not newer than the binary) and says which; every frame of both sides must also
-validate against its release's pinned schema. Exit 0 when the two sides agree, 1 when they differ (or a
-side could not be played), 2 for an invalid scenario file or a fake-only scenario, 3 for usage errors (no binary).
+validate against its release's pinned schema. The two servers' trace bundles are compared too, event by
+event (:mod:`contracts.trace.sequence`: types, statuses, which history items; ids and payloads ignored).
+Exit 0 when the two sides agree, 1 when they differ (or a side could not be played), 2 for an invalid
+scenario file or a fake-only scenario, 3 for usage errors (no binary).
 """
 
 from __future__ import annotations
@@ -45,10 +47,17 @@ class FidelityResult:
     profile: str | None = None  # the release profile the fake played
     profile_note: str = ""  # how it was chosen (the binary's own release, or the nearest)
     invalid_frames: list[str] = field(default_factory=list)  # frames failing their release's schema
+    trace_differences: list[str] = field(default_factory=list)  # the fake's trace events against the real's
 
     @property
     def equal(self) -> bool:
-        return self.skipped is None and self.error is None and not self.differences and not self.invalid_frames
+        return (
+            self.skipped is None
+            and self.error is None
+            and not self.differences
+            and not self.invalid_frames
+            and not self.trace_differences
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +71,7 @@ class FidelityResult:
             "profile": self.profile,
             "profile_note": self.profile_note,
             "invalid_frames": self.invalid_frames,
+            "trace_differences": self.trace_differences,
             "differences": [
                 {"segment": d.segment, "what": d.what, "expected": d.expected, "actual": d.actual, "text": str(d)}
                 for d in self.differences
@@ -132,6 +142,7 @@ def fidelity_diff(
                 result.error = f"{target}: {'; '.join(record.client_errors)}"
                 return result
             records[target] = record
+        result.trace_differences = trace_differences(records["real"].server_trace, records[fake_target].server_trace)
     fake, real = server_side(records[fake_target]), server_side(records["real"])
     result.server_version = records["real"].server_version
     result.profile = records[fake_target].server_version
@@ -139,6 +150,21 @@ def fidelity_diff(
     result.fake_frames, result.real_frames = len(fake), len(real)
     result.differences = diff_server_sides(fake, real, collapse_deltas=True)
     return result
+
+
+def trace_differences(real: Path | None, fake: Path | None) -> list[str]:
+    """The fake's server trace bundle against the real one's, as lines (empty: the same events)."""
+    from contracts.trace.errors import TraceInvalid, TraceUnreadable
+    from contracts.trace.sequence import diff_sequences, event_shapes
+
+    if real is None or fake is None:
+        if real is fake:
+            return []
+        return [f"only the {'real binary' if fake is None else 'fake'} wrote a trace bundle"]
+    try:
+        return diff_sequences(event_shapes(real), event_shapes(fake))
+    except (TraceInvalid, TraceUnreadable) as exc:
+        return [f"a trace bundle could not be read: {exc}"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -187,6 +213,12 @@ def run(args: argparse.Namespace) -> int:
         print(render(result.differences))
         for line in result.invalid_frames:
             print(f"invalid against its release's schema: {line}")
+        if result.trace_differences:
+            print("trace bundle events (fake against real):")
+            for line in result.trace_differences[:50]:
+                print(f"  {line}")
+        else:
+            print("trace bundles: the same events")
     if result.skipped:
         return INVALID_INPUT
     return OK if result.equal else FAILED
