@@ -108,3 +108,15 @@ def test_too_few_binaries_is_a_usage_error(n: int, tmp_path: Path) -> None:
     out = harness("matrix", *args)
     assert out.returncode == 3
     assert "between 2 and 8 --codex PATH" in out.stderr
+
+
+def test_a_release_report_names_the_trace_events_that_differ() -> None:
+    from harness.commands.validate_release import render_markdown as release_markdown
+    from harness.html.release import render_release
+
+    r = report("0.169.0")
+    line = "after event 6 (protocol_event_observed turn_started): expected history_item_accepted msg_*; got nothing"
+    r.fidelity[1] = {**r.fidelity[1], "equal": False, "trace_differences": [line]}
+    md = release_markdown(r)
+    assert "- file_change_approval: DIFFERENT" in md and f"  - trace bundle: {line}" in md
+    assert "trace bundle: after event 6" in render_release(r, md)

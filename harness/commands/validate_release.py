@@ -149,7 +149,7 @@ def render_markdown(report: ReleaseReport) -> str:
         f"{contracts['skipped']} skipped.",
     ]
     lines += [f"- FAIL {c['scenario']} {c['contract']} {c['name']}: {c['detail']}" for c in contracts["failed"]]
-    lines += ["", "## Fidelity (fake vs real, structural)", ""]
+    lines += ["", "## Fidelity (fake vs real, structural: server sides and trace bundles)", ""]
     if report.profile_note:
         lines += [f"The fake played release profile {report.profile}: {report.profile_note}.", ""]
     for f in report.fidelity:
@@ -159,6 +159,7 @@ def render_markdown(report: ReleaseReport) -> str:
             lines.append(f"  - {f['error']}")
         lines += [f"  - {d['text']}" for d in f["differences"][:10]]
         lines += [f"  - invalid against its release's schema: {x}" for x in f.get("invalid_frames", [])[:5]]
+        lines += [f"  - trace bundle: {x}" for x in f.get("trace_differences", [])[:10]]
     lines += ["", "## Interrupt latency (ms, nearest rank)", ""]
     if report.latency:
         lines += ["| case | metric | n | p50 | p95 | p99 |", "|---|---|---|---|---|---|"]

@@ -35,7 +35,7 @@ def render_release(report: Any, markdown: str) -> str:
     if report.checks:
         keys = {(r.scenario, r.target) for r in report.records}
         body.append(summary_table(report.checks, keys))
-    body.append("<h2>Fidelity (fake vs real, structural)</h2>")
+    body.append("<h2>Fidelity (fake vs real, structural: server sides and trace bundles)</h2>")
     if getattr(report, "profile_note", ""):
         body.append(f"<p>The fake played release profile {e(report.profile)}: {e(report.profile_note)}.</p>")
     body.append('<ul class="checks">')
@@ -44,6 +44,7 @@ def render_release(report: Any, markdown: str) -> str:
         css = "pass" if f["equal"] else ("skip" if f["skipped"] else "fail")
         diffs = "".join(f"<li>{e(d['text'])}</li>" for d in f.get("differences", [])[:20])
         diffs += "".join(f"<li>invalid: {e(x)}</li>" for x in f.get("invalid_frames", [])[:5])
+        diffs += "".join(f"<li>trace bundle: {e(x)}</li>" for x in f.get("trace_differences", [])[:20])
         body.append(
             f'<li><span class="badge {css}">{e(state)}</span> {e(f["scenario"])}'
             + (f'<ul class="checks">{diffs}</ul>' if diffs else "")
