@@ -32,6 +32,8 @@ Direction = Literal["c2s", "s2c", "note"]
 ModelDirection = Literal["c2m", "m2c"]
 #: 1: the first format (no model.jsonl); 2: model.jsonl. A loader reads every format up to its own.
 RECORD_FORMAT = 2
+#: Bound on the other threads' server trace bundles kept in a record (forks; a session has a few at most).
+MAX_OTHER_SERVER_TRACES = 32
 #: Bound on the model traffic kept in a record (a stream of 100,000 events stays far below it in size).
 MAX_MODEL_ENTRIES = 200_000
 
@@ -186,6 +188,8 @@ class SessionRecord:
     virtual_time: bool = False
     client_trace: Path | None = None
     server_trace: Path | None = None
+    #: the bundles of the session's other threads (a fork gets its own), first started first
+    other_server_traces: list[Path] = field(default_factory=list)
     server_exit: int | None = None
     stderr_tail: str = ""
     teardown: list[TeardownStep] = field(default_factory=list)
@@ -213,6 +217,11 @@ class SessionRecord:
         (out / "stderr.txt").write_text(self.stderr_tail, encoding="utf-8")
         client_trace = _copy_bundle(self.client_trace, out / "client-trace")
         server_trace = _copy_bundle(self.server_trace, out / "server-trace")
+        others = [
+            copied.name
+            for n, bundle in enumerate(self.other_server_traces[:MAX_OTHER_SERVER_TRACES], start=2)
+            if (copied := _copy_bundle(bundle, out / f"server-trace-{n}")) is not None
+        ]
         body = {
             "format": RECORD_FORMAT,
             "scenario": self.scenario,
@@ -223,6 +232,7 @@ class SessionRecord:
             "virtual_time": self.virtual_time,
             "client_trace": "client-trace" if client_trace else None,
             "server_trace": "server-trace" if server_trace else None,
+            "other_server_traces": others,
             "server_exit": self.server_exit,
             "teardown": [asdict(s) for s in self.teardown],
             "log": self.log,
@@ -265,6 +275,11 @@ class SessionRecord:
             virtual_time=bool(body.get("virtual_time")),
             client_trace=src / body["client_trace"] if body.get("client_trace") else None,
             server_trace=src / body["server_trace"] if body.get("server_trace") else None,
+            other_server_traces=[
+                src / name
+                for name in list(body.get("other_server_traces") or [])[:MAX_OTHER_SERVER_TRACES]
+                if isinstance(name, str) and name.startswith("server-trace-") and "/" not in name
+            ],
             server_exit=body.get("server_exit"),
             stderr_tail=stderr.read_text(encoding="utf-8") if stderr.is_file() else "",  # a FIFO would block
             teardown=[TeardownStep(**s) for s in body.get("teardown", [])],

@@ -29,7 +29,7 @@ from contracts.checks import scenario as scenario_check
 from contracts.heap import collector_paused
 from contracts.jsonrpc import RpcError
 from contracts.method_overrides import LEDGER_TURN
-from contracts.record import Budgets, ModelEntry, SessionRecord, TurnResult
+from contracts.record import MAX_OTHER_SERVER_TRACES, Budgets, ModelEntry, SessionRecord, TurnResult
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.errors import TraceInvalid, TraceUnreadable
@@ -294,16 +294,16 @@ def scenario_faults(scenario: Scenario) -> list[dict[str, Any]]:
     return turns + methods
 
 
-def _server_trace(trace_root: Path | None) -> Path | None:
-    """The session's bundle: of several (a fork gets its own), the first started, the thread the client started.
-
-    Bundle folders are named after a random trace id, so their names say nothing of which came first."""
+def _server_traces(trace_root: Path | None) -> list[Path]:
+    """The session's bundles, first started first: the thread the client started, then any others (a fork
+    gets its own). Bundle folders are named after a random trace id, so their names say nothing of which
+    came first."""
     if trace_root is None or not trace_root.is_dir():
-        return None
+        return []
     bundles = [p for p in trace_root.iterdir() if p.is_dir() and (p / "manifest.json").exists()]
     if not bundles and (trace_root / "manifest.json").exists():
-        return trace_root
-    return min(bundles, key=lambda p: (_started_at(p), p.name)) if bundles else None
+        return [trace_root]
+    return sorted(bundles, key=lambda p: (_started_at(p), p.name))
 
 
 def _started_at(bundle: Path) -> int:
@@ -364,7 +364,11 @@ async def _play_async(
     if limit.cancelled_caught:
         record.client_errors.append(f"runner: the scenario did not finish within {limit_s:g} s")
     if run is not None:
-        record.server_trace = _server_trace(run.trace_root)
+        bundles = _server_traces(run.trace_root)
+        record.server_trace = bundles[0] if bundles else None
+        record.other_server_traces = bundles[1 : 1 + MAX_OTHER_SERVER_TRACES]
+        if len(bundles) > 1 + MAX_OTHER_SERVER_TRACES:
+            record.meta["other_server_traces_left_out"] = len(bundles) - 1 - MAX_OTHER_SERVER_TRACES
         if run.faults_struck is not None:
             record.meta["faults_struck"] = [list(x) for x in run.faults_struck()]
         if run.model_traffic:

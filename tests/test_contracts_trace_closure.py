@@ -82,3 +82,53 @@ def test_unreadable_bundle_is_invalid_and_fails(tmp_path: Path) -> None:
     record.client_trace = tmp_path / "junk"
     check = by_name(record)["client trace"]
     assert check.status == "fail" and "invalid" in check.detail
+
+
+OTHERS = "other threads' server traces"
+
+
+def test_one_server_bundle_has_no_check_for_others(tmp_path: Path) -> None:
+    record = plain_record()
+    record.server_trace = _bundle(tmp_path / "server", "closed")
+    assert OTHERS not in by_name(record)
+
+
+def test_an_other_threads_bundle_is_judged_like_the_first(tmp_path: Path) -> None:
+    record = plain_record()
+    record.server_trace = _bundle(tmp_path / "server", "closed")
+    record.other_server_traces = [_bundle(tmp_path / "fork-a", "closed"), _bundle(tmp_path / "fork-b", "closed")]
+    check = by_name(record)[OTHERS]
+    assert check.status == "pass" and check.detail.startswith("2 bundle(s), verdict closed")
+    record.other_server_traces[1] = _bundle(tmp_path / "fork-c", "unclosed")  # the first one is fine
+    check = by_name(record)[OTHERS]
+    assert check.status == "fail" and check.detail.startswith("1 of 2 bundle(s) off: fork-c: verdict unclosed")
+    assert by_name(record)["server trace"].status == "pass"
+
+
+def test_a_fork_gets_its_bundle_judged_and_kept(tmp_path: Path) -> None:
+    """threads_after_turn forks its thread: the fake writes the fork a bundle, as 0.171.0 does."""
+    from contracts.record import SessionRecord
+    from harness import scenario_lookup
+    from harness.runner import play
+
+    spec = Path(__file__).resolve().parent / "data" / "real" / "scenarios" / "threads_after_turn.toml"
+    record = play(scenario_lookup.resolve(str(spec)), "fake", work_dir=tmp_path / "run")
+    assert len(record.other_server_traces) == 1
+    assert by_name(record)[OTHERS].status == "pass"
+    saved = SessionRecord.load(record.save(tmp_path / "saved"))
+    assert [p.name for p in saved.other_server_traces] == ["server-trace-2"]
+    assert (saved.other_server_traces[0] / "manifest.json").is_file()
+    assert by_name(saved)[OTHERS].status == "pass"
+
+
+def test_a_record_names_only_its_own_bundle_folders(tmp_path: Path) -> None:
+    import orjson
+
+    from contracts.record import SessionRecord
+
+    record = plain_record()
+    folder = record.save(tmp_path / "r")
+    body = orjson.loads((folder / "record.json").read_bytes())
+    body["other_server_traces"] = ["../../elsewhere", "/etc", "server-trace-2", 7]
+    (folder / "record.json").write_bytes(orjson.dumps(body))
+    assert [p.name for p in SessionRecord.load(folder).other_server_traces] == ["server-trace-2"]

@@ -1,6 +1,10 @@
 """The client's trace bundle, and the server's when the target writes one, pass the closure checker,
 or give exactly the verdict ``[expect]`` declares (``unclosed`` after a crash, ``violation`` for the
 pre-fix unclosed-tool bug, which passes only when the checker finds it).
+
+A session whose server wrote more than one bundle (a fork gets its own) gets one more check, ``other
+threads' server traces``: each of those bundles must give the verdict ``[expect]`` declares for the server.
+Sessions with one bundle have no such check.
 """
 
 from __future__ import annotations
@@ -54,4 +58,26 @@ def check(record: SessionRecord) -> list[Check]:
     server = _judge(make, "server trace", record.server_trace, record.expect.server_trace, checker, "skip")
     if server.status == "skip" and record.server_trace is None and record.expect.server_trace != "none":
         server = make("server trace", "skip", f"the {record.target} target wrote no server trace bundle")
-    return [client, server]
+    others = _others(make, record, checker)
+    return [client, server] + ([others] if others is not None else [])
+
+
+def _others(make: Maker, record: SessionRecord, checker: Any) -> Check | None:
+    """One check over the bundles of the session's other threads (None: there are none)."""
+    if not record.other_server_traces or record.expect.server_trace == "none":
+        return None
+    name = "other threads' server traces"
+    judged = [
+        _judge(make, name, bundle, record.expect.server_trace, checker, "skip") for bundle in record.other_server_traces
+    ]
+    failed = [
+        f"{bundle.name}: {check.detail}"
+        for bundle, check in zip(record.other_server_traces, judged, strict=True)
+        if check.status != "pass"
+    ]
+    left_out = record.meta.get("other_server_traces_left_out")
+    more = f" ({left_out} more not judged)" if isinstance(left_out, int) and left_out > 0 else ""
+    if failed:
+        shown = "; ".join(failed[:3]) + (f" (+{len(failed) - 3} more)" if len(failed) > 3 else "")
+        return make(name, "fail", f"{len(failed)} of {len(judged)} bundle(s) off{more}: {shown}")
+    return make(name, "pass", f"{len(judged)} bundle(s), verdict {record.expect.server_trace} each{more}")
