@@ -132,3 +132,13 @@ def test_a_record_names_only_its_own_bundle_folders(tmp_path: Path) -> None:
     body["other_server_traces"] = ["../../elsewhere", "/etc", "server-trace-2", 7]
     (folder / "record.json").write_bytes(orjson.dumps(body))
     assert [p.name for p in SessionRecord.load(folder).other_server_traces] == ["server-trace-2"]
+
+
+def test_other_threads_are_closed_when_the_first_shows_the_pre_fix_bug(tmp_path: Path) -> None:
+    record = plain_record()
+    record.expect = dataclasses.replace(record.expect, server_trace="violation")
+    record.server_trace = _bundle(tmp_path / "leaky", "violation")
+    record.other_server_traces = [_bundle(tmp_path / "fork", "closed")]
+    assert by_name(record)[OTHERS].status == "pass"
+    record.other_server_traces = [_bundle(tmp_path / "fork-leaky", "violation")]
+    assert by_name(record)[OTHERS].status == "fail"
