@@ -12,9 +12,7 @@ It lives in ``contracts`` (not in the fake) because loading a scenario file must
 without importing the fake (layers point one way).
 
 Adding a kind: one entry here, one ``@strikes("kind")`` function in ``fake_server.faults``, and
-``python -m contracts.faults`` to print the docs table to paste. A point that is counted per
-qualifier (for example one request method) adds a :class:`PointSpec` with ``qualifier`` naming the
-parameter that selects what is counted.
+``python -m contracts.faults`` to print the docs table to paste.
 """
 
 from __future__ import annotations
@@ -51,7 +49,6 @@ class PointSpec:
     description: str
     once: bool = False
     counted: bool = False
-    qualifier: str | None = None  # a parameter of the fault that selects what the point counts
 
 
 POINTS: Final[dict[str, PointSpec]] = {
@@ -70,7 +67,6 @@ POINTS: Final[dict[str, PointSpec]] = {
             "request",
             "session",
             "a request of the `[[methods]]` entry's method arrives, before it is answered (only `[[methods]]`)",
-            qualifier="method",
         ),
     )
 }
@@ -170,8 +166,6 @@ class FaultSpec:
     description: str  # one line: what happens
     params: tuple[Param, ...] = ()
     fake_only: bool = True  # only a fake app-server can produce it: the real target skips the scenario
-    # Where the strike acts: "now" (writes or exits at the point), "course" (changes how the turn goes on).
-    acts: Literal["now", "course"] = "now"
     param_map: Mapping[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -192,7 +186,6 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _PROGRAM,
             "the turn waits `delay_ms` at the point (at `end`: its completion comes that much later)",
             (_delay("delay_ms", None),),
-            acts="course",
         ),
         FaultSpec(
             "completion_after_interrupt",
@@ -200,21 +193,18 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ("interrupt",),
             "`{}` now; idle + `turn/completed` after `delay_ms`, or never",
             (_delay("delay_ms", 0), Param("never", bool, False)),
-            acts="course",
         ),
         FaultSpec(
             "interrupt_ignored",
             "interrupt",
             ("interrupt",),
             "the interrupt is never answered and the turn runs on",
-            acts="course",
         ),
         FaultSpec(
             "interrupt_answer_missing",
             "interrupt",
             ("interrupt",),
             "the turn is interrupted but the `{}` answer is never sent",
-            acts="course",
         ),
         FaultSpec(
             "duplicate_usage",
@@ -222,7 +212,6 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ("usage",),
             "the usage update is sent `count` more times",
             (_count(1, "duplicates sent"),),
-            acts="course",
         ),
         FaultSpec(
             "replay_usage",
@@ -230,14 +219,12 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ("usage",),
             "an earlier turn's usage update is sent again `count` times",
             (_count(1, "replays sent"),),
-            acts="course",
         ),
         FaultSpec(
             "drop_turn_completed",
             "end",
             ("start", "delta", "item_started", "approval_pending", "usage", "interrupt", "end"),
             "idle is sent, `turn/completed` never",
-            acts="course",
         ),
         FaultSpec(
             "crash",
@@ -313,7 +300,6 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ("interrupt",),
             "where `serverRequest/resolved` goes relative to `turn/completed` at interrupt",
             (Param("order", str, "after", choices=("before", "after", "never")),),
-            acts="course",
         ),
         FaultSpec(
             "late_events",
@@ -347,7 +333,6 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             "interrupt",
             ("start", "delta", "item_started", "approval_pending", "interrupt"),
             "the server trace never ends the pending tool, yet completes the recording (the pre-fix bug)",
-            acts="course",
         ),
     )
 }
@@ -359,10 +344,6 @@ FAULT_DEFAULT_POINT: Final[dict[str, str]] = {k: s.default_point for k, s in FAU
 def fake_only(kind: str) -> bool:
     """Whether only a fake app-server can produce ``kind`` (the real target skips such scenarios)."""
     return FAULTS[kind].fake_only
-
-
-def param_default(kind: str, name: str) -> Any:
-    return FAULTS[kind].param_map[name].default
 
 
 # --- validation -----------------------------------------------------------------------------------

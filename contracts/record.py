@@ -17,6 +17,7 @@ with, and the scenario's ground truth. A record saves to a directory and loads b
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -209,9 +210,7 @@ class SessionRecord:
     def save(self, directory: str | Path) -> Path:
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        with open(out / "wire.jsonl", "wb") as fh:
-            for entry in self.wire:
-                fh.write(orjson.dumps(entry.to_json()) + b"\n")
+        _write_jsonl(out / "wire.jsonl", (entry.to_json() for entry in self.wire))
         if self.model:
             _write_jsonl(out / "model.jsonl", (e.to_json() for e in self.model[:MAX_MODEL_ENTRIES]))
         (out / "stderr.txt").write_text(self.stderr_tail, encoding="utf-8")
@@ -259,8 +258,9 @@ class SessionRecord:
         model_file = src / "model.jsonl"
         model = []
         if version >= 2 and model_file.is_file():
-            lines = model_file.read_bytes().splitlines()[:MAX_MODEL_ENTRIES]
-            model = [ModelEntry.from_json(orjson.loads(line)) for line in lines if line]
+            with model_file.open("rb") as fh:  # read no further than the bound
+                lines = itertools.islice(fh, MAX_MODEL_ENTRIES)
+                model = [ModelEntry.from_json(orjson.loads(line)) for line in lines if line.strip()]
         wire = [
             WireEntry.from_json(orjson.loads(line)) for line in (src / "wire.jsonl").read_bytes().splitlines() if line
         ]

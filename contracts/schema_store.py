@@ -31,7 +31,6 @@ import zstandard
 Bundle: TypeAlias = Mapping[str, Any]
 
 SHIPPED_ROOT: Final = Path(__file__).resolve().parent / "schema"
-SCHEMA_ROOT: Final = SHIPPED_ROOT  # the older name of the shipped pins
 STORE_ENV: Final = "CODEX_HARNESS_STORE"
 RELEASE_PREFIX: Final = "codex-cli-"
 META_FILE: Final = "meta.json"
@@ -137,9 +136,15 @@ def _releases_under(base: Path) -> list[str]:
     ]
 
 
+@functools.cache
+def _shipped() -> frozenset[str]:
+    """The shipped pins: part of the package, never written, so listed once (every lookup asks)."""
+    return frozenset(_releases_under(SHIPPED_ROOT))
+
+
 def release_root(version: str) -> Path:
     """Which store holds ``version`` for a lookup by version: the shipped pins win, else the user's store."""
-    if version in _releases_under(SHIPPED_ROOT):
+    if version in _shipped():
         return SHIPPED_ROOT
     return user_store()
 
@@ -151,9 +156,9 @@ def release_dir(version: str, root: Path | None = None) -> Path:
 def pinned_releases(root: Path | None = None) -> list[str]:
     """Versions with a pinned schema under ``root``, oldest first; no ``root``: shipped and user pins together."""
     if root is not None:
-        versions = set(_releases_under(root))
+        versions = set(_shipped() if root == SHIPPED_ROOT else _releases_under(root))
     else:
-        versions = set(_releases_under(SHIPPED_ROOT)) | set(_releases_under(user_store()))
+        versions = set(_shipped()) | set(_releases_under(user_store()))
     return sorted(versions, key=version_key)
 
 
@@ -167,7 +172,7 @@ def shadowed_note(version: str, store: Path | None = None) -> str | None:
     The shipped pin is the one used; the user's copy is reported, never silently preferred or ignored.
     """
     store = user_store(store)
-    if version not in _releases_under(SHIPPED_ROOT) or version not in _releases_under(store):
+    if version not in _shipped() or version not in _releases_under(store):
         return None
     try:
         mine = load_meta(version, store).get("bundles", {})

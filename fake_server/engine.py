@@ -151,10 +151,6 @@ class Engine:
         return self.box.now_ms
 
     @property
-    def alive(self) -> bool:
-        return self.box.alive
-
-    @property
     def exited(self) -> int | None:
         return self.box.exited
 

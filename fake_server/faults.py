@@ -94,16 +94,17 @@ def strike(
         faults, counts, turn = run.script.faults, run.counts, run.index
     if not faults:
         return NOTHING
-    key = f"point:{point}"
-    counts[key] = counts.get(key, 0) + 1
-    hit = Hit(box, run, point, thread, frame)
+    n = counts[point] = counts.get(point, 0) + 1
+    hit: Hit | None = None  # made only when a fault strikes (this runs at every delta of a faulted turn)
     struck: list[Fault] = []
     for index, fault in enumerate(faults):
-        if fault.at == point and fault.n == counts[key]:
+        if fault.at == point and fault.n == n:
+            if hit is None:
+                hit = Hit(box, run, point, thread, frame)
             box.fault_struck(turn, index, fault)
             REGISTRY[fault.kind].strike(hit, fault)
             struck.append(fault)
-    return Strike(tuple(struck), hit.sleep_ms) if struck else NOTHING
+    return Strike(tuple(struck), hit.sleep_ms) if hit is not None else NOTHING
 
 
 # --- course kinds ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ schema.
 from __future__ import annotations
 
 import functools
-from typing import Final
+from typing import Any, Final
 
 CLIENT_METHODS: Final[tuple[str, ...]] = (
     "initialize",
@@ -323,6 +323,17 @@ def unknown_variant_message(method: str, missing: frozenset[str] = frozenset()) 
 
 
 @functools.cache
+def pinned_client_requests(release: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pinned experimental schema of ``release`` and its client requests by method (indexed once per
+    release); raises what loading the pin raises."""
+    from contracts import schema_store
+    from contracts.protocol_index import Union, build_index
+
+    bundle = schema_store.load_bundle(release, True)
+    return bundle, dict(build_index(bundle).methods[Union.CLIENT_REQUEST])
+
+
+@functools.cache
 def schema_required_params(method: str) -> tuple[str, ...]:
     """Required params fields of a client method, from the pinned experimental schema (loaded on first use).
 
@@ -330,11 +341,8 @@ def schema_required_params(method: str) -> tuple[str, ...]:
     the first one named may differ from the real message; with one missing it is exact.
     """
     try:
-        from contracts import schema_store
-        from contracts.protocol_index import Union, build_index
-
-        bundle = schema_store.load_bundle("0.171.0", True)
-        entry = build_index(bundle).methods[Union.CLIENT_REQUEST].get(method)
+        bundle, requests = pinned_client_requests("0.171.0")
+        entry = requests.get(method)
         definitions = bundle["ClientRequest.json"].get("definitions", {})
     except Exception:  # a missing schema only makes the fake less strict
         return ()

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from contracts.jsonrpc import Endpoint, ProtocolViolation
-from contracts.messages import JsonId, Request
+from contracts.messages import NOTSET, JsonId, Request
 from contracts.scenario import Fault
 from fake_server.effects import (
     CloseStdout,
@@ -63,10 +63,6 @@ class Outbox:
     # --- state --------------------------------------------------------------------------------
 
     @property
-    def alive(self) -> bool:
-        return self.exited is None
-
-    @property
     def silent(self) -> bool:
         """Exited or hung: nothing more is read or written."""
         return self.exited is not None or self.hung
@@ -110,9 +106,10 @@ class Outbox:
         self.last_response_frame = response.frame
         self.send_frame(response.frame)
 
-    def respond_error(self, request_id: JsonId, code: int, message: str) -> None:
+    def respond_error(self, request_id: JsonId, code: int, message: str, data: Any = NOTSET) -> None:
+        """An error answer (``data``: the error's data member; left out when NOTSET)."""
         try:
-            response = self.endpoint.respond_error(request_id, code, message)
+            response = self.endpoint.respond_error(request_id, code, message, data)
         except ProtocolViolation:
             return
         self.last_response_frame = response.frame

@@ -174,10 +174,8 @@ def _missing_methods(release: str) -> frozenset[str]:
 @functools.cache
 def _client_methods(release: str) -> frozenset[str]:
     try:
-        from contracts import schema_store
-        from contracts.protocol_index import Union, build_index
+        from fake_server.methods import pinned_client_requests
 
-        bundle = schema_store.load_bundle(release, True)
-        return frozenset(build_index(bundle).methods[Union.CLIENT_REQUEST])
+        return frozenset(pinned_client_requests(release)[1])
     except Exception:  # a missing pin only makes the fake less strict about method names
         return frozenset()

@@ -60,7 +60,7 @@ class ServerTrace:
         self.history = history
         self.failed_turn_traced = failed_turn_traced
         self._uuids = 0
-        self._turns_of_thread: dict[str, int] = {}
+        self._threads_with_turns: set[str] = set()  # a thread's first turn accepts the context items
         self._now = 0
         self.writers: dict[str, TraceWriter] = {}
         self._threads: dict[str, ThreadWindow] = {}
@@ -145,9 +145,8 @@ class ServerTrace:
         turn = thread.start_turn(data["turn_id"])
         self._turns[data["turn_id"]] = turn
         thread.writer.protocol_event_observed("turn_started", {"type": "turn_started", "turn_id": data["turn_id"]})
-        first = self._turns_of_thread.get(thread_id, 0) == 0
-        self._turns_of_thread[thread_id] = self._turns_of_thread.get(thread_id, 0) + 1
-        if first:  # the developer instructions and the environment context, before the first input
+        if thread_id not in self._threads_with_turns:  # the developer instructions and the environment context
+            self._threads_with_turns.add(thread_id)
             self._accept(turn, self._item_id("msg"))
             self._accept(turn, self._item_id("msg"))
 

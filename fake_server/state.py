@@ -83,10 +83,8 @@ class TurnRun:
     deferred_usage: Usage | None = None
     agent_messages: list[dict[str, Any]] = field(default_factory=list)
     history_items: list[dict[str, Any]] = field(default_factory=list)  # completed user/agent messages, in order
-    open_items: list[str] = field(default_factory=list)
     pending_interrupts: list[JsonId] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # fault points reached
-    usage_frames: list[dict[str, Any]] = field(default_factory=list)
     diff: str = ""
     ended: bool = False
     drop_completed: bool = False
@@ -117,7 +115,6 @@ class ThreadState:
     preview: str = ""  # the first user message, once a turn has run
     turns: list[str] = field(default_factory=list)
     active: TurnRun | None = None
-    last_turn_id: str | None = None
     total: Usage = field(default_factory=Usage)
     usage_frames: list[dict[str, Any]] = field(default_factory=list)  # every usage notification sent
     history: list[dict[str, Any]] = field(default_factory=list)  # finished turns, full view (thread/resume)

@@ -48,13 +48,10 @@ def _ids(run: TurnRun) -> dict[str, str]:
 
 
 def _item_started(box: Outbox, run: TurnRun, item: dict[str, Any]) -> None:
-    run.open_items.append(item["id"])
     box.notify("item/started", {"item": item, **_ids(run), "startedAtMs": item.get("startedAtMs", box.now_ms)})
 
 
 def _item_completed(box: Outbox, run: TurnRun, item: dict[str, Any]) -> None:
-    if item["id"] in run.open_items:
-        run.open_items.remove(item["id"])
     box.notify("item/completed", {"item": item, **_ids(run), "contentTokenCount": None, "completedAtMs": box.now_ms})
 
 
@@ -75,7 +72,6 @@ def _usage_notification(box: Outbox, thread: ThreadState, run: TurnRun, usage: U
     }
     frame = box.notify("thread/tokenUsage/updated", params)
     thread.usage_frames.append(frame)
-    run.usage_frames.append(frame)
     return frame
 
 
@@ -211,7 +207,6 @@ def _complete_late(box: Outbox, thread: ThreadState, run: TurnRun, late: Fault) 
     """completion_after_interrupt: the turn is over now; idle and turn/completed come later, or never."""
     run.ended = True
     thread.active = None
-    thread.last_turn_id = run.turn_id
     thread.history.append(history_turn(box, run, "interrupted"))
     if not late.param("never"):
 
@@ -258,7 +253,6 @@ def _end_turn(box: Outbox, thread: ThreadState, run: TurnRun, status: str, error
     run.ended = True
     if thread.active is run:
         thread.active = None
-    thread.last_turn_id = run.turn_id
     thread.history.append(history_turn(box, run, status, error))
     _turn_completed(box, thread, run, status, error)
     box.trace("turn_ended", turn_id=run.turn_id, status=status)

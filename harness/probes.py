@@ -10,6 +10,7 @@ failure; a step the session can no longer take (the server is gone) ends the pro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -81,12 +82,41 @@ def _request_id(line: str) -> Any:
     return None
 
 
-def _answered(session: Any, request_id: Any, since: int) -> bool:
-    for entry in session.wire[since:]:
-        frame = entry.frame
-        if entry.dir == "s2c" and isinstance(frame, dict) and "method" not in frame and frame.get("id") == request_id:
-            return True
-    return False
+def _frame_of(entry: Any, direction: str) -> dict[str, Any] | None:
+    frame = entry.frame
+    return frame if entry.dir == direction and isinstance(frame, dict) else None
+
+
+async def _wait_for(
+    session: Any,
+    since: int,
+    match: Callable[[Any], dict[str, Any] | None],
+    timeout_s: float,
+    poll_s: float,
+    done: trio.Event | None = None,
+) -> dict[str, Any] | None:
+    """The first frame from wire position ``since`` on that ``match`` returns, polled until ``timeout_s``
+    (or until ``done`` is set: nothing more will come); each entry is looked at once."""
+    with trio.move_on_after(timeout_s):
+        while True:
+            wire = session.wire
+            while since < len(wire):
+                found = match(wire[since])
+                since += 1
+                if found is not None:
+                    return found
+            if done is not None and done.is_set():
+                return None
+            await trio.sleep(poll_s)
+    return None
+
+
+def _answer_to(request_id: Any) -> Callable[[Any], dict[str, Any] | None]:
+    def match(entry: Any) -> dict[str, Any] | None:
+        frame = _frame_of(entry, "s2c")
+        return frame if frame is not None and "method" not in frame and frame.get("id") == request_id else None
+
+    return match
 
 
 async def _raw(session: Any, probe: ClientProbe, timeout_s: float, thread_id: str | None, state: ProbeState) -> Any:
@@ -101,20 +131,14 @@ async def _raw(session: Any, probe: ClientProbe, timeout_s: float, thread_id: st
     request_id = _request_id(line)
     if request_id is None:
         return None
-    with trio.move_on_after(timeout_s) as waited:
-        while not _answered(session, request_id, since):
-            await trio.sleep(ANSWER_POLL_S)
-    if waited.cancelled_caught:
+    answer = await _wait_for(session, since, _answer_to(request_id), timeout_s, ANSWER_POLL_S)
+    if answer is None:
         session.note(f"probe: no answer to raw request {request_id!r} within {timeout_s:g} s")
         return None
-    for entry in session.wire[since:]:
-        frame = entry.frame
-        if entry.dir == "s2c" and isinstance(frame, dict) and frame.get("id") == request_id:
-            return frame.get("result")
-    return None
+    return answer.get("result")
 
 
-async def _quiet_call(session: Any, request: Any, timeout_s: float) -> None:
+async def _quiet_call(session: Any, request: Any, timeout_s: float, done: trio.Event) -> None:
     try:
         await session.call(request, timeout_s)
     except RpcError:
@@ -123,6 +147,8 @@ async def _quiet_call(session: Any, request: Any, timeout_s: float) -> None:
         session.note(f"probe: no answer to {request.method} within {timeout_s:g} s")
     except (ClientError, TransportClosed) as exc:
         session.note(f"probe: {request.method} could not be taken: {exc}")
+    finally:
+        done.set()  # answered, or it never will be: whoever waits for it to be sent stops waiting
 
 
 async def _request(session: Any, method: str, params: Any, timeout_s: float) -> Any:
@@ -142,31 +168,26 @@ async def _send_without_waiting(
     """Send the request in the background; return once it is on the wire (so the next step goes after it)."""
     request = session.connection.request(method, params)
     since = len(session.wire)
-    nursery.start_soon(_quiet_call, session, request, timeout_s)
-    with trio.move_on_after(timeout_s):
-        while not any(
-            e.dir == "c2s" and isinstance(e.frame, dict) and e.frame.get("id") == request.id
-            for e in session.wire[since:]
-        ):
-            await trio.sleep(SENT_POLL_S)
+    done = trio.Event()
+    nursery.start_soon(_quiet_call, session, request, timeout_s, done)
+
+    def sent(entry: Any) -> dict[str, Any] | None:
+        frame = _frame_of(entry, "c2s")
+        return frame if frame is not None and frame.get("id") == request.id else None
+
+    await _wait_for(session, since, sent, timeout_s, SENT_POLL_S, done)
 
 
 #: Requests whose answer is followed by a thread/started from another task (0.171.0).
 STARTS_A_THREAD: Final = frozenset({"thread/start", "thread/fork"})
 
 
-def _notified(session: Any, method: str, since: int) -> bool:
-    return any(
-        entry.dir == "s2c" and isinstance(entry.frame, dict) and entry.frame.get("method") == method
-        for entry in session.wire[since:]
-    )
-
-
 async def _until(session: Any, method: str, since: int, timeout_s: float) -> None:
-    with trio.move_on_after(timeout_s) as waited:
-        while not _notified(session, method, since):
-            await trio.sleep(ANSWER_POLL_S)
-    if waited.cancelled_caught:
+    def notified(entry: Any) -> dict[str, Any] | None:
+        frame = _frame_of(entry, "s2c")
+        return frame if frame is not None and frame.get("method") == method else None
+
+    if await _wait_for(session, since, notified, timeout_s, ANSWER_POLL_S) is None:
         session.note(f"probe: no {method} within {timeout_s:g} s")
 
 
@@ -205,8 +226,10 @@ async def _run_point(
     session: Any, plan: ClientPlan, at: str, thread_id: str | None, state: ProbeState, nursery: trio.Nursery
 ) -> str | None:
     request_s = plan.request_timeout_ms / 1000
-    for probe in plan.probes_at(at):
-        index = plan.probes.index(probe)
+    # By position, not by value: two identical steps (the same raw line twice) are two steps with two answers.
+    for index, probe in enumerate(plan.probes):
+        if probe.at != at:
+            continue
         since = len(session.wire)
         answer: Any = None
         try:

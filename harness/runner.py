@@ -32,8 +32,7 @@ from contracts.method_overrides import LEDGER_TURN
 from contracts.record import MAX_OTHER_SERVER_TRACES, Budgets, ModelEntry, SessionRecord, TurnResult
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
-from contracts.trace.errors import TraceInvalid, TraceUnreadable
-from contracts.trace.reader import read_manifest
+from contracts.trace.reader import bundles_under
 from contracts.triggers import ActionSchedule, Moment
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
@@ -294,26 +293,6 @@ def scenario_faults(scenario: Scenario) -> list[dict[str, Any]]:
     return turns + methods
 
 
-def _server_traces(trace_root: Path | None) -> list[Path]:
-    """The session's bundles, first started first: the thread the client started, then any others (a fork
-    gets its own). Bundle folders are named after a random trace id, so their names say nothing of which
-    came first."""
-    if trace_root is None or not trace_root.is_dir():
-        return []
-    bundles = [p for p in trace_root.iterdir() if p.is_dir() and (p / "manifest.json").exists()]
-    if not bundles and (trace_root / "manifest.json").exists():
-        return [trace_root]
-    return sorted(bundles, key=lambda p: (_started_at(p), p.name))
-
-
-def _started_at(bundle: Path) -> int:
-    try:
-        started = read_manifest(bundle).get("started_at_unix_ms")
-    except (TraceInvalid, TraceUnreadable):
-        return 2**63  # an unreadable manifest comes last; the closure check says what is wrong with it
-    return started if isinstance(started, int) else 2**63
-
-
 async def _play_async(
     scenario: Scenario,
     target: str,
@@ -364,7 +343,7 @@ async def _play_async(
     if limit.cancelled_caught:
         record.client_errors.append(f"runner: the scenario did not finish within {limit_s:g} s")
     if run is not None:
-        bundles = _server_traces(run.trace_root)
+        bundles = bundles_under(run.trace_root) if run.trace_root is not None else []
         record.server_trace = bundles[0] if bundles else None
         record.other_server_traces = bundles[1 : 1 + MAX_OTHER_SERVER_TRACES]
         if len(bundles) > 1 + MAX_OTHER_SERVER_TRACES:

@@ -120,3 +120,12 @@ def test_a_release_report_names_the_trace_events_that_differ() -> None:
     md = release_markdown(r)
     assert "- file_change_approval: DIFFERENT" in md and f"  - trace bundle: {line}" in md
     assert "trace bundle: after event 6" in render_release(r, md)
+
+
+def test_matrix_checks_its_out_folder_before_the_work(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "matrix.md").mkdir(parents=True)  # a folder where the report goes
+    a, b = fake_binary(tmp_path, "0.163.0"), fake_binary(tmp_path, "0.169.0")
+    done = harness("matrix", "--codex", str(a), "--codex", str(b), "--out", str(out), "--store", str(tmp_path / "s"))
+    assert done.returncode == 3, done
+    assert "matrix.md" in done.stderr and "Traceback" not in done.stderr

@@ -172,6 +172,20 @@ def test_an_unresolved_reference_fails_the_session_with_a_clear_message(tmp_path
     assert sum(1 for f in _sent(record) if f["method"] == "thread/read") == 1
 
 
+def test_two_identical_steps_keep_two_answers(tmp_path: Path) -> None:
+    """Steps are told apart by position: the second of two equal thread/start steps has its own answer."""
+    start = '[[client.probe]]\nsend = "thread/start"\nparams = {}\n'
+    read = '[[client.probe]]\nsend = "thread/read"\nparams = { threadId = "${answer.1.thread.id}" }\n'
+    text = HEAD + start + start + read
+    record = play(loads(text, "p.toml"), "fake", work_dir=tmp_path)
+    assert record.client_errors == []
+    starts = {f["id"] for f in _sent(record) if f["method"] == "thread/start"}
+    answers = [e.frame for e in record.wire if e.dir == "s2c" and isinstance(e.frame, dict) and "result" in e.frame]
+    started = [f["result"]["thread"]["id"] for f in answers if f.get("id") in starts]
+    reads = [f for f in _sent(record) if f["method"] == "thread/read"]
+    assert len(reads) == 1 and reads[0]["params"]["threadId"] == started[-1] != started[-2]
+
+
 def test_a_missing_path_names_where_it_stopped() -> None:
     ref = probe_refs.parse("answer.s.thread.turns.3.id")
     assert isinstance(ref, probe_refs.AnswerRef) and ref.path == ("thread", "turns", 3, "id")

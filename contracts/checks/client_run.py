@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.checks.base import Check, Maker
-from contracts.checks.wire_index import WireIndex, id_key
-from contracts.record import SessionRecord
+from contracts.checks.wire_index import WireIndex, id_key, shared
+from contracts.record import SessionRecord, WireEntry
 
 NAME = "client"
 REFERENCE = "clients.md"
@@ -158,12 +158,16 @@ def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dic
     )
 
 
-def _triggered(action: dict[str, Any], index: WireIndex, turn: dict[str, Any], next_pos: int) -> bool:
-    """Whether the plan action's trigger happened on the wire during the turn."""
-    at, n = action.get("at"), int(action.get("n") or 1)
+def _turn_frames(index: WireIndex, turn: dict[str, Any], next_pos: int) -> list[tuple[Any, WireEntry]]:
+    """(method, entry) of the server frames of the turn: only its own stretch of the wire is read."""
     end_pos = turn["completed_pos"] if turn["completed_pos"] is not None else next_pos
-    inside = [(pos, e) for pos, e in enumerate(index.entries) if turn["pos"] < pos < end_pos and e.dir == "s2c"]
-    methods = [((e.frame or {}).get("method"), e) for _, e in inside]
+    inside = (index.entries[pos] for pos in range(turn["pos"] + 1, end_pos))
+    return [((e.frame or {}).get("method"), e) for e in inside if e.dir == "s2c"]
+
+
+def _triggered(action: dict[str, Any], methods: list[tuple[Any, WireEntry]], turn: dict[str, Any]) -> bool:
+    """Whether the plan action's trigger happened on the wire during the turn (``methods``: its frames)."""
+    at, n = action.get("at"), int(action.get("n") or 1)
     if at == "started":
         return any(m == "turn/started" for m, _ in methods)
     if at == "delta":
@@ -188,7 +192,8 @@ def _cancels(make: Maker, index: WireIndex, facts: dict[str, Any]) -> Check | No
             continue
         turn = seen[k]
         next_pos = seen[k + 1]["pos"] if k + 1 < len(seen) else len(index.entries)
-        if not any(_triggered(a, index, turn, next_pos) for a in cancels):
+        methods = _turn_frames(index, turn, next_pos)
+        if not any(_triggered(a, methods, turn) for a in cancels):
             continue
         judged += 1
         sent = turn["id"] is not None and index.interrupts(turn["id"])
@@ -309,7 +314,8 @@ def check(record: SessionRecord) -> list[Check]:
     facts = record.meta.get("outside")
     if not isinstance(facts, dict):
         return [Maker(record, NAME, REFERENCE)("outside client", "skip", "not a record of an outside client")]
-    checks = server_checks(record, facts) if facts.get("server") else []
-    if facts.get("primary", True):
-        checks = session_checks(record, facts) + checks
+    with shared():  # both halves read the same index of the wire
+        checks = server_checks(record, facts) if facts.get("server") else []
+        if facts.get("primary", True):
+            checks = session_checks(record, facts) + checks
     return checks

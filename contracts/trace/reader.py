@@ -271,6 +271,26 @@ def read_manifest(bundle: Path, limits: ReadLimits = ReadLimits()) -> dict[str, 
     return manifest
 
 
+def bundles_under(root: Path) -> list[Path]:
+    """The bundles under a trace root, first started first (the thread the client started, then any other:
+    a fork gets its own); ``root`` itself when it is one bundle. Bundle folders are named after a random trace
+    id, so their names say nothing of which came first: the manifests' start times do."""
+    if not root.is_dir():
+        return []
+    bundles = [p for p in root.iterdir() if p.is_dir() and (p / MANIFEST_NAME).exists()]
+    if not bundles and (root / MANIFEST_NAME).exists():
+        return [root]
+    return sorted(bundles, key=lambda p: (_started_at(p), p.name))
+
+
+def _started_at(bundle: Path) -> int:
+    try:
+        started = read_manifest(bundle).get("started_at_unix_ms")
+    except (TraceInvalid, TraceUnreadable):
+        return 2**63  # an unreadable manifest comes last; the closure check says what is wrong with it
+    return started if isinstance(started, int) else 2**63
+
+
 def _parse_error(line: int, detail: str) -> TraceInvalid:
     return TraceInvalid(f"parse trace event line {line}: {detail}", line=line)
 

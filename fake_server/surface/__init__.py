@@ -83,23 +83,12 @@ def dispatch(engine: Engine, request: Any, params: Any) -> None:
     elif err.data is None:
         box.respond_error(request.id, err.code, err.message)
     else:
-        _respond_error_with_data(box, request.id, err)
+        box.respond_error(request.id, err.code, err.message, err.data)  # the real errors carry data: null
     if err is None:
         for method, note in call.notes_after:
             box.notify(method, note)
         for delay_ms, method, note in call.notes_later:
             box.after(delay_ms, lambda method=method, note=note: box.notify(method, note))
-
-
-def _respond_error_with_data(box: Any, request_id: Any, err: SurfaceError) -> None:
-    from contracts.jsonrpc import ProtocolViolation
-
-    try:
-        response = box.endpoint.respond_error(request_id, err.code, err.message, err.data)
-    except ProtocolViolation:
-        return
-    box.last_response_frame = response.frame
-    box.send_frame(response.frame)
 
 
 def resumable(engine: Engine, thread: Any) -> bool:

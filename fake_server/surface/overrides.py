@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from contracts.messages import Request
+from contracts.messages import NOTSET, Request
 from contracts.method_overrides import LEDGER_TURN
 
 if TYPE_CHECKING:
@@ -45,7 +45,8 @@ def intercept(engine: Engine, request: Request, answer_now: Callable[[Request], 
         elif entry.answer == "result":
             box.respond(request.id, entry.value)
         elif entry.answer == "error":
-            _respond_error(box, request.id, entry.value)
+            error = entry.value
+            box.respond_error(request.id, error["code"], error["message"], error.get("data", NOTSET))
         else:
             answer_now(request)
 
@@ -65,15 +66,3 @@ def _strike(engine: Engine, position: int, fault: Any) -> None:
     REGISTRY[fault.kind].strike(Hit(engine.box, None, "request"), fault)
 
 
-def _respond_error(box: Any, request_id: Any, error: dict[str, Any]) -> None:
-    from contracts.jsonrpc import ProtocolViolation
-
-    try:
-        if "data" in error:
-            response = box.endpoint.respond_error(request_id, error["code"], error["message"], error["data"])
-        else:
-            response = box.endpoint.respond_error(request_id, error["code"], error["message"])
-    except ProtocolViolation:
-        return
-    box.last_response_frame = response.frame
-    box.send_frame(response.frame)

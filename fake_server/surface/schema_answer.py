@@ -15,11 +15,10 @@ _MAX_DEPTH = 24
 
 @functools.cache
 def _response_schema(method: str) -> dict[str, Any] | None:
-    from contracts import schema_store
-    from contracts.protocol_index import Union, build_index
+    from fake_server.methods import pinned_client_requests
 
-    bundle = schema_store.load_bundle("0.171.0", True)
-    entry = build_index(bundle).methods[Union.CLIENT_REQUEST].get(method)
+    bundle, requests = pinned_client_requests("0.171.0")
+    entry = requests.get(method)
     if entry is None or entry.response_file is None:
         return None
     schema = bundle.get(entry.response_file)

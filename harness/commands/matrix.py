@@ -253,7 +253,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.validate_release import progress_line, select_scenarios, user_store_to_write, validate
+    from harness.commands.schema import user_store_to_write
+    from harness.commands.validate_release import progress_line, select_scenarios, validate
     from harness.targets import TargetUnavailable
     from harness.targets.real_adapter import preflight
 
@@ -275,10 +276,9 @@ def run(args: argparse.Namespace) -> int:
     versions = sorted(binaries, key=schema_store.version_key)
     root = user_store_to_write(args.store)
     scenarios = select_scenarios(args.scenario)
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {args.out}: {exc.strerror}") from None
+    from harness.report_dir import writable_with
+
+    writable_with(args.out, ("matrix.md", "matrix.json", "matrix.html"), "--out")  # before the work, not after it
     started = time.perf_counter()
     reports = []
     with schema_store.using_user_store(root):

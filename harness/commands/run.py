@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         report_dir_check.prepare(report_dir, [(args.target, s.name) for s in scenarios])
     if client is not None:
         runs = run_clients(client, scenarios, report_dir=report_dir, progress=None if args.quiet else _progress)
-        describe(client, runs)
+        describe(runs)
     else:
         runs = run_many(
             scenarios, [args.target], codex=codex, report_dir=report_dir, progress=None if args.quiet else _progress

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -84,6 +85,31 @@ def _writable_target(root: Path) -> None:
         raise UsageError(f"cannot write the schema store {root}: {probe} is not a writable directory")
 
 
+def user_store_to_write(store: str | None) -> Path:
+    """The user's schema store a command pins into: never the package's shipped pins, writable (else exit 3)."""
+    root = schema_store.user_store(store).resolve()
+    if schema_store.is_shipped(root):
+        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
+    _writable_target(root)
+    return root
+
+
+def generate_both(binary: Path, timeout: float) -> tuple[dict[str, object], dict[str, object]]:
+    """The stable and the experimental bundle the binary prints (RuntimeError or SchemaStoreError if it fails)."""
+    with tempfile.TemporaryDirectory(prefix="codex-schema-") as tmp:
+        stable = generate(binary, Path(tmp) / "stable", False, timeout)
+        experimental = generate(binary, Path(tmp) / "experimental", True, timeout)
+    return stable, experimental
+
+
+def same_as_pinned(pinned: dict[str, Any], stable: dict[str, object], experimental: dict[str, object]) -> bool:
+    """Whether both bundles have the digests a pin's meta (its ``bundles``) records."""
+    return all(
+        pinned.get(kind, {}).get("sha256") == schema_store.bundle_digest(bundle)
+        for kind, bundle in (("stable", stable), ("experimental", experimental))
+    )
+
+
 def generate(binary: Path, out_dir: Path, experimental: bool, timeout: float) -> dict[str, object]:
     """One bundle from the binary; raises RuntimeError with the binary's own words when it fails."""
     argv = [os.fspath(binary), "app-server", "generate-json-schema", "--out", os.fspath(out_dir)]
@@ -108,10 +134,7 @@ def run_pin(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if binary is None:
         raise UsageError("no codex binary: pass --codex PATH or set CODEX_BIN")
-    root = schema_store.user_store(args.store).resolve()
-    if schema_store.is_shipped(root):
-        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
-    _writable_target(root)
+    root = user_store_to_write(args.store)
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
     try:
@@ -119,19 +142,13 @@ def run_pin(args: argparse.Namespace) -> int:
     except CodexNotFound as exc:
         raise UsageError(str(exc)) from exc
     try:
-        with tempfile.TemporaryDirectory(prefix="codex-schema-") as tmp:
-            stable = generate(binary, Path(tmp) / "stable", False, args.timeout)
-            experimental = generate(binary, Path(tmp) / "experimental", True, args.timeout)
+        stable, experimental = generate_both(binary, args.timeout)
     except (RuntimeError, schema_store.SchemaStoreError) as exc:
         print(f"codex-harness schema pin: {exc}", file=sys.stderr)
         return FAILED
     if version in schema_store.shipped_releases():
         shipped = schema_store.load_meta(version, schema_store.SHIPPED_ROOT).get("bundles", {})
-        same = all(
-            shipped.get(kind, {}).get("sha256") == schema_store.bundle_digest(bundle)
-            for kind, bundle in (("stable", stable), ("experimental", experimental))
-        )
-        if same:
+        if same_as_pinned(shipped, stable, experimental):
             print(f"codex-cli {version} is shipped with the package, identical: nothing to pin")
             return OK
     previous = None

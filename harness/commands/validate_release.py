@@ -15,7 +15,6 @@ import argparse
 import json
 import math
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,17 +180,6 @@ def model_level_scenarios() -> list[Scenario]:
     return model_level()
 
 
-def user_store_to_write(store: str | None) -> Path:
-    """The user's schema store a release command pins into: never the package's shipped pins, writable."""
-    from harness.commands.schema import _writable_target
-
-    root = schema_store.user_store(store).resolve()
-    if schema_store.is_shipped(root):
-        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
-    _writable_target(root)
-    return root
-
-
 def select_scenarios(names: list[str] | None) -> list[Scenario]:
     """The model-level built-in scenarios, or the ``--scenario`` names among them (others: a usage error)."""
     scenarios = model_level_scenarios()
@@ -211,22 +199,16 @@ def pin_schema(binary: Path, version: str, root: Path) -> tuple[str, dict[str, A
     never overwritten (re-pinning is ``schema pin``'s job); a new one goes to ``root``.
     State: ``new``, ``already pinned, identical``, ``already pinned, DIFFERENT …`` or ``failed: …``.
     """
-    from harness.commands.schema import generate
+    from harness.commands.schema import generate_both, same_as_pinned
 
     try:
-        with tempfile.TemporaryDirectory(prefix="codex-schema-") as tmp:
-            stable = generate(binary, Path(tmp) / "stable", False, GENERATE_TIMEOUT_S)
-            experimental = generate(binary, Path(tmp) / "experimental", True, GENERATE_TIMEOUT_S)
+        stable, experimental = generate_both(binary, GENERATE_TIMEOUT_S)
     except (RuntimeError, schema_store.SchemaStoreError) as exc:
         return f"failed: {exc}", None
     holder = schema_store.SHIPPED_ROOT if version in schema_store.shipped_releases() else root
     if version in schema_store.pinned_releases(holder):
         pinned = schema_store.load_meta(version, holder).get("bundles", {})
-        same = all(
-            pinned.get(kind, {}).get("sha256") == schema_store.bundle_digest(bundle)
-            for kind, bundle in (("stable", stable), ("experimental", experimental))
-        )
-        if same:
+        if same_as_pinned(pinned, stable, experimental):
             return "already pinned, identical", stable
         return "already pinned, DIFFERENT from what the binary prints (not overwritten; see `schema pin`)", stable
     produced_by = {
@@ -327,6 +309,8 @@ def run(args: argparse.Namespace) -> int:
         binary, version = preflight(Path(args.codex) if args.codex else None, require_pinned_schema=False)
     except TargetUnavailable as exc:
         raise UsageError(str(exc)) from None
+    from harness.commands.schema import user_store_to_write
+
     root = user_store_to_write(args.store)
     scenarios = select_scenarios(args.scenario)
     out = args.out or Path(f"release-{version}")
@@ -339,11 +323,12 @@ def run(args: argparse.Namespace) -> int:
     if note:
         print(f"codex-harness validate-release: {note}", file=sys.stderr)
     (out / "report.json").write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
-    (out / "report.md").write_text(render_markdown(report))
+    markdown = render_markdown(report)
+    (out / "report.md").write_text(markdown)
     from harness.html.release import render_release
 
-    (out / "report.html").write_text(render_release(report, render_markdown(report)), encoding="utf-8")
-    print(render_markdown(report), end="")
+    (out / "report.html").write_text(render_release(report, markdown), encoding="utf-8")
+    print(markdown, end="")
     print(f"report: {out}/report.md, {out}/report.json, {out}/report.html")
     print(f"RESULT: {report.result}")
     return OK if report.verdict == "ok" else FAILED

@@ -68,7 +68,6 @@ def _run(binary: str, args: list[str], *, timeout: float = TIMEOUT_S) -> subproc
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            _kill_group(proc)
             raise BrowserError(f"chromium did not finish within {timeout:g} s") from exc
         finally:
             _kill_group(proc)  # helpers Chromium left behind, if any

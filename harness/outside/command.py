@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from contracts.checks import Check
 from contracts.exitcodes import UsageError
 from contracts.scenario import Scenario
 from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
@@ -80,7 +79,7 @@ def run_clients(
     return runs
 
 
-def describe(spec: ClientSpec, runs: list) -> None:
+def describe(runs: list) -> None:
     """What the harness killed, per scenario, on stderr (the record keeps it too)."""
     for run in runs:
         facts = run.record.meta.get("outside", {}) if run.record is not None else {}
@@ -88,6 +87,3 @@ def describe(spec: ClientSpec, runs: list) -> None:
             why = "at its deadline" if facts.get("deadline_hit") else "after the client exited"
             print(f"{run.scenario}: killed {why}: {', '.join(facts['killed'])}", file=sys.stderr)
 
-
-def checks_of(runs: list) -> list[Check]:
-    return [c for r in runs for c in r.checks]

@@ -16,6 +16,7 @@ import orjson
 
 from contracts.record import Budgets, SessionRecord, WireEntry
 from contracts.scenario import Scenario
+from contracts.trace.reader import bundles_under
 from fake_server.recording import MAX_WIRE_BYTES
 
 #: A recorder stops at MAX_WIRE_BYTES and adds one note; anything bigger was not written by it.
@@ -67,13 +68,9 @@ def _json(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def _bundle(root: Path) -> Path | None:
-    if not root.is_dir():
-        return None
-    bundles = sorted(p for p in root.iterdir() if p.is_dir() and (p / "manifest.json").exists())
-    if not bundles and (root / "manifest.json").exists():
-        return root
-    return bundles[-1] if bundles else None
+def _first_bundle(root: Path) -> Path | None:
+    bundles = bundles_under(root)
+    return bundles[0] if bundles else None
 
 
 def read_recording(folder: Path) -> ServerRecording:
@@ -98,7 +95,7 @@ def read_recording(folder: Path) -> ServerRecording:
             if n == len(lines):
                 break  # a last line cut by a SIGKILL mid-write
             raise RecordingError(f"{wire_path}:{n}: not a transcript line ({exc})") from None
-    return ServerRecording(folder, start, _json(folder / "end.json"), wire, _bundle(folder / "server-trace"))
+    return ServerRecording(folder, start, _json(folder / "end.json"), wire, _first_bundle(folder / "server-trace"))
 
 
 def read_recordings(root: Path) -> list[ServerRecording]:

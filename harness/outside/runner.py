@@ -155,34 +155,43 @@ async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_
         )
     except OSError as exc:
         raise ClientCannotStart(f"--client-cmd: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
-    async with trio.open_nursery() as nursery:
-        drained: list[int] = []
-        nursery.start_soon(_drain, proc.stdout, stdout, drained)
-        nursery.start_soon(_drain, proc.stderr, stderr, drained)
-        with trio.move_on_after(deadline_s) as limit:
-            await proc.wait()
-        out.deadline_hit = limit.cancelled_caught
-        out.ended_t = time.monotonic() - out.started_at
-        if out.deadline_hit:
-            alive = procs.survivors(marker, theirs) | {proc.pid}
-            out.killed_pids = set(alive)
-            out.killed = procs.kill_all(alive, group=proc.pid)
-            await proc.wait()
-        else:
-            out.exit_code = proc.returncode
-            # Grace: a server the client closed may still be finishing its shutdown.
-            with trio.move_on_after(grace_s):
-                while procs.survivors(marker, theirs | {proc.pid}):
+    try:
+        async with trio.open_nursery() as nursery:
+            drained: list[int] = []
+            nursery.start_soon(_drain, proc.stdout, stdout, drained)
+            nursery.start_soon(_drain, proc.stderr, stderr, drained)
+            with trio.move_on_after(deadline_s) as limit:
+                await proc.wait()
+            out.deadline_hit = limit.cancelled_caught
+            out.ended_t = time.monotonic() - out.started_at
+            if out.deadline_hit:
+                alive = procs.survivors(marker, theirs) | {proc.pid}
+                out.killed_pids = set(alive)
+                out.killed = procs.kill_all(alive, group=proc.pid)
+                await proc.wait()
+            else:
+                out.exit_code = proc.returncode
+                # Grace: a server the client closed may still be finishing its shutdown.
+                with trio.move_on_after(grace_s):
+                    while procs.survivors(marker, theirs | {proc.pid}):
+                        await trio.sleep(_POLL_S)
+                left = procs.survivors(marker, theirs | {proc.pid})
+                if left:
+                    out.killed_pids = set(left)
+                    out.left_running = [procs.describe(p) for p in sorted(left)]
+                    out.killed = procs.kill_all(left, group=proc.pid)
+            with trio.move_on_after(DRAIN_AFTER_EXIT_S):
+                while len(drained) < 2:
                     await trio.sleep(_POLL_S)
-            left = procs.survivors(marker, theirs | {proc.pid})
-            if left:
-                out.killed_pids = set(left)
-                out.left_running = [procs.describe(p) for p in sorted(left)]
-                out.killed = procs.kill_all(left, group=proc.pid)
-        with trio.move_on_after(DRAIN_AFTER_EXIT_S):
-            while len(drained) < 2:
-                await trio.sleep(_POLL_S)
-        nursery.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
+    except BaseException:
+        # Interrupted (Ctrl-C, an error reading /proc): the client's group and what it started die with it.
+        try:
+            left = procs.survivors(marker, theirs)
+        except OSError:
+            left = set()  # the group kill below still takes the client and what stayed in its group
+        procs.kill_all(left | {proc.pid}, group=proc.pid)
+        raise
     procs.reap(procs.orphan_zombies(theirs | {proc.pid}))
     out.stdout_tail, out.stderr_tail = stdout.text(), stderr.text()
     return out
