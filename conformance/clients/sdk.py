@@ -10,11 +10,15 @@ runs the SDK over the catalogue. The SDK is never a dependency of this project.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shlex
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +37,36 @@ def default_venv() -> Path:
 
 
 def ensure_sdk(venv: Path | None = None, timeout: float = INSTALL_TIMEOUT_S) -> Path:
-    """The venv's python with ``openai_codex`` importable; created on first use."""
+    """The venv's python with ``openai_codex`` importable; created on first use.
+
+    Under a lock beside the venv: pytest workers (the SDK suite, the benchmark smoke test) may ask at once,
+    and two pip runs into one venv break it. The wait for the lock is bounded by ``timeout`` too.
+    """
     venv = venv or default_venv()
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(venv.parent / f"{venv.name}.lock", timeout):
+        return _ensure_sdk(venv, timeout)
+
+
+@contextlib.contextmanager
+def _locked(path: Path, timeout: float) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise SdkUnavailable(f"another process holds {path} for more than {timeout:g} s") from None
+                time.sleep(0.2)  # another worker is installing: bounded by the deadline above
+        yield
+    finally:
+        os.close(fd)
+
+
+def _ensure_sdk(venv: Path, timeout: float) -> Path:
     python = venv / "bin" / "python"
     probe = [str(python), "-c", "import openai_codex, pydantic"]
     try:
