@@ -33,6 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
+from contracts.text import one_line
+
 AMBIENT_METHODS: Final = frozenset(
     {"configWarning", "warning", "remoteControl/status/changed", "account/rateLimits/updated"}
 )
@@ -188,7 +190,7 @@ def diff_server_sides(
 def render(differences: Sequence[Difference], limit: int = 50) -> str:
     if not differences:
         return "server sides are structurally equal"
-    lines = [str(d) for d in differences[:limit]]
+    lines = [one_line(str(d), 400) for d in differences[:limit]]  # shapes are the binary's strings
     if len(differences) > limit:
         lines.append(f"... and {len(differences) - limit} more")
     return "\n".join(lines)

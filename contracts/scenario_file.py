@@ -47,6 +47,7 @@ from contracts.scenario import (
     TurnScript,
     Usage,
 )
+from contracts.text import one_line
 from contracts.usage import UsageBuckets
 
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024
@@ -66,7 +67,8 @@ class ScenarioError(ValueError):
 
     def __init__(self, source: str, key: str, expected: str, got: Any = None) -> None:
         got_text = "" if got is None else f", got {got!r}"[:200]
-        super().__init__(f"{source}: {key}: expected {expected}{got_text}")
+        # A key is the file's text too (an unknown key of 1 MB): clipped, so the message stays a line.
+        super().__init__(f"{source}: {one_line(key, 200)}: expected {expected}{got_text}")
         self.source = source
         self.key = key
         self.expected = expected

@@ -33,6 +33,7 @@ from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
+from contracts.text import escaped_output
 from fake_server import ledger, profiles
 from fake_server.catalogue import builtin_names, resolve
 from fake_server.effects import FaultStruck, TraceEvent
@@ -199,7 +200,8 @@ def _require_readable(spec: str | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        code = _main(argv)
+        with escaped_output(stdout=False):  # stdout is the wire; what we say on stderr is escaped (contracts.text)
+            code = _main(argv)
         sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at interpreter exit
         return code
     except BrokenPipeError:  # `fake-codex --help | head -1`: no traceback

@@ -17,6 +17,7 @@ from typing import Any
 from contracts.jsonrpc import Endpoint, ProtocolViolation
 from contracts.messages import NOTSET, JsonId, Request
 from contracts.scenario import Fault
+from contracts.text import escape
 from fake_server.effects import (
     CloseStdout,
     Effect,
@@ -134,7 +135,9 @@ class Outbox:
     def stderr(self, text: str) -> None:
         """One log line, stamped like the real server's."""
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.now_ms / 1000))
-        self._out.append(WriteStderr(f"{stamp}.{self.now_ms % 1000:03d}Z {text.rstrip()}\n"))
+        # A line can quote what a client sent (a method, an id): escaped, it cannot act on a terminal.
+        line = escape(text.rstrip(), keep_newlines=True)
+        self._out.append(WriteStderr(f"{stamp}.{self.now_ms % 1000:03d}Z {line}\n"))
 
     def stderr_raw(self, text: str) -> None:
         if self.exited is None:

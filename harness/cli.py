@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
+from contracts.text import escaped_output
 from harness.commands import COMMAND_MODULES
 
 
@@ -36,8 +37,11 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        code = _main(argv)
-        sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at interpreter exit
+        # Everything printed, by any command, goes through the one escaper (contracts.text): no control
+        # character from a frame, a client or a scenario reaches the terminal raw.
+        with escaped_output():
+            code = _main(argv)
+            sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at interpreter exit
         return code
     except BrokenPipeError:  # the reader of our output went away (`... | head -1`): no traceback
         return quiet_after_broken_pipe()

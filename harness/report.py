@@ -22,10 +22,12 @@ import orjson
 from contracts import paths
 from contracts.checks import CONTRACT_NAMES, Check, worst
 from contracts.exitcodes import FAILED, OK, UsageError
+from contracts.text import escape, one_line
 
 SYMBOLS = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "- skip", "warn": "! warn"}
 ASCII_SYMBOLS = {"pass": "ok", "fail": "FAIL", "skip": "skip", "warn": "warn"}
 _DETAIL_WIDTH = 400
+_NAME_WIDTH = 120
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +130,13 @@ def _rows(checks: Sequence[Check]) -> list[tuple[str, str]]:
 
 
 def _clip(text: str, width: int = _DETAIL_WIDTH) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """One line of at most ``width`` characters, escaped (contracts.text): a check quotes what others sent."""
+    return one_line(text, width)
+
+
+def _name(text: str) -> str:
+    """A scenario, target, contract or check name in the table: a record may have been written by anyone."""
+    return one_line(text, _NAME_WIDTH)
 
 
 def render_table(
@@ -144,13 +151,13 @@ def render_table(
     rows = _rows(checks)
     multi_target = len({t for _, t in rows}) > 1
     known = {id(c) for c in verdict.known}
-    head = ["scenario" + (" [target]" if multi_target else ""), *contracts]
+    head = ["scenario" + (" [target]" if multi_target else ""), *map(_name, contracts)]
     body = []
     by_cell: dict[tuple[str, str, str], list[Check]] = {}  # grouped once: linear in the checks
     for c in checks:
         by_cell.setdefault((c.scenario, c.target, c.contract), []).append(c)
     for scenario, target in rows:
-        label = f"{scenario} [{target}]" if multi_target else scenario
+        label = f"{_name(scenario)} [{_name(target)}]" if multi_target else _name(scenario)
         cells = [label]
         for contract in contracts:
             mine = by_cell.get((scenario, target, contract), [])
@@ -165,7 +172,7 @@ def render_table(
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = ["\n".join(lines), ""]
     counts = {s: sum(1 for c in checks if c.status == s) for s in ("pass", "fail", "warn", "skip")}
-    target_note = "" if multi_target else f" on target {rows[0][1]}"
+    target_note = "" if multi_target else f" on target {_name(rows[0][1])}"
     out.append(
         f"{len(rows)} scenario(s){target_note}, {len(checks)} checks: {counts['pass']} passed, "
         f"{counts['fail']} failed, {counts['warn']} warnings, {counts['skip']} skipped"
@@ -178,7 +185,7 @@ def render_table(
         out += [_line(c) for c in verdict.known]
     if verdict.stale:
         out += ["", "Stale baseline entries (listed as failing, now passing; remove them):"]
-        out += [f"  {e.describe()}" for e in verdict.stale]
+        out += [f"  {one_line(e.describe(), _DETAIL_WIDTH)}" for e in verdict.stale]
     warnings = [c for c in checks if c.status == "warn"]
     if warnings:
         out += ["", "Warnings:"]
@@ -196,16 +203,17 @@ def render_table(
 
 
 def _line(check: Check) -> str:
-    ref = f" [{check.reference}]" if check.reference else ""
-    return f"  {check.scenario} [{check.target}] {check.contract} / {check.name}: {_clip(check.detail)}{ref}"
+    ref = f" [{_name(check.reference)}]" if check.reference else ""
+    where = f"{_name(check.scenario)} [{_name(check.target)}] {_name(check.contract)} / {_name(check.name)}"
+    return f"  {where}: {_clip(check.detail)}{ref}"
 
 
 def _skip_lines(skips: Sequence[Check]) -> list[str]:
     """Skips grouped by reason, so 'target does not support' reads once per scenario, not per contract."""
     grouped: dict[tuple[str, str, str], list[str]] = {}
     for c in skips:
-        grouped.setdefault((c.scenario, c.target, _clip(c.detail, 200)), []).append(
-            c.contract if c.name in ("", "scenario") else f"{c.contract} / {c.name}"
+        grouped.setdefault((_name(c.scenario), _name(c.target), _clip(c.detail, 200)), []).append(
+            _name(c.contract) if c.name in ("", "scenario") else f"{_name(c.contract)} / {_name(c.name)}"
         )
     return [f"  {s} [{t}] {', '.join(names)}: {reason}" for (s, t, reason), names in grouped.items()]
 
@@ -227,9 +235,16 @@ def read_checks_json(path: str | Path) -> list[Check]:
     return [Check.from_dict(d) for d in orjson.loads(Path(path).read_bytes())]
 
 
+def _xml(text: str) -> str:
+    """Text for junit.xml: what XML 1.0 forbids (C0 controls, even as ``&#27;``, lone surrogates, U+FFFE)
+    and what a terminal obeys, written out as ``\\x1b`` / ``\\u202e`` (contracts.text): the file stays
+    well-formed and a CI page or log that shows it shows the escape, not the effect."""
+    return escape(text, keep_newlines=True)
+
+
 def junit_xml(checks: Sequence[Check], *, suite_name: str = "codex-harness") -> bytes:
     """One testsuite per (scenario, target), one testcase per check (classname scenario.contract)."""
-    root = ET.Element("testsuites", name=suite_name)
+    root = ET.Element("testsuites", name=_xml(suite_name))
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     by_row: dict[tuple[str, str], list[Check]] = {}  # grouped once: linear in the checks
     for c in checks:
@@ -239,23 +254,23 @@ def junit_xml(checks: Sequence[Check], *, suite_name: str = "codex-harness") -> 
         suite = ET.SubElement(
             root,
             "testsuite",
-            name=f"{scenario}[{target}]",
+            name=_xml(f"{scenario}[{target}]"),
             tests=str(len(mine)),
             failures=str(sum(c.status == "fail" for c in mine)),
             skipped=str(sum(c.status == "skip" for c in mine)),
             errors="0",
         )
         for c in mine:
-            case = ET.SubElement(
-                suite, "testcase", classname=f"{scenario}[{target}].{c.contract}", name=c.name or c.contract
-            )
+            classname = _xml(f"{scenario}[{target}].{c.contract}")
+            case = ET.SubElement(suite, "testcase", classname=classname, name=_xml(c.name or c.contract))
             message = _clip(c.detail, 1000)
             if c.status == "fail":
-                ET.SubElement(case, "failure", message=message, type=c.reference or "contract").text = c.detail
+                failure = ET.SubElement(case, "failure", message=message, type=_xml(c.reference or "contract"))
+                failure.text = _xml(c.detail)
             elif c.status == "skip":
                 ET.SubElement(case, "skipped", message=message)
             elif c.status == "warn":
-                ET.SubElement(case, "system-out").text = f"warning: {c.detail}"
+                ET.SubElement(case, "system-out").text = _xml(f"warning: {c.detail}")
         totals["tests"] += len(mine)
         totals["failures"] += int(suite.get("failures", "0"))
         totals["skipped"] += int(suite.get("skipped", "0"))

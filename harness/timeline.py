@@ -15,14 +15,21 @@ from typing import Any
 from contracts.checks import Check
 from contracts.checks.wire_index import id_key, is_request, is_response, turn_id_of
 from contracts.record import WireEntry
+from contracts.text import one_line
 
 _ARROWS = {"c2s": "→", "s2c": "←", "note": "·"}
 _TEXT = 60
+_NAME = 80  # a method name, a status, a type
+_ID = 40
 
 
 def _clip(text: Any, width: int = _TEXT) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= width else s[: width - 1] + "…"
+    """A value from the wire as one line of at most ``width`` characters, escaped (contracts.text)."""
+    return one_line(text, width)
+
+
+def _id(value: Any) -> str:
+    return _clip(value, _ID)
 
 
 def _usage(b: Any) -> str:
@@ -46,45 +53,45 @@ def summarize(frame: dict[str, Any]) -> str:
             if "decision" in result:
                 return f"decision {_clip(result['decision'], 40)}"
             if isinstance(result.get("turn"), dict):
-                return f"turn {result['turn'].get('id')} {result['turn'].get('status')}"
+                return f"turn {_id(result['turn'].get('id'))} {_clip(result['turn'].get('status'), _NAME)}"
             if isinstance(result.get("thread"), dict):
-                return f"thread {result['thread'].get('id')}"
+                return f"thread {_id(result['thread'].get('id'))}"
             return _clip(",".join(result) or "{}")
         return _clip(result)
     if method in ("item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
         return repr(_clip(params.get("delta", ""), 40))
     if method in ("item/started", "item/completed"):
         item = params.get("item") if isinstance(params.get("item"), dict) else {}
-        status = f" {item['status']}" if item.get("status") else ""
-        return f"{item.get('type')} {item.get('id')}{status}"
+        status = f" {_clip(item['status'], _NAME)}" if item.get("status") else ""
+        return f"{_clip(item.get('type'), _NAME)} {_id(item.get('id'))}{status}"
     if method in ("turn/started", "turn/completed"):
         turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
         error = turn.get("error")
         msg = f" error: {_clip(error.get('message', ''), 40)}" if isinstance(error, dict) else ""
-        return f"turn {turn.get('id')} {turn.get('status')}{msg}"
+        return f"turn {_id(turn.get('id'))} {_clip(turn.get('status'), _NAME)}{msg}"
     if method == "thread/status/changed":
         status = params.get("status") if isinstance(params.get("status"), dict) else {}
-        return str(status.get("type"))
+        return _clip(status.get("type"), _NAME)
     if method == "thread/tokenUsage/updated":
         usage = params.get("tokenUsage") if isinstance(params.get("tokenUsage"), dict) else {}
         return f"last {_usage(usage.get('last'))}; total {_usage(usage.get('total'))}"
     if method == "error":
         err = params.get("error") if isinstance(params.get("error"), dict) else {}
-        return f"willRetry={params.get('willRetry')} {_clip(err.get('message', ''), 50)}"
+        return f"willRetry={_id(params.get('willRetry'))} {_clip(err.get('message', ''), 50)}"
     if method.endswith("requestApproval"):
         what = params.get("command") or params.get("reason") or ""
-        return f"item {params.get('itemId')} {_clip(what, 40)}"
+        return f"item {_id(params.get('itemId'))} {_clip(what, 40)}"
     if method == "serverRequest/resolved":
-        return f"request {params.get('requestId')}"
+        return f"request {_id(params.get('requestId'))}"
     if method in ("turn/start", "turn/steer"):
         inputs = params.get("input") if isinstance(params.get("input"), list) else []
         texts = [i.get("text", "") for i in inputs if isinstance(i, dict)]
         return repr(_clip(" ".join(texts), 40))
     if method == "turn/interrupt":
-        return f"turn {params.get('turnId')}"
+        return f"turn {_id(params.get('turnId'))}"
     if method == "initialize":
         info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
-        return f"{info.get('name')} {info.get('version')}"
+        return f"{_clip(info.get('name'), _NAME)} {_clip(info.get('version'), _ID)}"
     return _clip(",".join(f"{k}" for k in params))
 
 
@@ -122,7 +129,7 @@ class _Requests:
         key = (direction, id_key(frame["id"]))
         if key in self.methods:
             return  # a reused id: the first request keeps it (as the contracts' index does)
-        self.methods[key] = str(frame["method"])
+        self.methods[key] = _clip(frame["method"], _NAME)  # clipped once: a 10 MB name is not kept
         if len(self.methods) > MAX_REQUESTS:
             del self.methods[next(iter(self.methods))]
 
@@ -155,7 +162,7 @@ def render_lines(
     requests = _Requests()
     windows = _Windows()
     if title:
-        yield title
+        yield _clip(title, 400)  # made of a record's fields: another program may have written them
     t0: float | None = None
     for entry in entries:
         if t0 is None:
@@ -163,12 +170,12 @@ def render_lines(
         when = f"{(entry.t - t0) * 1000:10.1f}ms"
         arrow = _ARROWS.get(entry.dir, "?")
         if entry.dir == "note":
-            yield f"{when} {arrow}     -- {entry.note}"
+            yield f"{when} {arrow}     -- {_clip(entry.note, 300)}"
             continue
         if entry.frame is None:
             size = f" ({entry.size} bytes)" if entry.size else ""
-            raw = f": {_clip(entry.raw, 40)!r}" if entry.raw else ""
-            yield f"{when} {arrow} {entry.dir} !! not a frame: {entry.error}{size}{raw}"
+            raw = f": {_clip(repr(entry.raw), 60)}" if entry.raw else ""
+            yield f"{when} {arrow} {entry.dir} !! not a frame: {_clip(entry.error, _NAME)}{size}{raw}"
             continue
         try:
             yield _frame_line(entry, f"{when} {arrow} {entry.dir}", requests, windows, validator)
@@ -188,7 +195,8 @@ def render_lines(
         yield ""
         yield f"Contracts: {sum(c.status == 'pass' for c in checks)} passed, {len(failures)} failed or warned"
         for c in failures:
-            yield f"  {c.status.upper()} {c.contract} / {c.name}: {_clip(c.detail, 300)} [{c.reference}]"
+            what = f"{_clip(c.contract, _NAME)} / {_clip(c.name, _NAME)}"
+            yield f"  {c.status.upper()} {what}: {_clip(c.detail, 300)} [{_clip(c.reference, _NAME)}]"
 
 
 def _frame_line(entry: WireEntry, prefix: str, requests: _Requests, windows: _Windows, validator: Any) -> str:
@@ -196,14 +204,14 @@ def _frame_line(entry: WireEntry, prefix: str, requests: _Requests, windows: _Wi
     marks: list[str] = []
     if is_request(frame):
         requests.seen(entry.dir, frame)
-        label = f"{frame['method']} #{frame['id']}"
+        label = f"{_clip(frame['method'], _NAME)} #{_id(frame['id'])}"
         if entry.dir == "s2c":
-            marks.append(windows.opened(f"req:{id_key(frame['id'])}", f"server request {frame['id']}"))
+            marks.append(windows.opened(f"req:{id_key(frame['id'])}", f"server request {_id(frame['id'])}"))
         elif frame["method"] == "turn/interrupt":
-            marks.append(windows.opened(f"int:{id_key(frame['id'])}", f"interrupt #{frame['id']}"))
+            marks.append(windows.opened(f"int:{id_key(frame['id'])}", f"interrupt #{_id(frame['id'])}"))
     elif is_response(frame):
         method = requests.answered(entry) or "unknown request"
-        label = f"answer #{frame['id']} ({method})"
+        label = f"answer #{_id(frame['id'])} ({method})"
         if entry.dir == "c2s":
             mark = windows.closed(f"req:{id_key(frame['id'])}", "answers")
             marks.append(mark or "!! no open request with this id")
@@ -212,7 +220,7 @@ def _frame_line(entry: WireEntry, prefix: str, requests: _Requests, windows: _Wi
             if mark:
                 marks.append(mark)
     else:
-        label = str(frame.get("method"))
+        label = _clip(frame.get("method"), _NAME)
         marks += _notification_marks(frame, windows)
     if validator is not None:
         violations = validator.validate(frame, entry.dir, requests.answered(entry))
@@ -227,11 +235,11 @@ def _notification_marks(frame: dict[str, Any], windows: _Windows) -> list[str]:
     params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
     if method == "item/started" and isinstance(params.get("item"), dict):
         item = params["item"]
-        return [windows.opened(f"item:{item.get('id')}", f"{item.get('type')} {item.get('id')}")]
+        return [windows.opened(f"item:{item.get('id')}", f"{_clip(item.get('type'), _NAME)} {_id(item.get('id'))}")]
     if method == "item/completed" and isinstance(params.get("item"), dict):
         return [windows.closed(f"item:{params['item'].get('id')}")]
     if method == "turn/started":
-        return [windows.opened(f"turn:{turn_id_of(frame)}", f"turn {turn_id_of(frame)}")]
+        return [windows.opened(f"turn:{turn_id_of(frame)}", f"turn {_id(turn_id_of(frame))}")]
     if method == "turn/completed":
         marks = [windows.closed(f"turn:{turn_id_of(frame)}")]
         left = [w for k, w in windows.open.items() if k.startswith("item:")]

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from harness.html import browser, write_index_html
+from harness.html.page import sha256 as page_sha256
 from harness.runner import run_many
 from harness.scenario_lookup import resolve
 
@@ -68,7 +69,8 @@ def expected_arrows(wire_jsonl: Path) -> int:
 def test_report_loads_draws_every_arrow_and_is_drawn(chromium: str, report: Path, tmp_path: Path) -> None:
     shot = tmp_path / "shot.png"
     loaded = browser.load(report, binary=chromium, screenshot=shot, width=1200, height=900)
-    assert loaded.errors == []
+    assert loaded.errors == []  # a Content-Security-Policy violation would be one (page.ERROR_HOOK reports it)
+    assert "Content-Security-Policy" in report.read_text(encoding="utf-8")
     assert loaded.attrs.get("ready") == "1"
     expected = sum(expected_arrows(p) for p in sorted(report.parent.glob("sessions/*/*/wire.jsonl")))
     assert expected > 20
@@ -80,13 +82,38 @@ def test_report_loads_draws_every_arrow_and_is_drawn(chromium: str, report: Path
     assert browser.ink_ratio(image) >= 0.02
 
 
+def _planted(html: str, script: str, *, allowed: bool) -> str:
+    """The page with ``script`` before ``</body>``; ``allowed``: its hash added to the page's policy."""
+    if allowed:
+        html = html.replace("script-src ", f"script-src {page_sha256(script)} ", 1)
+    return html.replace("</body>", f"<script>{script}</script></body>")
+
+
 def test_a_planted_js_error_fails_the_check(chromium: str, report: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken.html"
     html = report.read_text(encoding="utf-8")
-    broken.write_text(html.replace("</body>", "<script>window.notAFunction();</script></body>"), encoding="utf-8")
+    broken.write_text(_planted(html, "window.notAFunction();", allowed=True), encoding="utf-8")
     loaded = browser.load(broken, binary=chromium)
     assert loaded.errors, "a JavaScript error on the page must be seen"
     assert any("notAFunction" in e for e in loaded.errors)
+
+
+def test_the_policy_blocks_a_script_without_its_hash_and_says_so(chromium: str, report: Path, tmp_path: Path) -> None:
+    """The page's own scripts run under its Content-Security-Policy (the first test: no violation, every
+    arrow counted); one planted without a hash (what a string smuggled past the escaping would be) does
+    not run, and the page reports the violation."""
+    html = report.read_text(encoding="utf-8")
+    assert "Content-Security-Policy" in html and "unsafe-inline" not in html
+    planted = tmp_path / "planted.html"
+    script = "document.body.setAttribute('data-planted','1');"
+    planted.write_text(_planted(html, script, allowed=False), encoding="utf-8")
+    loaded = browser.load(planted, binary=chromium)
+    assert "planted" not in loaded.attrs, "an inline script without a hash in the policy must not run"
+    assert any(e.startswith("csp: script-src") for e in loaded.js_errors), loaded.errors
+    assert loaded.attrs.get("ready") == "1"  # the page's own scripts still ran
+    allowed = tmp_path / "allowed.html"
+    allowed.write_text(_planted(html, script, allowed=True), encoding="utf-8")
+    assert browser.load(allowed, binary=chromium).attrs.get("planted") == "1"  # the planting itself works
 
 
 def test_png_decoder_reads_filters() -> None:

@@ -217,9 +217,12 @@ def test_stderr_tails_are_shown_without_colour_codes() -> None:
         "\x1b[2m2026-12-01T09:50:56Z\x1b[0m \x1b[33m WARN\x1b[0m \x1b[2mcodex_core_plugins::startup_sync\x1b[0m"
         "\x1b[2m:\x1b[0m git sync failed \x1b[3mapi_token\x1b[0m\x1b[2m=\x1b[0msecret42\x1b]0;title\x07 done\x1bM\n"
     )
-    plain = "2026-12-01T09:50:56Z  WARN codex_core_plugins::startup_sync: git sync failed api_token={} done\n"
-    assert strip_ansi(line) == plain.format("secret42")
+    plain = "2026-12-01T09:50:56Z  WARN codex_core_plugins::startup_sync: git sync failed api_token={}{} done{}\n"
+    # Only colours go; a title write (OSC 0) and a reverse index are kept, to be shown escaped.
+    assert strip_ansi(line) == plain.format("secret42", "\x1b]0;title\x07", "\x1bM")
     tail = StderrTail(limit=4096)
     tail.feed(line.encode())
-    assert tail.text() == plain.format("[REDACTED]")  # the colour codes no longer hide the assignment
+    # the colour codes no longer hide the assignment (the value runs to the ';' of the title sequence and
+    # goes with it); what is left of escape sequences is written out
+    assert tail.text() == plain.format("[REDACTED]", ";title\\x07", "\\x1bM")
     assert strip_ansi("plain text") == "plain text"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from contracts.text import escape, one_line
+
 DEFAULT_TAIL_BYTES: Final = 2048
 # Extra bytes kept before the tail so a secret cut by the tail boundary is still recognised.
 _MARGIN: Final = 512
@@ -21,14 +23,24 @@ _PATTERNS: Final = (
 )
 
 
-# Terminal control sequences: CSI (colours, ``ESC[2m``), OSC (titles, links) and two-byte escapes. codex
-# colours its tracing output even into a pipe; a tail shown in a terminal, a report or a file reads plain.
-_ANSI: Final = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Colour codes (SGR: ``ESC[2m``, ``ESC[0m``, ``ESC[38;5;1m``). codex colours its tracing output even into a
+# pipe; a tail shown in a terminal, a report or a file reads plain. Only colours go: any other sequence
+# (a cursor move, OSC 52 writing the clipboard, OSC 0 the window title) is kept, and shown escaped
+# wherever the tail is shown (contracts.text), so a server that sends one is seen doing it.
+_SGR: Final = re.compile(r"\x1b\[[0-9;:]*m")
+#: A line of a tail shown on the terminal is cut here (the whole tail is in the record).
+TAIL_LINE_WIDTH: Final = 400
 
 
 def strip_ansi(text: str) -> str:
-    """``text`` without ANSI escape sequences (colour, cursor, OSC)."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
+    """``text`` without colour codes (SGR sequences); every other escape sequence stays."""
+    return _SGR.sub("", text) if "\x1b" in text else text
+
+
+def terminal_lines(tail: str, count: int) -> list[str]:
+    """The last ``count`` lines of a stderr tail as lines to print: colours stripped, each line clipped
+    and escaped (contracts.text), so a line of the tail is one line on the terminal."""
+    return [one_line(line, TAIL_LINE_WIDTH) for line in strip_ansi(tail).strip().splitlines()[-count:]]
 
 
 def redact(text: str) -> str:
@@ -61,12 +73,14 @@ class StderrTail:
         return self.total > self.limit
 
     def text(self) -> str:
-        """The redacted tail, at most ``limit`` bytes of the original's end (redaction may shorten it)."""
+        """The redacted tail, at most ``limit`` bytes of the original's end (redaction may shorten it),
+        escaped (contracts.text): the record's ``stderr.txt`` is safe to ``cat`` and every place that shows
+        the tail shows the same text."""
         if self.limit == 0:
             return ""
         # Colours go first: ``token\x1b[2m=\x1b[0m"…"`` must still read as an assignment to redact.
         redacted = redact(strip_ansi(self._buf.decode("utf-8", errors="replace")))
         encoded = redacted.encode("utf-8")
-        if len(encoded) <= self.limit:
-            return redacted
-        return encoded[-self.limit :].decode("utf-8", errors="ignore")
+        if len(encoded) > self.limit:
+            redacted = encoded[-self.limit :].decode("utf-8", errors="ignore")
+        return escape(redacted, keep_newlines=True)

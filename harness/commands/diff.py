@@ -25,6 +25,7 @@ from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
 from contracts.fidelity import Difference, diff_server_sides, render
 from contracts.record import SessionRecord
 from contracts.scenario import Scenario
+from contracts.text import one_line
 from harness import scenario_lookup
 
 NAME = "diff"
@@ -205,18 +206,18 @@ def run(args: argparse.Namespace) -> int:
     elif result.skipped:
         print(f"{scenario.name}: cannot be compared: {result.skipped}")
     elif result.error:
-        print(f"{scenario.name}: {result.error}")
+        print(f"{scenario.name}: {one_line(result.error, 400)}")
     else:
         version = result.server_version or "?"
         played = f"{args.fake_target} playing {result.profile} ({result.profile_note})"
         print(f"{scenario.name}: {played} vs real codex {version}")
         print(render(result.differences))
         for line in result.invalid_frames:
-            print(f"invalid against its release's schema: {line}")
+            print(f"invalid against its release's schema: {one_line(line, 400)}")
         if result.trace_differences:
             print("trace bundle events (fake against real):")
             for line in result.trace_differences[:50]:
-                print(f"  {line}")
+                print(f"  {one_line(line, 400)}")
         else:
             print("trace bundles: the same events")
     if result.skipped:

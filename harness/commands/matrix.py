@@ -25,6 +25,7 @@ from typing import Any
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.schema_diff import ChangeKind, SchemaDiff, diff_bundles
+from contracts.text import escape
 
 NAME = "matrix"
 HELP = "validate several codex releases and print them side by side (schema changes, contracts, fidelity, latency)"
@@ -291,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
         matrix = Matrix(reports, neighbours(versions))
     matrix.command = "codex-harness matrix " + " ".join(f"--codex {c}" for c in args.codex)
     matrix.wall_s = time.perf_counter() - started
-    markdown = render_markdown(matrix)
+    markdown = escape(render_markdown(matrix), keep_newlines=True)  # matrix.md is read in terminals too
     (args.out / "matrix.md").write_text(markdown, encoding="utf-8")
     (args.out / "matrix.json").write_text(json.dumps(matrix.to_json(), indent=2, default=str) + "\n", encoding="utf-8")
     (args.out / "matrix.html").write_text(render_html(matrix), encoding="utf-8")

@@ -20,7 +20,7 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
 from harness import report_dir as report_dir_check
 from harness import scenario_lookup
-from harness.client.stderr import strip_ansi
+from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
 from harness.report import (
@@ -81,7 +81,7 @@ def _startup_failures(runs: list[ScenarioRun]) -> None:
         if not failure:
             continue
         print(f"codex-harness run: {run.scenario} [{run.target}]: the server did not start: {failure}", file=sys.stderr)
-        tail = strip_ansi(run.record.stderr_tail if run.record is not None else "").strip().splitlines()[-STDERR_LINES:]
+        tail = terminal_lines(run.record.stderr_tail if run.record is not None else "", STDERR_LINES)
         for line in tail or ["(its stderr was empty)"]:
             print(f"  stderr: {line}", file=sys.stderr)
 

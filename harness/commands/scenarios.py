@@ -8,6 +8,7 @@ import orjson
 
 from contracts.exitcodes import FAILED, OK
 from contracts.scenario import TARGETS
+from contracts.text import one_line
 from harness import scenario_lookup
 from harness.outside.plan import adapter_plan
 
@@ -53,11 +54,13 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no scenarios found")
         return OK
+    for r in rows:  # a scenario file's strings, shown one line each (contracts.text)
+        r["name"], r["description"] = one_line(r["name"], 80), one_line(r.get("description", ""), 300)
     name_w = max(len(str(r["name"])) for r in rows)
     targets_w = max(len(",".join(r["targets"])) for r in rows)  # type: ignore[arg-type]
     for r in rows:
         if "error" in r:
-            print(f"{str(r['name']).ljust(name_w)}  {'-'.ljust(targets_w)}  INVALID: {r['error']}")
+            print(f"{str(r['name']).ljust(name_w)}  {'-'.ljust(targets_w)}  INVALID: {one_line(r['error'], 400)}")
         else:
             print(f"{str(r['name']).ljust(name_w)}  {','.join(r['targets']).ljust(targets_w)}  {r['description']}")  # type: ignore[arg-type]
     print(f"\n{len(rows)} scenario(s); fake = in-process fake, fake-process = fake-codex app-server, real = codex")

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
+from contracts.text import one_line
 from contracts.trace.closure import TraceVerdict, check_bundle
 from contracts.trace.errors import TraceInvalid, TraceUnreadable
 from contracts.trace.reader import ReplayedTrace, read_bundle
@@ -46,7 +47,7 @@ def _format_verdict(v: TraceVerdict) -> str:
     lines: list[str] = []
     if v.verdict == "invalid":
         where = f" (line {v.error_line})" if v.error_line is not None else ""
-        lines.append(f"INVALID {v.path}: replay rejects the bundle{where}: {v.error}")
+        lines.append(f"INVALID {v.path}: replay rejects the bundle{where}: {one_line(v.error, 400)}")
         return "\n".join(lines)
     head = {
         "closed": "CLOSED",
@@ -54,15 +55,16 @@ def _format_verdict(v: TraceVerdict) -> str:
         "violation": "VIOLATION: valid, but a trace-closure invariant is broken",
     }[v.verdict]
     lines.append(f"{head} {v.path}")
-    lines.append(f"  recording_status={v.recording_status} rollout status={v.rollout_status}")
+    status = f"recording_status={one_line(v.recording_status, 40)} rollout status={one_line(v.rollout_status, 40)}"
+    lines.append(f"  {status}")
     if v.verdict == "unclosed":
         opened = v.open_windows()
         if opened:
             lines.append(f"  {len(opened)} window(s) left open:")
     for p in v.problems:
-        lines.append(f"  {p.describe()}")
+        lines.append(f"  {one_line(p.describe(), 400)}")
     for w in v.warnings:
-        lines.append(f"  warning: {w}")
+        lines.append(f"  warning: {one_line(w, 400)}")
     return "\n".join(lines)
 
 
@@ -91,25 +93,28 @@ def format_timeline(trace: ReplayedTrace) -> str:
         "code_cell": 2,
         "terminal_operation": 3,
     }
+    # Every string here is the bundle's (another program wrote it): one line each, clipped (contracts.text).
     lines = [
-        f"trace {trace.trace_id} rollout {trace.rollout_id}",
-        f"status={trace.status} recording_status={trace.recording_status} events={trace.event_count}",
+        f"trace {one_line(trace.trace_id, 80)} rollout {one_line(trace.rollout_id, 80)}",
+        f"status={one_line(trace.status, 40)} recording_status={one_line(trace.recording_status, 40)} "
+        f"events={trace.event_count}",
         f"{'start':>8} {'end':>8}  {'seq':>11}  window",
     ]
     for w in sorted(trace.windows(), key=lambda w: (w.started_seq, depth[w.kind])):
         end = f"+{w.ended_at_unix_ms - t0}" if w.ended_at_unix_ms is not None else "open"
         seqs = f"{w.started_seq}-{w.ended_seq if w.ended_seq is not None else '…'}"
-        extra = f" ({w.label})" if w.label else ""
+        extra = f" ({one_line(w.label, 80)})" if w.label else ""
         doubles = f"  ENDED {len(w.ends)}x" if len([m for m in w.ends if not m.implicit]) > 1 else ""
         indent = "  " * depth[w.kind]
         lines.append(
-            f"{'+' + str(w.started_at_unix_ms - t0):>8} {end:>8}  {seqs:>11}  {indent}{w.kind} {w.id}{extra}"
-            f" [{w.status}]{doubles}"
+            f"{'+' + str(w.started_at_unix_ms - t0):>8} {end:>8}  {seqs:>11}  {indent}{w.kind} {one_line(w.id, 80)}"
+            f"{extra} [{one_line(w.status, 40)}]{doubles}"
         )
     if trace.rollout_ended:
         last = trace.rollout_ended[-1]
         lines.append(
-            f"{'+' + str(last.wall_time_unix_ms - t0):>8} {'':>8}  {last.seq:>11}  rollout_ended [{last.status}]"
+            f"{'+' + str(last.wall_time_unix_ms - t0):>8} {'':>8}  {last.seq:>11}  "
+            f"rollout_ended [{one_line(last.status, 40)}]"
         )
     if trace.recording_completed_seq is not None:
         lines.append(f"{'':>8} {'':>8}  {trace.recording_completed_seq:>11}  recording_completed")
@@ -124,7 +129,7 @@ def _show(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     except TraceInvalid as exc:
         where = f" (line {exc.line})" if exc.line is not None else ""
-        print(f"INVALID {bundle}: replay rejects the bundle{where}: {exc.message}", file=sys.stderr)
+        print(f"INVALID {bundle}: replay rejects the bundle{where}: {one_line(exc.message, 400)}", file=sys.stderr)
         return INVALID_INPUT
     print(format_timeline(trace))
     return OK

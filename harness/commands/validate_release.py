@@ -26,6 +26,7 @@ from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.fidelity import render
 from contracts.scenario import Scenario
 from contracts.schema_diff import SchemaDiff, diff_bundles
+from contracts.text import escape
 from fake_server.catalogue import model_level
 from harness import scenario_lookup
 
@@ -323,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
     if note:
         print(f"codex-harness validate-release: {note}", file=sys.stderr)
     (out / "report.json").write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
-    markdown = render_markdown(report)
+    markdown = escape(render_markdown(report), keep_newlines=True)  # report.md is read in terminals too
     (out / "report.md").write_text(markdown)
     from harness.html.release import render_release
 

@@ -30,6 +30,7 @@ from contracts.checks import Check
 from contracts.checks.scenario import scripted_faults, struck_faults
 from contracts.checks.wire_index import id_key, is_request, is_response, turn_id_of
 from contracts.record import ModelEntry, SessionRecord, WireEntry
+from contracts.text import one_line
 from harness.timeline import summarize
 
 #: Rows of one diagram before folding starts (a row is about 22 px: about 9,000 px of diagram).
@@ -38,6 +39,8 @@ MAX_ROWS = 400
 KEEP_ENDS = 150
 #: Labels longer than this are clipped (the full text is in the arrow's tooltip).
 LABEL_WIDTH = 64
+METHOD_WIDTH = 80
+ID_WIDTH = 40
 _APPROVAL_SUFFIX = "requestApproval"
 
 
@@ -101,8 +104,16 @@ class Diagram:
 
 
 def _clip(text: str, width: int = LABEL_WIDTH) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return one_line(text, width)
+
+
+def _method(frame: dict[str, Any]) -> str:
+    """The frame's method for a label (a frame may carry a 10 MB one: clipped once, here)."""
+    return _clip(str(frame.get("method")), METHOD_WIDTH)
+
+
+def _rid(frame: dict[str, Any]) -> str:
+    return _clip(str(frame["id"]), ID_WIDTH)
 
 
 # --- where faults struck ---------------------------------------------------------------------------
@@ -340,8 +351,8 @@ class _Builder:
         if frame is None:
             size = f" ({entry.size:,} bytes)" if entry.size else ""
             row.label, row.method, row.css = (
-                f"not a frame: {entry.error}",
-                f"not a frame: {entry.error}",
+                f"not a frame: {_clip(str(entry.error), METHOD_WIDTH)}",
+                f"not a frame: {_clip(str(entry.error), METHOD_WIDTH)}",
                 (
                     entry.dir,
                     "bad",
@@ -351,16 +362,16 @@ class _Builder:
             return row
         here = len(self.rows)
         if is_request(frame):
-            method = str(frame["method"])
+            method = _method(frame)
             key = f"{entry.dir}:{id_key(frame['id'])}"
             self.methods[key] = method
             server = entry.dir == "s2c"
-            approval = server and method.endswith(_APPROVAL_SUFFIX)
-            row.label = ("⚠ " if approval else "") + f"{method} #{frame['id']}"
+            approval = server and str(frame["method"]).endswith(_APPROVAL_SUFFIX)
+            row.label = ("⚠ " if approval else "") + f"{method} #{_rid(frame)}"
             row.css = (entry.dir, "request", *(("approval",) if approval else ()))
             row.detail = _clip(summarize(frame), 200)
-            self.request_rows[key] = (here, f"{method} #{frame['id']}", server)
-            what = f"{'server request' if server else 'request'} {method} #{frame['id']}"
+            self.request_rows[key] = (here, f"{method} #{_rid(frame)}", server)
+            what = f"{'server request' if server else 'request'} {method} #{_rid(frame)}"
             self.open[f"req:{key}"] = (what, here)
             if method == "turn/interrupt":
                 row.css += ("interrupt",)
@@ -372,12 +383,13 @@ class _Builder:
             error = frame.get("error")
             if error is not None:
                 code = error.get("code") if isinstance(error, dict) else error
-                row.label, row.css = f"#{frame['id']} {method} → error {code}", (entry.dir, "answer", "error")
+                code = _clip(str(code), ID_WIDTH)
+                row.label, row.css = f"#{_rid(frame)} {method} → error {code}", (entry.dir, "answer", "error")
             elif entry.dir == "c2s" and isinstance(frame.get("result"), dict) and "decision" in frame["result"]:
-                row.label = f"#{frame['id']} decision: {_clip(str(frame['result']['decision']), 30)}"
+                row.label = f"#{_rid(frame)} decision: {_clip(str(frame['result']['decision']), 30)}"
                 row.css = (entry.dir, "answer", "decision")
             else:
-                row.label, row.css = f"#{frame['id']} {method} ✓", (entry.dir, "answer")
+                row.label, row.css = f"#{_rid(frame)} {method} ✓", (entry.dir, "answer")
             row.detail = _clip(summarize(frame), 200)
             opened = self.request_rows.pop(key, None)
             if opened is not None:
@@ -386,7 +398,7 @@ class _Builder:
             else:
                 row.css += ("orphan",)
             return row
-        method = str(frame.get("method"))
+        method = _method(frame)
         row.label, row.method, row.css = method, method, (entry.dir, "notify")
         row.detail = _clip(summarize(frame), 200)
         self._windows(frame, row, here)
@@ -397,11 +409,12 @@ class _Builder:
         params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
         if method == "item/started" and isinstance(params.get("item"), dict):
             item = params["item"]
-            self.open[f"item:{item.get('id')}"] = (f"{item.get('type')} {item.get('id')}", here)
+            what = f"{_clip(str(item.get('type')), METHOD_WIDTH)} {_clip(str(item.get('id')), ID_WIDTH)}"
+            self.open[f"item:{item.get('id')}"] = (what, here)
         elif method == "item/completed" and isinstance(params.get("item"), dict):
             self.open.pop(f"item:{params['item'].get('id')}", None)
         elif method == "turn/started":
-            self.open[f"turn:{turn_id_of(frame)}"] = (f"turn {turn_id_of(frame)}", here)
+            self.open[f"turn:{turn_id_of(frame)}"] = (f"turn {_clip(str(turn_id_of(frame)), ID_WIDTH)}", here)
             row.css += ("turn",)
         elif method == "turn/completed":
             self.open.pop(f"turn:{turn_id_of(frame)}", None)
@@ -443,7 +456,7 @@ def _model_rows(entries: Sequence[ModelEntry]) -> list[Row]:
             )
             continue
         if "event" in msg:
-            kind = str(msg["event"])
+            kind = _clip(str(msg["event"]), METHOD_WIDTH)
             last = rows[-1] if rows else None
             if last is not None and last.kind == "model" and last.method == kind:
                 last.count += 1

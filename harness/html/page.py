@@ -6,11 +6,20 @@ after load the body carries ``data-load-ms`` (navigation start to the load event
 ``data-height``; opened as ``…#selftest`` also ``data-drawn-arrows`` (sequence-diagram arrows with a
 non-empty box, which lays out every section). The page reads fine without it. On a run's page, sessions off screen
 are not rendered until scrolled to (``section.lazy``, ``content-visibility: auto``): 50 sessions open at once.
+
+Every page carries a Content-Security-Policy (:data:`CSP`): its two scripts and its style sheet run by the
+sha256 of their text, nothing else does (no ``'unsafe-inline'``, no style attribute, nothing loaded), and a
+blocked one is reported like an error (``csp: ...`` in ``#js-errors``). Text goes through :func:`e`.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from html import escape
+
+from contracts.text import clip
+from contracts.text import escape as text_escape
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 24px 40px;color:#0f172a}
@@ -63,11 +72,12 @@ svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 .hist .axis,.hist .tick{stroke:#475569}.hist .tlabel{fill:#475569;text-anchor:middle;font-size:10px}
 .hist .htitle{font-weight:700}.hist .hlegend{fill:#334155}.hist .pmark line{stroke-width:2}
 .hist .pmark text{font-weight:700}.hist .empty{text-anchor:middle;fill:#64748b}
+svg.defs{position:absolute}
 """
 
 #: Arrow heads, defined once per page (inline SVGs of one document share ids).
 DEFS = (
-    '<svg width="0" height="0" style="position:absolute" aria-hidden="true"><defs>'
+    '<svg class="defs" width="0" height="0" aria-hidden="true"><defs>'
     + "".join(
         f'<marker id="ah-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9" '
         f'markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
@@ -90,6 +100,8 @@ if(d){d.textContent=window.__errors.join('\\n');d.hidden=false;}
 if(document.body){document.body.setAttribute('data-js-errors',String(window.__errors.length));}}
 window.addEventListener('error',function(e){__report('error: '+e.message);});
 window.addEventListener('unhandledrejection',function(e){__report('unhandled rejection: '+e.reason);});
+document.addEventListener('securitypolicyviolation',function(e){
+__report('csp: '+e.violatedDirective+' blocked '+(e.blockedURI||'an inline one'));});
 (function(){var orig=console.error;console.error=function(){
 __report('console.error: '+Array.prototype.join.call(arguments,' '));return orig.apply(console,arguments);};})();
 """
@@ -127,18 +139,44 @@ _LEGEND_ITEMS = (
     ("", "grey numbers: wire.jsonl lines; hover an arrow for its frame"),
 )
 LEGEND = (
-    '<p class="legend">' + " · ".join(f'<b style="color:{c}">{t}</b>' if c else t for c, t in _LEGEND_ITEMS) + "</p>"
+    '<p class="legend">'
+    + " · ".join(f'<b class="c{c[1:]}">{t}</b>' if c else t for c, t in _LEGEND_ITEMS)
+    + "</p>"
+)
+# Colours by class, not by a style attribute: the policy below allows no inline style but the sheet.
+CSS += "".join(sorted({f".legend b.c{c[1:]}{{color:{c}}}" for c, _ in _LEGEND_ITEMS if c})) + "\n"
+
+
+def sha256(text: str) -> str:
+    """The CSP source that allows an inline script or style of exactly ``text``."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+#: The page's Content-Security-Policy: nothing is loaded (no network, no file), and the only script and style
+#: that run are the page's own, by the hashes of their text. Whatever a hostile string smuggles past the
+#: escaping (a ``<script>``, an ``onload=``, a ``style=``) is not run.
+CSP = (
+    f"default-src 'none'; script-src {sha256(ERROR_HOOK)} {sha256(AFTER_LOAD)}; style-src {sha256(CSS)}; "
+    "base-uri 'none'; form-action 'none'"
 )
 
 
 def e(text: object) -> str:
-    return escape(str(text), quote=True)
+    """Text for HTML: markup escaped, and controls and bidi characters written out (contracts.text), so a
+    hostile string cannot reorder what the page shows."""
+    return escape(text_escape(str(text), keep_newlines=True), quote=True)
+
+
+#: The page title (a tab, a window list, a bookmark) is cut here.
+TITLE_WIDTH = 200
 
 
 def page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{e(title)}</title>'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(clip(title, TITLE_WIDTH))}</title>"
         f"<script>{ERROR_HOOK}</script><style>{CSS}</style></head><body>"
         f'{DEFS}<div id="js-errors" hidden></div>{body}<script>{AFTER_LOAD}</script></body></html>'
     )

@@ -10,9 +10,10 @@ how many wire frames it stands for and whose ``<title>`` holds the full text.
 from __future__ import annotations
 
 import math
-from html import escape
 
+from contracts.text import clip
 from harness.html.diagram import Diagram, Row
+from harness.html.page import e
 
 ROW_H = 22
 HEAD = 46
@@ -25,8 +26,12 @@ ANNOT_W = 330
 CHAR_W = 6.4  # px per label character at 11 px, on average (generous: labels must not cross the lanes)
 
 
+#: A tooltip (``<title>``) is cut here: the labels are clipped where they are made, this bounds the rest.
+TITLE_WIDTH = 2000
+
+
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    return e(clip(str(text), TITLE_WIDTH))
 
 
 def _clip(text: str, width: int) -> str:

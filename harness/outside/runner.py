@@ -30,6 +30,7 @@ from contracts.exitcodes import UsageError
 from contracts.record import SessionRecord
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
+from contracts.text import escape
 from fake_server.recording import scenario_hash
 from harness.client.process import run_marker
 from harness.outside import procs
@@ -106,7 +107,8 @@ class _Tail:
             self.size -= len(self.chunks.popleft())
 
     def text(self) -> str:
-        return b"".join(self.chunks)[-TAIL_BYTES:].decode("utf-8", "replace")
+        # Escaped (contracts.text): the client's bytes reach client-*.txt and any check quoting them inert.
+        return escape(b"".join(self.chunks)[-TAIL_BYTES:].decode("utf-8", "replace"), keep_newlines=True)
 
 
 async def _drain(stream: Any, tail: _Tail, done: list[int]) -> None:

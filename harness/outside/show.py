@@ -14,6 +14,7 @@ from typing import Any
 from contracts.checks import Check
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.record import SessionRecord
+from contracts.text import one_line
 from harness import scenario_lookup
 from harness.outside.plan import adapter_plan, budgets
 from harness.outside.record import (
@@ -101,7 +102,7 @@ def show_outside(args: argparse.Namespace, path: Path) -> int:
     failed = [c for c in checks if c.status == "fail"]
     for c in checks:
         if c.status == "skip" and c.contract in ("client", "protocol", "schema"):  # failures are in the timeline
-            print(f"  {c.status.upper()} {c.contract} / {c.name}: {c.detail}")
+            print(f"  {c.status.upper()} {one_line(c.contract)} / {one_line(c.name)}: {one_line(c.detail, 400)}")
     print(f"\n{len(checks)} checks: {len(failed)} failed" if checks else "\nchecks not run (--no-checks)")
     return FAILED if failed else OK
 
