@@ -32,6 +32,11 @@ def _id(value: Any) -> str:
     return _clip(value, _ID)
 
 
+def _quoted(text: Any, width: int) -> str:
+    """Quoted text (a delta, a turn's input): escaped once, not passed through ``repr`` as well."""
+    return f"'{_clip(text, width)}'"
+
+
 def _usage(b: Any) -> str:
     if not isinstance(b, dict):
         return "?"
@@ -59,7 +64,7 @@ def summarize(frame: dict[str, Any]) -> str:
             return _clip(",".join(result) or "{}")
         return _clip(result)
     if method in ("item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
-        return repr(_clip(params.get("delta", ""), 40))
+        return _quoted(params.get("delta", ""), 40)
     if method in ("item/started", "item/completed"):
         item = params.get("item") if isinstance(params.get("item"), dict) else {}
         status = f" {_clip(item['status'], _NAME)}" if item.get("status") else ""
@@ -86,7 +91,7 @@ def summarize(frame: dict[str, Any]) -> str:
     if method in ("turn/start", "turn/steer"):
         inputs = params.get("input") if isinstance(params.get("input"), list) else []
         texts = [i.get("text", "") for i in inputs if isinstance(i, dict)]
-        return repr(_clip(" ".join(texts), 40))
+        return _quoted(" ".join(str(t) for t in texts), 40)
     if method == "turn/interrupt":
         return f"turn {_id(params.get('turnId'))}"
     if method == "initialize":

@@ -711,3 +711,230 @@ def test_fake_codex_scenario_from_the_environment_gets_the_same_codes(
     code, text = run_cli(capsys, _fake_main(), ["app-server"])
     assert_clean(text)
     assert code == INVALID_INPUT and "built-in scenario" in text, text
+
+
+# --- output that cannot be turned against its reader: one escaper (contracts.text) on every channel -----
+
+#: ESC, a colour (CSI), OSC 52 (clipboard write), OSC 0 (window title), BEL, NUL, a one-byte CSI and NEL (C1),
+#: bidi overrides and isolates: everything a terminal (or a reader's eye) can be made to obey.
+HOSTILE = (
+    "\x1b[31mRED\x1b[0m \x1b]52;c;aGVsbG8=\x07 \x1b]0;pwned\x07 bel\x07 nul\x00 c1\x9b2J\x85 "
+    "bidi\u202eLIAF\u202c \u2066iso\u2069 end"
+)
+#: None of these may reach the reader raw.
+RAW = ("\x1b", "\x07", "\x00", "\x9b", "\x85", "\u202e", "\u202c", "\u2066", "\u2069")
+
+
+def assert_escaped(text: str, *, shown: bool = True) -> None:
+    """No raw control or bidi character in ``text``; ``shown``: the hostile string is there, escaped."""
+    raw = sorted({f"U+{ord(c):04X}" for c in text if c in RAW})
+    assert not raw, f"raw {raw} in the output: {text[:2000]!r}"
+    if shown:
+        assert "\\x1b]52;c;aGVsbG8=\\x07" in text and "\\u202e" in text, text[:4000]
+
+
+def test_the_escaper_writes_out_every_control_and_keeps_json_json() -> None:
+    import json
+
+    from contracts.text import escape, one_line
+
+    assert escape(HOSTILE) == (
+        "\\x1b[31mRED\\x1b[0m \\x1b]52;c;aGVsbG8=\\x07 \\x1b]0;pwned\\x07 bel\\x07 nul\\x00 c1\\u009b2J\\u0085 "
+        "bidi\\u202eLIAF\\u202c \\u2066iso\\u2069 end"
+    )
+    assert escape(escape(HOSTILE)) == escape(HOSTILE)  # idempotent: shown twice, escaped once
+    assert escape("a\nb\tc\rd", keep_newlines=True) == "a\nb\tc\\rd" and escape("a\nb") == "a\\nb"
+    assert escape("\u2028\u200f\ud800\ufffe") == "\\u2028\\u200f\\ud800\\ufffe"
+    assert escape("plain, ünïcode ✓ and a \\ backslash") == "plain, ünïcode ✓ and a \\ backslash"
+    document = orjson.dumps({"m": HOSTILE}).decode()  # orjson writes C1 and bidi characters raw
+    assert json.loads(escape(document, keep_newlines=True)) == {"m": HOSTILE}  # still JSON, same meaning
+    started = time.perf_counter()
+    line = one_line("x" * 10_000_000 + "\n" + HOSTILE, 80)
+    assert time.perf_counter() - started < 0.5
+    assert line == "x" * 79 + f"… ({10_000_001 + len(HOSTILE):,} chars)"
+    assert one_line("a\n\nRESULT: PASS\u2028b", 80) == "a RESULT: PASS b"  # cannot forge a line of ours
+
+
+def _hostile_scenario(directory: Path) -> Path:
+    """A turn/start answered with an error whose message is :data:`HOSTILE`, and [expect] says completed:
+    the failure line quotes the server's message."""
+    import tomli_w
+
+    doc = {
+        "name": "hostile_text",
+        "description": "every channel " + HOSTILE,
+        "turns": [{"input": "Say " + HOSTILE}],
+        "methods": [{"name": "turn/start", "error": {"code": -32600, "message": HOSTILE}}],
+        "expect": {"turns": [{"status": "completed"}]},
+    }
+    path = directory / "hostile_text.toml"
+    path.write_bytes(tomli_w.dumps(doc).encode())
+    return path
+
+
+def test_run_failure_lines_and_junit_show_hostile_text_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The failure line, the table and the progress lines on the terminal; junit.xml stays well-formed
+    (XML 1.0 forbids ESC even as ``&#27;``) with the text escaped where a CI page shows it."""
+    import xml.etree.ElementTree as ET
+
+    report = tmp_path / "report"
+    argv = ["run", "--scenario", str(_hostile_scenario(tmp_path)), "--report", str(report)]
+    code, text = run_cli(capsys, _cli_main(), argv)
+    assert_clean(text)
+    assert code == 1, text
+    assert_escaped(text)
+    assert "terminal_status / turn 1 status: Result failed (turn/start failed: \\x1b[31mRED" in text
+    junit = ET.parse(report / "junit.xml")  # raised ParseError: not well-formed (invalid token)
+    failure = junit.find(".//failure")
+    assert failure is not None and failure.text is not None
+    assert_escaped(failure.text)
+    assert_escaped(failure.get("message", ""))
+    assert "\\x1b]0;pwned\\x07" in failure.text  # readable: the escape, not the effect
+    assert_escaped((report / "index.html").read_text(encoding="utf-8"))
+    checks = orjson.loads((report / "checks.json").read_bytes())  # the data keeps what was said, as JSON
+    assert any(HOSTILE in c["detail"] for c in checks)
+
+
+def _hostile_wire(path: Path, method: str = "x/" + HOSTILE) -> Path:
+    """A transcript with the hostile string in every field a timeline shows."""
+    frames = [
+        ("c2s", {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": HOSTILE, "version": HOSTILE}}}),
+        ("s2c", {"id": 1, "result": {}}),
+        ("c2s", {"id": HOSTILE, "method": method, "params": {}}),
+        ("s2c", {"id": HOSTILE, "error": {"code": -32600, "message": HOSTILE}}),
+        ("s2c", {"method": method, "params": {}}),
+        ("s2c", {"method": "item/started", "params": {"item": {"type": HOSTILE, "id": HOSTILE}}}),
+        ("s2c", {"method": "turn/completed", "params": {"turn": {"id": HOSTILE, "status": HOSTILE}}}),
+        ("c2s", {"id": 9, "method": "turn/start", "params": {"input": [{"type": "text", "text": HOSTILE}]}}),
+        ("s2c", {"method": "item/agentMessage/delta", "params": {"delta": HOSTILE}}),
+        ("note", {"note": HOSTILE}),
+        ("c2s", {"_raw": HOSTILE, "_error": "not_json", "_size": 99}),
+    ]
+    lines = [orjson.dumps({"t": i * 0.001, "dir": d, "msg": m}) for i, (d, m) in enumerate(frames)]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_show_timeline_and_page_show_hostile_text_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Method names, ids, clientInfo, error messages, deltas, notes, bad lines, a record's stderr tail: on
+    the terminal each is escaped; the HTML page has none of them raw either."""
+    wire = _hostile_wire(tmp_path / "wire.jsonl")
+    page = tmp_path / "page.html"
+    code, text = run_cli(capsys, _cli_main(), ["show", str(wire), "--html", str(page)])
+    assert_clean(text)
+    assert code == OK, text
+    assert_escaped(text)
+    for line in text.splitlines():  # every value stays inside its line: no line of the timeline is forged
+        assert not line.startswith(("bidi", " \\u2066", "RESULT")), line
+    html = page.read_text(encoding="utf-8")
+    assert_escaped(html)
+    assert '<meta http-equiv="Content-Security-Policy"' in html and "unsafe-inline" not in html
+    rec = _saved_plain(tmp_path)  # a record whose stderr.txt another program wrote
+    (rec / "stderr.txt").write_text(f"server log {HOSTILE}\nlast line {HOSTILE}\n", encoding="utf-8")
+    code, text = run_cli(capsys, _cli_main(), ["show", str(rec)])
+    assert code == OK, text
+    assert "stderr tail:" in text
+    assert_escaped(text)
+
+
+def test_show_clips_a_10_mb_method_name_in_the_terminal_and_the_page_titles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Four frames naming a 10 MB method printed it whole and wrote a 40 MB page (four <title>s)."""
+    wire = _hostile_wire(tmp_path / "wire.jsonl", method="m" * 10_000_000)
+    page = tmp_path / "page.html"
+    code, text = run_cli(capsys, _cli_main(), ["show", str(wire), "--html", str(page), "--no-schema"])
+    assert code == OK, text[:2000]
+    assert len(text) < 20_000, len(text)
+    assert "(10,000,000 chars)" in text  # the length is said, not the name
+    size = page.stat().st_size
+    assert size < 200_000, size
+    assert_escaped(page.read_text(encoding="utf-8"))
+
+
+def test_trace_show_escapes_the_bundle_strings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_trace_support import INTERRUPT, copy_bundle
+
+    bundle = copy_bundle(INTERRUPT, tmp_path / "bundle")
+    log = bundle / "trace.jsonl"
+    hostile = orjson.dumps(HOSTILE).decode()
+    log.write_text(log.read_text(encoding="utf-8").replace('"/root"', hostile), encoding="utf-8")
+    code, text = run_cli(capsys, _cli_main(), ["trace", "show", str(bundle)])
+    assert_clean(text)
+    assert code == OK, text
+    assert_escaped(text)
+
+
+def test_scenario_strings_are_escaped_in_lists_and_stay_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _hostile_scenario(tmp_path)
+    code, text = run_cli(capsys, _cli_main(), ["scenarios", "--dir", str(tmp_path)])
+    assert code == OK, text
+    assert_escaped(text)
+    code, text = run_cli(capsys, _cli_main(), ["scenarios", "--dir", str(tmp_path), "--json"])
+    assert code == OK, text
+    assert_escaped(text, shown=False)  # no raw character, and still the JSON of the description
+    rows = orjson.loads(text)
+    assert [r["description"] for r in rows if r["name"] == "hostile_text"] == ["every channel " + HOSTILE]
+
+
+def test_error_messages_quoting_input_are_escaped_and_clipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown key of 1 MB with control characters in it: named in one short, escaped line (exit 2)."""
+    path = tmp_path / "bad.toml"
+    key = orjson.dumps("k" * 1_000_000 + HOSTILE).decode()  # a TOML basic string is a JSON string here
+    path.write_text(f'description = "x"\n{_PLAIN_TURN}{key} = 1\n', encoding="utf-8")
+    for main in (_cli_main(), _fake_main()):
+        argv = ["run", "--quiet", "--scenario", str(path)] if main is not _fake_main() else []
+        argv = argv or ["app-server", "--scenario", str(path)]
+        code, text = run_cli(capsys, main, argv)
+        assert_clean(text)
+        assert code == INVALID_INPUT, text[:2000]
+        assert len(text) < 5_000 and str(path) in text, text[:2000]
+        assert_escaped(text, shown=False)
+
+
+def test_fake_codex_stderr_escapes_what_a_client_sent() -> None:
+    """fake-codex logs an answer to no request with its id (as codex does): a client's id, escaped."""
+    frames = [
+        {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
+        {"id": HOSTILE, "result": {}},
+    ]
+    stdin = b"".join(orjson.dumps(f) + b"\n" for f in frames)
+    proc = subprocess.run(
+        [str(BIN / "fake-codex"), "app-server"], input=stdin, capture_output=True, timeout=60, cwd=REPO
+    )
+    err = proc.stderr.decode("utf-8", "replace")
+    assert "could not find callback for" in err, err
+    assert_escaped(err)
+
+
+def test_a_client_s_output_is_kept_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "client.py"
+    script.write_text(
+        f"import sys\nprint({HOSTILE!r})\nprint({HOSTILE!r}, file=sys.stderr)\nsys.exit(3)\n", encoding="utf-8"
+    )
+    report = tmp_path / "report"
+    argv = ["run", "--scenario", "plain", "--client-cmd", f"{sys.executable} {script}", "--report", str(report)]
+    code, text = run_cli(capsys, _cli_main(), argv)
+    assert_clean(text)
+    assert code == 1, text
+    assert_escaped(text, shown=False)
+    for name in ("client-stdout.txt", "client-stderr.txt"):
+        (kept,) = report.glob(f"sessions/*/*/{name}")
+        assert_escaped(kept.read_text(encoding="utf-8"))
+
+
+def test_fidelity_differences_are_one_escaped_line_each() -> None:
+    """What ``diff`` and ``validate-release`` print of two server sides (the binary's strings)."""
+    from contracts.fidelity import diff_server_sides, render
+
+    ours = [{"method": "thread/started", "params": {}}]
+    theirs = [{"method": "x\n" + HOSTILE + "m" * 100_000, "params": {}}]
+    text = render(diff_server_sides(ours, theirs))
+    assert len(text.splitlines()) == len(diff_server_sides(ours, theirs)) and len(text) < 2_000, text
+    assert_escaped(text, shown=False)
