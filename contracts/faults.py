@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from contracts import probe_refs
+
 MIB: Final = 1024 * 1024
 #: Scripted time a scenario may ask for in one place: the in-process run's own bound (1 h, virtual).
 MAX_DELAY_MS: Final = 3_600_000
@@ -418,7 +420,11 @@ def points_table() -> str:
 
 
 #: The generated tables and the marker lines that fence them in ``docs/scenarios.md``.
-GENERATED: Final[dict[str, Callable[[], str]]] = {"fault-points": points_table, "fault-kinds": markdown_table}
+GENERATED: Final[dict[str, Callable[[], str]]] = {
+    "fault-points": points_table,
+    "fault-kinds": markdown_table,
+    "probe-bounds": probe_refs.bounds_table,  # the probe steps' bounds live with their placeholders
+}
 
 
 def main() -> None:

@@ -24,6 +24,12 @@ from contracts.faults import FAULT_DEFAULT_POINT as FAULT_DEFAULT_POINT  # re-ex
 from contracts.faults import FAULT_KINDS, fake_only
 from contracts.faults import FAULT_POINTS as FAULT_POINTS  # re-exported
 
+# The probe bounds live with the placeholders (contracts.probe_refs.BOUNDS, the docs table); re-exported.
+from contracts.probe_refs import MAX_PROBE_LINE_BYTES as MAX_PROBE_LINE_BYTES
+from contracts.probe_refs import MAX_PROBE_WAIT_MS as MAX_PROBE_WAIT_MS
+from contracts.probe_refs import MAX_PROBE_WAITS_MS as MAX_PROBE_WAITS_MS
+from contracts.probe_refs import MAX_PROBES as MAX_PROBES
+
 TARGETS: tuple[str, ...] = ("fake", "fake-process", "real")
 DEFAULT_INPUT = "Say hello"
 DEFAULT_JUSTIFICATION = "The model wants to run this command"
@@ -188,9 +194,6 @@ PROBE_POINTS: tuple[str, ...] = ("start", "thread", "end")
 THREAD_PLACEHOLDER = "${thread}"
 #: The session's working directory on the target (contracts.probe_refs has ``${answer.<step>.<path>}``).
 CWD_PLACEHOLDER = "${cwd}"
-MAX_PROBES = 200
-MAX_PROBE_LINE_BYTES = 64 * 1024
-MAX_PROBE_WAIT_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from contracts.scenario import (
     DEFAULT_STEER_TEXT,
     MAX_PROBE_LINE_BYTES,
     MAX_PROBE_WAIT_MS,
+    MAX_PROBE_WAITS_MS,
     MAX_PROBES,
     PROBE_POINTS,
     RESPONSE_ENDS,
@@ -297,6 +298,9 @@ def _client(r: _Reader) -> ClientPlan:
     r.done()
     if len(plan.probes) > MAX_PROBES:
         raise r.error("probe", f"at most {MAX_PROBES} [[client.probe]] steps", len(plan.probes))
+    waits = sum(p.wait_ms for p in plan.probes)
+    if waits > MAX_PROBE_WAITS_MS:  # 200 steps of 60 s each would be a legal 3.3-hour run
+        raise r.error("probe", f"wait_ms that add up to at most {MAX_PROBE_WAITS_MS} over all steps", waits)
     _check_references(r, plan.probes)
     return plan
 

@@ -4,8 +4,12 @@ from the real binary with ``codex-harness record``).
 
 Every step is bounded: a request or a raw request line waits at most the plan's request timeout for its
 answer, a stdin close at most the teardown budget for the exit, ``wait_ms`` at most
-:data:`contracts.scenario.MAX_PROBE_WAIT_MS`. An error answer is what a probe is for, so it is not a
-failure; a step the session can no longer take (the server is gone) ends the probes with a note.
+:data:`contracts.probe_refs.MAX_PROBE_WAIT_MS` and all of them together at most
+:data:`~contracts.probe_refs.MAX_PROBE_WAITS_MS` (a scenario built in Python skips the loader's check: the
+waits past it are cut, with a note). A step's params and raw line stay within their caps once the
+placeholders are put in: one that would grow past fails the session, naming the step, and is not sent.
+An error answer is what a probe is for, so it is not a failure; a step the session can no longer take (the
+server is gone) ends the probes with a note.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class ProbeState:
     #: step index (as text) and id -> the answer's ``result`` (None: answered with an error, or not at all)
     answers: dict[str, Any] = field(default_factory=dict)
     failed: bool = False  # a step could not be resolved: no later step runs
+    waited_ms: int = 0  # the steps' wait_ms so far (bounded by MAX_PROBE_WAITS_MS over the session)
 
     def resolver(self, thread_id: str | None) -> Any:
         def resolve(ref: str | probe_refs.AnswerRef) -> Any:
@@ -61,8 +66,10 @@ class ProbeState:
 
 
 def substitute(value: Any, thread_id: str | None, state: ProbeState | None = None) -> Any:
-    """``value`` with its placeholders resolved (contracts.probe_refs); RefError when one cannot be."""
-    return probe_refs.substitute(value, (state or ProbeState()).resolver(thread_id))
+    """``value`` with its placeholders resolved (contracts.probe_refs); RefError when one cannot be, TooLarge
+    when the result would pass the params cap."""
+    resolve = (state or ProbeState()).resolver(thread_id)
+    return probe_refs.substitute(value, resolve, limit=probe_refs.MAX_PARAMS_BYTES)
 
 
 def _thread_of(result: Any) -> str | None:
@@ -122,10 +129,8 @@ def _answer_to(request_id: Any) -> Callable[[Any], dict[str, Any] | None]:
 async def _raw(session: Any, probe: ClientProbe, timeout_s: float, thread_id: str | None, state: ProbeState) -> Any:
     """Write the raw line; the answer's result when it is a request that was answered, else None."""
     assert probe.raw is not None
-    # In a raw line a placeholder is text: JSON-quoted when the line is JSON, so `"${cwd}"` stays a string.
-    line = probe_refs.PLACEHOLDER_RE.sub(
-        lambda m: probe_refs.as_text(state.resolver(thread_id)(probe_refs.parse(m.group(1)))), probe.raw
-    )
+    # In a raw line a placeholder is its value's text (so `"${cwd}"` stays a string), the line within its cap.
+    line = probe_refs.substitute_text(probe.raw, state.resolver(thread_id), limit=probe_refs.MAX_PROBE_LINE_BYTES)
     since = len(session.wire)
     await session.send_raw(line.encode())
     request_id = _request_id(line)
@@ -203,6 +208,17 @@ async def _close_stdin(session: Any, timeout_s: float) -> None:
     session.note(f"probe: no exit within {timeout_s:g} s of stdin closed")
 
 
+async def _wait(session: Any, wait_ms: int, state: ProbeState) -> None:
+    """Sleep ``wait_ms``, within what is left of the session's total for waits."""
+    allowed = max(0, min(wait_ms, probe_refs.MAX_PROBE_WAITS_MS - state.waited_ms))
+    if allowed < wait_ms:
+        limit = probe_refs.MAX_PROBE_WAITS_MS
+        session.note(f"probe: wait_ms cut to {allowed}: the steps' waits add up to at most {limit} ms")
+    state.waited_ms += allowed
+    if allowed:
+        await trio.sleep(allowed / 1000)
+
+
 async def run_probes(
     session: Any, plan: ClientPlan, at: str, thread_id: str | None, state: ProbeState | None = None
 ) -> str | None:
@@ -256,7 +272,7 @@ async def _run_point(
             if probe.until:
                 await _until(session, probe.until, since, plan.turn_timeout_ms / 1000)
             if probe.wait_ms:
-                await trio.sleep(probe.wait_ms / 1000)
+                await _wait(session, probe.wait_ms, state)
         except probe_refs.RefError as exc:
             message = f"probe step {index} ({probe.kind}{' ' + probe.send if probe.send else ''}): {exc}"
             session.note(f"probe: {message}")

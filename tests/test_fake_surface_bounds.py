@@ -86,6 +86,118 @@ def test_search_results_are_capped(tmp_path: Path) -> None:
     assert len(answer["result"]["files"]) == fs_search.MAX_SEARCH_RESULTS
 
 
+def _walks(monkeypatch: Any) -> list[str]:
+    """The folders the search walks, counted (os.walk as fs_search calls it)."""
+    walked: list[str] = []
+    real_walk = os.walk
+
+    def counting(top: str, *args: Any, **kwargs: Any) -> Any:
+        walked.append(top)
+        return real_walk(top, *args, **kwargs)
+
+    monkeypatch.setattr(fs_search.os, "walk", counting)
+    return walked
+
+
+def test_search_takes_each_root_once_as_the_real_binary_does(tmp_path: Path, monkeypatch: Any) -> None:
+    """0.171.0 answered 64 copies of one root with that root's matches once; 200 copies made the fake walk
+    the folder 200 times (33 s on a big one)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "hello.txt").write_text("")
+    server = _server(tmp_path)
+    walked = _walks(monkeypatch)
+    one = _ask(server, 1, "fuzzyFileSearch", {"query": "hel", "roots": [str(tmp_path)]})["result"]
+    spellings = [str(tmp_path), f"{tmp_path}/", f"{tmp_path}//.", str(tmp_path)] * 50
+    many = _ask(server, 2, "fuzzyFileSearch", {"query": "hel", "roots": spellings})["result"]
+    assert many == one and len(walked) == 2  # one walk each, the answer of one root
+    other = f"{tmp_path}/sub/.."  # not the same root to 0.171.0 (nothing resolved): its matches again
+    both = _ask(server, 3, "fuzzyFileSearch", {"query": "hel", "roots": [str(tmp_path), other]})["result"]
+    assert [f["root"] for f in both["files"]] == [str(tmp_path), other]
+
+
+def test_search_looks_at_a_bounded_number_of_entries_over_all_its_roots(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(fs_search, "MAX_SEARCH_FILES", 30)
+    monkeypatch.setattr(fs_search, "MAX_SEARCH_RESULTS", 1000)
+    roots = []
+    for d in range(10):
+        (tmp_path / f"d{d}").mkdir()
+        roots.append(str(tmp_path / f"d{d}"))
+        for i in range(10):
+            (tmp_path / f"d{d}" / f"file{i}").write_text("")
+    answer = _ask(_server(tmp_path), 1, "fuzzyFileSearch", {"query": "file", "roots": roots})
+    assert 0 < len(answer["result"]["files"]) <= 30  # not 100: the budget is the search's, not each root's
+
+
+def test_search_with_too_many_roots_is_refused_with_the_cap(tmp_path: Path) -> None:
+    roots = [f"{tmp_path}/r{i}" for i in range(fs_search.MAX_SEARCH_ROOTS + 1)]
+    answer = _ask(_server(tmp_path), 1, "fuzzyFileSearch", {"query": "x", "roots": roots})
+    assert answer["error"]["code"] == -32600 and str(fs_search.MAX_SEARCH_ROOTS) in answer["error"]["message"]
+    answer = _ask(_server(tmp_path), 2, "fuzzyFileSearch", {"query": "x", "roots": roots[:-1]})
+    assert answer["result"] == {"files": []}  # at the cap: answered
+
+
+def _write(server: VirtualServer, rid: int, path: Path, data: bytes) -> dict[str, Any]:
+    return _ask(server, rid, "fs/writeFile", {"path": str(path), "dataBase64": base64.b64encode(data).decode()})
+
+
+def test_the_overlay_is_a_bounded_disk_and_full_reads_as_0_171_0_s_full_disk(tmp_path: Path, monkeypatch: Any) -> None:
+    """200 writes of 4 MiB held 869 MB; past the caps a write gets what 0.171.0 answered with its work
+    directory on a full tmpfs."""
+    monkeypatch.setattr(fs_search, "MAX_OVERLAY_BYTES", 10)
+    monkeypatch.setattr(fs_search, "MAX_OVERLAY_ENTRIES", 4)
+    full = {"code": -32603, "message": "No space left on device (os error 28)"}
+    server = _server(tmp_path)
+    assert _write(server, 1, tmp_path / "a", b"12345678")["result"] == {}
+    assert _write(server, 2, tmp_path / "b", b"123")["error"] == full  # 11 bytes
+    assert _write(server, 3, tmp_path / "a", b"1234567890")["result"] == {}  # a rewrite frees what it replaces
+    copy = {"sourcePath": str(tmp_path / "a"), "destinationPath": str(tmp_path / "c")}
+    assert _ask(server, 4, "fs/copy", copy)["error"] == full
+    assert _ask(server, 5, "fs/remove", {"path": str(tmp_path / "a")})["result"] == {}
+    assert _write(server, 6, tmp_path / "b", b"123")["result"] == {}  # the removed file's bytes are free again
+    for n in (7, 8):
+        assert _ask(server, n, "fs/createDirectory", {"path": str(tmp_path / f"dir{n}")})["result"] == {}
+    assert _ask(server, 9, "fs/createDirectory", {"path": str(tmp_path / "dir9")})["error"] == full  # 5 paths
+    assert _ask(server, 10, "fs/readFile", {"path": str(tmp_path / "b")})["result"] == {"dataBase64": "MTIz"}
+
+
+def test_the_overlay_caps_match_the_docs() -> None:
+    assert fs_search.MAX_OVERLAY_BYTES == 64 * 1024 * 1024 and fs_search.MAX_OVERLAY_ENTRIES == 10_000
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "real-binary.md").read_text(encoding="utf-8")
+    assert "10,000 paths and 64 MiB" in docs and "more than 1,000 distinct" in docs
+
+
+def test_watches_are_capped(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(fs_search, "MAX_WATCHES", 2)
+    server = _server(tmp_path)
+    for n in (1, 2):
+        assert "result" in _ask(server, n, "fs/watch", {"path": str(tmp_path), "watchId": f"w{n}"})
+    refused = _ask(server, 3, "fs/watch", {"path": str(tmp_path), "watchId": "w3"})
+    assert refused["error"]["code"] == -32600 and "at most 2 watches" in refused["error"]["message"]
+
+
+def test_a_refused_request_is_freed_at_once(tmp_path: Path) -> None:
+    """A refusal kept its traceback, which held the call and its params: a cycle only the collector frees,
+    and it seldom runs when the objects are few and large (refused writes piled up to gigabytes)."""
+    import gc
+    import tracemalloc
+
+    server = _server(tmp_path)
+    bad = "!" * (1024 * 1024)  # not base64: refused
+    _ask(server, 99, "fs/writeFile", {"path": str(tmp_path / "x"), "dataBase64": "!"})  # caches filled first
+    gc.collect()
+    gc.disable()
+    tracemalloc.start()
+    try:
+        for n in range(20):
+            answer = _ask(server, n + 1, "fs/writeFile", {"path": str(tmp_path / "x"), "dataBase64": bad})
+            assert answer["error"]["code"] == -32600
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    assert held < 8 * 1024 * 1024, held  # 20 MiB of params when each refusal kept its call
+
+
 # --- skeletons ------------------------------------------------------------------------------------
 
 JSON = st.recursive(

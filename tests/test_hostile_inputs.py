@@ -65,6 +65,7 @@ def _hostile_cases() -> list[tuple[str, str, str]]:
 
     two_calls = '{ type = "command", command = "a", call_id = "c" }, { type = "command", command = "b", call_id = "c" }'
     cancel_at_99 = '[client]\nactions = [{ turn = 1, do = "cancel", at = "delta", n = 99 }]\n'
+    waits = "[client]\n" + '[[client.probe]]\nraw = "{}"\nwait_ms = 60000\n' * 3
     completed = '[[expect.turns]]\nstatus = "completed"\n'
     return [
         # issue 12 section 4
@@ -100,6 +101,8 @@ def _hostile_cases() -> list[tuple[str, str, str]]:
         ("completed-but-interrupted", expect(completed + 'server_status = "interrupted"'), "a completed Result is"),
         ("deltas-200000", items('{ type = "message", text = "", deltas = [' + '"",' * 200_000 + "] }"), "at most 100"),
         ("client-timeout-huge", f"{_PLAIN_TURN}[client]\nturn_timeout_ms = 99999999999\n", "turn_timeout_ms: expected"),
+        # issue 21 section 3: 200 steps of wait_ms = 60000 were a legal 3.3-hour run
+        ("probe-waits-over-2-min", _PLAIN_TURN + waits, "wait_ms that add up to at most 120000 over all steps"),
     ]
 
 
@@ -938,3 +941,105 @@ def test_fidelity_differences_are_one_escaped_line_each() -> None:
     text = render(diff_server_sides(ours, theirs))
     assert len(text.splitlines()) == len(diff_server_sides(ours, theirs)) and len(text) < 2_000, text
     assert_escaped(text, shown=False)
+
+
+# --- probe steps bounded after expansion ----------------------------------------------------------------
+
+
+def _expanding_scenario(directory: Path, *, raw: bool = False) -> Path:
+    """70 KB of scenario: a 40 KB file read once, then 20 steps naming its answer 64 times each (3.4 MB of
+    params a step: 66 MB of report, 290 MB of RSS and RESULT: PASS before the cap held after expansion)."""
+    import tomli_w
+
+    ref = "${answer.seed.dataBase64}" * 64
+    step: dict[str, object] = (
+        {"raw": '{"id": "r", "method": "model/list", "params": {"x": "' + ref + '"}}'}
+        if raw
+        else {"send": "model/list", "params": {"x": ref}}
+    )
+    doc = {
+        "name": "expanding",
+        "description": "placeholders that grow a step past its cap",
+        "client": {
+            "files": [{"path": "seed.txt", "text": "abcdefghij" * 4000}],
+            "probe": [{"id": "seed", "send": "fs/readFile", "params": {"path": "${cwd}/seed.txt"}}] + [step] * 20,
+        },
+    }
+    path = directory / "expanding.toml"
+    path.write_bytes(tomli_w.dumps(doc).encode())
+    return path
+
+
+@pytest.mark.parametrize("raw", [False, True], ids=["params", "raw"])
+def test_a_step_past_its_cap_after_expansion_fails_the_session_naming_it(
+    raw: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _expanding_scenario(tmp_path, raw=raw)
+    assert path.stat().st_size < 75_000
+    report = tmp_path / "report"
+    started = time.perf_counter()
+    code, text = run_cli(capsys, _cli_main(), ["run", "--quiet", "--scenario", str(path), "--report", str(report)])
+    assert_clean(text)
+    assert code == 1 and "RESULT: FAIL" in text, text
+    what = "its line would" if raw else "its params"
+    kind = "raw" if raw else "send model/list"
+    assert f"probe step 1 ({kind}): {what} grow past 65536 bytes when ${{answer.seed.dataBase64}} is put in" in text
+    size = sum(p.stat().st_size for p in report.rglob("*") if p.is_file())
+    assert size < 2_000_000, size  # the step was not sent, nor any after it
+    assert time.perf_counter() - started < 30
+
+
+def test_substitution_stops_before_it_builds_what_is_past_the_cap() -> None:
+    """64 placeholders naming a 16 MB answer: refused after measuring the first value, nothing joined."""
+    import tracemalloc
+
+    from contracts import probe_refs
+
+    big = "x" * 16_000_000
+    template = {"x": "${answer.a.v}" * 64}
+    tracemalloc.start()
+    try:
+        with pytest.raises(probe_refs.TooLarge, match="grow past 65536 bytes"):
+            probe_refs.substitute(template, lambda ref: big, limit=probe_refs.MAX_PARAMS_BYTES)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40_000_000, peak  # one value measured (its UTF-8), not 64 of them joined (1 GB)
+    small = probe_refs.substitute({"x": "${answer.a.v}!", "y": "${answer.a.v}"}, lambda ref: "ok", limit=100)
+    assert small == {"x": "ok!", "y": "ok"}
+    with pytest.raises(probe_refs.TooLarge, match="its params are 1"):  # JSON escapes are counted at the end
+        probe_refs.substitute({"x": "${answer.a.v}!"}, lambda ref: "\x01" * 30, limit=100)  # 30 bytes, 180 in JSON
+
+
+def test_waits_of_a_scenario_built_in_python_are_cut_at_the_total(tmp_path: Path) -> None:
+    """A Python-built scenario skips the loader: the run still sleeps at most 120 s over all steps."""
+    from contracts.scenario import ClientPlan, ClientProbe, Scenario, TurnScript
+    from harness.runner import play
+
+    plan = ClientPlan(probes=tuple(ClientProbe(raw="{}", wait_ms=60_000) for _ in range(3)))
+    record = play(Scenario("waits", "three minutes of waits", (TurnScript(),), client=plan), "fake", work_dir=tmp_path)
+    notes = [e.note for e in record.wire if e.dir == "note"]
+    assert "probe: wait_ms cut to 0: the steps' waits add up to at most 120000 ms" in notes, notes
+    assert record.wire[-1].t - record.wire[0].t < 130, record.wire[-1].t  # virtual seconds
+
+
+def test_fake_codex_answers_200_copies_of_one_root_with_one_walk(tmp_path: Path) -> None:
+    """200 copies of a root made fake-codex answer nothing for 33 s (a walk per copy); 0.171.0 takes each
+    root once. Through the process, on a work directory of 3,000 files."""
+    for d in range(30):
+        (tmp_path / f"d{d}").mkdir()
+        for i in range(100):
+            (tmp_path / f"d{d}" / f"hello{i}.txt").write_text("")
+    frames = [
+        {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
+        {"id": 2, "method": "fuzzyFileSearch", "params": {"query": "hel", "roots": [str(tmp_path)] * 200}},
+        {"id": 3, "method": "fuzzyFileSearch", "params": {"query": "hel", "roots": [str(tmp_path)]}},
+    ]
+    stdin = b"".join(orjson.dumps(f) + b"\n" for f in frames)
+    started = time.perf_counter()
+    argv = [str(BIN / "fake-codex"), "app-server"]
+    proc = subprocess.run(argv, input=stdin, capture_output=True, timeout=120, cwd=tmp_path)
+    took = time.perf_counter() - started
+    answers = {m["id"]: m for m in map(orjson.loads, proc.stdout.splitlines()) if "id" in m and "method" not in m}
+    assert answers[2]["result"] == answers[3]["result"] and len(answers[2]["result"]["files"]) == 50
+    assert took < 15, took  # ~1 s; 200 walks of 3,000 files took 10+ s

@@ -4,6 +4,14 @@ Reads see the session's work directory only (``Engine.cwd``; a path outside it r
 capped in size and count. Writes (writeFile, createDirectory, copy, remove) never touch the disk:
 they go to an in-memory overlay that later reads in the same session see. ``command/exec`` never
 runs anything: it answers with the scripted result (``[[methods]]``), by default an empty success.
+
+Everything a client can make the fake hold or do is capped. The overlay holds at most
+:data:`MAX_OVERLAY_ENTRIES` paths and :data:`MAX_OVERLAY_BYTES` of file data: past that a write is
+answered as 0.171.0 answers it on a full disk (observed with its work directory on a small tmpfs:
+``-32603 No space left on device (os error 28)``). ``fuzzyFileSearch`` takes its roots once each, as
+0.171.0 does (``/a`` and ``/a/`` are one root, ``/a/b/..`` another), looks at most
+:data:`MAX_SEARCH_FILES` entries over all of them and refuses more than :data:`MAX_SEARCH_ROOTS` distinct
+roots with a clear error (0.171.0 answered 2,000 without one; a real client sends a handful).
 """
 
 from __future__ import annotations
@@ -19,10 +27,15 @@ from fake_server.surface.errors import internal, invalid, invalid_params
 
 MAX_READ_BYTES = 4 * 1024 * 1024
 MAX_DIR_ENTRIES = 2000
-MAX_SEARCH_FILES = 20_000
+MAX_SEARCH_FILES = 20_000  # entries (files and folders) looked at by one search, over all its roots
+MAX_SEARCH_ROOTS = 1_000  # distinct roots of one search
 MAX_SEARCH_RESULTS = 50
+MAX_OVERLAY_ENTRIES = 10_000  # paths written, made or copied in one session
+MAX_OVERLAY_BYTES = 64 * 1024 * 1024  # file data written or copied in one session
+MAX_WATCHES = 1_000
 NOT_FOUND = "No such file or directory (os error 2)"
 NOT_A_DIRECTORY = "Not a directory (os error 20)"
+NO_SPACE = "No space left on device (os error 28)"  # 0.171.0 on a full disk, for writeFile
 DIRECTORY = object()  # an overlay entry that is a directory
 DELETED = object()  # an overlay entry removed in this session
 
@@ -30,6 +43,19 @@ DELETED = object()  # an overlay entry removed in this session
 @dataclass(slots=True)
 class Overlay:
     entries: dict[str, Any] = field(default_factory=dict)  # absolute path -> bytes | DIRECTORY | DELETED
+    data_bytes: int = 0  # the bytes entries hold, together
+
+    def put(self, path: str, entry: Any) -> None:
+        """Set ``path`` to ``entry`` within the caps; a write past them is a full disk (:data:`NO_SPACE`)."""
+        old = self.entries.get(path)
+        size = len(entry) if isinstance(entry, bytes) else 0
+        freed = len(old) if isinstance(old, bytes) else 0
+        if old is None and entry is not DELETED and len(self.entries) >= MAX_OVERLAY_ENTRIES:
+            raise internal(NO_SPACE)
+        if self.data_bytes - freed + size > MAX_OVERLAY_BYTES:
+            raise internal(NO_SPACE)
+        self.entries[path] = entry
+        self.data_bytes += size - freed
 
 
 def _overlay(call: Call) -> Overlay:
@@ -152,7 +178,7 @@ def write_file(call: Call) -> dict[str, Any]:
         raise invalid(f"invalid base64: {exc}") from None
     if len(data) > MAX_READ_BYTES:
         raise invalid(f"data is larger than the fake's {MAX_READ_BYTES} byte cap")
-    _overlay(call).entries[path] = data
+    _overlay(call).put(path, data)
     return {}
 
 
@@ -161,7 +187,7 @@ def create_directory(call: Call) -> dict[str, Any]:
     if _kind(call, path) != "dir":
         if not _parent_exists(call, path) and call.params.get("recursive") is False:
             raise internal(NOT_FOUND)
-        _overlay(call).entries[path] = DIRECTORY
+        _overlay(call).put(path, DIRECTORY)
     return {}
 
 
@@ -172,9 +198,9 @@ def copy(call: Call) -> dict[str, Any]:
     if kind is None or not _parent_exists(call, destination):
         raise internal(NOT_FOUND)
     if kind == "dir":
-        _overlay(call).entries[destination] = DIRECTORY
+        _overlay(call).put(destination, DIRECTORY)
     else:
-        _overlay(call).entries[destination] = read_bytes(call, source)
+        _overlay(call).put(destination, read_bytes(call, source))
     return {}
 
 
@@ -183,13 +209,16 @@ def read_bytes(call: Call, path: str) -> bytes:
     if isinstance(entry, bytes):
         return entry
     with open(path, "rb") as handle:
-        return handle.read(MAX_READ_BYTES)
+        data = handle.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:  # never a silently cut copy
+        raise invalid(f"file `{path}` is larger than the fake's {MAX_READ_BYTES} byte cap")
+    return data
 
 
 def remove(call: Call) -> dict[str, Any]:
     path = _abs(call.params.get("path"))
     if _kind(call, path) is not None:
-        _overlay(call).entries[path] = DELETED
+        _overlay(call).put(path, DELETED)  # no new entry past what is written or on the disk: never refused
     return {}  # 0.171.0 answers {} for a missing path too
 
 
@@ -198,6 +227,8 @@ def watch(call: Call) -> dict[str, Any]:
     watch_id = str(call.params.get("watchId"))
     if watch_id in call.state.watches:
         raise invalid(f"watchId already exists: {watch_id}")
+    if len(call.state.watches) >= MAX_WATCHES:
+        raise invalid(f"the fake keeps at most {MAX_WATCHES} watches; unwatch one first")
     call.state.watches[watch_id] = path
     return {"path": path}
 
@@ -223,28 +254,48 @@ def _subsequence(query: str, text: str) -> list[int] | None:
     return indices
 
 
-def _walk(call: Call, root: str) -> list[str]:
-    """Relative file paths under ``root`` (inside the work directory), bounded, hidden ones skipped."""
+def _walk(call: Call, root: str, budget: list[int]) -> list[str]:
+    """Relative file paths under ``root`` (inside the work directory), hidden ones skipped; every entry
+    looked at (file or folder) is taken from ``budget[0]``, shared by the search's roots."""
     found: list[str] = []
-    if not _inside(call, root) or not os.path.isdir(root):
+    if budget[0] <= 0 or not _inside(call, root) or not os.path.isdir(root):
         return found
     for directory, subdirs, files in os.walk(root):
+        budget[0] -= len(subdirs) + len(files)
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
         for name in sorted(files):
             if name.startswith("."):
                 continue
             found.append(posixpath.relpath(posixpath.join(directory, name), root))
-            if len(found) >= MAX_SEARCH_FILES:
-                return found
+        if budget[0] <= 0:
+            break
     return found
+
+
+def _root_key(root: str) -> str:
+    """When two roots are one (0.171.0 compares them as paths: ``/a``, ``/a/`` and ``/a//.`` are one root,
+    ``/a/b/..`` is another, nothing is resolved)."""
+    parts = [p for p in root.split("/") if p not in ("", ".")]
+    return ("/" if root.startswith("/") else "") + "/".join(parts)
+
+
+def _distinct_roots(value: Any) -> list[str]:
+    roots: dict[str, str] = {}  # key -> the first spelling, which the answer names
+    for root in value if isinstance(value, list) else []:
+        if isinstance(root, str):
+            roots.setdefault(_root_key(root), root)
+            if len(roots) > MAX_SEARCH_ROOTS:
+                raise invalid(f"fuzzyFileSearch: at most {MAX_SEARCH_ROOTS} distinct roots (the fake's cap)")
+    return list(roots.values())
 
 
 def fuzzy_file_search(call: Call) -> dict[str, Any]:
     query = str(call.params.get("query", ""))
-    roots = [r for r in call.params.get("roots") or [] if isinstance(r, str)]
+    roots = _distinct_roots(call.params.get("roots"))
     files: list[dict[str, Any]] = []
+    budget = [MAX_SEARCH_FILES]
     for root in roots:
-        for rel in _walk(call, posixpath.normpath(root)):
+        for rel in _walk(call, posixpath.normpath(root), budget):
             indices = _subsequence(query, rel) if query else None
             if indices is None:
                 continue
