@@ -1043,3 +1043,30 @@ def test_fake_codex_answers_200_copies_of_one_root_with_one_walk(tmp_path: Path)
     answers = {m["id"]: m for m in map(orjson.loads, proc.stdout.splitlines()) if "id" in m and "method" not in m}
     assert answers[2]["result"] == answers[3]["result"] and len(answers[2]["result"]["files"]) == 50
     assert took < 15, took  # ~1 s; 200 walks of 3,000 files took 10+ s
+
+
+def test_validate_release_report_md_is_escaped_like_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """report.md is printed and kept: a release's strings (a failing check quoting the binary) are escaped
+    in both, and report.html carries them escaped too."""
+    import harness.commands.validate_release as vr
+    import harness.targets.real_adapter as real_adapter
+    from contracts.checks import Check
+
+    binary = tmp_path / "codex"
+    monkeypatch.setattr(real_adapter, "preflight", lambda codex, require_pinned_schema=True: (binary, "9.9.9"))
+
+    def validate(binary: Path, version: str, root: Path, **kwargs: object) -> vr.ReleaseReport:
+        check = Check("plain", "real", "protocol", "frames", "fail", f"the binary said {HOSTILE}")
+        return vr.ReleaseReport(version=version, codex=str(binary), pin_state="new", checks=[check])
+
+    monkeypatch.setattr(vr, "validate", validate)
+    out = tmp_path / "out"
+    argv = ["validate-release", "--codex", str(binary), "--out", str(out), "--store", str(tmp_path / "store")]
+    code, text = run_cli(capsys, _cli_main(), argv)
+    assert_clean(text)
+    assert code == 1, text
+    assert_escaped(text)
+    assert_escaped((out / "report.md").read_text(encoding="utf-8"))
+    assert_escaped((out / "report.html").read_text(encoding="utf-8"))
