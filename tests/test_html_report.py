@@ -297,3 +297,33 @@ def test_the_ledger_file_carries_the_line_counts(tmp_path: Path) -> None:
     with path.open("ab") as f:
         f.write(b'{"turn": 1, "index": 0}\n{"turn": 2, "ind')  # a server without counts; a torn line
     assert ledger.read(path) == [(0, 1, 7, 3), (1, 0)]
+
+
+def test_every_page_carries_a_policy_that_allows_exactly_its_own_scripts_and_style() -> None:
+    """The Content-Security-Policy names the sha256 of each inline script and of the style sheet, never
+    'unsafe-inline'; it comes before the first script; no other module writes a script, a style element or a
+    style attribute (they would be blocked). The browser test loads a page under it."""
+    import base64
+    import hashlib
+
+    from harness.html.page import page
+
+    html = page("a title", "<p>body</p>")
+    found = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
+    assert found is not None
+    policy = dict(d.strip().split(" ", 1) for d in found.group(1).split(";"))
+    assert policy["default-src"] == "'none'" and "unsafe-inline" not in found.group(1)
+    assert html.index("Content-Security-Policy") < html.index("<script")
+
+    def source(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    scripts = re.findall(r"<script>(.*?)</script>", html, re.S)
+    styles = re.findall(r"<style>(.*?)</style>", html, re.S)
+    assert len(scripts) == 2 and len(styles) == 1
+    assert sorted(policy["script-src"].split()) == sorted(source(s) for s in scripts)
+    assert policy["style-src"].split() == [source(styles[0])]
+    assert " style=" not in html
+    root = Path(__file__).resolve().parents[1]
+    writers = [p for p in (root / "harness").rglob("*.py") if re.search(r'<script|<style| style="', p.read_text())]
+    assert writers == [root / "harness" / "html" / "page.py"]

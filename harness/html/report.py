@@ -14,6 +14,7 @@ from pathlib import Path
 
 from contracts.checks import CONTRACT_NAMES, Check, worst
 from contracts.record import RecordFormatError, SessionRecord
+from contracts.text import clip
 from harness.html import diagram, sequence
 from harness.html.page import LEGEND, e, page
 
@@ -106,7 +107,8 @@ def session_section(
     lazy_class = ' class="lazy"' if lazy else ""
     wire_link = f' · <a href="{e(link)}/wire.jsonl">wire.jsonl</a>' if link else ""
     out = [
-        f'<section id="{sid}"{lazy_class}><h2>{e(record.scenario)} <span class="ref">[{e(record.target)}]</span>'
+        f'<section id="{sid}"{lazy_class}><h2>{e(clip(record.scenario, 120))} '
+        f'<span class="ref">[{e(clip(record.target, 40))}]</span>'
         f'<span class="badge {status}">{status}</span></h2>',
         f'<p class="meta">{e(turns or "no Result")}; server exit {e(record.server_exit)}; {clock}; '
         f"{d.frames:,} wire frames{model} drawn as {d.arrows:,} arrows{e(folded)}{wire_link}</p>",
@@ -230,7 +232,7 @@ def write_index_html(
 
 
 def render_session_page(record: SessionRecord, checks: Sequence[Check]) -> str:
-    title = f"{record.scenario} [{record.target}] — codex-harness"
+    title = f"{clip(record.scenario, 120)} [{clip(record.target, 40)}] — codex-harness"  # a record anyone wrote
     return page(title, f"<h1>{e(title)}</h1>{LEGEND}{session_section(record, checks)}")
 
 
