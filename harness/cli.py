@@ -10,6 +10,7 @@ from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.text import escaped_output
+from harness import confine
 from harness.commands import COMMAND_MODULES
 
 
@@ -54,7 +55,8 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return USAGE
     try:
-        return int(args._run(args))
+        with confine.policy(args):  # --unconfined, for this command only
+            return int(args._run(args))
     except UsageError as exc:
         print(f"codex-harness {args.command}: {exc}", file=sys.stderr)
         return USAGE

@@ -18,13 +18,13 @@ from contracts.scenario import (
     ServerConfig,
     TurnScript,
 )
+from harness.codex_bin import scrubbed_env
 from harness.targets.real import (
     RealTargetError,
     ScenarioNotSupported,
     SchemaNotPinned,
     effective_config,
     real_target,
-    scrubbed_env,
 )
 
 PINNED = "0.171.0"
@@ -70,7 +70,9 @@ async def test_config_env_argv_and_cleanup(fake_codex: Path, tmp_path: Path, mon
             assert provider["supports_websockets"] is False
             assert "env_key" not in provider
 
-            assert target.argv == (str(fake_codex), "app-server", "--listen", "stdio://")
+            assert target.server_argv == (str(fake_codex), "app-server", "--listen", "stdio://")
+            assert target.confinement in ("bwrap", "unshare")  # behind the confined launcher
+            assert target.argv[-4:] == target.server_argv and len(target.argv) > 4
             assert target.version == PINNED and target.schema_release == PINNED
             env = target.env
             assert "OPENAI_API_KEY" not in env and "CODEX_SANDBOX" not in env

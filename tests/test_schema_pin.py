@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+from conformance.noleak import marked_processes
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, USAGE
 from harness.cli import main
+from harness.client.process import run_marker, set_run_marker
 
 FAKE_CODEX = f"""#!{sys.executable}
 import json, os, sys, time
@@ -25,8 +27,6 @@ if mode == "fail":
     print("generation exploded", file=sys.stderr)
     sys.exit(2)
 if mode == "hang":
-    with open(os.environ["FAKE_CODEX_PIDFILE"], "w") as fh:
-        fh.write(str(os.getpid()))
     time.sleep(120)
 out = args[args.index("--out") + 1]
 os.makedirs(os.path.join(out, "v2"), exist_ok=True)
@@ -90,14 +90,17 @@ def test_pin_when_generation_fails_exits_1(fake_codex: Path, tmp_path: Path, cap
 
 
 def test_pin_kills_a_hanging_generator(fake_codex: Path, tmp_path: Path, capsys, monkeypatch) -> None:
-    pidfile = tmp_path / "pid"
     monkeypatch.setenv("FAKE_CODEX_MODE", "hang")
-    monkeypatch.setenv("FAKE_CODEX_PIDFILE", str(pidfile))
-    started = time.monotonic()
-    argv = ["schema", "pin", "--codex", str(fake_codex), "--out", str(tmp_path / "s"), "--timeout", "1"]
-    assert main(argv) == FAILED
-    assert time.monotonic() - started < 30
-    assert "did not finish within 1 s" in capsys.readouterr().err
-    pid = int(pidfile.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    previous = set_run_marker(uuid.uuid4().hex)  # every start carries it: a leftover is found by it
+    try:
+        started = time.monotonic()
+        argv = ["schema", "pin", "--codex", str(fake_codex), "--out", str(tmp_path / "s"), "--timeout", "1"]
+        assert main(argv) == FAILED
+        assert time.monotonic() - started < 30
+        assert "did not finish within 1 s" in capsys.readouterr().err
+        deadline = time.monotonic() + 5
+        while (left := marked_processes(run_marker())) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        set_run_marker(previous)
+    assert not left, "the hanging generator outlived the pin"

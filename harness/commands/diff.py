@@ -26,7 +26,7 @@ from contracts.fidelity import Difference, diff_server_sides, render
 from contracts.record import SessionRecord
 from contracts.scenario import Scenario
 from contracts.text import one_line
-from harness import scenario_lookup
+from harness import confine, scenario_lookup
 
 NAME = "diff"
 HELP = "play a scenario on the fake and on the real codex; print the structural difference of the server sides"
@@ -171,6 +171,7 @@ def trace_differences(real: Path | None, fake: Path | None) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", metavar="NAME|PATH", required=True, help="a built-in scenario or a scenario file")
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary (else $CODEX_BIN)")
+    confine.add_argument(parser)
     parser.add_argument(
         "--fake-target", choices=FAKE_TARGETS, default="fake", help="which fake to compare (default: in-process)"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 
 from contracts.exitcodes import FAILED, OK, UsageError
-from harness import scenario_lookup
+from harness import confine, scenario_lookup
 from harness.latency import CASES, METRICS, CaseResult, Sample, run_case, summary_line
 from harness.targets import TargetUnavailable
 
@@ -38,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="long_stream: cancel this long after the first delta",
     )
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
+    confine.add_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the samples and summaries as JSON")
     parser.add_argument(
         "--report", metavar="DIR", help="write latency.html (histograms with p50/p95/p99/max) and latency.json here"

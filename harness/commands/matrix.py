@@ -26,6 +26,7 @@ from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.schema_diff import ChangeKind, SchemaDiff, diff_bundles
 from contracts.text import escape
+from harness import confine
 
 NAME = "matrix"
 HELP = "validate several codex releases and print them side by side (schema changes, contracts, fidelity, latency)"
@@ -251,6 +252,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--scenario", metavar="NAME", action="append", default=[], help="only these scenarios")
     parser.add_argument("--store", metavar="DIR", type=Path, help="your schema store (as validate-release)")
+    confine.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
-from harness import scenario_lookup
+from harness import confine, scenario_lookup
 
 NAME = "record"
 HELP = "play a scenario on the real codex offline and write its transcript ({t, dir, msg} lines)"
@@ -26,6 +26,7 @@ HELP = "play a scenario on the real codex offline and write its transcript ({t, 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary (else $CODEX_BIN)")
+    confine.add_argument(parser)
     parser.add_argument("--scenario", metavar="NAME|PATH", required=True, help="a built-in scenario or a scenario file")
     parser.add_argument("--out", metavar="FILE.jsonl", required=True, help="where the transcript is written")
     parser.add_argument("--trace-out", metavar="DIR", help="also keep the server's trace bundle in DIR")

@@ -18,8 +18,8 @@ from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.heap import collector_paused
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
+from harness import confine, scenario_lookup
 from harness import report_dir as report_dir_check
-from harness import scenario_lookup
 from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
@@ -58,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="skips and warnings fail the run too")
     parser.add_argument("--baseline", metavar="FILE", help="known failures (JSON list; a previous checks.json works)")
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
+    confine.add_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--ascii", action="store_true", help="plain ASCII statuses in the table")
     add_client_arguments(parser)

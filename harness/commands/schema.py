@@ -6,7 +6,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,11 @@ from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.protocol_index import Union, build_index
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
+from harness import confine
+from harness.bounded_run import OutputOverflow
 from harness.client.stderr import strip_ansi
-from harness.codex_bin import CodexNotFound, codex_version, find_codex, run_bounded
+from harness.codex_bin import CodexNotFound, codex_version, find_codex, run_binary, run_dir
+from harness.confine import ConfinementUnavailable
 
 NAME = "schema"
 HELP = "pin the wire schema of a codex binary, or diff two pinned releases"
@@ -44,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     pin.add_argument("--codex", metavar="PATH", help="the codex binary (default: $CODEX_BIN)")
+    confine.add_argument(pin)
     pin.add_argument(
         "--store", "--out", dest="store", metavar="DIR", type=Path, help="your schema store (default: see above)"
     )
@@ -96,10 +99,7 @@ def user_store_to_write(store: str | None) -> Path:
 
 def generate_both(binary: Path, timeout: float) -> tuple[dict[str, object], dict[str, object]]:
     """The stable and the experimental bundle the binary prints (RuntimeError or SchemaStoreError if it fails)."""
-    with tempfile.TemporaryDirectory(prefix="codex-schema-") as tmp:
-        stable = generate(binary, Path(tmp) / "stable", False, timeout)
-        experimental = generate(binary, Path(tmp) / "experimental", True, timeout)
-    return stable, experimental
+    return generate(binary, False, timeout), generate(binary, True, timeout)
 
 
 def same_as_pinned(pinned: dict[str, Any], stable: dict[str, object], experimental: dict[str, object]) -> bool:
@@ -110,21 +110,29 @@ def same_as_pinned(pinned: dict[str, Any], stable: dict[str, object], experiment
     )
 
 
-def generate(binary: Path, out_dir: Path, experimental: bool, timeout: float) -> dict[str, object]:
-    """One bundle from the binary; raises RuntimeError with the binary's own words when it fails."""
-    argv = [os.fspath(binary), "app-server", "generate-json-schema", "--out", os.fspath(out_dir)]
-    if experimental:
-        argv.insert(3, "--experimental")
-    try:
-        done = run_bounded(argv, timeout)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"`{' '.join(argv[1:4])}` did not finish within {timeout:g} s") from None
-    except OSError as exc:
-        raise UsageError(f"cannot run {binary}: {exc}") from exc
-    if done.returncode != 0:
-        tail = strip_ansi(done.stderr.decode(errors="replace")).strip()[-400:]
-        raise RuntimeError(f"`{' '.join(argv[1:])}` exited {done.returncode}: {tail}")
-    return schema_store.read_bundle_dir(out_dir)
+def generate(binary: Path, experimental: bool, timeout: float) -> dict[str, object]:
+    """One bundle from the binary; raises RuntimeError with the binary's own words when it fails.
+
+    Started like every binary (:func:`harness.codex_bin.run_binary`: confined, scrubbed, bounded): it writes
+    its files into its own run directory, read from there before the directory is removed.
+    """
+    with run_dir("codex-schema-") as run:
+        out_dir = run.root / "schema"
+        argv = [os.fspath(binary), "app-server", "generate-json-schema", "--out", os.fspath(out_dir)]
+        if experimental:
+            argv.insert(3, "--experimental")
+        try:
+            done = run_binary(argv, timeout, run=run)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"`{' '.join(argv[1:4])}` did not finish within {timeout:g} s") from None
+        except OutputOverflow as exc:
+            raise RuntimeError(f"`{' '.join(argv[1:4])}` {exc}") from None
+        except (OSError, ConfinementUnavailable) as exc:
+            raise UsageError(f"cannot run {binary}: {exc}") from exc
+        if done.returncode != 0:
+            tail = strip_ansi(done.stderr.decode(errors="replace")).strip()[-400:]
+            raise RuntimeError(f"`{' '.join(argv[1:])}` exited {done.returncode}: {tail}")
+        return schema_store.read_bundle_dir(out_dir)
 
 
 def run_pin(args: argparse.Namespace) -> int:
@@ -137,6 +145,10 @@ def run_pin(args: argparse.Namespace) -> int:
     root = user_store_to_write(args.store)
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
+    try:
+        confine.current()
+    except confine.ConfinementUnavailable as exc:
+        raise UsageError(str(exc)) from None
     try:
         version = codex_version(binary)
     except CodexNotFound as exc:

@@ -28,7 +28,7 @@ from contracts.scenario import Scenario
 from contracts.schema_diff import SchemaDiff, diff_bundles
 from contracts.text import escape
 from fake_server.catalogue import model_level
-from harness import scenario_lookup
+from harness import confine, scenario_lookup
 
 NAME = "validate-release"
 HELP = "pin a codex release's schema, diff it, run the real-binary suite, fidelity diffs and latency; one report"
@@ -225,6 +225,7 @@ def pin_schema(binary: Path, version: str, root: Path) -> tuple[str, dict[str, A
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codex", metavar="PATH", help="the codex binary to validate (else $CODEX_BIN)")
+    confine.add_argument(parser)
     parser.add_argument(
         "--out", metavar="DIR", type=Path, help="where report.md / report.json go (default: ./release-<version>)"
     )

@@ -3,7 +3,8 @@
 For one scenario, :func:`real_target` prepares an isolated run — a fresh ``CODEX_HOME`` whose
 ``config.toml`` points at a mock Responses API on 127.0.0.1 (``app-server-protocol.md`` §14), a
 private ``TMPDIR`` and ``HOME``, a work directory, an environment scrubbed of ``OPENAI_*`` / ``CODEX_*`` — and
-yields the argv / env / cwd to start ``codex app-server --listen stdio://`` with (the process
+yields the argv / env / cwd to start ``codex app-server --listen stdio://`` with, behind the confined
+launcher (:mod:`harness.confine`: it writes only in that run directory and its trace root; the process
 transport starts it), the mock's recorded requests, and the pinned schema release matching the
 binary's version. Leaving the block stops the mock and removes the temporary directories.
 """
@@ -11,8 +12,6 @@ binary's version. Leaving the block stops the mock and removes the temporary dir
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -24,13 +23,12 @@ import trio
 
 from contracts.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
 from fake_server.responses_api import MockResponsesServer, RecordedRequest, serve_responses_api
-from harness.codex_bin import CodexNotFound, codex_version
+from harness import confine
+from harness.codex_bin import CodexNotFound, codex_version, run_dir
 from harness.targets.base import write_files
 
 TARGET = "real"
 PROVIDER_ID = "mock_provider"
-SCRUBBED_PREFIXES = ("OPENAI_", "CODEX_")
-TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 APPROVAL_POLICIES = ("never", "on-request", "on-failure")
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 #: What keeps a real run on this machine. codex-cli 0.171.0 syncs the curated plugin marketplace at
@@ -60,13 +58,19 @@ class SchemaNotPinned(RealTargetError):
 
 @dataclass(frozen=True, slots=True)
 class RealTarget:
-    """One prepared real-binary run. ``argv`` / ``env`` / ``cwd`` are what to start the server with."""
+    """One prepared real-binary run. ``argv`` / ``env`` / ``cwd`` are what to start the server with.
+
+    ``argv`` is ``server_argv`` behind the confined launcher (:mod:`harness.confine`): the server can write
+    only in the run directory and the trace root, and cannot read the homes.
+    """
 
     scenario: Scenario
     codex: Path
     version: str
     schema_release: str | None  # the pinned schema release for ``version`` (None: not pinned, not required)
     argv: tuple[str, ...]
+    server_argv: tuple[str, ...]
+    confinement: str  # the launcher's mechanism: bwrap | unshare | none (--unconfined)
     env: Mapping[str, str]
     cwd: Path
     workdir: Path
@@ -135,24 +139,6 @@ def config_toml(config: ServerConfig, base_url: str) -> dict[str, Any]:
     }
 
 
-def scrubbed_env(
-    base: Mapping[str, str], *, codex_home: Path, tmpdir: Path, trace_root: Path | None, home: Path | None = None
-) -> dict[str, str]:
-    """``base`` without ``OPENAI_*`` / ``CODEX_*`` (no credential reaches the child), plus the run's own.
-
-    ``home``: a private ``HOME``. Commands run as ``bash -lc``, which sources the host user's shell
-    start-up files; those can be slow or take locks (pyenv rehash), making a quick command outlive
-    its yield time under load, and they are not part of the scenario.
-    """
-    env = {k: v for k, v in base.items() if not k.startswith(SCRUBBED_PREFIXES)}
-    env.update(CODEX_HOME=str(codex_home), TMPDIR=str(tmpdir), RUST_LOG="warn")
-    if home is not None:
-        env["HOME"] = str(home)
-    if trace_root is not None:
-        env[TRACE_ROOT_ENV] = str(trace_root)
-    return env
-
-
 def server_argv(codex: Path) -> tuple[str, ...]:
     return (os.fspath(codex), "app-server", "--listen", "stdio://")
 
@@ -199,7 +185,8 @@ async def real_target(
 
     Raises :class:`ScenarioNotSupported` for a fake-only scenario, :class:`SchemaNotPinned` when
     ``require_pinned_schema`` and the binary's release is not pinned, :class:`RealTargetError` when
-    the binary cannot report its version. The caller starts the process from ``argv`` / ``env`` /
+    the binary cannot report its version or cannot be confined (:mod:`harness.confine`; ``--unconfined``
+    lifts that). The caller starts the process from ``argv`` / ``env`` /
     ``cwd`` and must have stopped it before the block ends (the directories are removed then).
     """
     check_supported(scenario)
@@ -207,33 +194,39 @@ async def real_target(
     codex = Path(codex)
     if not codex.exists():
         raise RealTargetError(f"codex binary not found: {codex}")
+    trace_root = trace_root.resolve() if trace_root is not None else None  # bound at its real path
+    try:
+        launcher = confine.current()
+    except confine.ConfinementUnavailable as exc:
+        raise RealTargetError(str(exc)) from None
     version = version or await read_version(codex)
     release = pinned_schema_for(version)
     if release is None and require_pinned_schema:
         raise SchemaNotPinned(schema_not_pinned_message(version))
-    run_dir = Path(tempfile.mkdtemp(prefix="codex-harness-real-", dir=base_dir))
-    try:
-        codex_home, tmpdir, workdir, home = (run_dir / name for name in ("codex_home", "tmp", "workdir", "home"))
-        for directory in (codex_home, tmpdir, workdir, home):
-            directory.mkdir()
-        write_files(workdir, scenario.client.files)
-        async with serve_responses_api(scenario, workdir=PurePosixPath(workdir)) as mock:
-            (codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
-            env = scrubbed_env(os.environ, codex_home=codex_home, tmpdir=tmpdir, trace_root=trace_root, home=home)
+    with run_dir("codex-harness-real-", base_dir) as run:
+        write_files(run.workdir, scenario.client.files)
+        async with serve_responses_api(scenario, workdir=PurePosixPath(run.workdir)) as mock:
+            (run.codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
+            env = run.env(os.environ, trace_root=trace_root)
+            argv = server_argv(codex)
+            writable = [run.root] if trace_root is None else [run.root, trace_root]
+            where = confine.layout(
+                codex, writable=writable, cwd=run.workdir, scratch=run.root, path_env=env.get("PATH")
+            )
             yield RealTarget(
                 scenario=scenario,
                 codex=codex,
                 version=version,
                 schema_release=release,
-                argv=server_argv(codex),
+                argv=tuple(launcher.wrap(argv, where)),
+                server_argv=argv,
+                confinement=launcher.mechanism,
                 env=env,
-                cwd=workdir,
-                workdir=workdir,
-                codex_home=codex_home,
-                tmpdir=tmpdir,
-                home=home,
+                cwd=run.workdir,
+                workdir=run.workdir,
+                codex_home=run.codex_home,
+                tmpdir=run.tmpdir,
+                home=run.home,
                 trace_root=trace_root,
                 mock=mock,
             )
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)

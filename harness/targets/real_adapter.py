@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from contracts.scenario import Scenario
+from harness import confine
 from harness.codex_bin import CodexNotFound, codex_version, find_codex
 from harness.targets.base import TargetRun, TargetUnavailable
 
@@ -25,11 +26,16 @@ def select_codex(codex: Path | None) -> Path:
 def preflight(codex: Path | None, *, require_pinned_schema: bool = True) -> tuple[Path, str]:
     """Can the real target run at all? The binary and its version, else TargetUnavailable saying why.
 
-    Asked once, before any scenario: a missing, non-executable or broken binary (``/bin/false``, one
-    that hangs on ``--version``: bounded by :func:`harness.codex_bin.version_timeout`), or a release
-    without a pinned schema, would otherwise skip every scenario one by one.
+    Asked once, before any scenario: no way to confine it (:mod:`harness.confine`), a missing,
+    non-executable or broken binary (``/bin/false``, one that hangs on ``--version``: bounded by
+    :func:`harness.codex_bin.version_timeout`), or a release without a pinned schema, would otherwise skip
+    every scenario one by one.
     """
     path = select_codex(codex)
+    try:  # before the binary runs at all: its --version is confined too
+        confine.current()
+    except confine.ConfinementUnavailable as exc:
+        raise TargetUnavailable(str(exc)) from None
     if not path.is_file():
         raise TargetUnavailable(f"{path} is not a file")
     if not os.access(path, os.X_OK):
@@ -72,7 +78,7 @@ async def real(scenario: Scenario, *, work_dir: Path, codex: Path | None) -> Asy
             trace_root=trace_root,
             schema_release=target.schema_release or target.version,
             server_version=target.version,
-            meta={"codex": str(binary)},
+            meta={"codex": str(binary), "confinement": target.confinement},
             model_traffic=target.mock.traffic,
             workdir=target.workdir,
         )

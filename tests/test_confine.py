@@ -1,0 +1,371 @@
+"""The confined launcher (``harness.confine``) and the one way a binary's one-shot commands run
+(``harness.codex_bin.run_binary``: bounded, confined, scrubbed). No real codex needed: stand-in scripts.
+
+Each mechanism (bubblewrap, unshare) is proved on this machine; on one where a mechanism cannot confine,
+its tests skip with the reason (fail when ``CODEX_HARNESS_REQUIRE_REAL=1``, as in CI, which installs
+bubblewrap and runs as root).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.noleak import marked_processes
+from harness import confine
+from harness.bounded_run import OutputOverflow, run_capped
+from harness.client.process import run_marker, set_run_marker
+from harness.codex_bin import CodexNotFound, codex_version, run_binary
+from harness.targets.fake import fake_codex_argv
+
+MECHANISMS = list(confine.MECHANISMS)
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CODEX_HARNESS_REQUIRE_REAL") == "1":
+        pytest.fail(f"CODEX_HARNESS_REQUIRE_REAL=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def fresh_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher is chosen again in this test, and the process's choice restored after it."""
+    monkeypatch.setattr(confine, "_chosen", None)
+    monkeypatch.setattr(confine, "_unconfined_asked", False)
+    monkeypatch.setattr(confine, "_tested", {})
+
+
+def _choose(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Start binaries with ``name`` (a mechanism, or ``none``: ``--unconfined``) in this test."""
+    if name == confine.UNCONFINED:
+        monkeypatch.setattr(confine, "_unconfined_asked", True)
+        return name
+    tool = shutil.which(name)
+    problem = f"no {name} on PATH" if tool is None else confine.self_test(confine.Launcher(name, tool))
+    if problem is not None:
+        _unavailable(f"{name} cannot confine here: {problem}")
+    monkeypatch.setenv(confine.MECHANISM_ENV, name)
+    return name
+
+
+@pytest.fixture(params=[*MECHANISMS, confine.UNCONFINED])
+def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> str:
+    """Every launcher: the bounds hold whether or not the binary is confined."""
+    return _choose(str(request.param), monkeypatch)
+
+
+@pytest.fixture(params=MECHANISMS)
+def confined(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> str:
+    return _choose(str(request.param), monkeypatch)
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    """A run marker of this test's own: what it starts is found (and killed) by it."""
+    previous = set_run_marker(uuid.uuid4().hex)
+    try:
+        yield run_marker()
+    finally:
+        for pid in marked_processes(run_marker()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        set_run_marker(previous)
+
+
+@pytest.fixture
+def user_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The harness's HOME for the test, outside /tmp (so its mask, not the private /tmp, hides it), with a
+    planted ``.codex/auth.json``."""
+    base = Path(tempfile.mkdtemp(prefix="codex-harness-home-", dir="/var/tmp")).resolve()
+    home = base / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "auth.json").write_text(f'{{"OPENAI_API_KEY": "sk-{secrets.token_hex(8)}"}}')
+    monkeypatch.setenv("HOME", str(home))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory outside /tmp and outside every mask: the host's ``/`` as the binary sees it, read-only."""
+    path = Path(tempfile.mkdtemp(prefix="codex-harness-outside-", dir="/var/tmp")).resolve()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _script(directory: Path, body: str, name: str = "codex") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def _left_running(marker: str, wait_s: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + wait_s
+    while (left := marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the kernel ends a namespace asynchronously
+    return left
+
+
+# --- what a confined binary can reach ------------------------------------------------------------------
+
+
+def test_a_confined_binary_writes_only_its_run_directory_and_cannot_read_the_home(
+    confined: str, user_home: Path, outside: Path, tmp_path: Path
+) -> None:
+    secret = user_home / ".codex" / "auth.json"
+    binary = _script(
+        tmp_path / "bin",
+        f"(echo x > {outside}/written) 2>/dev/null; echo outside=$?\n"
+        f"(echo x > {user_home}/written) 2>/dev/null; echo home=$?\n"
+        f"(echo x > {tmp_path}/written) 2>/dev/null; echo tmp=$?\n"
+        'echo x > "$HOME/mine" && echo x > "$CODEX_HOME/mine" && echo x > "$TMPDIR/mine" && echo run=$?\n'
+        f"cat {secret} 2>/dev/null; echo secret=$?\n"
+        "head -c 0 /etc/hostname && echo etc=$?\n",
+    )
+    done = run_binary([str(binary)], 20)
+    said = done.stdout.decode()
+    assert done.returncode == 0, (said, done.stderr)
+    assert "run=0" in said and "etc=0" in said, said  # positive controls: the run's own places, the host's /etc
+    for place in ("outside", "home", "tmp", "secret"):
+        assert f"{place}=0" not in said, said
+    assert secret.read_text() not in said
+    assert not (outside / "written").exists() and not (user_home / "written").exists()
+    assert not (tmp_path / "written").exists()
+
+
+def test_nothing_a_confined_binary_starts_outlives_it(confined: str, marker: str, tmp_path: Path) -> None:
+    """A grandchild that left the process group (``setsid``) dies with the binary's PID namespace."""
+    binary = _script(tmp_path / "bin", "setsid sleep 60 </dev/null >/dev/null 2>&1 &\necho codex-cli 1.2.3\n")
+    assert codex_version(binary, timeout=10) == "1.2.3"
+    assert _left_running(marker) == []
+
+
+def test_the_version_probe_is_bounded_when_a_grandchild_holds_stdout(
+    mechanism: str, marker: str, tmp_path: Path
+) -> None:
+    """Old: ``communicate`` waited for EOF on stdout, held by a setsid'd grandchild: 60.5 s for a 7 s bound.
+    Now the answer is read once the binary exits (a grace of 0.5 s for its pipes), on every launcher."""
+    binary = _script(tmp_path / "bin", "setsid sleep 30 &\necho codex-cli 1.2.3\n")
+    started = time.monotonic()
+    assert codex_version(binary, timeout=5) == "1.2.3"
+    assert time.monotonic() - started < 3
+    left = _left_running(marker, 2 if mechanism == confine.UNCONFINED else 5)
+    if mechanism != confine.UNCONFINED:
+        assert left == [], "the grandchild outlived the confined --version"
+    # unconfined, a grandchild that left the group is beyond killpg (the marker fixture ends it)
+
+
+def test_a_hanging_version_is_bounded_whatever_its_grandchild_does(mechanism: str, marker: str, tmp_path: Path) -> None:
+    binary = _script(tmp_path / "bin", "setsid sleep 30 &\nsleep 30\n")
+    started = time.monotonic()
+    with pytest.raises(CodexNotFound, match=r"did not answer within 1 s"):
+        codex_version(binary, timeout=1)
+    assert time.monotonic() - started < 3
+
+
+def test_version_output_is_read_bounded(mechanism: str, tmp_path: Path) -> None:
+    """Old: everything was read into memory (1.5 GB of output: 2.9 GB RSS). Now at most 64 KiB, then refused."""
+    binary = _script(tmp_path / "bin", "head -c 200000000 /dev/zero\necho codex-cli 1.2.3\n")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    started = time.monotonic()
+    with pytest.raises(CodexNotFound, match=r"--version wrote more than 65536 bytes to stdout"):
+        codex_version(binary, timeout=30)
+    assert time.monotonic() - started < 5
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 50, f"peak RSS grew {grown_mib:.0f} MiB"
+
+
+def test_every_start_gets_the_scrubbed_environment_and_a_temporary_home(
+    mechanism: str, user_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Old: ``--version`` ran with the user's HOME and OPENAI_API_KEY, and wrote ``~/.codex/tmp`` there."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-leaked")
+    monkeypatch.setenv("CODEX_SANDBOX", "seatbelt")
+    monkeypatch.setenv("CODEX_HOME", str(user_home / ".codex"))
+    binary = _script(
+        tmp_path / "bin",
+        f'case "$OPENAI_API_KEY$CODEX_SANDBOX" in ?*) echo leaked; exit 1;; esac\n'
+        f'case "$HOME $CODEX_HOME $TMPDIR" in *{user_home}*) echo user-home; exit 1;; esac\n'
+        'mkdir -p "$HOME/.codex/tmp" "$CODEX_HOME/tmp" || exit 1\n'
+        "echo codex-cli 1.2.3\n",
+    )
+    before = sorted(p.name for p in (user_home / ".codex").iterdir())
+    assert codex_version(binary, timeout=10) == "1.2.3"
+    assert sorted(p.name for p in (user_home / ".codex").iterdir()) == before  # nothing written in ~/.codex
+    done = run_binary(["/usr/bin/env"], 10)
+    names = {line.split("=", 1)[0] for line in done.stdout.decode().splitlines() if "=" in line}
+    assert {n for n in names if n.startswith(("OPENAI_", "CODEX_"))} == {"CODEX_HOME", "CODEX_HARNESS_RUN_MARKER"}
+    env = dict(line.split("=", 1) for line in done.stdout.decode().splitlines() if "=" in line)
+    assert env["HOME"] != str(user_home) and env["HOME"].endswith("/home")
+    assert Path(env["CODEX_HOME"]).parent == Path(env["HOME"]).parent == Path(env["TMPDIR"]).parent
+    assert not Path(env["HOME"]).parent.exists()  # the run directory is gone with the run
+
+
+def test_a_binary_installed_under_a_masked_home_still_runs(
+    confined: str, user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """npm installs under ``~`` (``.tools/node_modules``): the install tree is bound back read-only, the rest of
+    the home stays masked."""
+    install = user_home / "project" / ".tools" / "node_modules" / "@openai" / "codex" / "bin"
+    binary = _script(install, f"cat {user_home}/.codex/auth.json 2>/dev/null && exit 1\necho codex-cli 3.2.1\n")
+    assert codex_version(binary, timeout=10) == "3.2.1"
+    where = confine.layout(binary, writable=["/tmp"], cwd="/tmp", scratch="/tmp")
+    assert str(user_home / "project" / ".tools" / "node_modules") in where.readable
+    assert not any(p in (str(user_home), str(user_home / ".codex")) for p in where.readable)
+
+
+# --- the layout and the choice ------------------------------------------------------------------------
+
+
+def test_the_layout_masks_the_homes_and_never_the_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", "/")
+    where = confine.layout("/usr/bin/true", writable=[tmp_path], cwd=tmp_path, scratch=tmp_path)
+    assert "/" not in where.masks
+    assert {"/home", "/root", "/run"} & set(where.masks) == {p for p in ("/home", "/root", "/run") if Path(p).is_dir()}
+    monkeypatch.setenv("HOME", str(tmp_path))  # under /tmp: the private /tmp hides it already
+    assert str(tmp_path.resolve()) not in confine.layout("/bin/sh", writable=[], cwd="/", scratch=tmp_path).masks
+    kept = confine.layout("/bin/sh", writable=[], cwd="/", scratch=tmp_path, private_tmp=False).masks
+    assert str(tmp_path.resolve()) in kept
+
+
+def test_a_binary_directly_in_the_home_is_bound_back_alone(user_home: Path) -> None:
+    binary = _script(user_home, "echo codex-cli 1.0.0\n")
+    where = confine.layout(binary, writable=[], cwd="/", scratch="/tmp")
+    assert str(binary) in where.readable and str(user_home) not in where.readable
+
+
+def test_a_mechanism_that_does_not_confine_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_choice: None
+) -> None:
+    """A ``bwrap`` that ignores its options (runs the command as is) fails the self-test: never trusted."""
+    fake = _script(tmp_path / "fakebin", 'while [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n', name="bwrap")
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    monkeypatch.setenv(confine.MECHANISM_ENV, "bwrap")
+    with pytest.raises(confine.ConfinementUnavailable, match="bwrap does not confine here: a masked home stayed"):
+        confine.current()
+
+
+def test_no_mechanism_means_a_clear_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_choice: None
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv(confine.MECHANISM_ENV, raising=False)
+    with pytest.raises(confine.ConfinementUnavailable) as caught:
+        confine.current()
+    message = str(caught.value)
+    assert "no bwrap on PATH; no unshare on PATH" in message and "--unconfined" in message
+    with pytest.raises(CodexNotFound, match="cannot confine the real binary"):
+        codex_version("/bin/true")
+    confine.set_unconfined(True)
+    assert confine.current() == confine.Launcher(confine.UNCONFINED)
+
+
+def test_an_unknown_mechanism_name_is_refused(monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> None:
+    monkeypatch.setenv(confine.MECHANISM_ENV, "chroot")
+    with pytest.raises(confine.ConfinementUnavailable, match="expected one of bwrap, unshare"):
+        confine.current()
+
+
+# --- every command refuses without a confinement, exit 3, unless --unconfined ------------------------
+
+
+def _harness(args: list[str], path: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_BIN", confine.MECHANISM_ENV)}
+    env["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def _fake_release(tmp_path: Path, release: str) -> Path:
+    """A ``codex`` that is fake-codex playing ``release`` (an app-server: a session can run on it)."""
+    path = tmp_path / f"codex-{release}"
+    path.write_text(f'#!/bin/sh\nexec {" ".join(fake_codex_argv())} --release {release} "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def _commands(codex: Path, other: Path, tmp_path: Path) -> dict[str, list[str]]:
+    c = str(codex)
+    return {
+        "run": ["run", "--target", "real", "--codex", c, "--scenario", "plain"],
+        "record": ["record", "--codex", c, "--scenario", "plain", "--out", str(tmp_path / "rec.jsonl")],
+        "diff": ["diff", "--codex", c, "--scenario", "plain"],
+        "latency": ["latency", "--target", "real", "--codex", c, "--scenario", "long_stream", "--samples", "1"],
+        "validate-release": ["validate-release", "--codex", c, "--out", str(tmp_path / "vr"), "--scenario", "plain"],
+        "matrix": ["matrix", "--codex", c, "--codex", str(other), "--out", str(tmp_path / "mx"), "--scenario", "plain"],
+        "schema pin": ["schema", "pin", "--codex", c, "--out", str(tmp_path / "pins")],
+    }
+
+
+@pytest.mark.parametrize("command", ["run", "record", "diff", "latency", "validate-release", "matrix", "schema pin"])
+def test_every_command_that_starts_a_binary_refuses_without_a_confinement(command: str, tmp_path: Path) -> None:
+    codex, other = _fake_release(tmp_path, "0.171.0"), _fake_release(tmp_path, "0.169.0")
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    done = _harness(_commands(codex, other, tmp_path)[command], str(empty), tmp_path)
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "cannot confine the real binary to its run directory: no bwrap on PATH; no unshare on PATH" in done.stderr
+    assert "--unconfined" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "rec.jsonl").exists() and not (tmp_path / "pins").exists()
+
+
+def test_unconfined_runs_and_says_so(tmp_path: Path) -> None:
+    codex = _fake_release(tmp_path, "0.171.0")
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    args = ["run", "--target", "real", "--codex", str(codex), "--scenario", "plain", "--unconfined"]
+    done = _harness(args, str(empty), tmp_path)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "--unconfined: the real binary runs without filesystem confinement" in done.stderr
+    assert "RESULT: PASS" in done.stdout
+
+
+# --- the bounded runner itself ------------------------------------------------------------------------
+
+
+def test_stderr_is_capped_too(tmp_path: Path) -> None:
+    with pytest.raises(OutputOverflow, match="more than 1000 bytes to stderr"):
+        run_capped(["sh", "-c", "head -c 5000 /dev/zero >&2"], timeout=10, max_stdout=1000, max_stderr=1000)
+
+
+def test_a_program_that_closes_its_streams_and_keeps_running_is_timed_out() -> None:
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_capped(["sh", "-c", "exec >&- 2>&-; sleep 30"], timeout=1, max_stdout=10, max_stderr=10)
+    assert time.monotonic() - started < 3
+
+
+def test_the_init_reads_escaped_mount_points() -> None:
+    sys.path.insert(0, str(Path(confine.INIT).parent))
+    try:
+        import confine_init
+    finally:
+        sys.path.pop(0)
+    assert confine_init.unescape(r"/mnt/with\040space\134x") == "/mnt/with space\\x"
+    assert confine_init.under("/a/b", ["/a"]) and not confine_init.under("/ab", ["/a"])
