@@ -49,7 +49,7 @@ test: $(BIN)/.installed $(CODEX) $(OLDER_CODEX)
 ## Re-record the reference set (tests/data/real/reference.txt) from the real binary into
 ## tests/data/real/<its version>/{transcripts,probes,trace-bundles}/. Another binary: make reference CODEX=PATH.
 reference: $(BIN)/.installed $(CODEX)
-	@version=$$($(CODEX) --version | awk '{print $$NF}'); \
+	@version=$$($(BIN)/python -c 'import sys; from harness.codex_bin import codex_version; print(codex_version(sys.argv[1]))' $(CODEX)); \
 	out=tests/data/real/$$version; \
 	test -n "$$version" || { echo "cannot read the version of $(CODEX)"; exit 3; }; \
 	grep -v '^#' tests/data/real/reference.txt | while read -r set name scenario; do \

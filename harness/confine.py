@@ -125,6 +125,8 @@ class Launcher:
     def wrap(self, argv: Sequence[str | os.PathLike[str]], where: Layout) -> list[str]:
         """The argv that starts ``argv`` confined to ``where`` (``argv`` itself when unconfined)."""
         plain = [os.fspath(a) for a in argv]
+        if os.sep in plain[0]:  # it runs in another directory: a relative path would name another file
+            plain[0] = os.path.abspath(plain[0])
         if self.mechanism == "bwrap":
             return _bwrap(str(self.tool), plain, where)
         if self.mechanism == "unshare":

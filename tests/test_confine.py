@@ -369,3 +369,11 @@ def test_the_init_reads_escaped_mount_points() -> None:
         sys.path.pop(0)
     assert confine_init.unescape(r"/mnt/with\040space\134x") == "/mnt/with space\\x"
     assert confine_init.under("/a/b", ["/a"]) and not confine_init.under("/ab", ["/a"])
+
+
+def test_a_binary_named_by_a_relative_path_runs_from_its_run_directory(
+    mechanism: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _script(tmp_path / "bin", "echo codex-cli 4.5.6\n")
+    monkeypatch.chdir(tmp_path)
+    assert codex_version("bin/codex", timeout=10) == "4.5.6"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import trio
-from test_real_driver import Driver, close_and_wait, project, reduce_with_codex, run_server
+from test_real_driver import Driver, close_and_wait, project, reduce_with_codex, run_server, signal_server
 
 from contracts.scenario import (
     CommandItem,
@@ -555,7 +555,7 @@ async def record_sigterm_pending_approval(codex_bin: Path, tmp_path: Path, trace
             thread = await d.handshake(target.workdir)
             await d.start_turn(thread)
             await server_request(d)
-            d.process.send_signal(signal.SIGTERM)  # the npm launcher forwards it to the native server
+            signal_server(d, target, signal.SIGTERM)  # the npm launcher forwards it to the native server
             with trio.fail_after(10):
                 await d.drain(10)
                 status = await d.process.wait()

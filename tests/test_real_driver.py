@@ -208,6 +208,22 @@ async def close_and_wait(driver: Driver, timeout: float) -> int:
     return code
 
 
+def signal_server(driver: Driver, target: RealTarget, sig: int) -> int:
+    """Send ``sig`` to the server itself, inside the confinement (the launcher does not forward signals):
+    the first process of the group that runs ``target.server_argv``. Its host pid."""
+    wanted = [os.fsencode(a) for a in target.server_argv]
+    for pid in sorted(group_members(driver.process.pid)):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+        except OSError:
+            continue
+        # the npm launcher: ``node PATH app-server …`` (the confining launcher's argv only ends with it)
+        if argv == wanted or (len(argv) == len(wanted) + 1 and argv[1:] == wanted):
+            os.kill(pid, sig)
+            return pid
+    raise DriverError(f"no process of the group runs {' '.join(target.server_argv)}")
+
+
 def _reap_group(pgid: int) -> None:
     # A grandchild (e.g. a command's shell) may outlive the server in our group: kill it too.
     try:

@@ -15,15 +15,16 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import shlex
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from contracts.scenario_file import loads
+from harness import confine
 from harness.client.stderr import StderrTail, strip_ansi
 from harness.runner import run_one
 from harness.targets import real
@@ -124,21 +125,25 @@ def strace() -> str:
     return str(path)
 
 
-def traced_codex(codex: Path, strace: str, tmp_path: Path) -> tuple[Path, Path]:
-    """A stand-in for ``codex`` that runs the real one, and everything it starts, under strace."""
+def traced_launcher(strace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every start of the binary runs under strace, the confining launcher included (strace stays outside the
+    confinement, so it can write its log; ``-f`` follows into the namespaces)."""
     log_dir = tmp_path / "strace"
     log_dir.mkdir()
-    wrapper = tmp_path / "codex-traced"
-    argv = [strace, "-f", "-ff", "-qq", "-e", f"trace={TRACED}", "-o", str(log_dir / "trace"), str(codex)]
-    wrapper.write_text(f'#!/bin/sh\nexec {shlex.join(argv)} "$@"\n')
-    wrapper.chmod(0o755)
-    return wrapper, log_dir
+    trace = [strace, "-f", "-ff", "-qq", "-e", f"trace={TRACED}", "-o", str(log_dir / "trace")]
+    wrap = confine.Launcher.wrap
+
+    def traced(self: confine.Launcher, argv: Sequence[str], where: confine.Layout) -> list[str]:
+        return [*trace, *wrap(self, argv, where)]
+
+    monkeypatch.setattr(confine.Launcher, "wrap", traced)
+    return log_dir
 
 
-def one_session(codex_bin: Path, strace: str, tmp_path: Path) -> list[Attempt]:
-    wrapper, log_dir = traced_codex(codex_bin, strace, tmp_path)
+def one_session(codex_bin: Path, strace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Attempt]:
+    log_dir = traced_launcher(strace, tmp_path, monkeypatch)
     scenario = loads(SCENARIO, "hermetic.toml")
-    run = run_one(scenario, "real", codex=wrapper, work_root=tmp_path)
+    run = run_one(scenario, "real", codex=codex_bin, work_root=tmp_path)
     assert run.skipped is None, run.skipped
     failed = [f"{c.contract} / {c.name}: {c.detail}" for c in run.checks if c.status == "fail"]
     assert not failed, failed
@@ -147,8 +152,10 @@ def one_session(codex_bin: Path, strace: str, tmp_path: Path) -> list[Attempt]:
 
 
 @pytest.mark.real_codex
-def test_a_real_session_connects_to_nothing_off_the_machine(codex_bin: Path, strace: str, tmp_path: Path) -> None:
-    seen = one_session(codex_bin, strace, tmp_path)
+def test_a_real_session_connects_to_nothing_off_the_machine(
+    codex_bin: Path, strace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = one_session(codex_bin, strace, tmp_path, monkeypatch)
     # The trace works: the server's requests to the mock Responses API on 127.0.0.1 are in it.
     assert any(a.call == "connect" and a.family == "AF_INET" and a.address == "127.0.0.1" for a in seen), seen
     outside = [a.line for a in seen if off_machine(a)]
@@ -162,7 +169,7 @@ def test_without_the_network_off_settings_the_check_catches_the_attempts(
     if not _has_outside_resolver():
         _unavailable("no nameserver outside 127.0.0.0/8 in /etc/resolv.conf: start-up lookups would stay local")
     monkeypatch.setattr(real, "HERMETIC_CONFIG", {})
-    seen = one_session(codex_bin, strace, tmp_path)
+    seen = one_session(codex_bin, strace, tmp_path, monkeypatch)
     outside = [a for a in seen if off_machine(a)]
     assert outside, "the plugin sync's lookups were expected without the network-off settings; strace saw none"
     assert any(a.family in ("AF_INET", "AF_INET6") for a in outside)

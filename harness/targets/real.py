@@ -194,7 +194,9 @@ async def real_target(
     codex = Path(codex)
     if not codex.exists():
         raise RealTargetError(f"codex binary not found: {codex}")
-    trace_root = trace_root.resolve() if trace_root is not None else None  # bound at its real path
+    if trace_root is not None:  # it is bound into the confinement: it must exist, at its real path
+        trace_root.mkdir(parents=True, exist_ok=True)
+        trace_root = trace_root.resolve()
     try:
         launcher = confine.current()
     except confine.ConfinementUnavailable as exc:
