@@ -11,7 +11,8 @@ Every start of a binary the harness does not control — ``codex app-server`` of
 - ``/home``, ``/root``, ``/run``, the harness's ``$HOME`` and the user's home from the password database
   masked by an empty read-only tmpfs, so ``~/.codex/auth.json``, ssh keys and agent sockets are out of
   reach; the binary's own install tree (and its ``#!`` interpreter's), and the harness's interpreter and
-  packages (what ``fake-codex`` runs on), are bound back read-only when they live under one of them;
+  packages (what ``fake-codex`` runs on) and the ``/etc`` files that link into ``/run`` (``resolv.conf``), are
+  bound back read-only when they live under one of them;
 - a fresh ``/dev`` (null, zero, full, random, urandom, tty, its own pts) and the ``/proc`` of its own PID
   namespace: the host's processes (and their environments) are invisible, and everything the binary
   starts dies with it (the namespace's init is killed when the binary exits or its process group is).
@@ -58,6 +59,8 @@ INIT: Final = Path(__file__).with_name("confine_init.py")
 #: the directory ``unshare``'s init builds the binary's view in (empty, inside the run's scratch directory)
 ROOT_DIR: Final = ".confine-root"
 SHEBANG_BYTES: Final = 256
+#: files of /etc that commonly link into /run (masked); their targets are shown read-only
+HOST_CONFIG: Final = ("/etc/resolv.conf", "/etc/hosts", "/etc/localtime")
 
 
 class ConfinementUnavailable(Exception):
@@ -96,7 +99,8 @@ def layout(
     hidden = [m for m in (_real(m) for m in (default_masks() if masks is None else masks)) if m != "/"]
     covering = [*hidden, "/tmp"] if private_tmp else hidden
     kept = _unique(m for m in hidden if not any(_inside(m, o) for o in covering if o != m))
-    trees = [*_install_trees(str(argv0), path_env, [*kept, *covering]), *_own_installation([*kept, *covering])]
+    shown = [*kept, *covering]
+    trees = [*_install_trees(str(argv0), path_env, shown), *_own_installation(shown), *_host_config(shown)]
     readable = _unique(p for p in trees if p not in rw)
     return Layout(tuple(rw), tuple(readable), tuple(kept), _real(cwd), scratch_path, private_tmp)
 
@@ -333,6 +337,17 @@ def _own_installation(hidden: list[str]) -> list[str]:
 
     places = {sys.prefix, sys.base_prefix, *(str(Path(p.__file__).parent) for p in (contracts, fake_server, harness))}
     return [_real(p) for p in sorted(places) if any(_inside(_real(p), h) and _real(p) != h for h in hidden)]
+
+
+def _host_config(hidden: list[str]) -> list[str]:
+    """Host configuration that links under a mask (``/etc/resolv.conf`` → ``/run/systemd/resolve/…``): bound
+    back read-only, so the binary resolves names as it would unconfined (the hermetic proof depends on it)."""
+    found = []
+    for name in HOST_CONFIG:
+        target = _real(name)
+        if target != name and os.path.isfile(target) and any(_inside(target, h) for h in hidden):
+            found.append(target)
+    return found
 
 
 def _binary_files(argv0: str, path_env: str | None) -> list[str]:

@@ -377,3 +377,16 @@ def test_a_binary_named_by_a_relative_path_runs_from_its_run_directory(
     _script(tmp_path / "bin", "echo codex-cli 4.5.6\n")
     monkeypatch.chdir(tmp_path)
     assert codex_version("bin/codex", timeout=10) == "4.5.6"
+
+
+def test_host_configuration_linked_under_a_mask_is_shown(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``/etc/resolv.conf`` → ``/run/systemd/resolve/stub-resolv.conf`` (systemd-resolved): /run is masked, the
+    file it links to is bound back read-only, so names resolve as they would unconfined."""
+    run = tmp_path / "run" / "systemd" / "resolve"
+    run.mkdir(parents=True)
+    (run / "stub-resolv.conf").write_text("nameserver 127.0.0.53\n")
+    link = tmp_path / "etc-resolv.conf"
+    link.symlink_to(run / "stub-resolv.conf")
+    monkeypatch.setattr(confine, "HOST_CONFIG", (str(link),))
+    where = confine.layout("/bin/sh", writable=[], cwd="/", scratch="/tmp", masks=[tmp_path / "run"], private_tmp=False)
+    assert where.readable == (str(run / "stub-resolv.conf"),)
