@@ -122,10 +122,6 @@ class Launcher:
     mechanism: str  # bwrap | unshare | none
     tool: str | None = None
 
-    @property
-    def confined(self) -> bool:
-        return self.mechanism != UNCONFINED
-
     def wrap(self, argv: Sequence[str | os.PathLike[str]], where: Layout) -> list[str]:
         """The argv that starts ``argv`` confined to ``where`` (``argv`` itself when unconfined)."""
         plain = [os.fspath(a) for a in argv]
@@ -136,11 +132,6 @@ class Launcher:
         if self.mechanism == "unshare":
             return _unshare(str(self.tool), plain, where)
         return plain
-
-    def describe(self) -> str:
-        if not self.confined:
-            return "unconfined (--unconfined)"
-        return f"{self.mechanism} ({self.tool}): / read-only, the homes masked, only the run's directories writable"
 
 
 def _bwrap(tool: str, argv: list[str], where: Layout) -> list[str]:
@@ -188,13 +179,6 @@ def set_unconfined(flag: bool) -> None:
     """``--unconfined``: start binaries without the confinement, from now on in this process."""
     global _unconfined_asked, _chosen
     _unconfined_asked, _chosen = flag, None
-
-
-def reset() -> None:
-    """Forget the choice and the self-tests (after PATH or ``$CODEX_HARNESS_CONFINE`` changed)."""
-    global _chosen
-    _chosen = None
-    _tested.clear()
 
 
 def current() -> Launcher:
