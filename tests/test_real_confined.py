@@ -167,8 +167,9 @@ def test_a_confined_session_writes_nothing_outside_and_reads_no_secret(
     failed = [f"{c.contract} / {c.name}: {c.detail}" for c in run.checks if c.status == "fail"]
     assert not failed, failed
     asked = answers(run)
-    methods = [m for m, _, _ in asked]
-    assert "thread/start" in methods and "turn/start" in methods
+    for method in ("thread/start", "turn/start"):
+        answer = next((a for m, _, a in asked if m == method), {})
+        assert "result" in answer, (method, answer)
     by_path = {(m, str(p.get("path") or p.get("command"))): a for m, p, a in asked}
     inside_read = next(a for m, p, a in asked if m == "fs/readFile" and str(p.get("path")).endswith("inside-fs.txt"))
     assert base64.b64decode(inside_read["result"]["dataBase64"]) == b"inside", inside_read
