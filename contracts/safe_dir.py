@@ -380,7 +380,8 @@ class SafeDir:
                 budget.note(f"{where}: {describe(exc)}; not copied")
 
     def _copy_file(self, src: int, name: str, budget: CopyBudget, shown: str) -> None:
-        """Up to ``budget.bytes_left`` bytes of ``src`` into ``name``; a file cut there is named."""
+        """Up to ``budget.bytes_left`` bytes of ``src`` into ``name``; a file cut there (or by a read error of
+        the source, which is not the report's to fail on) is named."""
         size = os.fstat(src).st_size
         allowed = max(budget.bytes_left, 0)
         if allowed == 0 and size:
@@ -388,20 +389,26 @@ class SafeDir:
             return
         copied = 0
         more = False
+        broken: OSError | None = None
 
         def chunks() -> Iterator[bytes]:
-            nonlocal copied, more
-            while copied < allowed:
-                data = os.read(src, min(_CHUNK, allowed - copied))
-                if not data:
-                    return
-                copied += len(data)
-                yield data
-            more = bool(os.read(src, 1))
+            nonlocal copied, more, broken
+            try:
+                while copied < allowed:
+                    data = os.read(src, min(_CHUNK, allowed - copied))
+                    if not data:
+                        return
+                    copied += len(data)
+                    yield data
+                more = bool(os.read(src, 1))
+            except OSError as exc:
+                broken = exc
 
         self.write(name, chunks())
         budget.bytes_left -= copied
-        if more:
+        if broken is not None:
+            budget.note(f"{shown}: {describe(broken)}; cut at {copied} bytes")
+        elif more:
             budget.note(f"{shown}: {size} bytes, cut at {copied} (the record's copy budget)")
 
 
