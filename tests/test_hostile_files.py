@@ -139,13 +139,31 @@ def disk_bytes(root: Path) -> int:
     return total
 
 
+#: The harness's own peak RSS is its VmHWM at exit: rusage's maxrss would count the pages a forked child shares
+#: with its parent (a pytest worker of 500 MB) before it execs.
+_MEASURED = """
+import atexit, sys
+where = sys.argv.pop(1)
+atexit.register(lambda: open(where, "w").write(open("/proc/self/status").read()))
+from harness.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _peak_rss_mb(status: Path) -> float:
+    for line in status.read_text().splitlines() if status.is_file() else []:
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("inf")  # killed before it could say: no figure, no pass
+
+
 def run_measured(argv: list[str], cwd: Path, report: Path, env: dict[str, str]) -> Outcome:
     """Run ``codex-harness ARGV`` to its end or TIMEOUT_S; its exit code, output, wall time and peak RSS."""
-    out_path = cwd / "output.txt"
+    out_path, status = cwd / "output.txt", cwd / "status.txt"
     started = time.monotonic()
     with open(out_path, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", *argv],
+            [sys.executable, "-c", _MEASURED, str(status), *argv],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -154,19 +172,18 @@ def run_measured(argv: list[str], cwd: Path, report: Path, env: dict[str, str]) 
             preexec_fn=_limit,
             start_new_session=True,
         )
-    waited: list[tuple[int, int, resource.struct_rusage]] = []
-    waiter = threading.Thread(target=lambda: waited.append(os.wait4(proc.pid, 0)))
+    waited: list[tuple[int, int]] = []
+    waiter = threading.Thread(target=lambda: waited.append(os.waitpid(proc.pid, 0)))
     waiter.start()
     waiter.join(TIMEOUT_S)
     killed = not waited
     if killed:
         os.killpg(proc.pid, 9)
         waiter.join(30)
-    proc.returncode = -9 if killed else 0  # reaped by wait4 above: Popen must not wait for it again
+    proc.returncode = -9 if killed else 0  # reaped by waitpid above: Popen must not wait for it again
     wall = time.monotonic() - started
-    _, status, usage = waited[0]
-    code = None if killed else os.waitstatus_to_exitcode(status)
-    return Outcome(code, out_path.read_text(errors="replace"), wall, usage.ru_maxrss / 1024, disk_bytes(report), report)
+    code = None if killed else os.waitstatus_to_exitcode(waited[0][1])
+    return Outcome(code, out_path.read_text(errors="replace"), wall, _peak_rss_mb(status), disk_bytes(report), report)
 
 
 @pytest.fixture
