@@ -32,6 +32,7 @@ from pathlib import Path
 
 from contracts.exitcodes import UsageError
 from contracts.safe_read import PathArg, Refused, describe, kind_of, open_dir, open_regular
+from contracts.text import escape
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -91,8 +92,9 @@ class CopyBudget:
 
 
 def _shown(name: str) -> str:
-    """A name another program chose, as it goes into a note: no control or format character left raw."""
-    return "".join(c if c.isprintable() else f"\\x{{{ord(c):x}}}" for c in name)
+    """A name another program chose, as it goes into a note (the record, the HTML report, the terminal): the
+    one escaper's, so no control or bidi character is left raw."""
+    return escape(name)
 
 
 def _check_name(name: str) -> str:
