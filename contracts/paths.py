@@ -15,21 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
+from contracts import safe_read
 from contracts.exitcodes import UsageError
-
-_KINDS: tuple[tuple[int, str], ...] = (
-    (stat.S_IFDIR, "a directory"),
-    (stat.S_IFIFO, "a FIFO (named pipe)"),
-    (stat.S_IFCHR, "a character device"),
-    (stat.S_IFBLK, "a block device"),
-    (stat.S_IFSOCK, "a socket"),
-)
-
-
-def kind_of(mode: int) -> str:
-    """``a directory``, ``a FIFO (named pipe)``, ``a character device``…; ``a regular file`` otherwise."""
-    fmt = stat.S_IFMT(mode)
-    return next((text for kind, text in _KINDS if fmt == kind), "a regular file")
+from contracts.safe_read import kind_of
 
 
 def problem(path: str | Path, *, want_dir: bool = False) -> str | None:
@@ -65,23 +53,18 @@ def require_dir(path: str | Path, what: str = "directory") -> Path:
 
 
 def open_file(path: str | Path, what: str = "file") -> BinaryIO:
-    """Open a regular file for reading in binary; never blocks (a FIFO swapped in after ``stat`` is refused)."""
+    """Open a regular file the user named for reading in binary (their links followed); never blocks (a FIFO
+    swapped in after ``stat`` is refused on its descriptor, by the bounded reader's open)."""
     require_file(path, what)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = safe_read.open_regular(path, follow=True)
+    except safe_read.Refused as exc:
+        raise UsageError(f"{what} {path} {exc.reason}") from None
     except OSError as exc:
         denied = exc.errno == errno.EACCES
         reason = "is not readable (permission denied)" if denied else f"cannot be read: {exc.strerror}"
         raise UsageError(f"{what} {path} {reason}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise UsageError(f"{what} {path} is {kind_of(mode)}, not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    return os.fdopen(fd, "rb")
 
 
 def require_writable_dir(path: str | Path, what: str = "directory") -> Path:

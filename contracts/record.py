@@ -18,15 +18,17 @@ with, and the scenario's ground truth. A record saves to a directory and loads b
 from __future__ import annotations
 
 import itertools
-import shutil
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
+from contracts import safe_read
 from contracts.expect import Expect
+from contracts.safe_dir import CopyBudget, SafeDir, Slot
 from contracts.usage import UsageBuckets
 
 Direction = Literal["c2s", "s2c", "note"]
@@ -37,6 +39,15 @@ RECORD_FORMAT = 2
 MAX_OTHER_SERVER_TRACES = 32
 #: Bound on the model traffic kept in a record (a stream of 100,000 events stays far below it in size).
 MAX_MODEL_ENTRIES = 200_000
+#: What a record copies of files another program wrote (bundles, a recording, a result file), in all.
+MAX_RECORD_COPY_BYTES = 64 * 1024 * 1024
+MAX_NOT_COPIED = 100
+#: Bounds of a saved record's members when it is loaded back (a record dir may come from anyone).
+MAX_RECORD_JSON_BYTES = 256 * 1024 * 1024
+MAX_WIRE_FILE_BYTES = 512 * 1024 * 1024
+MAX_STDERR_BYTES = 16 * 1024 * 1024
+#: A file or tree to copy into a record: a path, or (directory fd, path below it) read from a held directory.
+CopySource = Path | tuple[Path, int]
 
 
 class RecordFormatError(ValueError):
@@ -204,23 +215,52 @@ class SessionRecord:
     meta: dict[str, Any] = field(default_factory=dict)
     #: the mock Responses API's traffic (real target); empty for the fakes and for format-1 records
     model: list[ModelEntry] = field(default_factory=list)
+    #: what another program wrote that was not copied into the saved record (a link, a FIFO, past the budget)
+    not_copied: list[str] = field(default_factory=list)
 
     # --- persistence ---------------------------------------------------------------------------
 
-    def save(self, directory: str | Path) -> Path:
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        _write_jsonl(out / "wire.jsonl", (entry.to_json() for entry in self.wire))
-        if self.model:
-            _write_jsonl(out / "model.jsonl", (e.to_json() for e in self.model[:MAX_MODEL_ENTRIES]))
-        (out / "stderr.txt").write_text(self.stderr_tail, encoding="utf-8")
-        client_trace = _copy_bundle(self.client_trace, out / "client-trace")
-        server_trace = _copy_bundle(self.server_trace, out / "server-trace")
+    def save(
+        self,
+        directory: str | Path | Slot,
+        *,
+        files: Mapping[str, bytes] | None = None,
+        copies: Mapping[str, CopySource] | None = None,
+    ) -> Path:
+        """Write the record to ``directory`` whole (built aside and swapped in: a record saved there before is
+        replaced, nothing planted there is followed); returns its path.
+
+        ``files``: more files of the record (name → bytes). ``copies``: files or trees another program wrote,
+        copied in (name → path, or (directory fd, path below it)) within :data:`MAX_RECORD_COPY_BYTES` with the
+        record's bundles; what was refused or cut is named in ``not_copied``."""
+        if isinstance(directory, Slot):
+            with directory.parent.replacing(directory.name) as out:
+                self._save_into(out, files or {}, copies or {})
+            return directory.path
+        path = Path(directory)
+        with SafeDir.open(path.parent) as parent, parent.replacing(path.name) as out:
+            self._save_into(out, files or {}, copies or {})
+        return path
+
+    def _save_into(self, out: SafeDir, files: Mapping[str, bytes], copies: Mapping[str, CopySource]) -> None:
+        budget = CopyBudget(MAX_RECORD_COPY_BYTES)
+        client_trace = _copy_bundle(out, self.client_trace, "client-trace", budget)
+        server_trace = _copy_bundle(out, self.server_trace, "server-trace", budget)
         others = [
-            copied.name
+            name
             for n, bundle in enumerate(self.other_server_traces[:MAX_OTHER_SERVER_TRACES], start=2)
-            if (copied := _copy_bundle(bundle, out / f"server-trace-{n}")) is not None
+            if _copy_bundle(out, bundle, name := f"server-trace-{n}", budget)
         ]
+        for name, source in copies.items():
+            where, anchor = source if isinstance(source, tuple) else (source, None)
+            out.copy_in(where, name, budget, source_dir_fd=anchor)
+        self.not_copied = list(dict.fromkeys([*self.not_copied, *budget.not_copied]))[:MAX_NOT_COPIED]
+        for name, data in files.items():
+            out.write(name, data)
+        out.write("wire.jsonl", _jsonl(entry.to_json() for entry in self.wire))
+        if self.model:
+            out.write("model.jsonl", _jsonl(e.to_json() for e in self.model[:MAX_MODEL_ENTRIES]))
+        out.write_text("stderr.txt", self.stderr_tail)
         body = {
             "format": RECORD_FORMAT,
             "scenario": self.scenario,
@@ -240,14 +280,23 @@ class SessionRecord:
             "schema_release": self.schema_release,
             "experimental_api": self.experimental_api,
             "meta": self.meta,
+            "not_copied": self.not_copied,
         }
-        (out / "record.json").write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
-        return out
+        out.write("record.json", orjson.dumps(body, option=orjson.OPT_INDENT_2))
 
     @classmethod
     def load(cls, directory: str | Path) -> SessionRecord:
+        """Read a saved record; its members are read bounded, none through a link, none that is not a file."""
         src = Path(directory)
-        body = orjson.loads((src / "record.json").read_bytes())
+        fd = safe_read.open_dir(src, follow=True)  # the directory named; nothing below it is followed
+        try:
+            return cls._load(src, fd)
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def _load(cls, src: Path, fd: int) -> SessionRecord:
+        body = safe_read.read_json("record.json", MAX_RECORD_JSON_BYTES, dir_fd=fd, shown=src / "record.json")
         if not isinstance(body, dict):
             raise RecordFormatError(f"{src / 'record.json'}: not a record (expected a JSON object)")
         version = body.get("format", 1)
@@ -255,16 +304,20 @@ class SessionRecord:
             raise RecordFormatError(
                 f"{src}: record format {version!r}; this codex-harness reads formats 1 to {RECORD_FORMAT}"
             )
-        model_file = src / "model.jsonl"
         model = []
-        if version >= 2 and model_file.is_file():
-            with model_file.open("rb") as fh:  # read no further than the bound
+        if version >= 2 and safe_read.is_regular("model.jsonl", dir_fd=fd):
+            with safe_read.open_bounded(
+                "model.jsonl", MAX_WIRE_FILE_BYTES, dir_fd=fd, shown=src / "model.jsonl"
+            ) as fh:  # read no further than the bound
                 lines = itertools.islice(fh, MAX_MODEL_ENTRIES)
                 model = [ModelEntry.from_json(orjson.loads(line)) for line in lines if line.strip()]
-        wire = [
-            WireEntry.from_json(orjson.loads(line)) for line in (src / "wire.jsonl").read_bytes().splitlines() if line
-        ]
-        stderr = src / "stderr.txt"
+        with safe_read.open_bounded("wire.jsonl", MAX_WIRE_FILE_BYTES, dir_fd=fd, shown=src / "wire.jsonl") as fh:
+            wire = [WireEntry.from_json(orjson.loads(line)) for line in fh if line.strip()]
+        try:  # a tail that is not a file (a FIFO would block) is left out
+            stderr = safe_read.read_bounded("stderr.txt", MAX_STDERR_BYTES, dir_fd=fd).decode("utf-8", "replace")
+        except OSError:
+            stderr = ""
+        not_copied = body.get("not_copied")
         return cls(
             scenario=body["scenario"],
             target=body["target"],
@@ -281,7 +334,7 @@ class SessionRecord:
                 if isinstance(name, str) and name.startswith("server-trace-") and "/" not in name
             ],
             server_exit=body.get("server_exit"),
-            stderr_tail=stderr.read_text(encoding="utf-8") if stderr.is_file() else "",  # a FIFO would block
+            stderr_tail=stderr,
             teardown=[TeardownStep(**s) for s in body.get("teardown", [])],
             log=list(body.get("log", [])),
             client_errors=list(body.get("client_errors", [])),
@@ -290,20 +343,15 @@ class SessionRecord:
             experimental_api=bool(body.get("experimental_api")),
             meta=dict(body.get("meta", {})),
             model=model,
+            not_copied=[str(n) for n in not_copied[:MAX_NOT_COPIED]] if isinstance(not_copied, list) else [],
         )
 
 
-def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    with open(path, "wb") as fh:
-        for row in rows:
-            fh.write(orjson.dumps(row) + b"\n")
+def _jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    for row in rows:
+        yield orjson.dumps(row) + b"\n"
 
 
-def _copy_bundle(bundle: Path | None, dest: Path) -> Path | None:
-    if bundle is None or not Path(bundle).is_dir():
-        return None
-    if Path(bundle).resolve() != dest.resolve():
-        if dest.exists():
-            shutil.rmtree(dest)
-        shutil.copytree(bundle, dest)
-    return dest
+def _copy_bundle(out: SafeDir, bundle: Path | None, name: str, budget: CopyBudget) -> bool:
+    """Copy a trace bundle into the record (whoever wrote it: links and non-files are refused, bytes bounded)."""
+    return bundle is not None and out.copy_in(bundle, name, budget)

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,9 @@ from typing import Any, Final, TypeAlias
 
 import orjson
 import zstandard
+
+from contracts import safe_read
+from contracts.safe_dir import SafeDir, WriteError
 
 Bundle: TypeAlias = Mapping[str, Any]
 
@@ -40,6 +44,8 @@ BUNDLE_FILES: Final = {False: "stable.json.zst", True: "experimental.json.zst"}
 MAX_BUNDLE_BYTES: Final = 256 * 1024 * 1024
 MAX_SCHEMA_FILE_BYTES: Final = 64 * 1024 * 1024
 MAX_SCHEMA_FILES: Final = 20_000
+MAX_SCHEMA_DEPTH: Final = 16
+MAX_META_BYTES: Final = 1024 * 1024
 _ZSTD_LEVEL: Final = 19
 _VERSION_RE: Final = re.compile(r"^\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?$")
 
@@ -203,7 +209,7 @@ def load_meta(version: str, root: Path | None = None) -> dict[str, Any]:
         default = root is None or root.resolve() == user_store().resolve()
         raise ReleaseNotPinned(version, pinned_releases(None if default else root))
     try:
-        meta = orjson.loads(path.read_bytes())
+        meta = safe_read.read_json(path, MAX_META_BYTES, follow=True)  # a pin of the user's or ours
     except (OSError, orjson.JSONDecodeError) as exc:
         raise SchemaStoreError(f"cannot read {path}: {exc}") from exc
     if not isinstance(meta, dict):
@@ -228,7 +234,7 @@ def _load_bundle_cached(version: str, experimental: bool, root: Path) -> Bundle:
 def read_bundle_file(path: Path) -> dict[str, Any]:
     """Decompress and parse one ``*.json.zst`` bundle, refusing more than MAX_BUNDLE_BYTES."""
     try:
-        data = path.read_bytes()
+        data = safe_read.read_bounded(path, MAX_BUNDLE_BYTES, follow=True)  # a pin of the user's or ours
     except OSError as exc:
         raise SchemaStoreError(f"cannot read {path}: {exc}") from exc
     try:
@@ -245,28 +251,59 @@ def read_bundle_file(path: Path) -> dict[str, Any]:
 
 
 def read_bundle_dir(directory: Path) -> dict[str, Any]:
-    """What ``generate-json-schema --out DIR`` wrote, as a bundle (paths with ``/``, sorted)."""
-    if not directory.is_dir():
-        raise SchemaStoreError(f"not a directory: {directory}")
+    """What ``generate-json-schema --out DIR`` wrote, as a bundle (paths with ``/``, sorted).
+
+    Read with the bounded reader: a link or anything but a regular file among the schemas is an error naming
+    it (never followed, never read), and the files are bounded each and in all."""
+    try:
+        fd = safe_read.open_dir(directory, follow=True)
+    except OSError:
+        raise SchemaStoreError(f"not a directory: {directory}") from None
     bundle: dict[str, Any] = {}
-    for dirpath, dirnames, filenames in os.walk(directory):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if not name.endswith(".json"):
-                continue
-            path = Path(dirpath) / name
-            rel = path.relative_to(directory).as_posix()
-            if len(bundle) >= MAX_SCHEMA_FILES:
-                raise SchemaStoreError(f"{directory}: more than {MAX_SCHEMA_FILES} schema files")
-            try:
-                if path.stat().st_size > MAX_SCHEMA_FILE_BYTES:
-                    raise SchemaStoreError(f"{path}: larger than {MAX_SCHEMA_FILE_BYTES} bytes")
-                bundle[rel] = orjson.loads(path.read_bytes())
-            except (OSError, orjson.JSONDecodeError) as exc:
-                raise SchemaStoreError(f"cannot read schema {path}: {exc}") from exc
+    try:
+        _read_schema_tree(directory, fd, "", bundle, [0])
+    finally:
+        os.close(fd)
     if not bundle:
         raise SchemaStoreError(f"no *.json schema files in {directory}")
     return dict(sorted(bundle.items()))
+
+
+def _read_schema_tree(directory: Path, fd: int, prefix: str, bundle: dict[str, Any], total: list[int]) -> None:
+    if prefix.count("/") >= MAX_SCHEMA_DEPTH:
+        raise SchemaStoreError(f"{directory / prefix}: nested deeper than {MAX_SCHEMA_DEPTH}")
+    try:
+        listed = safe_read.entries_of(fd, directory / prefix, limit=MAX_SCHEMA_FILES)
+    except OSError as exc:
+        raise SchemaStoreError(f"cannot read {directory / prefix}: {safe_read.describe(exc)}") from exc
+    for name, mode in listed:
+        rel = f"{prefix}{name}"
+        path = directory / rel
+        if stat.S_ISDIR(mode):
+            try:
+                sub = safe_read.open_dir(name, dir_fd=fd)
+            except OSError as exc:
+                raise SchemaStoreError(f"cannot read {path}: {safe_read.describe(exc)}") from exc
+            try:
+                _read_schema_tree(directory, sub, f"{rel}/", bundle, total)
+            finally:
+                os.close(sub)
+            continue
+        if stat.S_ISLNK(mode):
+            raise SchemaStoreError(f"{path} is a symbolic link (not followed): not what generate-json-schema writes")
+        if not name.endswith(".json"):
+            continue
+        if len(bundle) >= MAX_SCHEMA_FILES:
+            raise SchemaStoreError(f"{directory}: more than {MAX_SCHEMA_FILES} schema files")
+        try:
+            data = safe_read.read_bounded(name, MAX_SCHEMA_FILE_BYTES, dir_fd=fd, shown=path)
+            total[0] += len(data)
+            if total[0] > MAX_BUNDLE_BYTES:
+                raise SchemaStoreError(f"{directory}: more than {MAX_BUNDLE_BYTES} bytes of schema files")
+            bundle[rel] = orjson.loads(data)
+        except (OSError, orjson.JSONDecodeError) as exc:
+            why = safe_read.describe(exc) if isinstance(exc, OSError) else str(exc)
+            raise SchemaStoreError(f"cannot read schema {path}: {why}") from exc
 
 
 def encode_bundle(bundle: Bundle) -> bytes:
@@ -306,29 +343,20 @@ def write_release(
         "produced_by": dict(produced_by or {}),
     }
     try:
-        target.mkdir(parents=True, exist_ok=True)
-        for is_exp, bundle in ((False, stable), (True, experimental)):
-            name = BUNDLE_FILES[is_exp]
-            _atomic_write(target / name, encode_bundle(bundle))
-            meta["bundles"]["experimental" if is_exp else "stable"] = {
-                "file": name,
-                "schema_files": len(bundle),
-                "sha256": bundle_digest(bundle),
-            }
-        _atomic_write(target / META_FILE, orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-    except OSError as exc:
+        with SafeDir.open(target) as out:  # each file written whole, never through a link
+            for is_exp, bundle in ((False, stable), (True, experimental)):
+                name = BUNDLE_FILES[is_exp]
+                out.write(name, encode_bundle(bundle))
+                meta["bundles"]["experimental" if is_exp else "stable"] = {
+                    "file": name,
+                    "schema_files": len(bundle),
+                    "sha256": bundle_digest(bundle),
+                }
+            out.write(META_FILE, orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    except WriteError as exc:
         raise SchemaStoreError(f"cannot write the schema of {version} to {target}: {exc}") from exc
     _load_bundle_cached.cache_clear()
     return target
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def open_bundle(spec: str | os.PathLike[str], experimental: bool = False) -> tuple[str, Bundle]:

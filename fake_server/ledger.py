@@ -13,6 +13,7 @@ from typing import Final
 
 import orjson
 
+from contracts import safe_read
 from fake_server.effects import FaultStruck
 
 FAULT_LEDGER_ENV: Final = "FAKE_CODEX_FAULT_LEDGER"
@@ -44,9 +45,8 @@ def append(path: str, effect: FaultStruck) -> None:
 def read(path: Path) -> list[tuple[int, ...]]:
     """(turn, fault index, lines sent, lines received) per line, or (turn, fault index) from a server that
     did not count lines; a missing file is an empty ledger, a torn line is skipped."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_LEDGER_BYTES)
+    try:  # the fake wrote it; a link, a FIFO or /dev/zero in its place is never followed nor read
+        data = safe_read.read_prefix(path, MAX_LEDGER_BYTES)
     except OSError:
         return []
     out: list[tuple[int, ...]] = []

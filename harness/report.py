@@ -19,9 +19,10 @@ from typing import Any
 
 import orjson
 
-from contracts import paths
+from contracts import paths, safe_read
 from contracts.checks import CONTRACT_NAMES, Check, worst
 from contracts.exitcodes import FAILED, OK, UsageError
+from contracts.safe_dir import write_file
 from contracts.text import escape, one_line
 
 SYMBOLS = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "- skip", "warn": "! warn"}
@@ -226,13 +227,11 @@ def checks_json(checks: Iterable[Check]) -> bytes:
 
 
 def write_checks_json(checks: Iterable[Check], path: str | Path) -> Path:
-    p = Path(path)
-    p.write_bytes(checks_json(checks))
-    return p
+    return write_file(path, checks_json(checks))
 
 
 def read_checks_json(path: str | Path) -> list[Check]:
-    return [Check.from_dict(d) for d in orjson.loads(Path(path).read_bytes())]
+    return [Check.from_dict(d) for d in orjson.loads(safe_read.read_bounded(path, MAX_BASELINE_BYTES, follow=True))]
 
 
 def _xml(text: str) -> str:
@@ -281,9 +280,7 @@ def junit_xml(checks: Sequence[Check], *, suite_name: str = "codex-harness") -> 
 
 
 def write_junit(checks: Sequence[Check], path: str | Path) -> Path:
-    p = Path(path)
-    p.write_bytes(junit_xml(checks))
-    return p
+    return write_file(path, junit_xml(checks))
 
 
 def summary_dict(checks: Sequence[Check], verdict: Verdict) -> dict[str, Any]:

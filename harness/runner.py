@@ -30,6 +30,7 @@ from contracts.heap import collector_paused
 from contracts.jsonrpc import RpcError
 from contracts.method_overrides import LEDGER_TURN
 from contracts.record import MAX_OTHER_SERVER_TRACES, Budgets, ModelEntry, SessionRecord, TurnResult
+from contracts.safe_dir import Slot
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.reader import bundles_under
@@ -38,6 +39,7 @@ from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
 from harness.probes import ProbeState, run_probes
+from harness.report_dir import ReportDir
 from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_target
 
 #: Wall-clock bound of one scenario on a process target (the scenario's own budgets are far below).
@@ -401,14 +403,16 @@ def run_one(
     target: str,
     *,
     codex: Path | None = None,
-    save_dir: Path | None = None,
+    save_dir: Path | Slot | None = None,
     work_root: Path | None = None,
     contracts: tuple[str, ...] = CONTRACT_NAMES,
     release: str | None = None,
 ) -> ScenarioRun:
     """Play and judge one (scenario, target). Never raises for a scenario: a broken run is a failed check.
 
-    ``release``: the release profile a fake target plays (:func:`play`)."""
+    ``release``: the release profile a fake target plays (:func:`play`). ``save_dir``: where the record is
+    swapped in whole (a report's :class:`Slot`, or a directory); a record that cannot be written (a full disk)
+    is a :class:`~contracts.safe_dir.WriteError`, exit 3."""
     outcome = unsupported_run(scenario, target)
     if outcome.skipped:
         return outcome
@@ -432,10 +436,9 @@ def run_one(
             return outcome
         if save_dir is not None:
             with collector_paused():
-                record.save(save_dir)
-            outcome.saved_to = save_dir
-            with collector_paused():
-                record = SessionRecord.load(save_dir)  # judge what was saved: the report's record is the judged one
+                outcome.saved_to = record.save(save_dir)
+            with collector_paused():  # judge what was saved: the report's record is the judged one
+                record = SessionRecord.load(outcome.saved_to)
         outcome.record = record
         # The scenario check yields only a failure (a fault the run never reached), never blamed on the client.
         outcome.checks = run_all(record, contracts) + scenario_check.check(record)
@@ -450,13 +453,29 @@ def run_many(
     targets: Iterable[str],
     *,
     codex: Path | None = None,
-    report_dir: Path | None = None,
+    report_dir: Path | ReportDir | None = None,
     progress: Callable[[ScenarioRun, int, int], None] | None = None,
 ) -> list[ScenarioRun]:
+    """Every (scenario, target); ``report_dir``: the records go to its ``sessions/<target>/<scenario>/`` (a path
+    is prepared and locked here, for this call)."""
     pairs = [(s, t) for t in targets for s in scenarios]
+    if isinstance(report_dir, Path):
+        from harness.report_dir import prepare
+
+        with prepare(report_dir, [(t, s.name) for s, t in pairs]) as report:
+            return _run_pairs(pairs, codex, report, progress)
+    return _run_pairs(pairs, codex, report_dir, progress)
+
+
+def _run_pairs(
+    pairs: Sequence[tuple[Scenario, str]],
+    codex: Path | None,
+    report: ReportDir | None,
+    progress: Callable[[ScenarioRun, int, int], None] | None,
+) -> list[ScenarioRun]:
     runs = []
     for n, (scenario, target) in enumerate(pairs, 1):
-        save = report_dir / "sessions" / target / scenario.name if report_dir is not None else None
+        save = report.slot(target, scenario.name) if report is not None else None
         run = run_one(scenario, target, codex=codex, save_dir=save)
         runs.append(run)
         if progress is not None:

@@ -644,12 +644,16 @@ def test_show_html_output_in_the_way_exits_3_and_never_blocks(kind: str, tmp_pat
     assert "turn/completed" not in text  # refused before the timeline
 
 
-@pytest.mark.parametrize(("member", "make"), [("stderr.txt", "fifo"), ("wire.jsonl", "dir"), ("client-trace", "file")])
-def test_run_report_record_member_in_the_way_exits_3(
+@pytest.mark.parametrize(
+    ("member", "make"),
+    [("stderr.txt", "fifo"), ("wire.jsonl", "dir"), ("client-trace", "file"), ("record.json", "link")],
+)
+def test_run_report_record_member_in_the_way_is_replaced_whole(
     member: str, make: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A report directory used before: a member of a saved record replaced by something else (a FIFO
-    would block the save forever, a directory or file would fail it after the run)."""
+    would block a write forever, a directory or file would fail it, a link would be written through). The
+    record is built aside and swapped in whole: whatever was in its place goes, nothing is written into it."""
     saved = tmp_path / "report" / "sessions" / "fake" / "plain"
     saved.mkdir(parents=True)
     reader = None
@@ -658,6 +662,9 @@ def test_run_report_record_member_in_the_way_exits_3(
         reader = os.open(saved / member, os.O_RDONLY | os.O_NONBLOCK)  # were it written, it would not block
     elif make == "dir":
         (saved / member).mkdir()
+    elif make == "link":
+        (tmp_path / "victim").write_text("precious")
+        (saved / member).symlink_to(tmp_path / "victim")
     else:
         (saved / member).write_text("")
     try:
@@ -667,7 +674,14 @@ def test_run_report_record_member_in_the_way_exits_3(
         if reader is not None:
             os.close(reader)
     assert_clean(text)
-    assert code == USAGE and f"plain/{member}" in text, text
+    assert code == OK, text
+    assert (saved / "client-trace").is_dir() and not (saved / "client-trace").is_symlink()
+    for name in ("stderr.txt", "wire.jsonl", "record.json"):
+        assert (saved / name).is_file() and not (saved / name).is_symlink(), name
+    assert SessionRecord.load(saved).scenario == "plain"
+    if make == "link":
+        assert (tmp_path / "victim").read_text() == "precious"
+    assert sorted(p.name for p in saved.parent.iterdir()) == ["plain"]  # no temporary left beside it
 
 
 def test_show_frames_of_hostile_shapes_are_marked_not_crashed(

@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from contracts import safe_read
+from contracts.safe_read import Refused, TooLarge
 from contracts.trace.errors import TraceInvalid, TraceLimitExceeded, TraceUnreadable
 from contracts.trace.format import (
     CAPTURE_STATUSES,
@@ -219,35 +221,30 @@ class ReplayedTrace:
         }
 
 
-def _regular_file(path: Path, what: str, *, limit: int) -> int:
-    """Size of a regular file, refusing FIFOs/devices (which could never end) and oversize files."""
+def _refusal(exc: OSError, what: str, path: Path) -> TraceInvalid:
+    """A member of the bundle the bounded reader would not read, or could not."""
+    if isinstance(exc, TooLarge):
+        return TraceLimitExceeded(f"{what} {path}: over the limit of {exc.limit} bytes ({exc.reason})")
+    if isinstance(exc, Refused):  # a FIFO or /dev/zero could never end; a link is never followed
+        return TraceLimitExceeded(f"open {what} {path}: not a regular file ({exc.reason})")
+    if isinstance(exc, FileNotFoundError):
+        return TraceInvalid(f"open {what} {path}: No such file or directory")
+    return TraceInvalid(f"read {what} {path}: {exc.strerror or exc}")
+
+
+def _read_bounded(bundle: Path, name: str, what: str, limit: int, dir_fd: int | None = None) -> bytes:
+    """A member of the bundle, whole, bounded; ``dir_fd``: the bundle's directory (``name`` is below it)."""
+    path = bundle / name
     try:
-        st = os.stat(path)
-    except FileNotFoundError as exc:
-        raise TraceInvalid(f"open {what} {path}: No such file or directory") from exc
+        if dir_fd is None:
+            return safe_read.read_bounded(path, limit)
+        return safe_read.read_bounded(name, limit, dir_fd=dir_fd, shown=path)
     except OSError as exc:
-        raise TraceInvalid(f"open {what} {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise TraceLimitExceeded(f"open {what} {path}: not a regular file")
-    if st.st_size > limit:
-        raise TraceLimitExceeded(f"{what} {path} is {st.st_size} bytes, over the limit of {limit}")
-    return st.st_size
+        raise _refusal(exc, what, path) from exc
 
 
-def _read_bounded(path: Path, what: str, limit: int) -> bytes:
-    _regular_file(path, what, limit=limit)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError as exc:
-        raise TraceInvalid(f"read {what} {path}: {exc.strerror}") from exc
-    if len(data) > limit:
-        raise TraceLimitExceeded(f"{what} {path} grew past the limit of {limit} bytes")
-    return data
-
-
-def read_manifest(bundle: Path, limits: ReadLimits = ReadLimits()) -> dict[str, Any]:
-    data = _read_bounded(bundle / MANIFEST_NAME, "manifest", limits.max_manifest_bytes)
+def read_manifest(bundle: Path, limits: ReadLimits = ReadLimits(), *, dir_fd: int | None = None) -> dict[str, Any]:
+    data = _read_bounded(bundle, MANIFEST_NAME, "manifest", limits.max_manifest_bytes, dir_fd)
     try:
         manifest = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -275,10 +272,14 @@ def bundles_under(root: Path) -> list[Path]:
     """The bundles under a trace root, first started first (the thread the client started, then any other:
     a fork gets its own); ``root`` itself when it is one bundle. Bundle folders are named after a random trace
     id, so their names say nothing of which came first: the manifests' start times do."""
-    if not root.is_dir():
+    try:  # listed without following a link: a bundle is a real directory of its writer's
+        listed = safe_read.entries(root)
+    except OSError:
         return []
-    bundles = [p for p in root.iterdir() if p.is_dir() and (p / MANIFEST_NAME).exists()]
-    if not bundles and (root / MANIFEST_NAME).exists():
+    bundles = [
+        root / name for name, mode in listed if stat.S_ISDIR(mode) and safe_read.is_regular(root / name / MANIFEST_NAME)
+    ]
+    if not bundles and safe_read.is_regular(root / MANIFEST_NAME):
         return [root]
     return sorted(bundles, key=lambda p: (_started_at(p), p.name))
 
@@ -801,25 +802,34 @@ class _Replay:
         raise TraceInvalid("raw trace event has no reducer implementation", seq=seq)
 
 
-def iter_event_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, line without its newline, newline-terminated) for each line, read incrementally."""
-    size = _regular_file(path, "trace event log", limit=limits.max_log_bytes)
-    read_total = 0
+def iter_event_lines(
+    path: Path, limits: ReadLimits, *, dir_fd: int | None = None
+) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, line without its newline, newline-terminated) for each line, read incrementally.
+
+    ``dir_fd``: ``path``'s directory, and ``path.name`` is opened in it."""
     try:
-        f = open(path, "rb", buffering=1024 * 1024)
+        if dir_fd is None:
+            f = safe_read.open_bounded(path, limits.max_log_bytes)
+        else:
+            f = safe_read.open_bounded(path.name, limits.max_log_bytes, dir_fd=dir_fd, shown=path)
     except OSError as exc:
-        raise TraceInvalid(f"open trace event log {path}: {exc.strerror}") from exc
+        raise _refusal(exc, "trace event log", path) from exc
     with f:
         number = 0
         cap = limits.max_line_bytes + 1
         while True:
-            raw = f.readline(cap)
+            try:
+                raw = f.readline(cap)
+            except TooLarge as exc:  # still growing while it is read
+                raise TraceLimitExceeded(
+                    f"trace event log grew past {limits.max_log_bytes} bytes", line=number + 1
+                ) from exc
+            except OSError as exc:
+                raise TraceInvalid(f"read trace event log {path}: {exc.strerror or exc}") from exc
             if not raw:
                 return
             number += 1
-            read_total += len(raw)
-            if read_total > max(size, limits.max_log_bytes):
-                raise TraceLimitExceeded(f"trace event log grew past {limits.max_log_bytes} bytes", line=number)
             if raw[-1:] == b"\n":
                 yield number, raw[:-1], True
             elif len(raw) >= cap:
@@ -836,18 +846,27 @@ def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits())
     Raises :class:`TraceUnreadable` when ``path`` is not a readable directory.
     """
     bundle = Path(path)
-    if not bundle.is_dir():
-        raise TraceUnreadable(f"{bundle}: not a bundle directory")
-    if not os.access(bundle, os.R_OK | os.X_OK):
-        raise TraceUnreadable(f"{bundle}: permission denied")
-    manifest = read_manifest(bundle, limits)
+    try:  # the directory named (a link to it is the namer's); nothing below it is followed
+        fd = safe_read.open_dir(bundle, follow=True)
+    except PermissionError:
+        raise TraceUnreadable(f"{bundle}: permission denied") from None
+    except OSError:
+        raise TraceUnreadable(f"{bundle}: not a bundle directory") from None
+    try:
+        return _read_bundle(bundle, fd, limits)
+    finally:
+        os.close(fd)
+
+
+def _read_bundle(bundle: Path, fd: int, limits: ReadLimits) -> ReplayedTrace:
+    manifest = read_manifest(bundle, limits, dir_fd=fd)
     trace = ReplayedTrace(path=bundle, manifest=manifest)
     replay = _Replay(trace)
     log_path = bundle / EVENT_LOG_NAME
     completed = False
     terminated = True
     loads = orjson.loads
-    for number, raw, terminated in iter_event_lines(log_path, limits):
+    for number, raw, terminated in iter_event_lines(log_path, limits, dir_fd=fd):
         trace.log_bytes += len(raw) + (1 if terminated else 0)
         if number > limits.max_events:
             # Blank lines count: 300 MB of newlines cost as much to read as events do, and judged nothing.
@@ -885,7 +904,7 @@ def read_bundle(path: str | os.PathLike[str], limits: ReadLimits = ReadLimits())
     trace.log_newline_terminated = terminated
     # A final line without its newline was still being written: it is replayed, but does not close the recording.
     closed = trace.recording_completed_seq is not None and terminated
-    _load_payloads(trace, bundle, limits, closed=closed)
+    _load_payloads(trace, bundle, fd, limits, closed=closed)
     if not closed:
         trace.recording_status = "unclosed"
     elif trace.partial_payloads:
@@ -905,27 +924,29 @@ def _payload_path(value: Any, line: int) -> str:
     return value
 
 
-def _load_payload_files(trace: ReplayedTrace, bundle: Path, limits: ReadLimits) -> None:
+def _load_payload_files(trace: ReplayedTrace, bundle: Path, fd: int, limits: ReadLimits) -> None:
     """Schemas 1 and 2: each complete or truncated payload is its own JSON file."""
     files = [ref for ref in trace.payload_refs.values() if ref.path is not None]
     if len(files) > limits.max_shards:
         raise TraceLimitExceeded(f"more than {limits.max_shards} payload files")
     total = 0
     for ref in files:
-        path = bundle / str(ref.path)
-        if not path.exists():
-            raise TraceInvalid(f"missing payload {ref.raw_payload_id}: no file {ref.path}", seq=ref.seq)
         limit = min(limits.max_shard_file_bytes, limits.max_bundle_decompressed_bytes)
-        body = _read_bounded(path, "payload file", limit)
+        try:
+            body = _read_bounded(bundle, str(ref.path), "payload file", limit, fd)
+        except TraceInvalid as exc:
+            if isinstance(exc.__cause__, FileNotFoundError):
+                raise TraceInvalid(f"missing payload {ref.raw_payload_id}: no file {ref.path}", seq=ref.seq) from None
+            raise
         total += len(body)
         if total > limits.max_bundle_decompressed_bytes:
             raise TraceLimitExceeded(f"payload files past {limits.max_bundle_decompressed_bytes} bytes in all")
         _check_body(trace, ref, body)
 
 
-def _load_payloads(trace: ReplayedTrace, bundle: Path, limits: ReadLimits, *, closed: bool) -> None:
+def _load_payloads(trace: ReplayedTrace, bundle: Path, fd: int, limits: ReadLimits, *, closed: bool) -> None:
     if FORMATS[trace.schema_version].payload_files:
-        _load_payload_files(trace, bundle, limits)
+        _load_payload_files(trace, bundle, fd, limits)
         return
     payloads_dir = bundle / PAYLOADS_DIR_NAME
     wanted: dict[int, list[PayloadRef]] = {}
@@ -933,11 +954,11 @@ def _load_payloads(trace: ReplayedTrace, bundle: Path, limits: ReadLimits, *, cl
         if ref.shard is not None:
             wanted.setdefault(ref.shard, []).append(ref)
     present: set[int] = set()
-    if payloads_dir.is_dir():
+    if safe_read.is_dir(PAYLOADS_DIR_NAME, dir_fd=fd):
         try:
-            names = os.listdir(payloads_dir)
+            names = [name for name, _ in safe_read.entries(PAYLOADS_DIR_NAME, dir_fd=fd, limit=limits.max_shards + 1)]
         except OSError as exc:
-            raise TraceInvalid(f"read payload directory {payloads_dir}: {exc.strerror}") from exc
+            raise TraceInvalid(f"read payload directory {payloads_dir}: {safe_read.describe(exc)}") from exc
         for name in names:
             stem = name.removesuffix(".zst")
             if name.endswith(".zst") and len(stem) == 6 and stem.isdigit() and int(stem) > 0:
@@ -951,8 +972,8 @@ def _load_payloads(trace: ReplayedTrace, bundle: Path, limits: ReadLimits, *, cl
         raise TraceLimitExceeded(f"more than {limits.max_shards} payload shards")
     total = 0
     for shard in shards:
-        path = payloads_dir / shard_name(shard)
-        data = _read_bounded(path, "shard", limits.max_shard_file_bytes)
+        name = f"{PAYLOADS_DIR_NAME}/{shard_name(shard)}"
+        data = _read_bounded(bundle, name, "shard", limits.max_shard_file_bytes, fd)
         decoded = decode_shard(
             data,
             shard,

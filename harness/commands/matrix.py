@@ -295,9 +295,12 @@ def run(args: argparse.Namespace) -> int:
     matrix.command = "codex-harness matrix " + " ".join(f"--codex {c}" for c in args.codex)
     matrix.wall_s = time.perf_counter() - started
     markdown = escape(render_markdown(matrix), keep_newlines=True)  # matrix.md is read in terminals too
-    (args.out / "matrix.md").write_text(markdown, encoding="utf-8")
-    (args.out / "matrix.json").write_text(json.dumps(matrix.to_json(), indent=2, default=str) + "\n", encoding="utf-8")
-    (args.out / "matrix.html").write_text(render_html(matrix), encoding="utf-8")
+    from contracts.safe_dir import SafeDir
+
+    with SafeDir.open(args.out) as held:  # each file written whole, never through a link
+        held.write_text("matrix.md", markdown)
+        held.write_text("matrix.json", json.dumps(matrix.to_json(), indent=2, default=str) + "\n")
+        held.write_text("matrix.html", render_html(matrix))
     print(markdown, end="")
     print(f"matrix: {args.out}/matrix.md, {args.out}/matrix.json, {args.out}/matrix.html")
     print(f"RESULT: {'PASS' if matrix.ok else 'FAIL'}")

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
+from contracts.record import MAX_RECORD_COPY_BYTES
+from contracts.safe_dir import CopyBudget, SafeDir, write_file
 from harness import confine, scenario_lookup
 
 NAME = "record"
@@ -59,6 +60,23 @@ def _bundle_dir(path: Path) -> Path:
     return _in_writable_folder("--trace-out", path)
 
 
+def _keep_bundle(bundle: Path, trace_out: Path) -> list[str]:
+    """Copy the binary's bundle to ``--trace-out`` (swapped in whole) with the one safe copy: what it refused
+    (a link, a FIFO, past the copy budget), empty when the bundle was kept whole."""
+    budget = CopyBudget(MAX_RECORD_COPY_BYTES)
+    try:
+        with SafeDir.open(trace_out.parent) as parent, parent.replacing(trace_out.name) as fresh:
+            if not fresh.fill_from(bundle, budget) or budget.not_copied:
+                raise _NotWhole  # the earlier bundle there stays
+    except _NotWhole:
+        return budget.not_copied
+    return []
+
+
+class _NotWhole(Exception):
+    pass
+
+
 def _fail(message: str) -> int:
     print(f"codex-harness record: {message}", file=sys.stderr)
     return FAILED
@@ -98,12 +116,11 @@ def run(args: argparse.Namespace) -> int:
         if trace_out is not None:
             if record.server_trace is None:
                 return _fail(f"{scenario.name}: the server wrote no trace bundle for --trace-out")
-            shutil.rmtree(trace_out, ignore_errors=True)
-            shutil.copytree(record.server_trace, trace_out)
+            refused = _keep_bundle(record.server_trace, trace_out)
+            if refused:
+                return _fail(f"{scenario.name}: the trace bundle was not kept whole: {'; '.join(refused[:5])}")
         lines = transcript(record, [work_dir])
-    partial = out.with_name(out.name + ".partial")
-    partial.write_bytes(dumps(lines))
-    partial.replace(out)
+    write_file(out, dumps(lines))  # whole, never through a link at its name
     version = record.server_version or "?"
     frames = sum(1 for line in lines if line["dir"] != "note")
     kept = f", trace bundle in {trace_out}" if trace_out is not None else ""

@@ -25,13 +25,14 @@ from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
 from harness.report import (
     BaselineEntry,
+    checks_json,
     judge,
+    junit_xml,
     load_baseline,
     render_table,
     summary_dict,
-    write_checks_json,
-    write_junit,
 )
+from harness.report_dir import ReportDir
 from harness.runner import ScenarioRun, run_many
 from harness.targets import TARGET_NAMES
 
@@ -122,37 +123,40 @@ def run(args: argparse.Namespace) -> int:
             codex, _ = preflight(codex)
         except TargetUnavailable as exc:
             raise UsageError(f"--target real: {exc}") from None
-    report_dir = Path(args.report) if args.report else None
-    if report_dir is not None:  # every path the run will write, checked before anything is played
-        report_dir_check.prepare(report_dir, [(args.target, s.name) for s in scenarios])
-    if client is not None:
-        runs = run_clients(client, scenarios, report_dir=report_dir, progress=None if args.quiet else _progress)
-        describe(runs)
-    else:
-        runs = run_many(
-            scenarios, [args.target], codex=codex, report_dir=report_dir, progress=None if args.quiet else _progress
-        )
-    _startup_failures(runs)
-    with collector_paused():  # the records are only read from here on (contracts.heap)
-        return _report(args, runs, baseline, report_dir)
+    # Every path the run will write, checked before anything is played; then held and locked to the end.
+    report = None
+    if args.report:
+        report = report_dir_check.prepare(Path(args.report), [(args.target, s.name) for s in scenarios])
+    try:
+        if client is not None:
+            runs = run_clients(client, scenarios, report_dir=report, progress=None if args.quiet else _progress)
+            describe(runs)
+        else:
+            runs = run_many(
+                scenarios, [args.target], codex=codex, report_dir=report, progress=None if args.quiet else _progress
+            )
+        _startup_failures(runs)
+        with collector_paused():  # the records are only read from here on (contracts.heap)
+            return _report(args, runs, baseline, report)
+    finally:
+        if report is not None:
+            report.close()
 
 
 def _report(
-    args: argparse.Namespace, runs: list[ScenarioRun], baseline: list[BaselineEntry], report_dir: Path | None
+    args: argparse.Namespace, runs: list[ScenarioRun], baseline: list[BaselineEntry], report: ReportDir | None
 ) -> int:
     checks: list[Check] = [c for r in runs for c in r.checks]
     verdict = judge(checks, strict=args.strict, baseline=baseline)
     print(render_table(checks, verdict, ascii_only=args.ascii), end="")
-    if report_dir is not None:
-        try:
-            write_checks_json(checks, report_dir / "checks.json")
-            write_junit(checks, report_dir / "junit.xml")
-            summary = summary_dict(checks, verdict)
-            print(f"report: {report_dir}/checks.json, junit.xml, sessions/ ({summary['checks']} checks)")
-            records = [r.record for r in runs if r.record is not None]
-            print(f"HTML report: {write_index_html(report_dir, checks, records, result=verdict.result)}")
-        except OSError as exc:  # the directory changed under the run (checked at the start)
-            raise UsageError(f"cannot write the report in {report_dir}: {exc}") from None
+    if report is not None:  # each file written whole through the held directory, never through a link
+        report.write("checks.json", checks_json(checks))
+        report.write("junit.xml", junit_xml(checks))
+        summary = summary_dict(checks, verdict)
+        print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({summary['checks']} checks)")
+        records = [r.record for r in runs if r.record is not None]
+        page = write_index_html(report.path, checks, records, result=verdict.result, into=report.root)
+        print(f"HTML report: {page}")
     wall = sum(r.wall_s for r in runs)
     print(f"wall time {wall:.2f}s for {len(runs)} scenario run(s)", file=sys.stderr)
     return verdict.exit_code

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from contracts import paths
+from contracts import paths, safe_read
 from contracts.checks import run_all
 from contracts.exitcodes import INVALID_INPUT, OK, UsageError
 from contracts.record import SessionRecord, WireEntry
@@ -31,12 +30,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _open_wire(path: Path) -> BinaryIO:
-    fh = paths.open_file(path, "wire file")  # a FIFO, a directory or a device is named, never read
-    size = os.fstat(fh.fileno()).st_size
-    if size > MAX_WIRE_BYTES:
-        fh.close()
-        raise UsageError(f"{path}: larger than {MAX_WIRE_BYTES} bytes")
-    return fh
+    """The wire file with the bounded reader (the user's own link followed): a FIFO, a directory or a device
+    is named, never read; a file larger than MAX_WIRE_BYTES is refused, one growing past it is cut off."""
+    paths.require_file(path, "wire file")
+    try:
+        return safe_read.open_bounded(path, MAX_WIRE_BYTES, follow=True)
+    except safe_read.TooLarge:
+        raise UsageError(f"{path}: larger than {MAX_WIRE_BYTES} bytes") from None
+    except safe_read.Refused as exc:
+        raise UsageError(f"wire file {path} {exc.reason}") from None
 
 
 def _check_wire(path: Path) -> None:

@@ -324,12 +324,14 @@ def run(args: argparse.Namespace) -> int:
         note = schema_store.shadowed_note(version)
     if note:
         print(f"codex-harness validate-release: {note}", file=sys.stderr)
-    (out / "report.json").write_text(json.dumps(report.to_json(), indent=2, default=str) + "\n")
     markdown = escape(render_markdown(report), keep_newlines=True)  # report.md is read in terminals too
-    (out / "report.md").write_text(markdown)
+    from contracts.safe_dir import SafeDir
     from harness.html.release import render_release
 
-    (out / "report.html").write_text(render_release(report, markdown), encoding="utf-8")
+    with SafeDir.open(out) as held:  # each file written whole, never through a link
+        held.write_text("report.json", json.dumps(report.to_json(), indent=2, default=str) + "\n")
+        held.write_text("report.md", markdown)
+        held.write_text("report.html", render_release(report, markdown))
     print(markdown, end="")
     print(f"report: {out}/report.md, {out}/report.json, {out}/report.html")
     print(f"RESULT: {report.result}")

@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from contracts.checks import Check
+from contracts.safe_dir import write_file
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump, dumps
 
@@ -61,8 +62,7 @@ def write_failure(
         "reproduce": f"codex-harness run --target {target} --scenario {toml_path}",
         "failing": [c.to_dict() | {"scenario": name} for c in failing],
     }
-    checks_path = out_dir / f"{name}.checks.json"
-    checks_path.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
+    checks_path = write_file(out_dir / f"{name}.checks.json", orjson.dumps(body, option=orjson.OPT_INDENT_2))
     return toml_path, checks_path
 
 

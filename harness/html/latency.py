@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from contracts.exitcodes import UsageError
+from contracts.safe_dir import SafeDir
 from harness.html.histogram import histogram_svg
 from harness.html.page import e, page
 from harness.latency import METRICS, CaseResult
@@ -69,12 +69,6 @@ def _json(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
 
 
 def write_latency_report(report_dir: str | Path, results: Sequence[CaseResult]) -> Path:
-    out = Path(report_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "latency.json").write_bytes(orjson.dumps(_json(results), option=orjson.OPT_INDENT_2))
-        path = out / "latency.html"
-        path.write_text(render_latency(results), encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write the latency report in {out}: {exc.strerror}") from None
-    return path
+    with SafeDir.open(report_dir) as out:  # each file written whole, never through a link
+        out.write("latency.json", orjson.dumps(_json(results), option=orjson.OPT_INDENT_2))
+        return out.write_text("latency.html", render_latency(results))

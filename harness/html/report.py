@@ -14,6 +14,7 @@ from pathlib import Path
 
 from contracts.checks import CONTRACT_NAMES, Check, worst
 from contracts.record import RecordFormatError, SessionRecord
+from contracts.safe_dir import SafeDir, write_file
 from contracts.text import clip
 from harness.html import diagram, sequence
 from harness.html.page import LEGEND, e, page
@@ -126,6 +127,8 @@ def session_section(
         out.append(f'<p class="meta">{sum(c.status == "pass" for c in checks)} checks passed.</p>')
     if record.client_errors:
         out.append(f"<pre>{e(chr(10).join(x[:2000] for x in record.client_errors[:5]))}</pre>")
+    if record.not_copied:
+        out.append(f'<p class="meta">not copied into the report: {e("; ".join(record.not_copied[:20]))}</p>')
     out.append("</section>")
     return "".join(out)
 
@@ -206,14 +209,15 @@ def write_index_html(
     *,
     title: str = "codex-harness report",
     result: str | None = None,
+    into: SafeDir | None = None,
 ) -> Path:
     """Write ``report_dir/index.html`` and return its path.
 
     ``records``: the sessions to draw; None loads those saved under ``report_dir/sessions/``.
     ``result``: the run's verdict word (``Verdict.result``); by default derived from the checks.
+    ``into``: ``report_dir`` held (the run's report); else it is opened here. Written whole, never through a link.
     """
     out_dir = Path(report_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     unreadable: list[str] = []
     if records is None:
         chosen, unreadable = _load_saved(out_dir)
@@ -224,11 +228,11 @@ def write_index_html(
         saved = out_dir / "sessions" / r.target / r.scenario
         if (saved / "wire.jsonl").is_file():
             links[(r.scenario, r.target)] = f"sessions/{r.target}/{r.scenario}"
-    path = out_dir / INDEX
-    path.write_text(
-        render_index(checks, chosen, title=title, result=result, links=links, unreadable=unreadable), encoding="utf-8"
-    )
-    return path
+    page_text = render_index(checks, chosen, title=title, result=result, links=links, unreadable=unreadable)
+    if into is not None:
+        return into.write_text(INDEX, page_text)
+    with SafeDir.open(out_dir) as held:
+        return held.write_text(INDEX, page_text)
 
 
 def render_session_page(record: SessionRecord, checks: Sequence[Check]) -> str:
@@ -237,6 +241,4 @@ def render_session_page(record: SessionRecord, checks: Sequence[Check]) -> str:
 
 
 def write_session_html(path: str | Path, record: SessionRecord, checks: Sequence[Check]) -> Path:
-    out = Path(path)
-    out.write_text(render_session_page(record, checks), encoding="utf-8")
-    return out
+    return write_file(path, render_session_page(record, checks).encode("utf-8"))

@@ -12,11 +12,11 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from contracts.exitcodes import UsageError
 from contracts.scenario import Scenario
 from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
+from harness.report_dir import ReportDir
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,12 +66,12 @@ def run_clients(
     spec: ClientSpec,
     scenarios: Sequence[Scenario],
     *,
-    report_dir: Path | None,
+    report_dir: ReportDir | None,
     progress: Callable[..., None] | None,
 ) -> list:
     runs = []
     for n, scenario in enumerate(scenarios, 1):
-        save = report_dir / "sessions" / TARGET / scenario.name if report_dir is not None else None
+        save = report_dir.slot(TARGET, scenario.name) if report_dir is not None else None
         run = run_outside_one(scenario, spec, save_dir=save)
         runs.append(run)
         if progress is not None:
@@ -80,10 +80,15 @@ def run_clients(
 
 
 def describe(runs: list) -> None:
-    """What the harness killed, per scenario, on stderr (the record keeps it too)."""
+    """What the harness killed, and what it would not copy into the report, per scenario, on stderr (the
+    record keeps both too)."""
     for run in runs:
         facts = run.record.meta.get("outside", {}) if run.record is not None else {}
         if facts.get("killed"):
             why = "at its deadline" if facts.get("deadline_hit") else "after the client exited"
             print(f"{run.scenario}: killed {why}: {', '.join(facts['killed'])}", file=sys.stderr)
+        refused = run.record.not_copied if run.record is not None else []
+        if refused:
+            more = f" (and {len(refused) - 3} more, in record.json)" if len(refused) > 3 else ""
+            print(f"{run.scenario}: not copied into the report: {'; '.join(refused[:3])}{more}", file=sys.stderr)
 

@@ -8,19 +8,28 @@ facts :mod:`contracts.checks.client_run` judges.
 
 from __future__ import annotations
 
+import math
+import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from contracts import safe_read
 from contracts.record import Budgets, SessionRecord, WireEntry
 from contracts.scenario import Scenario
 from contracts.trace.reader import bundles_under
-from fake_server.recording import MAX_WIRE_BYTES
+from fake_server.recording import END_REASONS, MAX_SERVERS, MAX_WIRE_BYTES
+from harness.wire_file import WireFileError, parse_line
 
 #: A recorder stops at MAX_WIRE_BYTES and adds one note; anything bigger was not written by it.
 MAX_READ_BYTES = MAX_WIRE_BYTES + 1024 * 1024
+#: start.json and end.json are a few hundred bytes.
+MAX_JSON_BYTES = 1024 * 1024
+MAX_TEXT = 4096
+MAX_PID = 2**31 - 1
 
 
 class RecordingError(Exception):
@@ -37,35 +46,104 @@ class ServerRecording:
 
     @property
     def n(self) -> int:
-        return int(self.start.get("n") or 0)
+        return int(self.start["n"])
 
     @property
     def pid(self) -> int:
-        return int(self.start.get("pid") or 0)
+        return int(self.start["pid"])
+
+
+def _folder_name(name: str) -> bool:
+    n, _, pid = name.partition("-")
+    return n.isdigit() and pid.isdigit()
+
+
+def _hold(path: Path, parent_fd: int | None) -> int:
+    """A descriptor of the directory ``path``: its name opened in ``parent_fd`` (the held directory it is in),
+    not followed; without one, the path as named (a link the user made is theirs)."""
+    if parent_fd is not None:
+        return safe_read.open_dir(path.name, dir_fd=parent_fd)
+    return safe_read.open_dir(path, follow=True)
 
 
 def is_recording(path: Path) -> bool:
-    return (path / "start.json").is_file() and (path / "wire.jsonl").is_file()
+    return safe_read.is_regular(path / "start.json") and safe_read.is_regular(path / "wire.jsonl")
 
 
-def recording_folders(root: Path) -> list[Path]:
-    """``root/<n>-<pid>`` folders in order of ``n``."""
-    if not root.is_dir():
-        return []
-    found = [p for p in root.iterdir() if p.is_dir() and is_recording(p) and p.name.split("-", 1)[0].isdigit()]
-    return sorted(found, key=lambda p: int(p.name.split("-", 1)[0]))
-
-
-def _json(path: Path) -> dict[str, Any] | None:
+def recording_folders(root: Path, *, parent_fd: int | None = None) -> list[Path]:
+    """``root/<n>-<pid>`` folders with a start.json (whatever it is: reading it says) in order of ``n`` (real
+    directories only: a link is not a recording).
+    ``parent_fd``: the held directory ``root`` is in (:func:`_hold`)."""
     try:
-        data = orjson.loads(path.read_bytes())
+        fd = _hold(root, parent_fd)
+    except OSError:
+        return []
+    try:
+        found = [
+            name
+            for name, mode in safe_read.entries_of(fd, root, limit=4 * MAX_SERVERS)
+            if stat.S_ISDIR(mode) and _folder_name(name) and safe_read.exists(f"{name}/start.json", dir_fd=fd)
+        ]
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    return [root / name for name in sorted(found, key=lambda name: int(name.split("-", 1)[0]))]
+
+
+def _json(fd: int, folder: Path, name: str) -> dict[str, Any] | None:
+    try:
+        data = safe_read.read_json(name, MAX_JSON_BYTES, dir_fd=fd, shown=folder / name)
     except FileNotFoundError:
         return None
+    except safe_read.Refused as exc:
+        raise RecordingError(str(exc)) from None
     except (OSError, orjson.JSONDecodeError) as exc:
-        raise RecordingError(f"{path}: {exc}") from None
+        raise RecordingError(f"{folder / name}: {exc}") from None
     if not isinstance(data, dict):
-        raise RecordingError(f"{path}: not a JSON object")
+        raise RecordingError(f"{folder / name}: not a JSON object")
     return data
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check(where: Path, data: dict[str, Any], key: str, ok: bool, want: str) -> None:
+    if not ok:
+        raise RecordingError(
+            f"{where}: {key!r} must be {want}, got {data.get(key)!r:.80} (fake-codex never writes that)"
+        )
+
+
+def _text(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and len(value) <= MAX_TEXT)
+
+
+def _checked_start(where: Path, folder_name: str, start: dict[str, Any]) -> dict[str, Any]:
+    """start.json as fake-codex writes it: every field the harness uses of the type it has, in its range."""
+    n, pid = start.get("n"), start.get("pid")
+    _check(where, start, "n", type(n) is int and 1 <= n <= MAX_SERVERS, f"an integer in 1..{MAX_SERVERS}")
+    _check(where, start, "pid", type(pid) is int and 1 <= pid <= MAX_PID, "a process id")
+    _check(where, start, "started_t", _number(start.get("started_t")), "a finite number of seconds")
+    for key in ("scenario", "scenario_ref", "scenario_hash", "profile", "run_marker"):
+        _check(where, start, key, _text(start.get(key)), f"a string of at most {MAX_TEXT} characters")
+    if folder_name != f"{n}-{pid}":
+        raise RecordingError(f"{where}: n {n} and pid {pid} are not those of its folder {folder_name!r}")
+    return start
+
+
+def _checked_end(where: Path, end: dict[str, Any]) -> dict[str, Any]:
+    code = end.get("exit_code")
+    _check(where, end, "reason", end.get("reason") in END_REASONS, f"one of {', '.join(END_REASONS)}")
+    _check(where, end, "t", _number(end.get("t")), "a finite number of seconds")
+    _check(where, end, "exited_t", end.get("exited_t") is None or _number(end["exited_t"]), "a number or null")
+    closed = end.get("stdin_closed_t")
+    _check(where, end, "stdin_closed_t", closed is None or _number(closed), "a number or null")
+    _check(where, end, "exit_code", code is None or (type(code) is int and -255 <= code <= 255), "an exit status")
+    _check(where, end, "signal", _text(end.get("signal")), "a signal name or null")
+    _check(where, end, "truncated", isinstance(end.get("truncated", False), bool), "true or false")
+    return end
 
 
 def _first_bundle(root: Path) -> Path | None:
@@ -73,33 +151,73 @@ def _first_bundle(root: Path) -> Path | None:
     return bundles[0] if bundles else None
 
 
-def read_recording(folder: Path) -> ServerRecording:
-    start = _json(folder / "start.json")
+def read_recording(folder: Path, *, parent_fd: int | None = None) -> ServerRecording:
+    """One ``<n>-<pid>`` folder, read with the bounded reader (``parent_fd``: :func:`_hold`)."""
+    try:
+        fd = _hold(folder, parent_fd)
+    except OSError as exc:
+        raise RecordingError(safe_read.explain(folder, exc)) from None
+    try:
+        return _read_recording(folder, fd)
+    finally:
+        os.close(fd)
+
+
+def _read_recording(folder: Path, fd: int) -> ServerRecording:
+    start = _json(fd, folder, "start.json")
     if start is None:
         raise RecordingError(f"{folder}: no start.json (not a fake-codex recording)")
+    start = _checked_start(folder / "start.json", folder.name, start)
     wire_path = folder / "wire.jsonl"
+    wire: list[WireEntry] = []
     try:
-        if wire_path.stat().st_size > MAX_READ_BYTES:
-            raise RecordingError(f"{wire_path}: larger than {MAX_READ_BYTES} bytes")
-        data = wire_path.read_bytes()
+        with safe_read.open_bounded("wire.jsonl", MAX_READ_BYTES, dir_fd=fd, shown=wire_path) as fh:
+            lines = fh.read().splitlines()
+    except safe_read.Refused as exc:
+        raise RecordingError(str(exc)) from None
     except OSError as exc:
         raise RecordingError(f"cannot read {wire_path}: {exc.strerror}") from None
-    wire = []
-    lines = data.splitlines()
     for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
         try:
-            wire.append(WireEntry.from_json(orjson.loads(line)))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            entry = parse_line(line, str(wire_path), n)
+        except WireFileError as exc:
             if n == len(lines):
                 break  # a last line cut by a SIGKILL mid-write
-            raise RecordingError(f"{wire_path}:{n}: not a transcript line ({exc})") from None
-    return ServerRecording(folder, start, _json(folder / "end.json"), wire, _first_bundle(folder / "server-trace"))
+            raise RecordingError(str(exc)) from None
+        if entry is not None:
+            wire.append(entry)
+    end = _json(fd, folder, "end.json")
+    end = _checked_end(folder / "end.json", end) if end is not None else None
+    trace = _first_bundle(folder / "server-trace") if safe_read.is_dir("server-trace", dir_fd=fd) else None
+    return ServerRecording(folder, start, end, wire, trace)
 
 
-def read_recordings(root: Path) -> list[ServerRecording]:
-    return [read_recording(f) for f in recording_folders(root)]
+def read_recordings(
+    root: Path, *, parent_fd: int | None = None, problems: list[str] | None = None
+) -> list[ServerRecording]:
+    """Every recording under ``root`` in order of ``n`` (``parent_fd``: :func:`_hold`). ``problems``: a folder
+    that is not one fake-codex wrote is said there and left out; without it, its RecordingError is raised."""
+    try:
+        fd = _hold(root, parent_fd)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        if problems is None:
+            raise RecordingError(safe_read.explain(root, exc)) from None
+        problems.append(safe_read.explain(root, exc))
+        return []
+    try:
+        servers = []
+        for folder in recording_folders(root, parent_fd=parent_fd):
+            try:
+                servers.append(read_recording(folder, parent_fd=fd))
+            except RecordingError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
+        return servers
+    finally:
+        os.close(fd)
 
 
 def _rebase(value: Any, zero: float) -> Any:

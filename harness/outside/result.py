@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from contracts import safe_read
 from contracts.record import TurnResult
 from contracts.usage import UsageBuckets
 
@@ -29,6 +30,17 @@ def result_schema() -> dict[str, Any]:
     return orjson.loads(text)  # type: ignore[no-any-return]
 
 
+@cache
+def _validator() -> Any:
+    """The schema's validator, with ``integer`` meaning a JSON integer: JSON Schema calls 1.0 an integer (and
+    Python calls True one); the contracts index turns by it, so every other value is refused."""
+    import jsonschema
+
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _checker, v: type(v) is int)
+    strict = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+    return strict(result_schema())
+
+
 @dataclass(slots=True)
 class ReadResult:
     """``state``: ``absent`` (no file), ``invalid`` (problems say why) or ``valid``."""
@@ -39,26 +51,28 @@ class ReadResult:
     client: str | None = None
 
 
-def read_result(path: Path) -> ReadResult:
-    """Read and validate the result file; never raises for a bad file (a bad file is a finding)."""
-    import jsonschema
+def read_result(path: Path, *, parent_fd: int | None = None) -> ReadResult:
+    """Read and validate the result file; never raises for a bad file (a bad file is a finding).
 
+    Read with the bounded reader: a link (``/dev/zero``), a FIFO or a file over :data:`MAX_RESULT_BYTES` is
+    an invalid result naming what it is, never followed, waited on or read whole. ``parent_fd``: the held
+    directory the file is in (its name is opened there)."""
     try:
-        size = path.stat().st_size
+        if parent_fd is None:
+            data_bytes = safe_read.read_bounded(path, MAX_RESULT_BYTES)
+        else:
+            data_bytes = safe_read.read_bounded(path.name, MAX_RESULT_BYTES, dir_fd=parent_fd, shown=path)
     except FileNotFoundError:
         return ReadResult("absent")
     except OSError as exc:
-        return ReadResult("invalid", [f"cannot read {path.name}: {exc.strerror}"])
-    if size > MAX_RESULT_BYTES:
-        return ReadResult("invalid", [f"{path.name} is {size} bytes, more than {MAX_RESULT_BYTES}"])
+        return ReadResult("invalid", [safe_read.explain(path.name, exc)])
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
+        data = orjson.loads(data_bytes)
+    except orjson.JSONDecodeError as exc:
         return ReadResult("invalid", [f"{path.name} is not JSON: {exc}"])
-    validator = jsonschema.Draft202012Validator(result_schema())
     problems = [
         f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}"
-        for e in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))[:5]
+        for e in sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))[:5]
     ]
     if problems:
         return ReadResult("invalid", problems)

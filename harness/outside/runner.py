@@ -23,11 +23,13 @@ from typing import Any
 import orjson
 import trio
 
+from contracts import safe_read
 from contracts.checks import Check, run_all
 from contracts.checks import client_run as client_contract
 from contracts.checks.wire_index import WireIndex
 from contracts.exitcodes import UsageError
 from contracts.record import SessionRecord
+from contracts.safe_dir import Slot
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
@@ -35,7 +37,7 @@ from fake_server.recording import scenario_hash
 from harness.client.process import run_marker
 from harness.outside import procs
 from harness.outside.plan import adapter_plan, budgets, total_turn_budget_s
-from harness.outside.record import RecordingError, read_recordings, server_facts, server_record
+from harness.outside.record import read_recordings, server_facts, server_record
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, write_shim
 
@@ -270,6 +272,10 @@ def judge(records: list[SessionRecord]) -> list[Check]:
             "interrupts are judged by client / interrupt -> turn/completed",
         )
     )
+    forged = facts.get("recording_problems")
+    if forged:
+        detail = "a recording fake-codex did not write (the client's?): " + "; ".join(forged)
+        checks.append(Check(primary.scenario, primary.target, "client", "recording", "fail", detail[:2000]))
     for k, record in enumerate(records):
         own = [_adjust(c, record, record.meta["outside"]) for c in run_all(record, PER_SERVER)]
         own += client_contract.check(record)
@@ -295,15 +301,22 @@ _SESSION = (
 
 
 def build_records(
-    scenario: Scenario, record_dir: Path, client: ClientRun, facts: dict[str, Any], result_path: Path
+    scenario: Scenario,
+    record_dir: Path,
+    client: ClientRun,
+    facts: dict[str, Any],
+    result_path: Path,
+    *,
+    work_fd: int | None = None,
 ) -> list[SessionRecord]:
-    try:
-        servers = read_recordings(record_dir)
-    except RecordingError as exc:
-        servers = []
-        facts["recording_error"] = str(exc)
+    """``work_fd``: the work directory, held since before the client ran: the recordings and the result file are
+    read from it, nothing the client could plant in it followed."""
+    problems: list[str] = []
+    servers = read_recordings(record_dir, parent_fd=work_fd, problems=problems)
+    if problems:  # named from the work directory, which is gone after the run
+        facts["recording_problems"] = [p.replace(f"{record_dir.parent}/", "") for p in problems[:20]]
     zero = client.started_at
-    read = read_result(result_path)
+    read = read_result(result_path, parent_fd=work_fd)
     facts.update(
         {
             "deadline_hit": client.deadline_hit,
@@ -341,8 +354,10 @@ class OutsideRun:
     record_dir: Path
 
 
-def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path) -> OutsideRun:
-    """Run the client on ``scenario`` in ``work_dir`` (kept: the recordings live there) and judge it."""
+def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: int | None = None) -> OutsideRun:
+    """Run the client on ``scenario`` in ``work_dir`` (kept: the recordings live there) and judge it.
+
+    ``work_fd``: ``work_dir`` held since before the client ran (:func:`build_records`)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     if scenario.source and Path(scenario.source).is_file():
         scenario_file = Path(scenario.source).resolve()
@@ -375,27 +390,36 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path) -> Outsid
     }
     # [expect.release."X"]: the truth of the release played.
     records = build_records(
-        replace(scenario, expect=scenario.expect.for_release(profile)), record_dir, client, facts, result_path
+        replace(scenario, expect=scenario.expect.for_release(profile)),
+        record_dir,
+        client,
+        facts,
+        result_path,
+        work_fd=work_fd,
     )
     return OutsideRun(records, judge(records), record_dir)
 
 
-def save_outside(run: OutsideRun, save_dir: Path, work_dir: Path) -> None:
-    """The primary record, plus the recordings, the plan, the result file and the client's output tails."""
+def save_outside(run: OutsideRun, save_dir: Path | Slot, work_fd: int) -> Path:
+    """The primary record, plus the recordings, the plan, the result file and the client's output tails.
+
+    What the client could have planted among them is copied with the record's safe copy, from the held work
+    directory: a link is never followed, a FIFO or a device never read, the bytes bounded (``not_copied``)."""
     record = run.records[0]
-    record.save(save_dir)
     facts = record.meta["outside"]
-    (save_dir / "client-stdout.txt").write_text(facts.get("stdout_tail", ""), encoding="utf-8")
-    (save_dir / "client-stderr.txt").write_text(facts.get("stderr_tail", ""), encoding="utf-8")
-    for name in ("plan.json", "result.json"):
-        if (work_dir / name).is_file():
-            shutil.copyfile(work_dir / name, save_dir / name)
-    if run.record_dir.is_dir():
-        shutil.copytree(run.record_dir, save_dir / "recording", dirs_exist_ok=True)
+    here = (Path(name) for name in ("plan.json", "result.json", "recording"))
+    return record.save(
+        save_dir,
+        files={
+            "client-stdout.txt": facts.get("stdout_tail", "").encode("utf-8", "replace"),
+            "client-stderr.txt": facts.get("stderr_tail", "").encode("utf-8", "replace"),
+        },
+        copies={name.name: (name, work_fd) for name in here},
+    )
 
 
 def run_outside_one(
-    scenario: Scenario, spec: ClientSpec, *, save_dir: Path | None = None, work_root: Path | None = None
+    scenario: Scenario, spec: ClientSpec, *, save_dir: Path | Slot | None = None, work_root: Path | None = None
 ) -> Any:
     """Play and judge one scenario; a :class:`harness.runner.ScenarioRun` (never raises for the client's faults)."""
     from harness.runner import unsupported_run
@@ -405,9 +429,10 @@ def run_outside_one(
         return outcome
     started = time.perf_counter()
     work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-client-{scenario.name}-", dir=work_root))
+    work_fd = safe_read.open_dir(work_dir)  # held before the client runs: what it plants there is never followed
     try:
         try:
-            run = play_outside(scenario, spec, work_dir)
+            run = play_outside(scenario, spec, work_dir, work_fd)
         except (ClientCannotStart, UsageError):  # the command or the release: the caller's usage error
             raise
         except Exception as exc:
@@ -417,9 +442,9 @@ def run_outside_one(
         outcome.record = run.records[0]
         outcome.checks = run.checks
         if save_dir is not None:
-            save_outside(run, save_dir, work_dir)
-            outcome.saved_to = save_dir
+            outcome.saved_to = save_outside(run, save_dir, work_fd)
     finally:
+        os.close(work_fd)
         outcome.wall_s = time.perf_counter() - started
         shutil.rmtree(work_dir, ignore_errors=True)
     return outcome
