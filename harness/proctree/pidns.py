@@ -1,0 +1,252 @@
+"""A tree in a PID namespace of its own, whose init (:mod:`harness.proctree.nsinit`) the harness ends.
+
+The launcher (``bwrap --unshare-pid --as-pid-1`` or ``unshare --pid --fork --kill-child``) starts the init
+as PID 1 of a new namespace with a fresh ``/proc``; the init starts the main process. No process can leave
+a PID namespace (``setsid``, double forks and a scrubbed environment change nothing), and when its PID 1
+ends the kernel kills every process left in it. The init answers ``alive?`` with ``kill(-1, 0)``: one
+instant, exact, however fast a process changes pid. It dies with the harness too: the control socket's
+EOF ends it (and unshare's ``--kill-child`` ends it with its launcher).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from harness.proctree import procfs
+from harness.proctree.base import (
+    END_TIMEOUT_S,
+    START_TIMEOUT_S,
+    Confinement,
+    ConfinementFailed,
+    Member,
+    ProcessTree,
+    wait_bounded,
+)
+
+NSINIT = Path(__file__).with_name("nsinit.py")
+_CREDS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+#: How long ``empty()`` waits for the init's answer before it trusts what it can see itself.
+ANSWER_TIMEOUT_S = 1.0
+
+
+def launchers(which: Any) -> list[tuple[str, ...]]:
+    """The argv prefixes that start a command as PID 1 of a new PID namespace, best first (``which``: shutil.which)."""
+    out: list[tuple[str, ...]] = []
+    if bwrap := which("bwrap"):
+        # bwrap makes a user namespace by itself when it is not run as root; --as-pid-1: our init is PID 1.
+        # No --die-with-parent: its PR_SET_PDEATHSIG fires when the *thread* that started bwrap ends, and
+        # trio starts processes from worker threads that end after 10 s idle (the sandbox would die with
+        # them). The init's control socket ends the tree when the harness dies instead.
+        binds = ("--dev-bind", "/", "/", "--proc", "/proc")  # the host's files; a /proc of the namespace
+        out.append((bwrap, "--unshare-pid", "--as-pid-1", *binds, "--"))
+    if unshare := which("unshare"):
+        user = () if os.geteuid() == 0 else ("--user", "--map-current-user")
+        out.append((unshare, *user, "--pid", "--fork", "--kill-child", "--mount-proc", "--"))
+    return out
+
+
+def init_argv(launcher: Sequence[str], fd: int, argv: Sequence[str]) -> list[str]:
+    return [*launcher, sys.executable, "-I", "-S", str(NSINIT), str(fd), "--", *argv]
+
+
+def probe(launcher: Sequence[str], timeout: float = START_TIMEOUT_S) -> str | None:
+    """Start ``true`` in a namespace with ``launcher``: None when it works, else why not (one line)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        proc = subprocess.Popen(
+            init_argv(launcher, theirs.fileno(), ["true"]),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(theirs.fileno(),),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        ours.close()
+        theirs.close()
+        return f"{launcher[0]}: {exc.strerror or exc}"
+    theirs.close()
+    try:
+        ours.settimeout(timeout)
+        said = [ours.recv(64), ours.recv(64)]
+        if said != [b"started", b"exit 0"]:
+            raise OSError("it exited without starting the init" if not said[0] else f"the init said {said!r}")
+        ours.send(b"kill")
+        proc.wait(timeout=timeout)
+        return None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=timeout)
+        said = err.decode("utf-8", "replace").strip().splitlines()
+        return f"{Path(launcher[0]).name}: {said[-1][:200] if said else exc}"
+    finally:
+        ours.close()
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=timeout)
+
+
+class PidNamespaceTree(ProcessTree):
+    def __init__(self, confinement: Confinement) -> None:
+        self.confinement = confinement
+        self._ctl: socket.socket | None = None
+        self.init_pid: int | None = None  # as the harness sees it
+        self._pidfd: int | None = None
+        self._gone = False  # the init closed its end: the namespace is ending or ended
+
+    async def start(
+        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None, stdio: dict[str, Any]
+    ) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Credentials ride with every message the init sends: the first tells its pid as the harness sees it.
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        ours.setblocking(False)
+        self._ctl = ours
+        try:
+            self.process = await trio.lowlevel.open_process(
+                init_argv(self.confinement.launcher, theirs.fileno(), argv),
+                env=dict(env),
+                cwd=cwd,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                **stdio,
+            )
+        finally:
+            theirs.close()
+        first, pid = b"", None
+        with trio.move_on_after(START_TIMEOUT_S):
+            first, pid = await self._first_message()
+        if first.startswith(b"execfail "):
+            code = int(first.split()[1] or 0)
+            raise OSError(code, os.strerror(code), argv[0])
+        if first != b"started" or pid is None:
+            self.kill()
+            await wait_bounded(self.process)
+            why = "did not start in time" if not first and self.process.returncode is None else f"said {first!r}"
+            raise ConfinementFailed(f"the PID namespace ({self.confinement.detail}) {why}")
+        self.init_pid = pid
+        with contextlib.suppress(OSError, AttributeError):
+            self._pidfd = os.pidfd_open(pid)
+
+    async def _first_message(self) -> tuple[bytes, int | None]:
+        assert self._ctl is not None
+        while True:
+            try:
+                data, ancdata, _, _ = self._ctl.recvmsg(64, socket.CMSG_SPACE(_CREDS.size))
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self._ctl)
+                continue
+            pid = None
+            for level, kind, blob in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(blob) >= _CREDS.size:
+                    pid = _CREDS.unpack(blob[: _CREDS.size])[0]
+            return data, pid
+
+    def _take(self, message: bytes) -> bytes:
+        """Note what a message says of the main process or the init; the message itself back."""
+        if message.startswith(b"exit "):
+            with contextlib.suppress(ValueError):
+                self.returncode = int(message.split()[1])
+        elif not message:
+            self._gone = True
+            if self.returncode is None:
+                self.returncode = -signal.SIGKILL  # the namespace ended under it
+        return message
+
+    def _recv_now(self) -> bytes | None:
+        if self._ctl is None or self._gone:
+            return b""
+        try:
+            return self._take(self._ctl.recv(64))
+        except BlockingIOError:
+            return None
+        except OSError:
+            return self._take(b"")
+
+    async def wait(self) -> int:
+        while self.returncode is None:
+            if self._recv_now() is None:
+                assert self._ctl is not None
+                await trio.lowlevel.wait_readable(self._ctl)
+        return self.returncode
+
+    def _init_ended(self) -> bool:
+        """The init is dead. Its exit waits until the kernel killed and reaped the rest of the namespace."""
+        if self._pidfd is not None:
+            readable, _, _ = select.select([self._pidfd], [], [], 0)
+            return bool(readable)
+        return self.init_pid is None or not procfs.alive(self.init_pid)
+
+    def empty(self) -> bool:
+        if self._ctl is None or self._gone:
+            return self._init_ended()
+        try:
+            self._ctl.send(b"alive?")
+        except OSError:
+            self._take(b"")
+            return self._init_ended()
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        while (left := deadline - time.monotonic()) > 0:
+            message = self._recv_now()
+            if message is None:
+                select.select([self._ctl], [], [], left)  # the init answers at once; bounded all the same
+                continue
+            if not message:
+                return self._init_ended()  # PID 1 is leaving: the kernel is killing the rest
+            if message.startswith(b"alive "):
+                return message == b"alive 0"
+        return not self.members()  # an init that does not answer: what the harness can see
+
+    def members(self) -> list[Member]:
+        if self.init_pid is None or not procfs.alive(self.init_pid):
+            return []
+        return [Member(p, procfs.inner_pid(p), procfs.describe(p)) for p in sorted(procfs.descendants(self.init_pid))]
+
+    def kill(self) -> None:
+        if self._ctl is not None and not self._gone:
+            with contextlib.suppress(OSError):
+                self._ctl.send(b"kill")
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        process = getattr(self, "process", None)
+        if process is not None and process.returncode is None:
+            # Unreaped, the launcher's pid (= its group) is still ours: bwrap / unshare take the init with them.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+    async def aclose(self) -> None:
+        self.kill()
+        if self._pidfd is not None:
+            with trio.move_on_after(END_TIMEOUT_S):  # readable once the init and so the namespace are gone
+                await trio.lowlevel.wait_readable(self._pidfd)
+        process = getattr(self, "process", None)
+        if process is not None and not await wait_bounded(process, END_TIMEOUT_S):
+            with contextlib.suppress(ProcessLookupError, OSError):
+                process.kill()
+            await wait_bounded(process, END_TIMEOUT_S)
+        if self._pidfd is not None:
+            trio.lowlevel.notify_closing(self._pidfd)
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+        if self._ctl is not None:
+            trio.lowlevel.notify_closing(self._ctl)
+            self._ctl.close()
+            self._ctl = None
+            self._gone = True
