@@ -22,6 +22,7 @@ from typing import Final
 import trio
 
 from contracts.transport import TransportClosed
+from harness import proctree
 from harness.client.errors import single_exception
 from harness.client.stderr import DEFAULT_TAIL_BYTES, StderrTail
 
@@ -121,6 +122,16 @@ class ProcessTransport:
             with contextlib.suppress(ProcessLookupError, OSError):
                 self.process.kill()
 
+    def end_now(self) -> None:
+        """SIGKILL the group without touching the session's state (the signal path: :func:`proctree.end_all`)."""
+        if self.process.returncode is not None and _PROC.is_dir():
+            for pid in self._marked_members():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signal.SIGKILL)
+
     @property
     def exit_code(self) -> int | None:
         return self.process.returncode
@@ -218,6 +229,8 @@ async def spawn_process(
         start_new_session=True,
     )
     transport = ProcessTransport(process, StderrTail(stderr_tail_bytes), [os.fspath(a) for a in argv], mark)
+    # SIGTERM kills the group at once, before the run unwinds to this block's backstop (harness.interrupts).
+    token = proctree.register(transport.end_now)
     try:
         async with trio.open_nursery() as nursery:
             drain = trio.CancelScope(shield=True)
@@ -231,6 +244,8 @@ async def spawn_process(
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise single_exception(group) from None
+    finally:
+        proctree.unregister(token)
 
 
 async def _backstop(transport: ProcessTransport, reap_timeout: float) -> None:

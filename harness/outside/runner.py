@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import traceback
 from collections import deque
@@ -32,7 +31,7 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
 from fake_server.recording import scenario_hash
-from harness import proctree
+from harness import proctree, workdirs
 from harness.client.process import run_marker
 from harness.outside.plan import adapter_plan, budgets, total_turn_budget_s
 from harness.outside.record import RecordingError, read_recordings, server_facts, server_record
@@ -408,22 +407,21 @@ def run_outside_one(
     if outcome.skipped:
         return outcome
     started = time.perf_counter()
-    work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-client-{scenario.name}-", dir=work_root))
     try:
-        try:
-            run = play_outside(scenario, spec, work_dir)
-        except (ClientCannotStart, UsageError):  # the command or the release: the caller's usage error
-            raise
-        except Exception as exc:
-            detail = "".join(traceback.format_exception(exc)[-3:]).strip()
-            outcome.checks = [Check(scenario.name, TARGET, "runner", "play", "fail", detail, "")]
-            return outcome
-        outcome.record = run.records[0]
-        outcome.checks = run.checks
-        if save_dir is not None:
-            save_outside(run, save_dir, work_dir)
-            outcome.saved_to = save_dir
+        with workdirs.work_dir(f"codex-harness-client-{scenario.name}-", work_root) as work_dir:
+            try:
+                run = play_outside(scenario, spec, work_dir)
+            except (ClientCannotStart, UsageError):  # the command or the release: the caller's usage error
+                raise
+            except Exception as exc:
+                detail = "".join(traceback.format_exception(exc)[-3:]).strip()
+                outcome.checks = [Check(scenario.name, TARGET, "runner", "play", "fail", detail, "")]
+                return outcome
+            outcome.record = run.records[0]
+            outcome.checks = run.checks
+            if save_dir is not None:
+                save_outside(run, save_dir, work_dir)
+                outcome.saved_to = save_dir
     finally:
         outcome.wall_s = time.perf_counter() - started
-        shutil.rmtree(work_dir, ignore_errors=True)
     return outcome
