@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -91,7 +92,7 @@ def own_cgroup(mountinfo: str, cgroups: str, version: int) -> Path | None:
 
 
 def probe(parent: Path, version: int) -> str | None:
-    """Make a child cgroup and start ``true`` in it: None when that works, else why not."""
+    """Make a child cgroup and start an empty program in it: None when that works, else why not."""
     child = parent / f"{PREFIX}probe-{os.getpid()}-{next(_counter)}"
     try:
         child.mkdir()
@@ -100,7 +101,7 @@ def probe(parent: Path, version: int) -> str | None:
     try:
         sh = shutil.which("sh") or "/bin/sh"
         done = subprocess.run(
-            [sh, "-c", _JOIN, str(child / "cgroup.procs"), "true"],
+            [sh, "-c", _JOIN, str(child / "cgroup.procs"), sys.executable, "-I", "-S", "-c", ""],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

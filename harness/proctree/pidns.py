@@ -63,11 +63,11 @@ def init_argv(launcher: Sequence[str], fd: int, argv: Sequence[str]) -> list[str
 
 
 def probe(launcher: Sequence[str], timeout: float = START_TIMEOUT_S) -> str | None:
-    """Start ``true`` in a namespace with ``launcher``: None when it works, else why not (one line)."""
+    """Start an empty program in a namespace with ``launcher``: None when it works, else why not (one line)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         proc = subprocess.Popen(
-            init_argv(launcher, theirs.fileno(), ["true"]),
+            init_argv(launcher, theirs.fileno(), [sys.executable, "-I", "-S", "-c", ""]),  # no PATH needed
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
