@@ -123,22 +123,27 @@ def test_a_command_that_cannot_be_executed_is_an_oserror(tmp_path: Path) -> None
         trio.run(main)
 
 
-def test_the_tree_gets_the_callers_pipes_and_they_close_with_it() -> None:
-    how = _machine("pid-namespace")
+@pytest.mark.parametrize("kind", [*CONFINED, "none"])
+def test_only_the_trees_processes_hold_its_pipes(kind: str) -> None:
+    """stdin / stdout are the main process's alone: EOF comes when it and its children are done, while the
+    tree (its init, its launcher) lives on: a server's reader sees its exit as a direct child's."""
+    how = Confinement("none", "not confined: a test") if kind == "none" else _machine(kind)
 
-    async def main() -> bytes:
-        argv = [sys.executable, "-c", "print('hello from the tree')"]
-        async with proctree.open_tree(argv, env=dict(os.environ), stdout=subprocess.PIPE, how=how) as tree:
-            await tree.wait()
-            await tree.aclose()
+    async def main() -> tuple[bytes, bool]:
+        argv = [sys.executable, "-c", "import sys; print(sys.stdin.read().upper(), end='')"]
+        pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+        async with proctree.open_tree(argv, env=dict(os.environ), how=how, **pipes) as tree:
+            assert tree.stdin is not None and tree.stdout is not None
+            await tree.stdin.send_all(b"hello from the harness")
+            await tree.stdin.aclose()
             out = b""
-            with trio.fail_after(5):
-                assert tree.process.stdout is not None
-                while chunk := await tree.process.stdout.receive_some(4096):
+            with trio.fail_after(10):
+                while chunk := await tree.stdout.receive_some(4096):
                     out += chunk
-            return out
+                await tree.wait()
+            return out, tree.empty()
 
-    assert trio.run(main) == b"hello from the tree\n"
+    assert trio.run(main) == (b"HELLO FROM THE HARNESS", True)
 
 
 def test_a_tree_dies_with_a_harness_killed_by_sigkill(tmp_path: Path) -> None:

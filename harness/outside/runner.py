@@ -161,10 +161,9 @@ async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_
             started = True
             out.confinement = tree.confinement.detail
             drained: list[int] = []
-            nursery.start_soon(_drain, tree.process.stdout, stdout, drained)
-            nursery.start_soon(_drain, tree.process.stderr, stderr, drained)
+            nursery.start_soon(_drain, tree.stdout, stdout, drained)
+            nursery.start_soon(_drain, tree.stderr, stderr, drained)
             await _watch(tree, out, deadline_s, grace_s)
-            await tree.aclose()  # the tree's machinery holds the pipes too: now the drains see EOF
             with trio.move_on_after(DRAIN_AFTER_EXIT_S):
                 while len(drained) < 2:
                     await trio.sleep(_POLL_S)

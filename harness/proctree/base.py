@@ -51,15 +51,21 @@ class Member:
 class ProcessTree(ABC):
     """Every process one start of a command makes, and whatever those make, however they try to get away.
 
-    ``process`` is what the harness started (a launcher or the main process itself); its stdout / stderr
-    are the main process's. ``wait()`` is the main process's exit; the tree outlives it until ``aclose()``,
-    so what the main process left behind can be judged (``empty()``), named (``members()``) and ended
-    (``kill()``). ``kill()`` is synchronous and idempotent: the signal path calls it from a handler.
+    ``process`` is what the harness started (a launcher or the main process itself); ``stdin`` /
+    ``stdout`` / ``stderr`` are the main process's. ``wait()`` is the main process's exit; the tree
+    outlives it until ``aclose()``, so what the main process left behind can be judged (``empty()``),
+    named (``members()``) and ended (``kill()``). ``kill()`` is synchronous and idempotent: the signal
+    path calls it from a handler.
     """
 
     confinement: Confinement
     process: trio.Process
     returncode: int | None = None
+    #: our ends of the main process's stdio (a pipe asked for with subprocess.PIPE), else None. Only the
+    #: main process and what it starts hold the other ends: EOF means they are all done with them.
+    stdin: trio.abc.SendStream | None = None
+    stdout: trio.abc.ReceiveStream | None = None
+    stderr: trio.abc.ReceiveStream | None = None
 
     @abstractmethod
     async def start(

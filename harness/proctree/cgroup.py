@@ -163,6 +163,7 @@ class CgroupTree(ProcessTree):
             start_new_session=True,
             **stdio,
         )
+        self.stdin, self.stdout, self.stderr = self.process.stdin, self.process.stdout, self.process.stderr
 
     async def wait(self) -> int:
         self.returncode = await self.process.wait()

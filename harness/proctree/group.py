@@ -51,6 +51,7 @@ class GroupTree(ProcessTree):
         except BaseException:
             self._release()
             raise
+        self.stdin, self.stdout, self.stderr = self.process.stdin, self.process.stdout, self.process.stderr
 
     def _release(self) -> None:
         global _subreapers

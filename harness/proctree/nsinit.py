@@ -3,8 +3,10 @@
 ``python nsinit.py FD -- CMD ARGS...``: FD is a ``SOCK_SEQPACKET`` socket to the harness. Standard library
 only (it runs with ``-I -S`` before anything of the project could be imported).
 
-- It starts CMD (the tree's main process) in a session of its own, stdio inherited, then lets go of its own
-  stdio so the main process's readers see EOF when the main process and its children are done.
+- It first receives the main process's stdin, stdout and stderr over FD (``SCM_RIGHTS``): the launcher
+  never held them, so only the main process and what it starts do, and its readers see EOF exactly when
+  those are done (as if the harness had started it directly).
+- It starts CMD (the tree's main process) in a session of its own with that stdio.
 - It sends ``started`` (or ``execfail ERRNO``), then ``exit CODE`` when the main process ends (CODE as
   :attr:`subprocess.Popen.returncode`: negative for a signal), and reaps every orphan of the namespace.
 - ``alive?`` asks whether any other process of the namespace still exists: ``kill(-1, 0)`` from PID 1
@@ -16,6 +18,7 @@ only (it runs with ``-I -S`` before anything of the project could be imported).
 
 from __future__ import annotations
 
+import array
 import contextlib
 import os
 import select
@@ -26,13 +29,29 @@ import sys
 _RESET = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD)  # Python ignores the first two; we handle SIGCHLD
 
 
-def _start(argv: list[str]) -> tuple[int, bytes]:
-    """Fork and exec the main process; (pid, b"" or the errno of a failed exec)."""
+def _receive_stdio(ctl: socket.socket) -> list[int]:
+    """The three descriptors the harness sends first (``stdio`` with SCM_RIGHTS)."""
+    fds = array.array("i")
+    message, ancillary, _, _ = ctl.recvmsg(16, socket.CMSG_SPACE(3 * fds.itemsize))
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    if message != b"stdio" or len(fds) != 3:
+        os._exit(125)  # not our harness: nothing was started
+    return list(fds)
+
+
+def _start(argv: list[str], stdio: list[int]) -> tuple[int, bytes]:
+    """Fork and exec the main process on ``stdio``; (pid, b"" or the errno of a failed exec)."""
     errors_r, errors_w = os.pipe()  # close-on-exec: EOF without data means the exec succeeded
     pid = os.fork()
     if pid == 0:
         try:
             os.close(errors_r)
+            for target, fd in enumerate(stdio):
+                os.dup2(fd, target)  # dup2 clears close-on-exec on the copy
+            for fd in set(stdio) - {0, 1, 2}:
+                os.close(fd)
             os.setsid()
             for signum in _RESET:
                 signal.signal(signum, signal.SIG_DFL)
@@ -43,6 +62,8 @@ def _start(argv: list[str]) -> tuple[int, bytes]:
         finally:
             os._exit(127)
     os.close(errors_w)
+    for fd in stdio:
+        os.close(fd)  # the main process's now, and only its
     with os.fdopen(errors_r, "rb") as errors:
         return pid, errors.read(32)
 
@@ -81,15 +102,17 @@ def _end() -> None:
 
 def main(argv: list[str]) -> None:
     ctl = socket.socket(fileno=int(argv[1]))
+    ctl.set_inheritable(False)  # the main process must not talk to the harness in the init's name
     command = argv[3:]
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd hears of every exit
     signal.set_wakeup_fd(wake_w)
-    main_pid, failed = _start(command)
+    stdio = _receive_stdio(ctl)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
-        os.dup2(null, fd)
+        os.dup2(null, fd)  # the launcher's stdio: nothing of the tree's
+    main_pid, failed = _start(command, stdio)
     ctl.send(b"execfail " + failed if failed else b"started")
     while True:
         try:

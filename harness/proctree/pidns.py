@@ -10,6 +10,7 @@ EOF ends it (and unshare's ``--kill-child`` ends it with its launcher).
 
 from __future__ import annotations
 
+import array
 import contextlib
 import os
 import select
@@ -81,6 +82,11 @@ def probe(launcher: Sequence[str], timeout: float = START_TIMEOUT_S) -> str | No
     theirs.close()
     try:
         ours.settimeout(timeout)
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            ours.sendmsg([b"stdio"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [null] * 3))])
+        finally:
+            os.close(null)
         said = [ours.recv(64), ours.recv(64)]
         if said != [b"started", b"exit 0"]:
             raise OSError("it exited without starting the init" if not said[0] else f"the init said {said!r}")
@@ -101,6 +107,35 @@ def probe(launcher: Sequence[str], timeout: float = START_TIMEOUT_S) -> str | No
             proc.wait(timeout=timeout)
 
 
+def _stdio_fds(stdio: dict[str, Any]) -> tuple[list[int], dict[str, int]]:
+    """(the three descriptors the main process gets, our ends of the pipes by name)."""
+    child: list[int] = []
+    ends: dict[str, int] = {}
+    for target, name in enumerate(("stdin", "stdout", "stderr")):
+        spec = stdio.get(name)
+        if spec == subprocess.PIPE:
+            read, write = os.pipe()
+            child.append(read if target == 0 else write)
+            ends[name] = write if target == 0 else read
+        elif spec == subprocess.DEVNULL:
+            child.append(os.open(os.devnull, os.O_RDWR))
+        else:  # None: ours; or a descriptor of the caller's
+            child.append(os.dup(target if spec is None else int(spec)))
+    return child, ends
+
+
+async def _said(process: trio.Process) -> str:
+    """The last line the launcher wrote on stderr (bounded), for the reason of a failed start."""
+    if process.stderr is None:
+        return ""
+    data = b""
+    with trio.move_on_after(0.5), contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while len(data) < 8192 and (chunk := await process.stderr.receive_some(8192)):
+            data += chunk
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    return f": {lines[-1][:200]}" if lines else ""
+
+
 class PidNamespaceTree(ProcessTree):
     def __init__(self, confinement: Confinement) -> None:
         self.confinement = confinement
@@ -115,19 +150,35 @@ class PidNamespaceTree(ProcessTree):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # Credentials ride with every message the init sends: the first tells its pid as the harness sees it.
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        ours.setblocking(False)
         self._ctl = ours
+        child_fds, ends = _stdio_fds(stdio)
         try:
-            self.process = await trio.lowlevel.open_process(
-                init_argv(self.confinement.launcher, theirs.fileno(), argv),
-                env=dict(env),
-                cwd=cwd,
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,
-                **stdio,
-            )
+            try:
+                self.process = await trio.lowlevel.open_process(
+                    init_argv(self.confinement.launcher, theirs.fileno(), argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,  # the launcher's and the init's own complaints, read if they fail
+                    env=dict(env),
+                    cwd=cwd,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                )
+            finally:
+                theirs.close()
+            # The main process's stdio goes to the init alone: the launcher never holds it.
+            ours.sendmsg([b"stdio"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", child_fds))])
+        except BaseException:
+            for fd in ends.values():
+                os.close(fd)
+            raise
         finally:
-            theirs.close()
+            for fd in child_fds:
+                os.close(fd)
+        ours.setblocking(False)
+        self.stdin, self.stdout, self.stderr = (
+            trio.lowlevel.FdStream(ends[name]) if name in ends else None for name in ("stdin", "stdout", "stderr")
+        )
         first, pid = b"", None
         with trio.move_on_after(START_TIMEOUT_S):
             first, pid = await self._first_message()
@@ -137,8 +188,9 @@ class PidNamespaceTree(ProcessTree):
         if first != b"started" or pid is None:
             self.kill()
             await wait_bounded(self.process)
-            why = "did not start in time" if not first and self.process.returncode is None else f"said {first!r}"
-            raise ConfinementFailed(f"the PID namespace ({self.confinement.detail}) {why}")
+            said = await _said(self.process)
+            why = "did not start in time" if not first and self.process.returncode is None else "did not start"
+            raise ConfinementFailed(f"the PID namespace ({self.confinement.detail}) {why}{said}")
         self.init_pid = pid
         with contextlib.suppress(OSError, AttributeError):
             self._pidfd = os.pidfd_open(pid)
@@ -250,3 +302,9 @@ class PidNamespaceTree(ProcessTree):
             self._ctl.close()
             self._ctl = None
             self._gone = True
+        # Kept open until now: a launcher writing to a closed pipe could die of SIGPIPE (and unshare's
+        # --kill-child would take the tree with it).
+        for stream in (self.stdin, self.stdout, self.stderr, process.stderr if process is not None else None):
+            if stream is not None:
+                with contextlib.suppress(trio.ClosedResourceError, OSError):
+                    await stream.aclose()
