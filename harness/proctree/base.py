@@ -61,6 +61,8 @@ class ProcessTree(ABC):
     confinement: Confinement
     process: trio.Process
     returncode: int | None = None
+    #: the main process's pid as the harness sees it (None: it could not be found, it was already gone)
+    main_pid: int | None = None
     #: our ends of the main process's stdio (a pipe asked for with subprocess.PIPE), else None. Only the
     #: main process and what it starts hold the other ends: EOF means they are all done with them.
     stdin: trio.abc.SendStream | None = None

@@ -164,6 +164,7 @@ class CgroupTree(ProcessTree):
             **stdio,
         )
         self.stdin, self.stdout, self.stderr = self.process.stdin, self.process.stdout, self.process.stderr
+        self.main_pid = self.process.pid
 
     async def wait(self) -> int:
         self.returncode = await self.process.wait()

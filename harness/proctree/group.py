@@ -52,6 +52,7 @@ class GroupTree(ProcessTree):
             self._release()
             raise
         self.stdin, self.stdout, self.stderr = self.process.stdin, self.process.stdout, self.process.stderr
+        self.main_pid = self.process.pid
 
     def _release(self) -> None:
         global _subreapers

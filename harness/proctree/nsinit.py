@@ -7,8 +7,9 @@ only (it runs with ``-I -S`` before anything of the project could be imported).
   never held them, so only the main process and what it starts do, and its readers see EOF exactly when
   those are done (as if the harness had started it directly).
 - It starts CMD (the tree's main process) in a session of its own with that stdio.
-- It sends ``started`` (or ``execfail ERRNO``), then ``exit CODE`` when the main process ends (CODE as
-  :attr:`subprocess.Popen.returncode`: negative for a signal), and reaps every orphan of the namespace.
+- It sends ``started PID`` (the main process's pid in the namespace; or ``execfail ERRNO``), then
+  ``exit CODE`` when the main process ends (CODE as :attr:`subprocess.Popen.returncode`: negative for a
+  signal), and reaps every orphan of the namespace.
 - ``alive?`` asks whether any other process of the namespace still exists: ``kill(-1, 0)`` from PID 1
   reaches exactly the namespace's other processes, at one instant, however fast they change pid (a scan
   of ``/proc`` cannot promise that). The answer is ``alive 1`` or ``alive 0``.
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> None:
     for fd in (0, 1, 2):
         os.dup2(null, fd)  # the launcher's stdio: nothing of the tree's
     main_pid, failed = _start(command, stdio)
-    ctl.send(b"execfail " + failed if failed else b"started")
+    ctl.send(b"execfail " + failed if failed else f"started {main_pid}".encode())
     while True:
         try:
             ready, _, _ = select.select([ctl, wake_r], [], [], 1.0)

@@ -88,7 +88,7 @@ def probe(launcher: Sequence[str], timeout: float = START_TIMEOUT_S) -> str | No
         finally:
             os.close(null)
         said = [ours.recv(64), ours.recv(64)]
-        if said != [b"started", b"exit 0"]:
+        if not said[0].startswith(b"started ") or said[1] != b"exit 0":
             raise OSError("it exited without starting the init" if not said[0] else f"the init said {said!r}")
         ours.send(b"kill")
         proc.wait(timeout=timeout)
@@ -122,6 +122,15 @@ def _stdio_fds(stdio: dict[str, Any]) -> tuple[list[int], dict[str, int]]:
         else:  # None: ours; or a descriptor of the caller's
             child.append(os.dup(target if spec is None else int(spec)))
     return child, ends
+
+
+def _child_known_as(parent: int, inner: int) -> int | None:
+    """The child of ``parent`` that its PID namespace numbers ``inner``, as the harness numbers it."""
+    for pid in procfs.descendants(parent):
+        state = procfs.stat(pid)
+        if state is not None and state[1] == parent and procfs.inner_pid(pid) == inner:
+            return pid
+    return None  # already gone
 
 
 async def _said(process: trio.Process) -> str:
@@ -185,7 +194,7 @@ class PidNamespaceTree(ProcessTree):
         if first.startswith(b"execfail "):
             code = int(first.split()[1] or 0)
             raise OSError(code, os.strerror(code), argv[0])
-        if first != b"started" or pid is None:
+        if not first.startswith(b"started ") or pid is None:
             self.kill()
             await wait_bounded(self.process)
             said = await _said(self.process)
@@ -194,6 +203,8 @@ class PidNamespaceTree(ProcessTree):
         self.init_pid = pid
         with contextlib.suppress(OSError, AttributeError):
             self._pidfd = os.pidfd_open(pid)
+        with contextlib.suppress(ValueError, IndexError):
+            self.main_pid = _child_known_as(pid, int(first.split()[1]))
 
     async def _first_message(self) -> tuple[bytes, int | None]:
         assert self._ctl is not None
