@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import proctree
 from harness.proctree import procfs
 
 START_S = 60.0  # an interpreter and a server starting on a loaded machine
@@ -152,6 +153,25 @@ def test_a_signal_mid_scenario_ends_an_outside_client_its_server_and_helpers(sig
         _wait_for("its server running", lambda: bool(run.started("fake-codex")), run.proc)
         run.signal_and_check(signum)
         assert not (tmp_path / "r" / "checks.json").exists()
+    finally:
+        run.kill()
+
+
+def test_a_harness_killed_by_sigkill_leaves_no_fake_behind(tmp_path: Path) -> None:
+    """No handler runs on SIGKILL (a CI runner's last resort): the fake's process tree ends by itself when
+    its init loses the harness. Before, the hang_alive fake (it ignores stdin EOF) ran on."""
+    if not proctree.confinement().confined:
+        pytest.skip(f"no process tree can be confined here: {proctree.confinement().detail}")
+    run = Run(tmp_path, ["run", "--target", "fake-process", "--scenario", "hang_alive"])
+    try:
+        _wait_for("fake-codex running", lambda: bool(run.started("fake-codex")), run.proc)
+        time.sleep(0.5)  # into the scenario: the fake has hung after its first delta
+        run.proc.kill()
+        run.proc.wait(timeout=EXIT_S)
+        deadline = time.monotonic() + 1.0
+        while (left := run.started("fake-codex")) and time.monotonic() < deadline:
+            time.sleep(0.02)  # bounded: the init sees its control socket close at once
+        assert left == [], f"the fake outlived a SIGKILLed harness by more than 1 s: {left}"
     finally:
         run.kill()
 

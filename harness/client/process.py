@@ -279,8 +279,11 @@ async def spawn_process(
 
     ``confine`` (e.g. :func:`harness.proctree.confinement`): run it as the main process of a process tree
     instead (a PID namespace, a cgroup), so what it starts cannot outlive the block even if it leaves the
-    group. The wire, the exit code and the stderr tail are the same as for a direct child.
+    group. The wire, the exit code and the stderr tail are the same as for a direct child. An unconfined
+    one ("not confined") changes nothing: the process group is all there is.
     """
+    if confine is not None and not confine.confined:
+        confine = None
     mark = marker or run_marker()
     child_argv = [os.fspath(a) for a in argv]
     child_env = child_environment(env, mark)
