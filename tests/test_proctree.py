@@ -112,6 +112,31 @@ def test_the_main_process_exit_code_and_signal_are_reported() -> None:
     assert trio.run(main) == (7, -15)
 
 
+@pytest.mark.parametrize("kind", [*CONFINED, "none"])
+def test_any_number_of_tasks_wait_for_the_main_process_while_another_asks_if_it_is_empty(kind: str) -> None:
+    """A session's exit watcher and a probe both wait for the server's exit while the teardown asks
+    ``empty()``: one waiter per descriptor is all trio allows, so the tree must not hand the wait down."""
+    how = Confinement("none", "not confined: a test") if kind == "none" else _machine(kind)
+
+    async def main() -> list[int]:
+        codes: list[int] = []
+
+        async def waiter(tree: proctree.ProcessTree) -> None:
+            codes.append(await tree.wait())
+
+        argv = [sys.executable, "-c", "import time; time.sleep(0.3); raise SystemExit(5)"]
+        with trio.fail_after(20):
+            async with proctree.open_tree(argv, env=dict(os.environ), how=how) as tree, trio.open_nursery() as n:
+                for _ in range(3):
+                    n.start_soon(waiter, tree)
+                while len(codes) < 3:
+                    tree.empty()  # may read the exit message itself: the waiters must still wake
+                    await trio.sleep(0.01)
+        return codes
+
+    assert trio.run(main) == [5, 5, 5]
+
+
 def test_a_command_that_cannot_be_executed_is_an_oserror(tmp_path: Path) -> None:
     how = _machine("pid-namespace")
 

@@ -38,6 +38,7 @@ from harness.proctree.base import (
     end_all,
     register,
     unregister,
+    unwrapped,
 )
 from harness.proctree.detect import CONFINE_ENV, confinement
 
@@ -91,7 +92,14 @@ async def open_tree(
     token = register(tree.kill)
     try:
         await tree.start(argv, env=env, cwd=cwd, stdio={"stdin": stdin, "stdout": stdout, "stderr": stderr})
-        yield tree
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tree.pump)
+            try:
+                yield tree
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise unwrapped(group) from None  # the block's exception, as raised: a caller's except still sees it
     finally:
         try:
             with trio.CancelScope(shield=True):

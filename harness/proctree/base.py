@@ -81,7 +81,11 @@ class ProcessTree(ABC):
 
     @abstractmethod
     async def wait(self) -> int:
-        """The main process's exit code (negative: the signal that ended it)."""
+        """The main process's exit code (negative: the signal that ended it). Any number of tasks may wait."""
+
+    async def pump(self) -> None:
+        """What the tree needs running in the background while it is open (:func:`open_tree` runs it)."""
+        return None  # the process-based trees need nothing: trio waits for their main process
 
     @abstractmethod
     def members(self) -> list[Member]:
@@ -132,3 +136,11 @@ async def wait_bounded(process: trio.Process, timeout: float = END_TIMEOUT_S) ->
         await process.wait()
         return True
     return False
+
+
+def unwrapped(group: BaseExceptionGroup) -> BaseException:
+    """The block's own exception out of the group of :func:`open_tree`'s nursery (the pump never raises)."""
+    if len(group.exceptions) == 1:
+        inner = group.exceptions[0]
+        return unwrapped(inner) if isinstance(inner, BaseExceptionGroup) else inner
+    return group

@@ -152,6 +152,7 @@ class PidNamespaceTree(ProcessTree):
         self.init_pid: int | None = None  # as the harness sees it
         self._pidfd: int | None = None
         self._gone = False  # the init closed its end: the namespace is ending or ended
+        self._exited = trio.Event()
 
     async def start(
         self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None, stdio: dict[str, Any]
@@ -221,7 +222,8 @@ class PidNamespaceTree(ProcessTree):
             return data, pid
 
     def _take(self, message: bytes) -> bytes:
-        """Note what a message says of the main process or the init; the message itself back."""
+        """Note what a message says of the main process or the init (whoever read it: the pump or
+        ``empty()``); the message itself back."""
         if message.startswith(b"exit "):
             with contextlib.suppress(ValueError):
                 self.returncode = int(message.split()[1])
@@ -229,11 +231,14 @@ class PidNamespaceTree(ProcessTree):
             self._gone = True
             if self.returncode is None:
                 self.returncode = -signal.SIGKILL  # the namespace ended under it
+        if self.returncode is not None:
+            self._exited.set()
         return message
 
     def _recv_now(self) -> bytes | None:
+        """The next message, None when none is there yet, b"" once the init is gone."""
         if self._ctl is None or self._gone:
-            return b""
+            return self._take(b"")
         try:
             return self._take(self._ctl.recv(64))
         except BlockingIOError:
@@ -241,11 +246,17 @@ class PidNamespaceTree(ProcessTree):
         except OSError:
             return self._take(b"")
 
+    async def pump(self) -> None:
+        """The one task that waits on the control socket (trio lets one task wait per descriptor): it reads
+        what the init says by itself (the main process's exit, its own end)."""
+        with contextlib.suppress(trio.ClosedResourceError, OSError):
+            while (message := self._recv_now()) != b"":
+                if message is None and self._ctl is not None:
+                    await trio.lowlevel.wait_readable(self._ctl)
+
     async def wait(self) -> int:
-        while self.returncode is None:
-            if self._recv_now() is None:
-                assert self._ctl is not None
-                await trio.lowlevel.wait_readable(self._ctl)
+        await self._exited.wait()  # any number of waiters: the pump (or empty()) sets it
+        assert self.returncode is not None
         return self.returncode
 
     def _init_ended(self) -> bool:
