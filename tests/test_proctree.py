@@ -137,6 +137,31 @@ def test_any_number_of_tasks_wait_for_the_main_process_while_another_asks_if_it_
     assert trio.run(main) == [5, 5, 5]
 
 
+@pytest.mark.parametrize("kind", [*CONFINED, "none"])
+def test_kill_ends_the_main_process_before_it_can_see_its_stdin_close(kind: str, tmp_path: Path) -> None:
+    """As a group kill did: a server killed and then given stdin EOF must not run its graceful end (the fake
+    closed its trace bundle, which a kill leaves open, while the namespace was still being torn down)."""
+    how = Confinement("none", "not confined: a test") if kind == "none" else _machine(kind)
+    graceful = tmp_path / "graceful"
+    body = f"import sys; print('up', flush=True); sys.stdin.read(); open({str(graceful)!r}, 'w').write('x')"
+
+    async def main() -> None:
+        pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+        async with proctree.open_tree([sys.executable, "-c", body], env=dict(os.environ), how=how, **pipes) as tree:
+            assert tree.stdin is not None and tree.stdout is not None
+            with trio.fail_after(20):
+                await tree.stdout.receive_some(16)
+                for _ in range(20):  # many chances for the race
+                    await trio.sleep(0)
+                tree.kill()
+                await tree.stdin.aclose()
+                assert await tree.wait() == -9
+
+    for _ in range(5):
+        trio.run(main)
+        assert not graceful.exists(), "the main process ran on after kill()"
+
+
 def test_a_command_that_cannot_be_executed_is_an_oserror(tmp_path: Path) -> None:
     how = _machine("pid-namespace")
 

@@ -151,6 +151,7 @@ class PidNamespaceTree(ProcessTree):
         self._ctl: socket.socket | None = None
         self.init_pid: int | None = None  # as the harness sees it
         self._pidfd: int | None = None
+        self._main_pidfd: int | None = None
         self._gone = False  # the init closed its end: the namespace is ending or ended
         self._exited = trio.Event()
 
@@ -206,6 +207,9 @@ class PidNamespaceTree(ProcessTree):
             self._pidfd = os.pidfd_open(pid)
         with contextlib.suppress(ValueError, IndexError):
             self.main_pid = _child_known_as(pid, int(first.split()[1]))
+        if self.main_pid is not None:
+            with contextlib.suppress(OSError, AttributeError):
+                self._main_pidfd = os.pidfd_open(self.main_pid)
 
     async def _first_message(self) -> tuple[bytes, int | None]:
         assert self._ctl is not None
@@ -292,6 +296,12 @@ class PidNamespaceTree(ProcessTree):
         return [Member(p, procfs.inner_pid(p), procfs.describe(p)) for p in sorted(procfs.descendants(self.init_pid))]
 
     def kill(self) -> None:
+        # The main process first, directly: the rest dies as the kernel tears the namespace down, a moment
+        # later, and in that moment the main process must not run on (a server seeing stdin EOF would end
+        # gracefully and close what a kill leaves open).
+        if self._main_pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._main_pidfd, signal.SIGKILL)
         if self._ctl is not None and not self._gone:
             with contextlib.suppress(OSError):
                 self._ctl.send(b"kill")
@@ -319,6 +329,10 @@ class PidNamespaceTree(ProcessTree):
             with contextlib.suppress(OSError):
                 os.close(self._pidfd)
             self._pidfd = None
+        if self._main_pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._main_pidfd)
+            self._main_pidfd = None
         if self._ctl is not None:
             trio.lowlevel.notify_closing(self._ctl)
             self._ctl.close()
