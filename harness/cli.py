@@ -10,7 +10,7 @@ from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.text import escaped_output
-from harness import confine
+from harness import confine, interrupts
 from harness.commands import COMMAND_MODULES
 
 
@@ -37,32 +37,52 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        # Everything printed, by any command, goes through the one escaper (contracts.text): no control
-        # character from a frame, a client or a scenario reaches the terminal raw.
-        with escaped_output():
-            code = _main(argv)
-            sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at interpreter exit
-        return code
-    except BrokenPipeError:  # the reader of our output went away (`... | head -1`): no traceback
-        return quiet_after_broken_pipe()
+    command: list[str] = []  # the subcommand, once parsed (for the interrupt's message)
+    code: int | None = None
+    signalled = False
+    with interrupts.handled():  # SIGTERM: everything the command started ends, exit 143 (harness.interrupts)
+        try:
+            # A nursery hands what ended it over wrapped in an exception group (trio's strict groups): the
+            # interrupt, the closed pipe and the usage error are found wherever they are in it.
+            try:
+                # Everything printed, by any command, goes through the one escaper (contracts.text): no control
+                # character from a frame, a client or a scenario reaches the terminal raw.
+                with escaped_output():
+                    code = _main(argv, command)
+                    sys.stdout.flush()  # a closed pipe shows here, where it is handled, not at interpreter exit
+            except* KeyboardInterrupt:
+                signalled = True
+            except* BrokenPipeError:  # the reader of our output went away (`... | head -1`): no traceback
+                code = quiet_after_broken_pipe()
+        except BaseException:
+            if not signalled:
+                raise
+            # Beside the interrupt: what killing the run's processes made fail on the way out. Not a finding.
+        if signalled:
+            return interrupts.interrupted(command[0] if command else None)
+    assert code is not None
+    return code
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, command: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return USAGE
+    command.append(args.command)
     try:
         with confine.policy(args):  # --unconfined, for this command only
             return int(args._run(args))
-    except UsageError as exc:
-        print(f"codex-harness {args.command}: {exc}", file=sys.stderr)
-        return USAGE
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except* UsageError as group:
+        print(f"codex-harness {args.command}: {_first(group)}", file=sys.stderr)
+        code = USAGE
+    return code
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    inner = group.exceptions[0]
+    return _first(inner) if isinstance(inner, BaseExceptionGroup) else inner
 
 
 if __name__ == "__main__":

@@ -12,8 +12,6 @@ targets on the real clock.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -35,6 +33,7 @@ from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.reader import bundles_under
 from contracts.triggers import ActionSchedule, Moment
+from harness import workdirs
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
@@ -287,8 +286,15 @@ def scenario_faults(scenario: Scenario) -> list[dict[str, Any]]:
         for f in turn.faults
     ]
     methods = [
-        {"turn": LEDGER_TURN, "index": i, "method": o.name, "kind": o.fault.kind, "at": o.fault.at, "n": o.n,
-         "params": dict(o.fault.params)}
+        {
+            "turn": LEDGER_TURN,
+            "index": i,
+            "method": o.name,
+            "kind": o.fault.kind,
+            "at": o.fault.at,
+            "n": o.n,
+            "params": dict(o.fault.params),
+        }
         for i, o in enumerate(scenario.methods)
         if o.fault is not None
     ]
@@ -421,31 +427,43 @@ def run_one(
         outcome.checks = [Check(scenario.name, target, "scenario", "name", "fail", detail, "")]
         return outcome
     started = time.perf_counter()
-    work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-{scenario.name}-", dir=work_root))
     try:
-        try:
-            with collector_paused():  # no full collections while the record grows (contracts.heap)
-                record = play(scenario, target, work_dir=work_dir / "run", codex=codex, release=release)
-        except TargetUnavailable as exc:
-            outcome.skipped = f"target {target} not available: {exc}"
-            outcome.checks = skipped_checks(scenario.name, target, outcome.skipped)
-            return outcome
-        except Exception as exc:
-            detail = "".join(traceback.format_exception(exc)[-3:]).strip()
-            outcome.checks = [Check(scenario.name, target, RUNNER_CONTRACT, "play", "fail", detail, "")]
-            return outcome
-        if save_dir is not None:
-            with collector_paused():
-                outcome.saved_to = record.save(save_dir)
-            with collector_paused():  # judge what was saved: the report's record is the judged one
-                record = SessionRecord.load(outcome.saved_to)
-        outcome.record = record
-        # The scenario check yields only a failure (a fault the run never reached), never blamed on the client.
-        outcome.checks = run_all(record, contracts) + scenario_check.check(record)
+        with workdirs.work_dir(f"codex-harness-{scenario.name}-", work_root) as work_dir:
+            _play_and_judge(outcome, scenario, target, work_dir, codex, save_dir, contracts, release)
     finally:
         outcome.wall_s = time.perf_counter() - started
-        shutil.rmtree(work_dir, ignore_errors=True)
     return outcome
+
+
+def _play_and_judge(
+    outcome: ScenarioRun,
+    scenario: Scenario,
+    target: str,
+    work_dir: Path,
+    codex: Path | None,
+    save_dir: Path | None,
+    contracts: tuple[str, ...],
+    release: str | None,
+) -> None:
+    try:
+        with collector_paused():  # no full collections while the record grows (contracts.heap)
+            record = play(scenario, target, work_dir=work_dir / "run", codex=codex, release=release)
+    except TargetUnavailable as exc:
+        outcome.skipped = f"target {target} not available: {exc}"
+        outcome.checks = skipped_checks(scenario.name, target, outcome.skipped)
+        return
+    except Exception as exc:
+        detail = "".join(traceback.format_exception(exc)[-3:]).strip()
+        outcome.checks = [Check(scenario.name, target, RUNNER_CONTRACT, "play", "fail", detail, "")]
+        return
+    if save_dir is not None:
+        with collector_paused():
+            outcome.saved_to = record.save(save_dir)
+        with collector_paused():  # judge what was saved: the report's record is the judged one
+            record = SessionRecord.load(outcome.saved_to)
+    outcome.record = record
+    # The scenario check yields only a failure (a fault the run never reached), never blamed on the client.
+    outcome.checks = run_all(record, contracts) + scenario_check.check(record)
 
 
 def run_many(

@@ -5,17 +5,21 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import escaper
 import pytest
 import trio
 
 from conformance.noleak import marked_processes
+from harness import proctree
 from harness.client.errors import ClientError, LineTooLong, SessionClosed, TransportClosed
 from harness.client.events import MessageDelta
 from harness.client.process import RUN_MARKER_ENV, child_environment, run_marker, spawn_process
 from harness.client.session import SessionOptions, open_session
 from harness.client.stderr import StderrTail, redact
+from harness.proctree import Confinement
 
 # A minimal app-server: enough protocol for one plain turn, plus the misbehaviours under test.
 MINI_SERVER = textwrap.dedent(
@@ -93,9 +97,23 @@ def test_stderr_tail_is_bounded_and_redacted() -> None:
     assert "abc" not in redact('{"token": "abc"}')
 
 
-async def test_plain_turn_over_a_process(mini_server: Path, tmp_path: Path) -> None:
+def _confinement(confined: bool) -> Confinement | None:
+    if not confined:
+        return None
+    how = proctree.confinement()
+    if not how.confined:
+        pytest.skip(f"no process tree can be confined here: {how.detail}")
+    return how
+
+
+CONFINED = pytest.mark.parametrize("confined", [False, True], ids=["group", "tree"])
+
+
+@CONFINED
+async def test_plain_turn_over_a_process(mini_server: Path, tmp_path: Path, confined: bool) -> None:
+    argv = [sys.executable, str(mini_server), "plain"]
     with trio.fail_after(10):
-        async with spawn_process([sys.executable, str(mini_server), "plain"], cwd=tmp_path) as transport:
+        async with spawn_process(argv, cwd=tmp_path, confine=_confinement(confined)) as transport:
             async with open_session(transport, SessionOptions(teardown_timeout=3.0)) as session:
                 await session.start_thread()
                 async with session.turn("hi") as turn:
@@ -110,14 +128,21 @@ async def test_plain_turn_over_a_process(mini_server: Path, tmp_path: Path) -> N
             assert RUN_MARKER_ENV.encode() not in environ or True  # the marker is for children only
 
 
-async def test_grandchild_holding_stdout_is_killed_with_the_group(mini_server: Path, tmp_path: Path) -> None:
+@CONFINED
+async def test_grandchild_holding_stdout_is_killed_with_the_group(
+    mini_server: Path, tmp_path: Path, confined: bool
+) -> None:
+    argv = [sys.executable, str(mini_server), "grandchild"]
     with trio.fail_after(10):
-        async with spawn_process([sys.executable, str(mini_server), "grandchild"], cwd=tmp_path) as transport:
+        async with spawn_process(argv, cwd=tmp_path, confine=_confinement(confined)) as transport:
             async with open_session(transport, SessionOptions(teardown_timeout=1.0)) as session:
                 await session.start_thread()
                 async with session.turn("hi") as turn:
                     pass
-                assert len(marked_processes(run_marker())) == 2  # the server and its grandchild
+                if transport.tree is None:
+                    assert len(marked_processes(run_marker())) == 2  # the server and its grandchild
+                else:
+                    assert len(transport.tree.members()) == 2
         assert turn.result is not None and turn.result.status == "completed"
         steps = {s.name: s.outcome for s in session.teardown}
         assert steps["wait_stdout_eof"] == "timeout"  # the grandchild kept stdout open
@@ -144,10 +169,14 @@ async def test_oversized_line_fails_the_session_and_kills_the_group(mini_server:
         assert "exceeds the cap of 65536" in str(info.value)
 
 
-async def test_hanging_turn_cancelled_without_interrupt_support_is_killed(mini_server: Path, tmp_path: Path) -> None:
+@CONFINED
+async def test_hanging_turn_cancelled_without_interrupt_support_is_killed(
+    mini_server: Path, tmp_path: Path, confined: bool
+) -> None:
     # the mini server never answers turn/interrupt: the budget expires and the group is killed
+    argv = [sys.executable, str(mini_server), "hang"]
     with trio.fail_after(10):
-        async with spawn_process([sys.executable, str(mini_server), "hang"], cwd=tmp_path) as transport:
+        async with spawn_process(argv, cwd=tmp_path, confine=_confinement(confined)) as transport:
             async with open_session(transport, SessionOptions(interrupt_budget=0.2, teardown_timeout=1.0)) as session:
                 await session.start_thread()
                 start = trio.current_time()
@@ -222,3 +251,27 @@ async def test_caller_deadline_around_the_whole_session_interrupts_within_the_bu
         assert transport.exit_code == -9
     assert times["closed"] - result.ended_at <= bound
     assert times["returned"] - times["closed"] < 0.5
+
+
+async def test_a_confined_servers_escaping_child_dies_with_the_block(tmp_path: Path) -> None:
+    """What a server starts in a session of its own, changing pid every millisecond, leaves the group (a
+    group kill misses it) but not the tree: it ends with the block."""
+    heartbeat = tmp_path / "heartbeat"
+    body = (
+        "import subprocess, sys\n"
+        f"subprocess.Popen({escaper.argv(heartbeat)!r}, start_new_session=True)\n"
+        "sys.stdin.read()\n"  # a server that ends on stdin EOF
+    )
+    try:
+        with trio.fail_after(20):
+            argv = [sys.executable, "-c", body]
+            async with spawn_process(argv, cwd=tmp_path, confine=_confinement(True)) as transport:
+                while not heartbeat.exists():
+                    await trio.sleep(0.01)
+                await transport.close_input()
+                assert await transport.wait_exit() == 0
+                assert transport.group_alive()  # the tree knows the escaper is there
+        ended = time.time()
+        assert escaper.last_beat_after(heartbeat, ended) <= escaper.STOPS_WITHIN_S
+    finally:
+        escaper.stop(heartbeat)

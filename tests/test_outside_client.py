@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import escaper
 import orjson
 import pytest
 
 from contracts.exitcodes import FAILED, OK, USAGE
 from fake_server.catalogue import builtin_names
+from harness import proctree
 from harness.cli import main
-from harness.outside import procs
+from harness.proctree import procfs as procs
 
 CLIENTS = Path(__file__).resolve().parents[1] / "conformance" / "clients"
 CAREFUL = [sys.executable, str(CLIENTS / "careful.py")]
@@ -111,6 +114,40 @@ def test_a_helper_that_escapes_by_setsid_and_a_clean_env_is_still_killed(
     assert not [p for p in procs.descendants(os.getpid()) if "sleep 45" in procs.describe(p)]
 
 
+def test_a_helper_that_setsids_and_changes_pid_every_ms_fails_the_check_and_dies_with_the_run(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Issue 20: the escaper (tests/escaper.py: no marker, its own session, a new pid every millisecond)
+    outlived the harness and ``nothing left running`` passed. Its tree now holds it."""
+    heartbeat = tmp_path / "heartbeat"
+    body = (
+        f"subprocess.Popen({escaper.argv(heartbeat)!r}, stdin=subprocess.DEVNULL, start_new_session=True)\n"
+        "time.sleep(0.5)\n"  # the escaper is in full flight when the client exits
+    )
+    try:
+        run = run_scenario("plain", client=client_script(tmp_path, body))
+        ended = time.time()
+        check = next(c for c in run.checks if c.name == "nothing left running")
+        assert check.status == "fail", check
+        assert "alive after the client exited" in check.detail
+        how = proctree.confinement()
+        assert how.confined, f"this machine cannot confine a tree ({how.detail}): the run above proves nothing"
+        assert f"tracked by {how.detail}" in check.detail
+        late = escaper.last_beat_after(heartbeat, ended)
+        assert late <= escaper.STOPS_WITHIN_S, f"the helper still beat {late:.2f} s after the run ended"
+    finally:
+        escaper.stop(heartbeat)
+
+
+def test_the_pass_says_how_the_clients_tree_was_tracked(run_scenario: Callable[..., Any]) -> None:
+    run = run_scenario("command_approval", client=CAREFUL)
+    check = next(c for c in run.checks if c.name == "nothing left running")
+    assert check.status == "pass"
+    how = proctree.confinement()
+    said = f"(tracked by {how.detail})" if how.confined else f"({how.detail})"  # "(not confined: why)"
+    assert check.detail == f"no process of the run outlived the client {said}"
+
+
 def test_invalid_result_file_fails_a_check(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
     body = "open(os.environ['CODEX_HARNESS_RESULT'], 'w').write(json.dumps({'turns': [{'turn': 1, 'status': 'ok'}]}))\n"
     run = run_scenario("plain", client=client_script(tmp_path, body))
@@ -163,13 +200,16 @@ def test_a_command_that_cannot_start_exits_3(cmd: str, capsys: pytest.CaptureFix
 
 
 def test_deadline_fails_the_run_and_kills_the_client(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cmd = client_script(tmp_path, f"open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    # The pid a client sees of itself may be its PID namespace's: its heartbeat says whether it still runs.
+    beat = tmp_path / "beat"
+    cmd = client_script(tmp_path, f"while True:\n    open({str(beat)!r}, 'w').write('x')\n    time.sleep(0.01)\n")
     code = main(["run", "--client-cmd", " ".join(cmd), "--client-deadline", "1", "--scenario", "plain", "--quiet"])
+    ended = time.time()
     assert code == FAILED
     out = capsys.readouterr()
     assert "client / deadline" in out.out and "still running at its deadline of 1 s" in out.out
     assert "killed at its deadline" in out.err
-    assert not procs.alive(int((tmp_path / "pid").read_text()))
+    assert escaper.last_beat_after(beat, ended) <= 0.05
 
 
 def test_cli_report_and_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -269,13 +269,17 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
             make("nothing left running", "skip", "a recording alone does not show which processes outlived the client")
         )
     else:
+        # How the client's tree was tracked: a pass from an unconfined run says so (a process that scrubbed
+        # the run marker and outran a /proc scan could have got away).
+        how = facts.get("confinement")
+        tracked = f" (tracked by {how})" if how and not how.startswith("not confined") else f" ({how})" if how else ""
         checks.append(
             make(
                 "nothing left running",
                 "fail" if left else "pass",
-                f"alive after the client exited (killed by the harness): {_summary(list(left))}"
+                f"alive after the client exited (killed by the harness): {_summary(list(left))}{tracked}"
                 if left
-                else "no process of the run outlived the client",
+                else f"no process of the run outlived the client{tracked}",
                 "client-behaviour.md §10",
             )
         )

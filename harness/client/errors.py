@@ -15,6 +15,7 @@ __all__ = [
     "ThreadStartFailed",
     "TransportClosed",
     "TurnBusy",
+    "is_interrupt",
     "single_exception",
 ]
 
@@ -65,8 +66,22 @@ class TurnBusy(ClientError):
 
 
 def single_exception(group: BaseExceptionGroup) -> BaseException:
-    """The one exception a nursery wrapped (its background tasks never raise), else the group."""
+    """What a context manager built on a nursery re-raises for its body: the one exception the nursery
+    wrapped (its background tasks never raise), else the group unchanged.
+
+    Only for that: a caller's ``except ClientError`` around the block keeps working. Several exceptions are
+    never collapsed to one: the group goes on, and who handles a kind of exception wherever it is in a
+    group (the CLI's interrupt, harness.cli) does so with ``except*``.
+    """
     if len(group.exceptions) == 1:
         inner = group.exceptions[0]
         return single_exception(inner) if isinstance(inner, BaseExceptionGroup) else inner
     return group
+
+
+def is_interrupt(exc: BaseException | None) -> bool:
+    """``exc`` is (or its group holds) a ``KeyboardInterrupt``: Ctrl-C or SIGTERM (harness.interrupts) ends the
+    run, so a block leaving with it kills its server at once instead of waiting out a graceful end."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(KeyboardInterrupt) is not None
+    return isinstance(exc, KeyboardInterrupt)

@@ -22,6 +22,7 @@ from typing import Final
 import trio
 
 from contracts.transport import TransportClosed
+from harness import proctree
 from harness.client.errors import single_exception
 from harness.client.stderr import DEFAULT_TAIL_BYTES, StderrTail
 
@@ -55,11 +56,61 @@ def child_environment(env: Mapping[str, str] | None, marker: str | None = None) 
     return out
 
 
-class ProcessTransport:
-    """:class:`contracts.transport.Transport` over a child process. Build it with :func:`spawn_process`."""
+class TreeProcess:
+    """The main process of a :class:`harness.proctree.ProcessTree`, as much of a ``trio.Process`` as the
+    transport uses: its pipes, its exit, its pid, signals to it alone, and ``kill()`` for the whole tree."""
 
-    def __init__(self, process: trio.Process, tail: StderrTail, argv: Sequence[str], marker: str) -> None:
+    def __init__(self, tree: proctree.ProcessTree) -> None:
+        self.tree = tree
+        self.stdin, self.stdout, self.stderr = tree.stdin, tree.stdout, tree.stderr
+        self._pidfd: int | None = None
+        if tree.main_pid is not None:
+            with contextlib.suppress(OSError, AttributeError):
+                self._pidfd = os.pidfd_open(tree.main_pid)
+
+    @property
+    def pid(self) -> int:
+        return self.tree.main_pid if self.tree.main_pid is not None else self.tree.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.tree.returncode
+
+    async def wait(self) -> int:
+        return await self.tree.wait()
+
+    def send_signal(self, signum: int) -> None:
+        """To the main process alone (by pidfd: never to a pid reused after it was reaped)."""
+        if self._pidfd is not None and self.returncode is None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self._pidfd, signum)
+
+    def kill(self) -> None:
+        self.tree.kill()
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+
+
+class ProcessTransport:
+    """:class:`contracts.transport.Transport` over a child process. Build it with :func:`spawn_process`.
+
+    ``tree``: the process runs as the main process of that tree (:func:`spawn_process` ``confine=``);
+    "its group" is then the whole tree, which nothing it starts can leave."""
+
+    def __init__(
+        self,
+        process: trio.Process | TreeProcess,
+        tail: StderrTail,
+        argv: Sequence[str],
+        marker: str,
+        tree: proctree.ProcessTree | None = None,
+    ) -> None:
         self.process = process
+        self.tree = tree
         self.argv = tuple(argv)
         self.marker = marker
         self._tail = tail
@@ -108,6 +159,9 @@ class ProcessTransport:
         self.killed = True
         if self.killed_at is None:
             self.killed_at = trio.current_time()
+        if self.tree is not None:
+            self.tree.kill()
+            return
         if self.process.returncode is not None and _PROC.is_dir():
             for pid in self._marked_members():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -120,6 +174,19 @@ class ProcessTransport:
         except PermissionError:
             with contextlib.suppress(ProcessLookupError, OSError):
                 self.process.kill()
+
+    def end_now(self) -> None:
+        """SIGKILL the group without touching the session's state (the signal path: :func:`proctree.end_all`)."""
+        if self.tree is not None:
+            self.tree.kill()
+            return
+        if self.process.returncode is not None and _PROC.is_dir():
+            for pid in self._marked_members():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signal.SIGKILL)
 
     @property
     def exit_code(self) -> int | None:
@@ -140,7 +207,9 @@ class ProcessTransport:
         return self.process.pid
 
     def group_alive(self) -> bool:
-        """True while any process of the child's group exists (zombies included)."""
+        """True while any process of the child's group exists (zombies included); of its tree, when it has one."""
+        if self.tree is not None:
+            return not self.tree.empty()
         if self.process.returncode is not None and _PROC.is_dir():
             return bool(self._marked_members())
         try:
@@ -198,6 +267,7 @@ async def spawn_process(
     stderr_tail_bytes: int = DEFAULT_TAIL_BYTES,
     marker: str | None = None,
     reap_timeout: float = 2.0,
+    confine: proctree.Confinement | None = None,
 ) -> AsyncIterator[ProcessTransport]:
     """Start ``argv`` in its own process group; on exit, kill the group if anything is left and reap.
 
@@ -206,31 +276,55 @@ async def spawn_process(
     (close stdin, wait for EOF and exit); this exit is only the backstop: it kills what is left and waits
     for the reap at most ``reap_timeout`` after the first kill (whoever sent it), so a session teardown
     that already killed and waited is not followed by a second full wait.
+
+    ``confine`` (e.g. :func:`harness.proctree.confinement`): run it as the main process of a process tree
+    instead (a PID namespace, a cgroup), so what it starts cannot outlive the block even if it leaves the
+    group. The wire, the exit code and the stderr tail are the same as for a direct child. An unconfined
+    one ("not confined") changes nothing: the process group is all there is.
     """
+    if confine is not None and not confine.confined:
+        confine = None
     mark = marker or run_marker()
-    process = await trio.lowlevel.open_process(
-        [os.fspath(a) for a in argv],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=Path(cwd) if cwd is not None else None,
-        env=child_environment(env, mark),
-        start_new_session=True,
-    )
-    transport = ProcessTransport(process, StderrTail(stderr_tail_bytes), [os.fspath(a) for a in argv], mark)
-    try:
-        async with trio.open_nursery() as nursery:
-            drain = trio.CancelScope(shield=True)
-            nursery.start_soon(transport.drain_stderr, drain)
-            try:
-                yield transport
-            finally:
-                with trio.CancelScope(shield=True):
-                    await _backstop(transport, reap_timeout)
-                drain.cancel()
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise single_exception(group) from None
+    child_argv = [os.fspath(a) for a in argv]
+    child_env = child_environment(env, mark)
+    async with contextlib.AsyncExitStack() as stack:
+        tree: proctree.ProcessTree | None = None
+        process: trio.Process | TreeProcess
+        if confine is None:
+            process = await trio.lowlevel.open_process(
+                child_argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=Path(cwd) if cwd is not None else None,
+                env=child_env,
+                start_new_session=True,
+            )
+        else:
+            pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+            tree = await stack.enter_async_context(
+                proctree.open_tree(child_argv, env=child_env, cwd=cwd, marker=mark, how=confine, **pipes)
+            )
+            process = TreeProcess(tree)
+            stack.callback(process.close)
+        transport = ProcessTransport(process, StderrTail(stderr_tail_bytes), child_argv, mark, tree)
+        # SIGTERM kills the group at once, before the run unwinds to this block's backstop (harness.interrupts).
+        token = proctree.register(transport.end_now)
+        try:
+            async with trio.open_nursery() as nursery:
+                drain = trio.CancelScope(shield=True)
+                nursery.start_soon(transport.drain_stderr, drain)
+                try:
+                    yield transport
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await _backstop(transport, reap_timeout)
+                    drain.cancel()
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise single_exception(group) from None
+        finally:
+            proctree.unregister(token)
 
 
 async def _backstop(transport: ProcessTransport, reap_timeout: float) -> None:

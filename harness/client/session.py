@@ -58,6 +58,7 @@ from harness.client.errors import (
     SessionClosed,
     ThreadStartFailed,
     TurnBusy,
+    is_interrupt,
     single_exception,
 )
 from harness.client.events import TurnEvent
@@ -622,6 +623,10 @@ async def open_session(
             try:
                 await session.start(nursery)
                 yield session
+            except BaseException as exc:
+                if is_interrupt(exc):  # Ctrl-C / SIGTERM: the user ends the run, no graceful teardown to wait for
+                    transport.kill()
+                raise
             finally:
                 with trio.CancelScope(shield=True):
                     try:

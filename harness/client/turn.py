@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from contracts.record import TurnResult
-from harness.client.errors import ClientError
+from harness.client.errors import ClientError, is_interrupt
 from harness.client.events import Steered, TurnEvent
 from harness.client.turncore import Queued, TurnCore, UserInput
 from harness.client.turnstate import TurnState
@@ -61,6 +61,9 @@ class Turn:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self.result is not None:
+            return
+        if is_interrupt(exc):  # the run is being ended: nobody waits for an interrupt's answer any more
+            self.session.kill_turn(self, "the run was interrupted (SIGINT / SIGTERM)")
             return
         if exc_type is None:
             try:

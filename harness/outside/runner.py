@@ -1,10 +1,10 @@
 """Play one scenario against an outside client and judge what the fake saw.
 
-The client runs in its own process group and session with ``CODEX_BIN`` = the shim (also first on
+The client runs in a process tree of its own (:mod:`harness.proctree`: a PID namespace, else a cgroup, else
+its session, the run marker and the harness's descendants) with ``CODEX_BIN`` = the shim (also first on
 ``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
 marker. It gets Σ ``turn_timeout_ms`` + ``teardown_ms`` + 10 s (or ``deadline_s``); past that, or once it
-exited and a teardown budget of grace passed, everything of the run still alive (the client's group, every
-marked process, every descendant the subreaper kept) is SIGKILLed and named.
+exited and a teardown budget of grace passed, everything still alive in its tree is named and SIGKILLed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import traceback
 from collections import deque
@@ -34,12 +33,13 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
 from fake_server.recording import scenario_hash
+from harness import proctree, workdirs
 from harness.client.process import run_marker
-from harness.outside import procs
 from harness.outside.plan import adapter_plan, budgets, total_turn_budget_s
 from harness.outside.record import read_recordings, server_facts, server_record
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, write_shim
+from harness.proctree import procfs
 
 TARGET = "fake-process"
 PLAN_ENV = "CODEX_HARNESS_PLAN"
@@ -49,6 +49,8 @@ TAIL_BYTES = 16 * 1024
 #: How long the stdout/stderr drains may outlive the client (a leaked helper can hold the pipes).
 DRAIN_AFTER_EXIT_S = 0.3
 _POLL_S = 0.02
+#: What is left when the kernel says the tree is not empty but a scan of /proc names nobody.
+UNNAMED = "processes of the client's tree that change pid faster than /proc can be read"
 #: Wire contracts run per server; the result-file ones once (on the first server's record).
 PER_SERVER = ("trace_closure", "schema", "protocol")
 RESULT_CONTRACTS = ("terminal_status", "usage")
@@ -79,6 +81,8 @@ class ClientRun:
     left_running: list[str] = field(default_factory=list)
     stdout_tail: str = ""
     stderr_tail: str = ""
+    #: how the client's tree was confined (harness.proctree), or "not confined: why"
+    confinement: str = ""
 
 
 def check_command(argv: list[str]) -> None:
@@ -132,7 +136,7 @@ def _client_env(shim: Path, scenario_file: Path, plan: Path, result: Path, marke
             "FAKE_CODEX_SCENARIO": str(scenario_file),
             PLAN_ENV: str(plan),
             RESULT_ENV: str(result),
-            procs.MARKER_ENV: marker,
+            procfs.MARKER_ENV: marker,
             "CODEX_HOME": str(home),
         }
     )
@@ -142,73 +146,70 @@ def _client_env(shim: Path, scenario_file: Path, plan: Path, result: Path, marke
 async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float) -> ClientRun:
     out = ClientRun()
     stdout, stderr = _Tail(), _Tail()
-    marker = env[procs.MARKER_ENV]
-    # Ours to kill is only what this run starts: processes the caller already had (a pytest worker's other
-    # fixtures, say) stay out of every sweep below.
-    theirs = procs.descendants(os.getpid())
     out.started_at = time.monotonic()
+    started = False
     try:
-        proc = await trio.lowlevel.open_process(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=str(cwd),
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ClientCannotStart(f"--client-cmd: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
-    try:
-        async with trio.open_nursery() as nursery:
+        async with (
+            proctree.open_tree(
+                argv,
+                env=env,
+                cwd=cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                marker=env[procfs.MARKER_ENV],
+            ) as tree,
+            trio.open_nursery() as nursery,
+        ):
+            started = True
+            out.confinement = tree.confinement.detail
             drained: list[int] = []
-            nursery.start_soon(_drain, proc.stdout, stdout, drained)
-            nursery.start_soon(_drain, proc.stderr, stderr, drained)
-            with trio.move_on_after(deadline_s) as limit:
-                await proc.wait()
-            out.deadline_hit = limit.cancelled_caught
-            out.ended_t = time.monotonic() - out.started_at
-            if out.deadline_hit:
-                alive = procs.survivors(marker, theirs) | {proc.pid}
-                out.killed_pids = set(alive)
-                out.killed = procs.kill_all(alive, group=proc.pid)
-                await proc.wait()
-            else:
-                out.exit_code = proc.returncode
-                # Grace: a server the client closed may still be finishing its shutdown.
-                with trio.move_on_after(grace_s):
-                    while procs.survivors(marker, theirs | {proc.pid}):
-                        await trio.sleep(_POLL_S)
-                left = procs.survivors(marker, theirs | {proc.pid})
-                if left:
-                    out.killed_pids = set(left)
-                    out.left_running = [procs.describe(p) for p in sorted(left)]
-                    out.killed = procs.kill_all(left, group=proc.pid)
+            nursery.start_soon(_drain, tree.stdout, stdout, drained)
+            nursery.start_soon(_drain, tree.stderr, stderr, drained)
+            await _watch(tree, out, deadline_s, grace_s)
             with trio.move_on_after(DRAIN_AFTER_EXIT_S):
                 while len(drained) < 2:
                     await trio.sleep(_POLL_S)
             nursery.cancel_scope.cancel()
-    except BaseException:
-        # Interrupted (Ctrl-C, an error reading /proc): the client's group and what it started die with it.
-        try:
-            left = procs.survivors(marker, theirs)
-        except OSError:
-            left = set()  # the group kill below still takes the client and what stayed in its group
-        procs.kill_all(left | {proc.pid}, group=proc.pid)
-        raise
-    procs.reap(procs.orphan_zombies(theirs | {proc.pid}))
+    except OSError as exc:
+        if started:
+            raise
+        # The command itself: the harness checked it could be executed, but it changed since.
+        raise ClientCannotStart(f"--client-cmd: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
     out.stdout_tail, out.stderr_tail = stdout.text(), stderr.text()
     return out
 
 
+async def _watch(tree: proctree.ProcessTree, out: ClientRun, deadline_s: float, grace_s: float) -> None:
+    """Until the client exits or its deadline; then, after a grace, what it left running (named and killed)."""
+    with trio.move_on_after(deadline_s) as limit:
+        out.exit_code = await tree.wait()
+    out.deadline_hit = limit.cancelled_caught
+    out.ended_t = time.monotonic() - out.started_at
+    if out.deadline_hit:
+        out.exit_code = None
+        _kill(tree, out)
+        return
+    # Grace: a server the client closed may still be finishing its shutdown.
+    with trio.move_on_after(grace_s):
+        while not tree.empty():
+            await trio.sleep(_POLL_S)
+    if not tree.empty():
+        out.left_running = _kill(tree, out)
+
+
+def _kill(tree: proctree.ProcessTree, out: ClientRun) -> list[str]:
+    """Name what is alive in the tree, kill all of it; the names."""
+    members = tree.members()
+    tree.kill()
+    out.killed_pids = {m.inner for m in members}
+    out.killed = [m.described for m in members] or [UNNAMED]
+    return out.killed
+
+
 def run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float) -> ClientRun:
-    """Run the client to its end or deadline as a child subreaper; nothing it started survives."""
-    subreaper = procs.set_child_subreaper(True)
-    try:
-        return trio.run(_run_client, argv, env, cwd, deadline_s, grace_s)
-    finally:
-        if subreaper:
-            procs.set_child_subreaper(False)
+    """Run the client to its end or deadline in a tree of its own (:mod:`harness.proctree`): nothing it
+    started survives it."""
+    return trio.run(_run_client, argv, env, cwd, deadline_s, grace_s)
 
 
 def _skips(record: SessionRecord, contract: str, reason: str) -> Check:
@@ -324,6 +325,7 @@ def build_records(
             "client_ended_t": client.ended_t,
             "killed": client.killed,
             "left_running": client.left_running,
+            "confinement": client.confinement,
             "servers": [server_facts(s, zero, s.pid in client.killed_pids) for s in servers],
             "result": {"state": read.state, "problems": read.problems, "turns": read.turns, "client": read.client},
             "stdout_tail": client.stdout_tail,
@@ -428,23 +430,24 @@ def run_outside_one(
     if outcome.skipped:
         return outcome
     started = time.perf_counter()
-    work_dir = Path(tempfile.mkdtemp(prefix=f"codex-harness-client-{scenario.name}-", dir=work_root))
-    work_fd = safe_read.open_dir(work_dir)  # held before the client runs: what it plants there is never followed
     try:
-        try:
-            run = play_outside(scenario, spec, work_dir, work_fd)
-        except (ClientCannotStart, UsageError):  # the command or the release: the caller's usage error
-            raise
-        except Exception as exc:
-            detail = "".join(traceback.format_exception(exc)[-3:]).strip()
-            outcome.checks = [Check(scenario.name, TARGET, "runner", "play", "fail", detail, "")]
-            return outcome
-        outcome.record = run.records[0]
-        outcome.checks = run.checks
-        if save_dir is not None:
-            outcome.saved_to = save_outside(run, save_dir, work_fd)
+        with workdirs.work_dir(f"codex-harness-client-{scenario.name}-", work_root) as work_dir:
+            work_fd = safe_read.open_dir(work_dir)  # held before the client runs: what it plants there is never followed
+            try:
+                try:
+                    run = play_outside(scenario, spec, work_dir, work_fd)
+                except (ClientCannotStart, UsageError):  # the command or the release: the caller's usage error
+                    raise
+                except Exception as exc:
+                    detail = "".join(traceback.format_exception(exc)[-3:]).strip()
+                    outcome.checks = [Check(scenario.name, TARGET, "runner", "play", "fail", detail, "")]
+                    return outcome
+                outcome.record = run.records[0]
+                outcome.checks = run.checks
+                if save_dir is not None:
+                    outcome.saved_to = save_outside(run, save_dir, work_fd)
+            finally:
+                os.close(work_fd)
     finally:
-        os.close(work_fd)
         outcome.wall_s = time.perf_counter() - started
-        shutil.rmtree(work_dir, ignore_errors=True)
     return outcome

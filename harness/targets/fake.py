@@ -52,6 +52,7 @@ def fake_codex_argv() -> list[str]:
 async def fake_process(
     scenario: Scenario, *, work_dir: Path, scenario_file: Path | None = None, release: str | None = None
 ) -> AsyncIterator[TargetRun]:
+    from harness import proctree
     from harness.client.process import child_environment, spawn_process
 
     if scenario_file is None:
@@ -71,7 +72,9 @@ async def fake_process(
     argv = [*fake_codex_argv(), "app-server", "--scenario", str(scenario_file), "--release", release]
     # fake-codex's cwd is its sessions' working directory: a folder of its own when the scenario puts files there.
     cwd = write_files(work_dir / "workdir", scenario.client.files) if scenario.client.files else work_dir
-    async with spawn_process(argv, cwd=cwd, env=env) as transport:
+    # In a process tree of its own: what it leaves behind (a scenario's grandchild) dies with the run, even a
+    # run killed by SIGKILL (harness.proctree).
+    async with spawn_process(argv, cwd=cwd, env=env, confine=proctree.confinement()) as transport:
         yield TargetRun(
             "fake-process",
             transport,

@@ -1,0 +1,74 @@
+"""SIGTERM and SIGINT end any command the same way: everything it started dies at once, the run unwinds.
+
+SIGTERM is what ``timeout`` and a cancelled CI job send; SIGINT is Ctrl-C. On either:
+
+1. every process tree and process group the run has open (:func:`harness.proctree.end_all`) is SIGKILLed
+   from the handler itself (SIGTERM), or as the interrupt unwinds (SIGINT: trio owns that handler);
+2. a ``KeyboardInterrupt`` unwinds the command: the trees' and targets' exits reap what was killed, the
+   work directories (``codex-harness-*`` in ``$TMPDIR``) are removed by their ``finally``;
+3. the command writes no report: ``run`` writes ``checks.json``, ``junit.xml`` and ``index.html`` only
+   once every scenario was played (a report on part of them would read as a verdict on all of them; the
+   records of the scenarios that finished stay in ``--report``/sessions), and it exits 130 (SIGINT) or
+   143 (SIGTERM) without a traceback, saying so in one line.
+
+The SIGTERM handler raises the interrupt through the SIGINT handler in force: inside ``trio.run`` that is
+trio's, which delivers ``KeyboardInterrupt`` at a point where trio's own state is safe. A second SIGTERM
+only kills again: it never cuts the cleanup of the first short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+from harness import proctree, workdirs
+
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_received: list[int] = []
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    first = not _received
+    _received.append(signum)
+    proctree.end_all()
+    if not first:
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)  # raises KeyboardInterrupt now, or (trio) at the next safe point
+    else:  # SIGINT ignored or default: nobody else will raise it
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def handled() -> Iterator[None]:
+    """SIGTERM handled as described above for the duration of the block (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _received.clear()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def received() -> int:
+    """The signal that interrupted the command: SIGTERM if one came, else SIGINT."""
+    return signal.SIGTERM if signal.SIGTERM in _received else signal.SIGINT
+
+
+def interrupted(command: str | None) -> int:
+    """End what is left, say so on stderr; the exit code (130 / 143)."""
+    proctree.end_all()
+    workdirs.remove_all()
+    signum = received()
+    name = signal.Signals(signum).name
+    what = f"codex-harness {command}" if command else "codex-harness"
+    print(f"{what}: interrupted by {name}: every process it started was ended; it did not finish", file=sys.stderr)
+    return EXIT_CODES[signum]
