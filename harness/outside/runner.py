@@ -432,7 +432,7 @@ def run_outside_one(
     started = time.perf_counter()
     try:
         with workdirs.work_dir(f"codex-harness-client-{scenario.name}-", work_root) as work_dir:
-            work_fd = safe_read.open_dir(work_dir)  # held before the client runs: what it plants there is never followed
+            work_fd = safe_read.open_dir(work_dir)  # held before the client runs: nothing planted in it is followed
             try:
                 try:
                     run = play_outside(scenario, spec, work_dir, work_fd)
