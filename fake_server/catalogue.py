@@ -7,6 +7,7 @@ from pathlib import Path
 from contracts import scenario_file
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
+from fake_server.profiles import playable
 
 CATALOGUE_DIR = Path(__file__).resolve().parent / "scenarios"
 DEFAULT_SCENARIO = "plain"
@@ -24,7 +25,7 @@ def load_builtin(name: str) -> Scenario:
     if "/" in name or "\\" in name or not path.is_file():
         known = ", ".join(builtin_names()) or "none"
         raise ScenarioError(name, "(name)", f"a built-in scenario ({known})")
-    return scenario_file.load(path)
+    return playable(scenario_file.load(path))
 
 
 def model_level() -> list[Scenario]:
@@ -43,7 +44,7 @@ def resolve(name_or_path: str | Path | None) -> Scenario:
     if not looks_like_path and (CATALOGUE_DIR / f"{text}.toml").is_file():
         return load_builtin(text)
     if path.is_file():
-        return scenario_file.load(path)
+        return playable(scenario_file.load(path))
     if looks_like_path:
         raise ScenarioError(text, "(file)", "a readable scenario file")
     known = ", ".join(builtin_names()) or "none"

@@ -20,7 +20,9 @@ model-level built-in scenario, recordings under ``tests/data/real/<release>/``):
 - ``failed_turn_traced``: the status of a failed turn's ``codex_turn_ended`` (0.163.0 writes ``completed``).
 
 Which profile plays: ``fake-codex --release X`` > ``$FAKE_CODEX_RELEASE`` > the scenario's ``release`` key >
-:data:`DEFAULT_RELEASE` (:func:`select`). An unknown release is a usage error that lists the profiles.
+:data:`DEFAULT_RELEASE` (:func:`select`). An unknown release given by flag or environment is a usage error that
+lists the profiles (exit 3); one a scenario names makes the scenario invalid (:func:`playable`, exit 2, naming
+the file), as every other key a scenario gets wrong.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from contracts.exitcodes import UsageError
+from contracts.scenario import Scenario
+from contracts.scenario_file import ScenarioError
 
 RELEASE_ENV: Final = "FAKE_CODEX_RELEASE"
 DEFAULT_RELEASE: Final = "0.171.0"
@@ -113,6 +117,14 @@ def get(release: str) -> Profile:
     if profile is None:
         raise UnknownRelease(f"no release profile {release!r} (profiles: {', '.join(PROFILES)})")
     return profile
+
+
+def playable(scenario: Scenario) -> Scenario:
+    """``scenario`` once the ``release`` it names has a profile; else :class:`ScenarioError` naming its file."""
+    if scenario.release and scenario.release.strip() not in PROFILES:
+        expected = f"a release the fake has a profile for ({', '.join(PROFILES)})"
+        raise ScenarioError(scenario.source or scenario.name, "release", expected, scenario.release)
+    return scenario
 
 
 def select(flag: str | None = None, env: str | None = None, scenario: str | None = None) -> Profile:

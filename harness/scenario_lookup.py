@@ -18,23 +18,17 @@ BUILTIN_DIR = CATALOGUE_DIR
 def resolve(spec: str) -> Scenario:
     """A built-in name or a path to a scenario file. Unknown names and unreadable paths are usage errors
     (a FIFO, a directory or a device is named as what it is, and never opened); a file that is not a valid
-    scenario raises :class:`ScenarioError` (naming file, key and expectation); a ``release`` the fake has no
-    profile for is a usage error listing the profiles, as ``fake-codex`` says it."""
+    scenario raises :class:`ScenarioError` (naming file, key and expectation), a ``release`` the fake has no
+    profile for included."""
     path = Path(spec)
     if spec.endswith(".toml") or "/" in spec or path.is_file():
-        return _with_known_release(load(paths.require_file(path, "scenario file")))
+        return profiles.playable(load(paths.require_file(path, "scenario file")))
     names = builtin_names()
     if spec in names:
         return load_builtin(spec)
     if os.path.lexists(spec):  # something of that name is here, but not a file: say what it is
-        return _with_known_release(load(paths.require_file(path, "scenario file")))
+        return profiles.playable(load(paths.require_file(path, "scenario file")))
     raise UsageError(f"unknown scenario {spec!r} (built-in: {', '.join(names) or 'none'})")
-
-
-def _with_known_release(scenario: Scenario) -> Scenario:
-    if scenario.release:
-        profiles.get(scenario.release)  # UnknownRelease (a UsageError) lists the profiles
-    return scenario
 
 
 def scenario_files(directory: str | Path) -> list[Path]:

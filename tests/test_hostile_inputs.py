@@ -147,6 +147,36 @@ def test_two_scenarios_with_one_name_exit_2(tmp_path: Path, capsys: pytest.Captu
     assert_clean(out)
 
 
+def test_an_unknown_release_is_an_invalid_scenario_for_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``release = "9.9.9"`` is refused at load like every other bad key: exit 2, the file and the key named (it
+    was a usage error, exit 3, naming neither), before any binary or client is looked at."""
+    from fake_server.cli import main as fake_main
+    from harness.cli import main as harness_main
+
+    monkeypatch.delenv("FAKE_CODEX_RELEASE", raising=False)
+    path = tmp_path / "rel.toml"
+    path.write_text(f'description = "unknown release"\nrelease = "9.9.9"\n{_PLAIN_TURN}', encoding="utf-8")
+    client = f"{sys.executable} -c pass"
+    for main, argv in (
+        (harness_main, ["run", "--quiet", "--scenario", str(path)]),
+        (harness_main, ["run", "--quiet", "--target", "fake-process", "--scenario", str(path)]),
+        (harness_main, ["run", "--quiet", "--client-cmd", client, "--scenario", str(path)]),
+        (harness_main, ["record", "--codex", "/nonexistent", "--scenario", str(path), "--out", str(tmp_path / "o")]),
+        (harness_main, ["diff", "--codex", "/nonexistent", "--scenario", str(path)]),
+        (fake_main, ["app-server", "--scenario", str(path)]),
+    ):
+        code, out = run_cli(capsys, main, argv)
+        assert code == INVALID_INPUT, (argv, out)
+        assert f"{path}: release: expected a release the fake has a profile for" in out, out
+        assert "'9.9.9'" in out
+        assert_clean(out)
+    monkeypatch.setenv("FAKE_CODEX_SCENARIO", str(path))
+    code, out = run_cli(capsys, fake_main, ["app-server"])
+    assert code == INVALID_INPUT and str(path) in out, out
+
+
 _NOT_STRUCK = """name = "not_struck"
 description = "crash after the first delta; the garbage lines at delta 2 never come"
 

@@ -89,11 +89,15 @@ def test_fake_codex_unknown_release_exits_3_listing_profiles(args: tuple[str, ..
     assert "Traceback" not in out.stderr
 
 
-def test_a_scenario_file_with_an_unknown_release_exits_3(tmp_path: Path) -> None:
+def test_a_scenario_file_with_an_unknown_release_exits_2_naming_it(tmp_path: Path) -> None:
+    """An invalid scenario like any other (exit 2, the file named); the release of a flag stays a usage error."""
     path = tmp_path / "s.toml"
     path.write_text(dumps(dataclasses.replace(load_builtin("plain"), release="0.150.0")))
-    out = fake("app-server", "--scenario", str(path))
-    assert out.returncode == 3 and "no release profile '0.150.0'" in out.stderr
+    for env in ({}, {"FAKE_CODEX_SCENARIO": str(path)}):
+        out = fake("app-server", *([] if env else ["--scenario", str(path)]), env=env)
+        assert out.returncode == 2, out
+        assert f"{path}: release: expected a release the fake has a profile for" in out.stderr
+        assert "'0.150.0'" in out.stderr and "Traceback" not in out.stderr
 
 
 # --- the scenario file ----------------------------------------------------------------------------------
@@ -352,8 +356,9 @@ def test_codex_harness_refuses_a_scenario_file_with_an_unknown_release(tmp_path:
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
-    assert out.returncode == 3, out
-    assert "profiles: 0.163.0, 0.169.0, 0.171.0" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2, out  # an invalid scenario, the file named (a usage error before)
+    assert f"{path}: release:" in out.stderr and "(0.163.0, 0.169.0, 0.171.0)" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize("release", RELEASES)
