@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,67 @@ def test_no_binary_is_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("CODEX_BIN", raising=False)
     missing = str(tmp_path / "no-codex")
     assert main(["record", "--codex", missing, "--scenario", "plain", "--out", str(tmp_path / "x.jsonl")]) == 3
+
+
+#: A fast scenario: the handshake of a server that never answers it properly is given up on after 1 s.
+_FAST = """name = "fast_plain"
+description = "plain, a 1 s request timeout"
+[[turns]]
+input = "Say hello"
+[[turns.responses]]
+[[turns.responses.items]]
+type = "message"
+text = "Hello!"
+[client]
+request_timeout_ms = 1000
+"""
+#: Binaries that answer --version like codex-cli 0.171.0 and the handshake with garbage.
+_GARBAGE = {
+    "not-json": "while read -r line; do echo 'this is not json {'; done",
+    "result-not-an-object": (
+        f"exec {sys.executable} -c 'import json,sys\n"
+        "for line in sys.stdin:\n"
+        '    print(json.dumps({\"id\": json.loads(line).get(\"id\"), \"result\": \"garbage\"}), flush=True)\n\''
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_GARBAGE))
+def test_a_handshake_answered_with_garbage_is_not_recorded(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The transcript of a server that answered the handshake with garbage is no reference: exit 1 (it was 0)."""
+    binary = tmp_path / "codex"
+    binary.write_text(f'#!/bin/sh\ncase "$1" in --version) echo "codex-cli 0.171.0"; exit 0;; esac\n{_GARBAGE[kind]}\n')
+    binary.chmod(0o755)
+    scenario = tmp_path / "fast.toml"
+    scenario.write_text(_FAST)
+    out = tmp_path / "x.jsonl"
+    code = main(["record", "--codex", str(binary), "--scenario", str(scenario), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "did not answer initialize with a result" in err, err
+    assert "not JSON-RPC frames" in err or kind != "not-json", err
+    assert not out.exists()
+
+
+def test_handshake_problem_names_garbage_after_a_good_handshake() -> None:
+    from harness.commands.record import handshake_problem
+
+    def rec(*entries: WireEntry) -> SessionRecord:
+        return SessionRecord("s", "real", Expect(), wire=list(entries))
+
+    init = WireEntry(0.0, "c2s", frame={"id": 1, "method": "initialize", "params": {}})
+    good = WireEntry(0.1, "s2c", frame={"id": 1, "result": {"userAgent": "x"}})
+    start = WireEntry(0.2, "c2s", frame={"id": 2, "method": "thread/start", "params": {}})
+    started = WireEntry(0.3, "s2c", frame={"id": 2, "result": {"thread": {"id": "t"}}})
+    junk = WireEntry(0.4, "s2c", raw="\x1b]52;c;AAAA\x07", error="invalid_json", size=12)
+    assert handshake_problem(rec(init, good, start, started)) is None
+    problem = handshake_problem(rec(init, good, start, started, junk))
+    assert problem is not None and "1 line(s) that are not JSON-RPC frames" in problem and "\x1b" not in problem
+    assert "thread/start" in str(handshake_problem(rec(init, good, start)))
+    assert handshake_problem(rec(junk), handshake=False) is not None  # probes alone: garbage still counts
+    assert handshake_problem(rec(), handshake=False) is None
 
 
 # --- probe steps in scenario files ----------------------------------------------------------------------

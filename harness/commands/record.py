@@ -3,7 +3,8 @@ write its transcript, machine values masked (:mod:`harness.transcript`); ``--tra
 server's rollout-trace bundle as the server wrote it.
 
 Exit 0 when the transcript was written; 1 when the session could not be recorded (the run broke, the
-client reported an error, the server said nothing, no trace bundle for ``--trace-out``); 2 for an
+client reported an error, the server said nothing, did not answer the handshake with a result or wrote lines
+that are not JSON-RPC frames, no trace bundle for ``--trace-out``); 2 for an
 invalid scenario file or a scenario the real binary cannot play (fake-only faults); 3 for usage
 errors (no binary, an output path that cannot be written).
 """
@@ -17,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
-from contracts.record import MAX_RECORD_COPY_BYTES
+from contracts.record import MAX_RECORD_COPY_BYTES, SessionRecord
 from contracts.safe_dir import CopyBudget, SafeDir, write_file
 from harness import confine, scenario_lookup
 
@@ -77,6 +78,34 @@ class _NotWhole(Exception):
     pass
 
 
+#: The requests of the handshake a recording must hold answered (the reference sets start every session so).
+HANDSHAKE = ("initialize", "thread/start")
+_SAMPLE = 80
+
+
+def handshake_problem(record: SessionRecord, handshake: bool = True) -> str | None:
+    """Why ``record`` is no reference transcript of the binary: a server line that was not a frame (the real binary
+    writes none), or, when the client did the handshake (``handshake``), no handshake request answered with a
+    result object. Probe steps may send more of them (a second initialize): one answered with a result is enough."""
+    from contracts.checks.wire_index import WireIndex
+
+    index = WireIndex.build(record.wire)
+    garbage = [e for e in record.wire if e.dir == "s2c" and e.frame is None]
+    said = ""
+    if garbage:
+        first = (garbage[0].raw or "")[:_SAMPLE]
+        said = f"{len(garbage)} line(s) that are not JSON-RPC frames, the first {first!r}"
+    for method in HANDSHAKE if handshake else ():
+        sent = [r for r in index.client_requests.values() if r.method == method]
+        if not sent and method != "initialize":
+            continue  # the client stopped before it: the initialize answer says why
+        answers = [a for r in sent for _, _, a in r.answers]
+        if not any(isinstance(a.get("result"), dict) for a in answers):
+            got = f"an answer without a result object ({str(answers[0])[:_SAMPLE]!r})" if answers else "no answer"
+            return f"the server did not answer {method} with a result: {got}" + (f"; it wrote {said}" if said else "")
+    return f"the server wrote {said}" if garbage else None
+
+
 def _fail(message: str) -> int:
     print(f"codex-harness record: {message}", file=sys.stderr)
     return FAILED
@@ -113,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
         if not any(entry.dir == "s2c" for entry in record.wire):
             tail = record.stderr_tail.strip().splitlines()[-5:]
             return _fail(f"{scenario.name}: the server wrote nothing; stderr: {' | '.join(tail) or 'empty'}")
+        problem = handshake_problem(record, scenario.client.handshake)
+        if problem is not None:
+            return _fail(f"{scenario.name}: not recorded, {problem}")
         if trace_out is not None:
             if record.server_trace is None:
                 return _fail(f"{scenario.name}: the server wrote no trace bundle for --trace-out")
