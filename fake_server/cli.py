@@ -6,7 +6,8 @@
 ``fake-codex app-server [--scenario NAME|PATH]`` plays a built-in scenario or a scenario file
 (``FAKE_CODEX_SCENARIO`` when no flag, ``plain`` when neither), so a client that spawns ``codex app-server``
 with fixed arguments can point its codex path here. Real-binary flags
-(``--listen stdio://``, ``-c key=value``) are accepted.
+(``--listen stdio://``, ``-c key=value``) are accepted. ``--record DIR`` records the session
+(:mod:`fake_server.recording`); ``FAKE_CODEX_RECORD`` wins over the flag.
 
 Process faults are real here: a crash flushes what the fault says (half a frame for mid-line) and
 leaves with ``os._exit(K)`` (no cleanup, the trace stays unclosed); ``grandchild_holds_stdout``
@@ -16,6 +17,7 @@ process group so a group kill takes it down. stdin EOF and SIGTERM shut down gra
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import socket
@@ -198,6 +200,21 @@ def _require_readable(spec: str | None) -> None:
         paths.require_file(path, "scenario file")
 
 
+def _source(*given: tuple[str, object]) -> str:
+    """The name of the first input that is set (the precedence of ``_main``), else ``default``."""
+    return next((name for name, value in given if value), "default")
+
+
+def _play_sources(
+    args: argparse.Namespace, flag: str | None, env_release: str | None, own: str | None
+) -> dict[str, str]:
+    """Where each input of :func:`fake_server.recording.play_identity` came from."""
+    return {
+        "scenario": _source(("--scenario", args.scenario), (f"${SCENARIO_ENV}", os.environ.get(SCENARIO_ENV))),
+        "release": _source(("--release", flag), (f"${profiles.RELEASE_ENV}", env_release), ("the scenario", own)),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         with escaped_output(stdout=False):  # stdout is the wire; what we say on stderr is escaped (contracts.text)
@@ -232,14 +249,17 @@ def _main(argv: Sequence[str] | None) -> int:
         _require_readable(spec)
         scenario = resolve(spec)
         profile = profiles.select(flag, env_release, scenario.release)
+        sources = _play_sources(args, flag, env_release, scenario.release)
     except UsageError as exc:  # an unreadable path: 3, as for every command (README)
         print(f"fake-codex: {exc}", file=sys.stderr)
         return USAGE
     except ScenarioError as exc:  # a file that is not a valid scenario, an unknown name: 2
         print(f"fake-codex: {exc}", file=sys.stderr)
         return INVALID_INPUT
-    record_root = args.record or args.record_top or os.environ.get(RECORD_ENV)
-    recorder = open_recorder(record_root, scenario, spec, profile.release)
+    # The variable wins over the flag: a wrapper that records every server (the --client-cmd shim) must not lose
+    # one to a client that passes --record.
+    record_root = os.environ.get(RECORD_ENV) or args.record or args.record_top
+    recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
     if recorder is not None:
         recorder.keep_signals()
     # trio makes the shared stdin/stdout descriptions non-blocking; give a terminal back as it was.

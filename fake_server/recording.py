@@ -4,7 +4,10 @@ Each server process gets its own folder ``DIR/<n>-<pid>/`` (``n`` counts the ser
 recording from 1, claimed atomically so concurrent servers never share a number):
 
     start.json     pid, argv, the scenario's name, reference and hash, the release profile, the run
-                   marker, when it started (monotonic and Unix seconds)
+                   marker, when it started (monotonic and Unix seconds); ``play``: what decides what
+                   the fake plays (:func:`play_identity`) and ``play_sources``: where each came from
+                   (a flag, a variable, the scenario, the default), so a wrapper that gave one value
+                   sees a client that changed it
     wire.jsonl     every line both ways, ``{"t", "dir", "msg"}`` as ``codex-harness show`` reads it;
                    ``t`` is CLOCK_MONOTONIC seconds (system-wide on Linux, so comparable with the
                    harness's own clock); notes mark stdin EOF and signals
@@ -35,7 +38,6 @@ from contracts.scenario_file import dumps
 from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
 
 RECORD_ENV = "FAKE_CODEX_RECORD"
-PROFILE_ENV = "FAKE_CODEX_PROFILE"
 RUN_MARKER_ENV = "CODEX_HARNESS_RUN_MARKER"
 RECORDING_FORMAT = 1
 MAX_WIRE_BYTES = 64 * 1024 * 1024
@@ -47,6 +49,13 @@ END_REASONS = ("stdin_closed", "signal", "crash", "exit")
 def scenario_hash(scenario: Scenario) -> str:
     """sha256 of the scenario's canonical TOML (its ``source`` left out: the same script from two paths)."""
     return hashlib.sha256(dumps(replace(scenario, source=None)).encode("utf-8")).hexdigest()
+
+
+def play_identity(scenario: Scenario, release: str) -> dict[str, str]:
+    """What decides what the fake plays, as a recording names it and a wrapper expects it: the scenario (its
+    hash) and the release profile. Every input that changes the play belongs here, so that one comparison
+    catches a client that changed any of them (``-c`` settings change nothing: the fake honours none)."""
+    return {"scenario_hash": scenario_hash(scenario), "release": release}
 
 
 def _claim_folder(root: Path) -> Path | None:
@@ -92,7 +101,14 @@ def _entry(t: float, direction: str, item: Any) -> dict[str, Any]:
 class Recorder:
     """The recording of one server process. Not thread-safe; the fake is one trio task per direction."""
 
-    def __init__(self, folder: Path, scenario: Scenario, spec: str | None, profile: str) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        scenario: Scenario,
+        spec: str | None,
+        profile: str,
+        sources: dict[str, str] | None = None,
+    ) -> None:
         self.folder = folder
         self._c2s = _Direction("c2s")
         self._s2c = _Direction("s2c")
@@ -113,6 +129,8 @@ class Recorder:
             "scenario_ref": spec,
             "scenario_hash": scenario_hash(scenario),
             "profile": profile,
+            "play": play_identity(scenario, profile),
+            "play_sources": dict(sources or {}),
             "run_marker": os.environ.get(RUN_MARKER_ENV),
             "started_t": time.monotonic(),
             "started_unix": time.time(),
@@ -201,7 +219,11 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def open_recorder(
-    root: str | None, scenario: Scenario, spec: str | None, release: str | None = None
+    root: str | None,
+    scenario: Scenario,
+    spec: str | None,
+    release: str | None = None,
+    sources: dict[str, str] | None = None,
 ) -> Recorder | None:
     """The recorder for ``root`` (``--record`` or ``$FAKE_CODEX_RECORD``), None when not recording.
 
@@ -218,7 +240,7 @@ def open_recorder(
         print(f"fake-codex: {root} already holds {MAX_SERVERS} recordings; not recording", file=sys.stderr)
         return None
     # ``release``: the profile fake-codex plays (fake_server.profiles), which the recording names.
-    return Recorder(folder, scenario, spec, release or os.environ.get(PROFILE_ENV) or "0.171.0")
+    return Recorder(folder, scenario, spec, release or "0.171.0", sources)
 
 
 class RecordingIo:

@@ -50,14 +50,14 @@ def test_a_clean_session_passes() -> None:
         "deadline": "pass",
         "nothing left running": "pass",
         "result file": "skip",
-        "scenario hash": "pass",
+        "played as given": "pass",
         "not answered after resolved": "pass",
         "server ended": "pass",
     }
 
 
 def test_scenario_hash_mismatch_fails() -> None:
-    assert status(record(CONVERSATION, server=ENDED, expected_hash="other"), "scenario hash") == "fail"
+    assert status(record(CONVERSATION, server=ENDED, expected_hash="other"), "played as given") == "fail"
 
 
 def test_answer_after_resolved_fails() -> None:

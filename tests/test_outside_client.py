@@ -299,5 +299,42 @@ def test_two_servers_are_judged_each(run_scenario: Callable[..., Any], tmp_path:
     assert main(["show", str(run.saved_to / "recording")]) == OK
 
 
+_PASSES = (
+    "import json, os, subprocess, sys\n"
+    "p = subprocess.Popen([os.environ['CODEX_BIN'], *json.loads(sys.argv[1])], stdin=subprocess.PIPE,\n"
+    "                     stdout=subprocess.DEVNULL, env=dict(os.environ, **json.loads(sys.argv[2])))\n"
+    "p.stdin.close()\n"
+    "p.wait(timeout=20)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "changed"),
+    [
+        (["--release", "0.163.0", "app-server"], {}, "release '0.163.0' (set by --release), not '0.171.0'"),
+        (["app-server", "--release", "0.169.0"], {}, "release '0.169.0' (set by --release), not '0.171.0'"),
+        (["app-server", "--scenario", "hang_alive"], {}, "scenario 'hang_alive' with hash"),
+        (["app-server", "--release", "0.171.0"], {}, None),  # the value given: nothing changed
+        # The shim's own settings win over the client's environment.
+        (["app-server"], {"FAKE_CODEX_RELEASE": "0.163.0", "FAKE_CODEX_SCENARIO": "hang_alive"}, None),
+        (["app-server", "--record", "/nonexistent/elsewhere", "-c", "model=o3"], {}, None),  # still recorded here
+    ],
+)
+def test_a_client_that_changes_what_the_fake_plays_is_caught(
+    run_scenario: Callable[..., Any], tmp_path: Path, args: list[str], env: dict[str, str], changed: str | None
+) -> None:
+    """Whatever a client passes the shim, the server's recorded play identity is compared with the one given."""
+    script = tmp_path / "passes.py"
+    script.write_text(_PASSES)
+    client = [sys.executable, str(script), orjson.dumps(args).decode(), orjson.dumps(env).decode()]
+    run = run_scenario("plain", client=client)
+    check = next(c for c in run.checks if c.name == "played as given")
+    if changed is None:
+        assert check.status == "pass", check
+    else:
+        assert check.status == "fail" and changed in check.detail, check
+    assert len(run.record.meta["outside"]["servers"]) == 1  # recorded where the harness looks, --record or not
+
+
 def test_client_env_carries_the_tests_marker(client_env: dict[str, str], no_leaked_processes: str) -> None:
     assert client_env[procs.MARKER_ENV] == no_leaked_processes

@@ -4,7 +4,9 @@ The record's wire is one server's view (``fake-codex --record``); ``meta["outsid
 the run: the servers the client started and how each ended, the deadline, what was left running, the
 result file. Per server:
 
-- ``scenario hash``: the server played the scenario the harness gave (a shim bypassed fails);
+- ``played as given``: the server played what the harness gave, every input of its play identity (the
+  scenario's hash, the release; ``start.json``'s ``play``) the same: a client that bypassed the shim or passed
+  ``--scenario`` or ``--release`` to it fails, the changed input and where it came from named;
 - ``not answered after resolved``: no answer to a server request after its ``serverRequest/resolved``;
 - ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
   within the interrupt budget, or the client gave up and ended the server within budget;
@@ -208,19 +210,40 @@ def _cancels(make: Maker, index: WireIndex, facts: dict[str, Any]) -> Check | No
     )
 
 
+def _played_as_given(make: Maker, server: dict[str, Any], facts: dict[str, Any]) -> Check:
+    """Every input of the play the harness gave is the one the server recorded (a record from before
+    ``play`` compares the scenario hash alone)."""
+    expected = facts.get("expected_play")
+    if not isinstance(expected, dict):
+        expected = {"scenario_hash": facts.get("expected_hash")}
+    play = server.get("play")
+    if not isinstance(play, dict):
+        play = {"scenario_hash": server.get("scenario_hash"), "release": server.get("profile")}
+    sources = server.get("play_sources") if isinstance(server.get("play_sources"), dict) else {}
+    changed = []
+    for key, want in expected.items():
+        got = play.get(key)
+        if got == want:
+            continue
+        source = sources.get("scenario" if key == "scenario_hash" else key)
+        by = f" (set by {str(source)[:40]})" if isinstance(source, str) and source != "default" else ""
+        if key == "scenario_hash":
+            name = str(server.get("scenario"))[:80]
+            changed.append(f"scenario {name!r} with hash {str(got)[:12]}{by}, not {str(want)[:12]}")
+        else:
+            changed.append(f"{key} {str(got)[:40]!r}{by}, not {str(want)[:40]!r}")
+    if changed:
+        return make("played as given", "fail", "the client changed what the fake plays: " + "; ".join(changed))
+    given = ", ".join(f"{k} {str(v)[:12]}" for k, v in expected.items())
+    return make("played as given", "pass", f"the server played scenario {server.get('scenario')!r} as given ({given})")
+
+
 def server_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
     make = Maker(record, NAME, REFERENCE)
     index = WireIndex.build(record.wire)
     server = facts["server"]
-    expected = facts.get("expected_hash")
-    got = server.get("scenario_hash")
     checks = [
-        make(
-            "scenario hash",
-            "pass" if got == expected else "fail",
-            f"the server played scenario {server.get('scenario')!r} "
-            + ("as given" if got == expected else f"with hash {str(got)[:12]}, not {str(expected)[:12]}"),
-        ),
+        _played_as_given(make, server, facts),
         _answered_after_resolved(make, index),
     ]
     for extra in (_interrupts(make, record, index, facts), _cancels(make, index, facts)):

@@ -236,6 +236,8 @@ def server_facts(server: ServerRecording, zero: float, killed_by_harness: bool) 
         "scenario": server.start.get("scenario"),
         "scenario_hash": server.start.get("scenario_hash"),
         "profile": server.start.get("profile"),
+        "play": server.start.get("play"),  # judged by client / played as given, which checks its shape
+        "play_sources": server.start.get("play_sources"),
         "started_t": _rebase(server.start.get("started_t"), zero),
         "end": end,
         "killed_by_harness": killed_by_harness,

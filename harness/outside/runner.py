@@ -32,7 +32,7 @@ from contracts.safe_dir import Slot
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
-from fake_server.recording import scenario_hash
+from fake_server.recording import play_identity
 from harness import proctree, workdirs
 from harness.client.process import run_marker
 from harness.outside.plan import adapter_plan, budgets, total_turn_budget_s
@@ -385,7 +385,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     facts: dict[str, Any] = {
         "client_cmd": list(spec.argv),
         "deadline_s": deadline,
-        "expected_hash": scenario_hash(scenario),
+        "expected_play": play_identity(scenario, profile),
         "profile": profile,
         "plan_turns": plan["turns"],
         "budgets": budgets(scenario.client),

@@ -46,12 +46,13 @@ def _records_of_recordings(servers: list[ServerRecording]) -> list[SessionRecord
     except scenario_lookup.ScenarioError as exc:
         raise UsageError(f"{first.folder}: cannot judge, the recorded scenario {ref!r} is not found: {exc}") from None
     zero = min(float(s.start.get("started_t") or 0.0) for s in servers)
-    from fake_server.recording import scenario_hash
+    from fake_server.recording import play_identity
 
     facts: dict[str, Any] = {
         "deadline_s": None,  # a recording alone does not know the client's deadline or its processes
         "left_running": None,
-        "expected_hash": scenario_hash(scenario),
+        # Nobody gave a release: whoever ran fake-codex chose it; the scenario is what the recording names.
+        "expected_play": {"scenario_hash": play_identity(scenario, "")["scenario_hash"]},
         "plan_turns": adapter_plan(scenario)["turns"],
         "budgets": budgets(scenario.client),
         "servers": [server_facts(s, zero, False) for s in servers],
