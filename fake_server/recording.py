@@ -18,10 +18,17 @@ recording from 1, claimed atomically so concurrent servers never share a number)
 Bounded: a line is kept up to the wire cap and reported as ``oversized_line`` past it; the wire file
 stops at :data:`MAX_WIRE_BYTES` with one ``recording truncated`` note; every write is one ``os.write``
 of whole lines, so a SIGKILL leaves a readable file.
+
+Never in the server's way: a write that fails (a full disk, a quota) stops the recording, never the
+server. The first failure is said once on stderr and left in the folder as an empty file named for it,
+``write-failed-ENOSPC`` (a name needs no data block of a full disk), so that whoever reads the recording
+can tell a recording the disk cut from a client that did nothing; ``end.json`` names it too when it can
+still be written.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import signal
@@ -44,6 +51,8 @@ MAX_WIRE_BYTES = 64 * 1024 * 1024
 MAX_SERVERS = 10_000  # folders one recording may hold; past it the server runs unrecorded
 _RAW_SAMPLE = 120
 END_REASONS = ("stdin_closed", "signal", "crash", "exit")
+#: The empty file a failed write leaves in the folder: ``write-failed-<errno name>``.
+WRITE_FAILED_PREFIX = "write-failed-"
 
 
 def scenario_hash(scenario: Scenario) -> str:
@@ -114,11 +123,17 @@ class Recorder:
         self._s2c = _Direction("s2c")
         self._written = 0
         self._truncated = False
-        self._fd = os.open(folder / "wire.jsonl", os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+        #: the first write that failed, as said on stderr; None while the recording is whole
+        self.failure: str | None = None
         self.stdin_closed_at: float | None = None
         self.signal: str | None = None
         self.signal_at: float | None = None
         self.ended = False
+        self._fd: int | None = None
+        try:
+            self._fd = os.open(folder / "wire.jsonl", os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+        except OSError as exc:
+            self._failed("wire.jsonl", exc)
         start = {
             "format": RECORDING_FORMAT,
             "n": int(folder.name.split("-", 1)[0]),
@@ -135,7 +150,32 @@ class Recorder:
             "started_t": time.monotonic(),
             "started_unix": time.time(),
         }
-        _write_json(folder / "start.json", start)
+        self._write_json("start.json", start)
+
+    def _failed(self, name: str, exc: OSError) -> None:
+        """The recording stops at its first failed write: said once, and left in the folder as a file's name."""
+        self._truncated = True
+        if self.failure is not None:
+            return
+        code = errno.errorcode.get(exc.errno or 0, "EIO")
+        self.failure = f"{exc.strerror or exc} ({code}) writing {name}"
+        try:
+            os.close(os.open(self.folder / f"{WRITE_FAILED_PREFIX}{code}", os.O_CREAT | os.O_WRONLY, 0o644))
+        except OSError:
+            pass  # not even a name fits: the missing files say it
+        _say(f"fake-codex: recording into {self.folder} stopped: {self.failure}; the server goes on")
+
+    def _write_json(self, name: str, data: dict[str, Any]) -> None:
+        tmp = self.folder / f"{name}.tmp"
+        try:
+            tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+            os.replace(tmp, self.folder / name)
+        except OSError as exc:
+            self._failed(name, exc)
+            try:
+                tmp.unlink()  # a partial file would read as a forged one
+            except OSError:
+                pass
 
     @property
     def trace_root(self) -> Path:
@@ -150,11 +190,13 @@ class Recorder:
             note = {"t": round(time.monotonic(), 6), "dir": "note", "msg": {"note": "recording truncated"}}
             data = orjson.dumps(note) + b"\n"
         self._written += len(data)
+        if self._fd is None:
+            return
         try:
             while data:
                 data = data[os.write(self._fd, data) :]
-        except OSError:
-            self._truncated = True  # a full disk stops the recording, never the server
+        except OSError as exc:
+            self._failed("wire.jsonl", exc)  # a full disk stops the recording, never the server
 
     def inbound(self, data: bytes) -> None:
         self._put(self._c2s.entries(data, time.monotonic()))
@@ -204,18 +246,21 @@ class Recorder:
             "signal": self.signal,
             "stdin_closed_t": self.stdin_closed_at,
             "truncated": self._truncated,
+            "write_failed": self.failure,
         }
-        _write_json(self.folder / "end.json", end)
-        try:
-            os.close(self._fd)
-        except OSError:
-            pass
+        self._write_json("end.json", end)
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-    os.replace(tmp, path)
+def _say(text: str) -> None:
+    try:
+        os.write(2, (text + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
 
 
 def open_recorder(

@@ -102,10 +102,13 @@ class ServerTrace:
         for writer in self.writers.values():
             if writer.closed:
                 continue
-            if graceful:
-                writer.complete()
-            else:
-                writer.abandon()
+            try:
+                if graceful:
+                    writer.complete()
+                else:
+                    writer.abandon()
+            except Exception:  # a full disk: the bundle stays unfinished, the server still leaves cleanly
+                self.broken = traceback.format_exc(limit=3)
 
     # --- events -------------------------------------------------------------------------------
 

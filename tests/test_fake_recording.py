@@ -128,3 +128,54 @@ def test_an_unusable_record_dir_still_serves(tmp_path: Path) -> None:
     assert b'"id":0' in read_until(proc, b'"id":0')
     assert proc.wait(timeout=20) == 0
     assert os.path.isfile(blocker)
+
+
+def test_a_failed_write_stops_the_recording_never_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """ENOSPC at any write: nothing raises, stderr says it once, the folder names it, the harness reads it."""
+    import errno
+
+    from harness.outside.record import cut_recordings
+
+    real_write = os.write
+
+    def full(fd: int, data: bytes) -> int:
+        if fd > 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    folder = tmp_path / "1-77"
+    folder.mkdir()
+    (tmp_path / ".n-1").touch()
+    rec = recording.Recorder(folder, load_builtin("plain"), "plain", "0.171.0")
+    monkeypatch.setattr(os, "write", full)
+    rec.inbound(INIT)
+    rec.outbound(b'{"id":0,"result":{}}\n')
+    monkeypatch.setattr(recording.Path, "write_bytes", lambda self, data: full(9, data))
+    rec.finish(0, False)  # end.json cannot be written either: no traceback
+    assert rec.failure == "No space left on device (ENOSPC) writing wire.jsonl"
+    assert capfd.readouterr().err.count("No space left on device") == 1
+    assert (folder / "write-failed-ENOSPC").is_file() and not (folder / "end.json.tmp").exists()
+    assert cut_recordings(tmp_path) == (
+        ["server 1 (pid 77): its recording could not be written: No space left on device (ENOSPC)"],
+        {"1-77"},
+    )
+    (tmp_path / ".n-2").touch()  # a number claimed, its folder never made
+    assert cut_recordings(tmp_path)[0][1] == "server 2: its recording folder could not be made"
+
+
+def test_show_names_a_recording_the_disk_cut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    folder = tmp_path / f"1-{os.getpid()}"  # as a recorder names it: start.json says so
+    folder.mkdir()
+    (tmp_path / ".n-1").touch()
+    rec = recording.Recorder(folder, load_builtin("plain"), "plain", "0.171.0")
+    rec.finish(0, False)
+    (folder / "write-failed-ENOSPC").touch()  # as a recorder leaves it at its first failed write
+    for path in (tmp_path, folder):
+        assert main(["show", str(path)]) == 1
+        out = capsys.readouterr().out
+        assert "runner / recording" in out or "recording could not be written" in out, out
+        assert "No space left on device (ENOSPC)" in out, out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -1114,3 +1115,89 @@ def test_validate_release_report_md_is_escaped_like_the_terminal(
     assert_escaped(text)
     assert_escaped((out / "report.md").read_text(encoding="utf-8"))
     assert_escaped((out / "report.html").read_text(encoding="utf-8"))
+
+
+# --- a full disk: the fake keeps serving, the verdict names the disk and never blames the client -------------
+
+_SESSION = """
+import json, subprocess, sys
+proc = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def send(frame):
+    proc.stdin.write((json.dumps(frame) + "\\n").encode()); proc.stdin.flush()
+def until(pred):
+    for line in proc.stdout:
+        frame = json.loads(line)
+        if pred(frame):
+            return frame
+send({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}})
+send({"method": "initialized"})
+send({"id": 2, "method": "thread/start", "params": {}})
+thread = until(lambda f: f.get("id") == 2)["result"]["thread"]["id"]
+text = [{"type": "text", "text": "Say hello"}]
+send({"id": 3, "method": "turn/start", "params": {"threadId": thread, "input": text}})
+done = until(lambda f: f.get("method") == "turn/completed")
+proc.stdin.close()
+code = proc.wait(timeout=20)
+print(json.dumps({"completed": (done or {}).get("params", {}).get("turn", {}).get("status"), "code": code,
+                  "stderr": proc.stderr.read().decode("utf-8", "replace")}))
+"""
+
+
+def _in_tiny_tmpfs(mnt: Path, kib: int, free_pages: int, command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` (sh) in a private mount namespace where ``mnt`` is a new ``kib`` KiB tmpfs with ``free_pages``
+    4 KiB pages left: the mount exists only there and dies with it (root: ``unshare -m``; else a user namespace)."""
+    mnt.mkdir()
+    fill = f"dd if=/dev/zero of={mnt}/fill bs=4k count={kib // 4 - free_pages} 2>/dev/null"
+    script = f"mount -t tmpfs -o size={kib}k tmpfs {mnt} || exit 97\n{fill}\n{command}"
+    for prefix in (["unshare", "-m"], ["unshare", "-r", "-m"]) if shutil.which("unshare") else ():
+        out = subprocess.run([*prefix, "sh", "-c", script], capture_output=True, text=True, timeout=300)
+        assert not os.path.ismount(mnt), "the tmpfs leaked out of its namespace"
+        if out.returncode != 97 and not out.stderr.startswith("unshare:"):
+            return out  # else: no namespace or no mount with this prefix; try the next
+    pytest.skip("no mount namespace here (unshare -m needs root or user namespaces)")
+
+
+@pytest.mark.parametrize("free_pages", [0, 1, 4, 8])
+def test_fake_codex_record_on_a_full_disk_keeps_serving(tmp_path: Path, free_pages: int) -> None:
+    """The server plays the whole session and leaves cleanly (it died at start with 0 pages and left with a
+    traceback with a few); it says once that the recording stopped, and the folder names the failed write."""
+    from harness.targets.fake import fake_codex_argv
+
+    session = tmp_path / "session.py"
+    session.write_text(_SESSION)
+    mnt = tmp_path / "mnt"
+    fake = " ".join(shlex.quote(a) for a in fake_codex_argv())
+    serve = f"{sys.executable} {session} {fake} app-server --record {mnt}/rec"
+    out = _in_tiny_tmpfs(mnt, 64, free_pages, f"{serve}\nls -a {mnt}/rec/*/")
+    assert out.returncode == 0, out
+    first, _, names = out.stdout.partition("\n")
+    seen = orjson.loads(first)
+    assert seen["completed"] == "completed" and seen["code"] == 0, seen
+    assert_clean(seen["stderr"])
+    if "write-failed-ENOSPC" in names.split():
+        assert seen["stderr"].count("No space left on device") == 1, seen["stderr"]
+        assert "the server goes on" in seen["stderr"]
+    else:  # enough room after all (the page size or the bundle's compression differ): a whole recording
+        assert "end.json" in names.split(), names
+
+
+def test_a_full_disk_is_named_and_the_client_never_blamed(tmp_path: Path) -> None:
+    """The careful client on a disk that fills up under it: before, "never started a server" and "result file
+    empty" failed it; now one runner / recording failure names the disk, and no client check fails."""
+    careful = Path(__file__).resolve().parents[1] / "conformance" / "clients" / "careful.py"
+    filler = tmp_path / "filler.sh"
+    filler.write_text('#!/bin/sh\nhead -c 100000000 /dev/zero > "$TMPDIR/fill" 2>/dev/null\nexec "$@"\n')
+    filler.chmod(0o755)
+    mnt, report = tmp_path / "mnt", tmp_path / "report"
+    cmd = shlex.quote(f"{filler} {sys.executable} {careful}")
+    harness = f"{sys.executable} -m harness.cli run --client-cmd {cmd} --scenario plain --quiet --report {report}"
+    out = _in_tiny_tmpfs(mnt, 4096, 256, f"TMPDIR={mnt} {harness}")
+    assert out.returncode == 1, out
+    checks = orjson.loads((report / "checks.json").read_bytes())
+    failed = [(c["contract"], c["name"], c["detail"]) for c in checks if c["status"] == "fail"]
+    assert [(c, n) for c, n, _ in failed] == [("runner", "recording")], failed
+    assert "No space left on device (ENOSPC)" in failed[0][2] and f"holding {mnt}" in failed[0][2], failed
+    result = next(c for c in checks if c["name"] == "result file")
+    assert result["status"] == "skip" and "disk holding it is full" in result["detail"], result
+    assert "never started a server" not in out.stdout and "not JSON" not in out.stdout, out.stdout
+    assert_clean(out.stdout + out.stderr)

@@ -315,6 +315,10 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
         problems = [str(p) for p in result.get("problems", [])]
         checks.append(make("result file", "fail", f"invalid against result.schema.json: {_summary(problems)}"))
         return checks
+    if state != "valid":  # the harness could not judge it (a full disk cut it): never the client's failure
+        problems = [str(p) for p in result.get("problems", [])]
+        checks.append(make("result file", "skip", f"not judged: {_summary(problems) or state}"))
+        return checks
     checks.append(make("result file", "pass", f"valid, {len(result.get('turns', []))} turn(s) reported"))
     index = WireIndex.build(record.wire)
     seen = wire_turns(index)

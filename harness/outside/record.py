@@ -8,8 +8,11 @@ facts :mod:`contracts.checks.client_run` judges.
 
 from __future__ import annotations
 
+import errno
+import itertools
 import math
 import os
+import re
 import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +24,7 @@ from contracts import safe_read
 from contracts.record import Budgets, SessionRecord, WireEntry
 from contracts.scenario import Scenario
 from contracts.trace.reader import bundles_under
-from fake_server.recording import END_REASONS, MAX_SERVERS, MAX_WIRE_BYTES
+from fake_server.recording import END_REASONS, MAX_SERVERS, MAX_WIRE_BYTES, WRITE_FAILED_PREFIX
 from harness.wire_file import WireFileError, parse_line
 
 #: A recorder stops at MAX_WIRE_BYTES and adds one note; anything bigger was not written by it.
@@ -218,6 +221,63 @@ def read_recordings(
         return servers
     finally:
         os.close(fd)
+
+
+#: At most this many of a recording root's entries are looked at for what went wrong (a client may fill it).
+_MAX_LOOKED_AT = 1000
+
+
+def cut_recordings(root: Path) -> tuple[list[str], set[str]]:
+    """What the disk kept from the recordings under ``root``, one line per server, and the folders it cut: a write
+    the disk refused (the ``write-failed-*`` file a recorder leaves at its first failed write), a number claimed
+    with no folder made. Names only are read (a full disk may hold nothing else); links are not followed. A
+    folder missing its files without saying why is not fake-codex's (read_recordings names it)."""
+    try:
+        with os.scandir(root) as it:
+            entries = list(itertools.islice(it, _MAX_LOOKED_AT))
+    except OSError:
+        return [], set()
+    folders = {e.name.split("-", 1)[0]: e for e in entries if e.is_dir(follow_symlinks=False) and _numbered(e.name)}
+    claimed = sorted({e.name[3:] for e in entries if e.name.startswith(".n-") and e.name[3:].isdigit()}, key=int)
+    problems, cut = [], set()
+    for n in sorted(set(claimed) | set(folders), key=int):
+        folder = folders.get(n)
+        if folder is None:
+            problems.append(f"server {n}: its recording folder could not be made")
+            continue
+        what = f"server {n} (pid {folder.name.split('-', 1)[1]})"
+        try:
+            with os.scandir(folder.path) as it:
+                names = {e.name for e in itertools.islice(it, _MAX_LOOKED_AT)}
+        except OSError as exc:
+            problems.append(f"{what}: its recording cannot be read ({exc.strerror})")
+            continue
+        failed = sorted(name[len(WRITE_FAILED_PREFIX) :] for name in names if name.startswith(WRITE_FAILED_PREFIX))
+        if failed:
+            code = failed[0][:16]
+            reason = os.strerror(getattr(errno, code)) if code.isupper() and hasattr(errno, code) else "an error"
+            problems.append(f"{what}: its recording could not be written: {reason} ({code})")
+            cut.add(folder.name)
+    return problems, cut
+
+
+def not_cut(problems: list[str], cut: set[str]) -> list[str]:
+    """``problems`` (read_recordings') but those of the folders the disk cut (:func:`cut_recordings`)."""
+    return [p for p in problems if not any(re.search(rf"(^|/){re.escape(f)}(/|:|$)", p) for f in cut)]
+
+
+def _numbered(name: str) -> bool:
+    n, _, pid = name.partition("-")
+    return n.isdigit() and pid.isdigit()
+
+
+def disk_free(path: Path) -> int | None:
+    """Bytes an unprivileged writer may still write on the filesystem holding ``path`` (None: unknown)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def _rebase(value: Any, zero: float) -> Any:

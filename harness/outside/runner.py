@@ -36,7 +36,14 @@ from fake_server.recording import play_identity
 from harness import proctree, workdirs
 from harness.client.process import run_marker
 from harness.outside.plan import adapter_plan, budgets, total_turn_budget_s
-from harness.outside.record import read_recordings, server_facts, server_record
+from harness.outside.record import (
+    cut_recordings,
+    disk_free,
+    not_cut,
+    read_recordings,
+    server_facts,
+    server_record,
+)
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, write_shim
 from harness.proctree import procfs
@@ -54,6 +61,16 @@ UNNAMED = "processes of the client's tree that change pid faster than /proc can 
 #: Wire contracts run per server; the result-file ones once (on the first server's record).
 PER_SERVER = ("trace_closure", "schema", "protocol")
 RESULT_CONTRACTS = ("terminal_status", "usage")
+#: Below this many free bytes the disk of the run counts as full: a result file or a recording it cut is the
+#: disk's doing, never the client's.
+DISK_FULL_BYTES = 1024 * 1024
+#: What stays judged when a recording is incomplete: what the harness saw itself and the client's result file.
+_WIRE_FREE = {
+    ("client", "deadline"),
+    ("client", "nothing left running"),
+    ("client", "result file"),
+    ("client", "recording"),  # a recording the client forged stays its failure
+}
 
 
 class ClientCannotStart(UsageError):
@@ -263,7 +280,9 @@ def judge(records: list[SessionRecord]) -> list[Check]:
     if result_state == "valid":
         checks += _unsupported(run_all(primary, RESULT_CONTRACTS), facts)
     else:
-        why = "no result file" if result_state == "absent" else "the result file is invalid"
+        why = {"absent": "no result file", "invalid": "the result file is invalid"}.get(
+            result_state, "the result file could not be judged"
+        )
         checks += [_skips(primary, c, f"{why}: reported statuses and usage are not judged") for c in RESULT_CONTRACTS]
     checks.append(
         _skips(
@@ -289,7 +308,27 @@ def judge(records: list[SessionRecord]) -> list[Check]:
                 for c in own
             ]
         checks += own
-    return checks
+    return _with_recording_problems(primary, checks, facts)
+
+
+def _with_recording_problems(primary: SessionRecord, checks: list[Check], facts: dict[str, Any]) -> list[Check]:
+    """A recording the disk (or anything but the client) cut is the harness's failure, named as such: what the
+    server saw is not judged, so no check blames the client for frames that were never written down."""
+    problems = [str(p) for p in facts.get("recording_cut") or []]
+    if not problems:
+        return checks
+    free, disk = facts.get("disk_free"), facts.get("disk")
+    where = f"; {free} bytes free on the disk holding {disk}" if isinstance(free, int) else ""
+    detail = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "") + where
+    why = "not judged: the recording of what the server saw is incomplete (runner / recording)"
+    out = [Check(primary.scenario, primary.target, "runner", "recording", "fail", detail, "")]
+    for check in checks:
+        kept = check.contract in (*RESULT_CONTRACTS, "latency") or (check.contract, check.name) in _WIRE_FREE
+        if kept:
+            out.append(check)
+        else:
+            out.append(replace(check, status="skip", detail=why))
+    return out
 
 
 _SESSION = (
@@ -314,10 +353,21 @@ def build_records(
     read from it, nothing the client could plant in it followed."""
     problems: list[str] = []
     servers = read_recordings(record_dir, parent_fd=work_fd, problems=problems)
+    # A folder the disk cut (its recorder said so) is the disk's doing: runner / recording names it, and the
+    # folder is not counted as one the client forged.
+    cut, cut_folders = cut_recordings(record_dir)
+    problems = not_cut(problems, cut_folders)
     if problems:  # named from the work directory, which is gone after the run
         facts["recording_problems"] = [p.replace(f"{record_dir.parent}/", "") for p in problems[:20]]
     zero = client.started_at
     read = read_result(result_path, parent_fd=work_fd)
+    free = disk_free(result_path.parent)
+    full = (free is not None and free < DISK_FULL_BYTES) or any("(ENOSPC)" in p or "(EDQUOT)" in p for p in cut)
+    result = {"state": read.state, "problems": read.problems, "turns": read.turns, "client": read.client}
+    if read.state == "invalid" and full:
+        # A file cut by the full disk says nothing of the client (it may have written it whole).
+        result = {"state": "not judged", "problems": [f"the disk holding it is full ({free} bytes free)"]}
+    disk = str(result_path.parent.parent)  # the run's folders live in one temporary folder: name that
     facts.update(
         {
             "deadline_hit": client.deadline_hit,
@@ -327,7 +377,10 @@ def build_records(
             "left_running": client.left_running,
             "confinement": client.confinement,
             "servers": [server_facts(s, zero, s.pid in client.killed_pids) for s in servers],
-            "result": {"state": read.state, "problems": read.problems, "turns": read.turns, "client": read.client},
+            "result": result,
+            "recording_cut": cut,
+            "disk_free": free,
+            "disk": disk,
             "stdout_tail": client.stdout_tail,
             "stderr_tail": client.stderr_tail,
         }
@@ -338,7 +391,7 @@ def build_records(
         if k > 0:
             own = {key: v for key, v in own.items() if key not in ("stdout_tail", "stderr_tail", "result")}
         records.append(server_record(scenario, server, zero=zero, facts=own))
-    if read.state == "valid":
+    if result["state"] == "valid":
         records[0].results = turn_results(read)
         # What the server sent for each turn is a wire fact, not the client's report.
         wire_turns = client_contract.wire_turns(WireIndex.build(records[0].wire))

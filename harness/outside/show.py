@@ -20,7 +20,9 @@ from harness.outside.plan import adapter_plan, budgets
 from harness.outside.record import (
     RecordingError,
     ServerRecording,
+    cut_recordings,
     is_recording,
+    not_cut,
     read_recording,
     read_recordings,
     server_facts,
@@ -38,7 +40,7 @@ def is_outside(path: Path) -> bool:
     return any(is_recording(p) for p in path.iterdir() if p.is_dir())
 
 
-def _records_of_recordings(servers: list[ServerRecording]) -> list[SessionRecord]:
+def _records_of_recordings(servers: list[ServerRecording], problems: list[str]) -> list[SessionRecord]:
     first = servers[0]
     ref = first.start.get("scenario_ref") or first.start.get("scenario")
     try:
@@ -57,6 +59,7 @@ def _records_of_recordings(servers: list[ServerRecording]) -> list[SessionRecord
         "budgets": budgets(scenario.client),
         "servers": [server_facts(s, zero, False) for s in servers],
         "result": {"state": "absent"},
+        "recording_cut": problems,
     }
     return [
         server_record(scenario, s, zero=zero, facts=dict(facts, primary=k == 0, server=facts["servers"][k]))
@@ -74,10 +77,18 @@ def show_outside(args: argparse.Namespace, path: Path) -> int:
                 raise UsageError(f"{path}: not a record of an outside client")
             records = [primary]
         else:
-            servers = [read_recording(path)] if is_recording(path) else read_recordings(path)
+            single = is_recording(path)
+            cut, cut_folders = cut_recordings(path.parent if single else path)
+            if single:  # one server's folder: its own cut only
+                cut = [p for p in cut if p.startswith(f"server {path.name.split('-', 1)[0]} ")]
+            unread: list[str] = []
+            servers = [read_recording(path)] if single else read_recordings(path, problems=unread)
+            unread = not_cut(unread, cut_folders)
+            if unread:
+                raise RecordingError(unread[0])
             if not servers:
-                raise UsageError(f"{path}: no fake-codex recording in it")
-            records = _records_of_recordings(servers)
+                raise UsageError(f"{path}: no fake-codex recording in it" + (f" ({'; '.join(cut)})" if cut else ""))
+            records = _records_of_recordings(servers, cut)
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
     checks: list[Check] = [] if args.no_checks else judge(records)
