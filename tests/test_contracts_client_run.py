@@ -96,7 +96,12 @@ def test_reported_statuses_against_the_wire() -> None:
 
 
 def test_a_cancel_the_plan_asks_for_must_be_sent() -> None:
+    """Judged by plan followed over the run's records (tests/test_contracts_client_plan.py has the rest)."""
+    from contracts.checks import client_plan
+
     plan = [{"turn": 1, "input": "x", "actions": [{"do": "cancel", "at": "started", "n": 1, "delay_ms": 0}]}]
     started = {"method": "turn/started", "params": {"threadId": "t", "turn": {"id": "turn-1"}}}
-    wire = [*CONVERSATION[:2], (0.3, "s2c", started), CONVERSATION[2]]
-    assert status(record(wire, server=ENDED, plan_turns=plan), "cancels sent") == "fail"
+    start = {**TURN_START, "params": {"threadId": "t", "input": [{"type": "text", "text": "x"}]}}
+    wire = [(0.1, "c2s", start), CONVERSATION[1], (0.3, "s2c", started), CONVERSATION[2]]
+    check = client_plan.check([record(wire, server=ENDED, plan_turns=plan)])
+    assert check.status == "fail" and "no turn/interrupt was sent" in check.detail, check

@@ -71,7 +71,8 @@ def test_careful_client_interrupts_where_the_plan_cancels(run_scenario: Callable
     run = run_scenario("interrupt_pending_approval", client=CAREFUL)
     assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
     assert any(c.name == "interrupt -> turn/completed" and c.status == "pass" for c in run.checks)
-    assert any(c.name == "cancels sent" and c.status == "pass" for c in run.checks)
+    plan = next(c for c in run.checks if c.name == "plan followed")
+    assert plan.status == "pass" and "1 planned action" in plan.detail, plan
 
 
 def test_the_record_keeps_the_clients_output_and_the_recording(run_scenario: Callable[..., Any]) -> None:
@@ -249,6 +250,49 @@ def test_unsupported_turns_are_skipped_not_failed(run_scenario: Callable[..., An
     assert turn and all(c.status == "skip" and "cannot answer" in c.detail for c in turn)
 
 
+_ALL_UNSUPPORTED = (
+    "plan = json.load(open(os.environ['CODEX_HARNESS_PLAN']))\n"
+    "turns = [{'turn': t['turn'], 'status': 'unsupported', 'error': 'cannot'} for t in plan['turns']]\n"
+    "if len(sys.argv) > 1:\n"
+    "    p = subprocess.Popen([os.environ['CODEX_BIN'], 'app-server'], stdin=subprocess.PIPE,\n"
+    "                         stdout=subprocess.DEVNULL)\n"
+    "    p.stdin.close()\n"
+    "    p.wait(timeout=20)\n"
+    "open(os.environ['CODEX_HARNESS_RESULT'], 'w').write(json.dumps({'turns': turns}))\n"
+)
+
+
+@pytest.mark.parametrize("starts_a_server", [False, True])
+def test_every_turn_unsupported_is_nothing_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], starts_a_server: bool
+) -> None:
+    """A client that claims it can do none of the plan is never green: every check a skip, the run exit 1."""
+    cmd = " ".join(client_script(tmp_path, _ALL_UNSUPPORTED)) + (" start" if starts_a_server else "")
+    report = tmp_path / "report"
+    args = ["run", "--client-cmd", cmd, "--scenario", "plain", "--scenario", "plain_two_turns", "--report", str(report)]
+    assert main([*args, "--quiet"]) == FAILED
+    out = capsys.readouterr().out
+    assert "RESULT: NOTHING JUDGED" in out, out
+    checks = orjson.loads((report / "checks.json").read_bytes())
+    assert {c["status"] for c in checks} == {"skip"}, [c for c in checks if c["status"] != "skip"]
+    plan = [c for c in checks if c["name"] == "plan followed"]
+    assert len(plan) == 2 and all("every turn unsupported" in c["detail"] for c in plan)
+
+
+def test_a_leak_still_fails_when_every_turn_is_unsupported(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    body = _ALL_UNSUPPORTED + "subprocess.Popen(['sleep', '50'], start_new_session=True)\n"
+    run = run_scenario("plain", client=client_script(tmp_path, body))
+    assert failed(run) == {("client", "nothing left running")}
+
+
+@pytest.mark.parametrize("scenario", builtin_names())
+def test_a_client_that_plays_nothing_fails_every_scenario(run_scenario: Callable[..., Any], scenario: str) -> None:
+    """``sh -c '$CODEX_BIN app-server </dev/null'``: a server started and ended, nothing played. It passed every
+    check of 43 of the 51 built-in scenarios; plan followed fails it on each."""
+    run = run_scenario(scenario, client=["sh", "-c", '"$CODEX_BIN" app-server </dev/null'])
+    assert ("client", "plan followed") in failed(run), [c for c in run.checks if c.name == "plan followed"]
+
+
 def test_baseline_from_runs_marks_flaky_checks() -> None:
     from conformance.clients.sdk import baseline_from_runs
 
@@ -296,7 +340,9 @@ def test_two_servers_are_judged_each(run_scenario: Callable[..., Any], tmp_path:
     assert len(list((run.saved_to / "recording").glob("*-*/end.json"))) == 2
     names = {c.name for c in run.checks}
     assert {"server 1: server ended", "server 2: server ended", "server started"} <= names
-    assert main(["show", str(run.saved_to / "recording")]) == OK
+    # Two servers, each ended at once: the only failure is that the client played nothing of the plan.
+    assert failed(run) == {("client", "plan followed")}
+    assert main(["show", str(run.saved_to / "recording")]) == FAILED
 
 
 _PASSES = (
@@ -334,6 +380,48 @@ def test_a_client_that_changes_what_the_fake_plays_is_caught(
     else:
         assert check.status == "fail" and changed in check.detail, check
     assert len(run.record.meta["outside"]["servers"]) == 1  # recorded where the harness looks, --record or not
+
+
+_SERVER_PER_TURN = """
+plan = json.load(open(os.environ['CODEX_HARNESS_PLAN']))
+for spec in plan['turns']:
+    p = subprocess.Popen([os.environ['CODEX_BIN'], 'app-server'], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    def send(frame):
+        p.stdin.write((json.dumps(frame) + '\\n').encode()); p.stdin.flush()
+    def until(pred):
+        for line in p.stdout:
+            frame = json.loads(line)
+            if pred(frame):
+                return frame
+    send({'id': 1, 'method': 'initialize', 'params': {'clientInfo': {'name': 'one-per-turn', 'version': '1'}}})
+    until(lambda f: f.get('id') == 1)
+    send({'method': 'initialized'})
+    send({'id': 2, 'method': 'thread/start', 'params': {}})
+    thread = until(lambda f: f.get('id') == 2)['result']['thread']['id']
+    # The input split in two text items: the same content as the plan's.
+    words = spec['input'].split(' ', 1)
+    items = [{'type': 'text', 'text': words[0] + ' '}, {'type': 'text', 'text': words[1]}]
+    send({'id': 3, 'method': 'turn/start', 'params': {'threadId': thread, 'input': items}})
+    until(lambda f: f.get('method') == 'turn/completed')
+    p.stdin.close()
+    p.wait(timeout=20)
+"""
+
+
+def test_a_server_per_turn_follows_the_plan_and_show_agrees(
+    run_scenario: Callable[..., Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A correct client may start a server for each turn and split its input: plan followed passes, and
+    show on the saved record (which holds the first server's wire) reads the other servers' recordings too."""
+    run = run_scenario("plain_two_turns", client=client_script(tmp_path, _SERVER_PER_TURN))
+    plan = next(c for c in run.checks if c.name == "plan followed")
+    assert plan.status == "pass" and "2 turn(s) started" in plan.detail, plan
+    assert len(run.record.meta["outside"]["servers"]) == 2
+    capsys.readouterr()
+    assert main(["show", str(run.saved_to)]) == OK
+    out = capsys.readouterr().out
+    assert "server 2 pid" in out, out  # the second server's timeline and checks, not dropped
+    assert f"{len(run.checks)} checks: 0 failed" in out, out
 
 
 def test_client_env_carries_the_tests_marker(client_env: dict[str, str], no_leaked_processes: str) -> None:

@@ -100,8 +100,9 @@ class Client:
         self.protocol_error: str | None = None  # an unknown server request fails the running turn
 
     def decision(self) -> str:
+        """The plan's decision for the approval just counted (``approvals_seen`` is 1-based)."""
         order = self.plan["approvals"]["in_order"]
-        n = self.approvals_seen
+        n = self.approvals_seen - 1
         return order[n] if n < len(order) else self.plan["approvals"]["default"]
 
     def pump(self, deadline: float, on_message: Any) -> bool:

@@ -10,15 +10,15 @@ result file. Per server:
 - ``not answered after resolved``: no answer to a server request after its ``serverRequest/resolved``;
 - ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
   within the interrupt budget, or the client gave up and ended the server within budget;
-- ``cancels sent``: where the plan cancels a turn and the trigger happened on the wire, a ``turn/interrupt``
-  was sent (or the client ended the server);
 - ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
   its last turn ended (``turn/completed``), or after the turn deadline when the server went silent; a
   server that ended itself (crash, exit) needs nothing.
 
 Once per run (the record with ``primary``): ``server started``, ``deadline`` (``client/deadline``),
 ``nothing left running``, ``result file`` (absent: a skip, never a pass; invalid: a failure) and
-``reported statuses agree with the wire``.
+``reported statuses agree with the wire``; over every server's record at once, ``plan followed``
+(:mod:`contracts.checks.client_plan`: the turns, actions and approvals of the plan, as far as the servers let
+the client).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 from contracts.checks.base import Check, Maker
 from contracts.checks.wire_index import WireIndex, id_key, shared
-from contracts.record import SessionRecord, WireEntry
+from contracts.record import SessionRecord
 
 NAME = "client"
 REFERENCE = "clients.md"
@@ -160,56 +160,6 @@ def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dic
     )
 
 
-def _turn_frames(index: WireIndex, turn: dict[str, Any], next_pos: int) -> list[tuple[Any, WireEntry]]:
-    """(method, entry) of the server frames of the turn: only its own stretch of the wire is read."""
-    end_pos = turn["completed_pos"] if turn["completed_pos"] is not None else next_pos
-    inside = (index.entries[pos] for pos in range(turn["pos"] + 1, end_pos))
-    return [((e.frame or {}).get("method"), e) for e in inside if e.dir == "s2c"]
-
-
-def _triggered(action: dict[str, Any], methods: list[tuple[Any, WireEntry]], turn: dict[str, Any]) -> bool:
-    """Whether the plan action's trigger happened on the wire during the turn (``methods``: its frames)."""
-    at, n = action.get("at"), int(action.get("n") or 1)
-    if at == "started":
-        return any(m == "turn/started" for m, _ in methods)
-    if at == "delta":
-        return sum(m == "item/agentMessage/delta" for m, _ in methods) >= n
-    if at == "item_started":
-        return sum(m == "item/started" for m, _ in methods) >= n
-    if at == "approval_pending":
-        return sum(1 for m, e in methods if m and "id" in (e.frame or {}) and "Approval" in m) >= n
-    if at == "delay":
-        end_t = turn["completed_t"] if turn["completed_t"] is not None else float("inf")
-        return end_t - turn["t"] > (int(action.get("delay_ms") or 0) / 1000) + SLACK_S
-    return False
-
-
-def _cancels(make: Maker, index: WireIndex, facts: dict[str, Any]) -> Check | None:
-    plan_turns = facts.get("plan_turns") or []
-    seen = wire_turns(index)
-    judged, missing = 0, []
-    for k, planned in enumerate(plan_turns):
-        cancels = [a for a in planned.get("actions", ()) if a.get("do") == "cancel"]
-        if not cancels or k >= len(seen):
-            continue
-        turn = seen[k]
-        next_pos = seen[k + 1]["pos"] if k + 1 < len(seen) else len(index.entries)
-        methods = _turn_frames(index, turn, next_pos)
-        if not any(_triggered(a, methods, turn) for a in cancels):
-            continue
-        judged += 1
-        sent = turn["id"] is not None and index.interrupts(turn["id"])
-        if not sent:
-            missing.append(f"turn {k + 1}: the plan cancels it and its trigger came, but no turn/interrupt was sent")
-    if not judged:
-        return None
-    return make(
-        "cancels sent",
-        "fail" if missing else "pass",
-        _summary(missing) or f"{judged} planned cancel(s), each sent as turn/interrupt",
-    )
-
-
 def _played_as_given(make: Maker, server: dict[str, Any], facts: dict[str, Any]) -> Check:
     """Every input of the play the harness gave is the one the server recorded (a record from before
     ``play`` compares the scenario hash alone)."""
@@ -246,9 +196,9 @@ def server_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
         _played_as_given(make, server, facts),
         _answered_after_resolved(make, index),
     ]
-    for extra in (_interrupts(make, record, index, facts), _cancels(make, index, facts)):
-        if extra is not None:
-            checks.append(extra)
+    interrupts = _interrupts(make, record, index, facts)
+    if interrupts is not None:
+        checks.append(interrupts)
     checks.append(_server_ended(make, record, index, facts))
     return checks
 
@@ -341,7 +291,8 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
 
 
 def check(record: SessionRecord) -> list[Check]:
-    """Every client_run check the record's facts allow (``show`` and the runner both come here)."""
+    """Every client_run check one record's facts allow (``show`` and the runner both come here, then add
+    :func:`contracts.checks.client_plan.check` over all the run's records)."""
     facts = record.meta.get("outside")
     if not isinstance(facts, dict):
         return [Maker(record, NAME, REFERENCE)("outside client", "skip", "not a record of an outside client")]

@@ -336,3 +336,29 @@ def server_record(
         end = server.end
         record.server_exit = end.get("exit_code") if end else None
     return record
+
+
+def saved_other_servers(primary: SessionRecord, saved: Path) -> list[SessionRecord]:
+    """The records of a saved run's servers after the first, rebuilt from its ``recording/`` (the record keeps the
+    first server's wire only; the checks over the whole run, plan followed, need them all)."""
+    facts = primary.meta.get("outside") or {}
+    out = []
+    for server in (facts.get("servers") or [])[1:]:
+        if not isinstance(server, dict) or not isinstance(server.get("folder"), str):
+            continue
+        folder = saved / "recording" / Path(server["folder"]).name
+        if not is_recording(folder):
+            continue
+        recording = read_recording(folder)
+        started = recording.start.get("started_t")
+        rebased = server.get("started_t")
+        if not isinstance(started, int | float) or not isinstance(rebased, int | float):
+            continue
+        zero = float(started) - float(rebased)
+        own = {k: v for k, v in facts.items() if k not in ("stdout_tail", "stderr_tail", "result")}
+        own.update(primary=False, server=server)
+        record = replace(primary, meta={**primary.meta, "outside": own}, results=[])
+        record.wire = [replace(e, t=round(e.t - zero, 6)) for e in recording.wire]
+        record.server_trace = recording.trace_bundle
+        out.append(record)
+    return out

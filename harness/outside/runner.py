@@ -23,7 +23,7 @@ import orjson
 import trio
 
 from contracts import safe_read
-from contracts.checks import Check, run_all
+from contracts.checks import Check, client_plan, run_all
 from contracts.checks import client_run as client_contract
 from contracts.checks.wire_index import WireIndex
 from contracts.exitcodes import UsageError
@@ -308,7 +308,27 @@ def judge(records: list[SessionRecord]) -> list[Check]:
                 for c in own
             ]
         checks += own
-    return _with_recording_problems(primary, checks, facts)
+    if facts.get("primary", True):
+        checks.append(client_plan.check(records))
+    return _with_recording_problems(primary, _all_unsupported(checks, facts), facts)
+
+
+def _all_unsupported(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
+    """A client that reported every turn of the plan ``unsupported`` played nothing of the scenario: what passed
+    says nothing of it (a skip, so a run of such scenarios is NOTHING JUDGED); what failed still fails, but for
+    not starting a server."""
+    turns = {int(t.get("turn") or k + 1) for k, t in enumerate(facts.get("plan_turns") or ()) if isinstance(t, dict)}
+    reported = (facts.get("result") or {}).get("turns") or []
+    unsupported = {int(t["turn"]) for t in reported if isinstance(t, dict) and t.get("status") == "unsupported"}
+    if not turns or not turns <= unsupported:
+        return checks
+    why = "not judged: the client reported every turn of the plan unsupported"
+    # Nothing to play needs no server either; what it did and got wrong (a leak, an invalid frame) still fails.
+    moot = {("client", "server started")}
+    return [
+        replace(c, status="skip", detail=why) if c.status == "pass" or (c.contract, c.name) in moot else c
+        for c in checks
+    ]
 
 
 def _with_recording_problems(primary: SessionRecord, checks: list[Check], facts: dict[str, Any]) -> list[Check]:
@@ -441,6 +461,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
         "expected_play": play_identity(scenario, profile),
         "profile": profile,
         "plan_turns": plan["turns"],
+        "plan": {k: plan[k] for k in ("approvals", "experimental_api", "opt_out_notifications")},
         "budgets": budgets(scenario.client),
     }
     # [expect.release."X"]: the truth of the release played.

@@ -25,6 +25,7 @@ from harness.outside.record import (
     not_cut,
     read_recording,
     read_recordings,
+    saved_other_servers,
     server_facts,
     server_record,
 )
@@ -48,6 +49,7 @@ def _records_of_recordings(servers: list[ServerRecording], problems: list[str]) 
     except scenario_lookup.ScenarioError as exc:
         raise UsageError(f"{first.folder}: cannot judge, the recorded scenario {ref!r} is not found: {exc}") from None
     zero = min(float(s.start.get("started_t") or 0.0) for s in servers)
+    plan = adapter_plan(scenario)
     from fake_server.recording import play_identity
 
     facts: dict[str, Any] = {
@@ -55,7 +57,8 @@ def _records_of_recordings(servers: list[ServerRecording], problems: list[str]) 
         "left_running": None,
         # Nobody gave a release: whoever ran fake-codex chose it; the scenario is what the recording names.
         "expected_play": {"scenario_hash": play_identity(scenario, "")["scenario_hash"]},
-        "plan_turns": adapter_plan(scenario)["turns"],
+        "plan_turns": plan["turns"],
+        "plan": {k: plan[k] for k in ("approvals", "experimental_api", "opt_out_notifications")},
         "budgets": budgets(scenario.client),
         "servers": [server_facts(s, zero, False) for s in servers],
         "result": {"state": "absent"},
@@ -75,7 +78,7 @@ def show_outside(args: argparse.Namespace, path: Path) -> int:
             primary = SessionRecord.load(path)
             if not isinstance(primary.meta.get("outside"), dict):
                 raise UsageError(f"{path}: not a record of an outside client")
-            records = [primary]
+            records = [primary, *saved_other_servers(primary, path)]
         else:
             single = is_recording(path)
             cut, cut_folders = cut_recordings(path.parent if single else path)

@@ -1,0 +1,470 @@
+"""``client / plan followed``: an outside client did what its plan asks, as far as the servers let it.
+
+The plan (``CODEX_HARNESS_PLAN``, :mod:`harness.outside.plan`) is the user's side of the scenario. Judged over
+every server the client started, in the order of the wire:
+
+- each plan turn's ``turn/start`` reached a server with the turn's input, in plan order. The input is its
+  content: text items whose text, joined, is the plan's text (whitespace and Unicode normalisation aside);
+  extra requests, retries and ``turn/start`` with other input in between are allowed;
+- each action whose trigger happened while the turn still ran was sent: ``cancel`` as a ``turn/interrupt`` of
+  that turn, ``steer`` as a ``turn/steer`` carrying the action's text, ``resume`` as a ``thread/resume`` before
+  the turn (on any server: a client may start a new one for it);
+- each approval the client answered got the plan's decision (``in_order`` by the session's count, else
+  ``default``; ``error``: a JSON-RPC error); one the plan cancels while pending is not judged, nor is an
+  unanswered one (``protocol`` judges answers);
+- ``initialize`` asked what the plan asks (``experimentalApi``, the opted-out notifications), when it asks.
+
+A turn is due unless the server made it impossible: the handshake failed (an error answer, no answer within the
+request timeout, the server gone), the turn before did not end within its budget (``turn_timeout_ms`` +
+``interrupt_budget_ms``), or the server ended itself or closed its stdout before the client could start it.
+An action is due when its trigger came (``contracts.triggers`` moments on the turn's own stretch of the wire,
+plus ``delay_ms``) and the turn was still running :data:`SLACK_S` later. Turns the client reported
+``unsupported`` are not judged; when it reported every turn so, the check is a skip. This check fails
+whatever levels come later: a client that plays nothing has not been judged on anything else.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contracts.checks.base import Check, Maker, wire_lines
+from contracts.checks.wire_index import WireIndex
+from contracts.record import SessionRecord
+
+NAME = "client"
+REFERENCE = "clients.md"
+CHECK = "plan followed"
+#: Scheduling room on every wire-judged bound (as contracts.checks.client_run).
+SLACK_S = 0.5
+#: Requests that set the session up; one the server fails excuses the turns it would have carried.
+HANDSHAKE = ("initialize", "thread/start", "thread/resume", "thread/fork")
+#: Approval decisions the fake counts as ``accept`` (fake_server.turns): the amendment forms of an accept.
+_ACCEPT_FORMS = ("acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment")
+_SHOWN = 4
+_CLIP = 60
+
+
+def _summary(items: list[str]) -> str:
+    return "; ".join(items[:_SHOWN]) + (f" (+{len(items) - _SHOWN} more)" if len(items) > _SHOWN else "")
+
+
+def _clip(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return repr(text[:_CLIP] + ("…" if len(text) > _CLIP else ""))
+
+
+def _int(value: Any, default: int) -> int:
+    """A count from the plan as the record holds it (a saved record may be forged: never raise)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _norm(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def input_matches(items: Any, text: str) -> tuple[bool, str]:
+    """Whether ``items`` (a ``turn/start`` or ``turn/steer`` input) carries the plan's ``text``, and what it carries
+    when not. Text items only (the plan gives text); split across items or not, as any client may send it."""
+    if not isinstance(items, list) or not items:
+        return False, "no input items"
+    texts = []
+    for item in items:
+        if not isinstance(item, dict) or item.get("type") != "text" or not isinstance(item.get("text"), str):
+            kind = item.get("type") if isinstance(item, dict) else type(item).__name__
+            return False, f"an input item of type {_clip(kind)} where the plan gives text"
+        texts.append(item["text"])
+    want = _norm(text)
+    if _norm("".join(texts)) == want or _norm(" ".join(texts)) == want:
+        return True, ""
+    return False, f"input {_clip(' '.join(texts))}, not {_clip(text)}"
+
+
+@dataclass(slots=True)
+class _Server:
+    """One server's wire and how it ended, on the run's clock."""
+
+    k: int
+    record: SessionRecord
+    index: WireIndex
+    #: when the server stopped being usable on its own (crash, exit, stdout closed); None: it never did
+    gone_t: float | None
+    #: when it was last alive (its end, else the client's end, else never known: infinity)
+    last_t: float
+    truncated: bool
+
+
+def _servers(records: Sequence[SessionRecord]) -> list[_Server]:
+    out = []
+    for k, record in enumerate(records):
+        facts = record.meta.get("outside") or {}
+        server = facts.get("server")
+        if not isinstance(server, dict):
+            continue
+        index = WireIndex.build(record.wire)
+        end = server.get("end") if isinstance(server.get("end"), dict) else None
+        gone = [e.t for e in record.wire if e.dir == "note" and e.note == "server closed stdout"]
+        if end and end.get("reason") in ("crash", "exit") and isinstance(end.get("t"), int | float):
+            gone.append(float(end["t"]))
+        last = end.get("t") if end else facts.get("client_ended_t")
+        truncated = any(e.dir == "note" and e.note == "recording truncated" for e in record.wire)
+        out.append(
+            _Server(
+                k,
+                record,
+                index,
+                min(gone) if gone else None,
+                float(last) if isinstance(last, int | float) else float("inf"),
+                truncated,
+            )
+        )
+    return out
+
+
+@dataclass(slots=True)
+class _Start:
+    """A ``turn/start`` the client sent, with how its turn went."""
+
+    server: _Server
+    pos: int
+    t: float
+    params: dict[str, Any]
+    turn_id: str | None
+    answer_t: float | None
+    refused: bool  # answered with an error
+    completed_t: float | None
+    end_pos: int  # the end of the turn's own stretch of the wire (exclusive)
+
+
+def _starts(servers: list[_Server]) -> list[_Start]:
+    out: list[_Start] = []
+    for server in servers:
+        requests = sorted(
+            (r for r in server.index.client_requests.values() if r.method == "turn/start"), key=lambda r: r.pos
+        )
+        for n, request in enumerate(requests):
+            answer = request.answers[0] if request.answers else None
+            result = answer[2].get("result") if answer else None
+            turn = result.get("turn") if isinstance(result, dict) else None
+            turn_id = turn.get("id") if isinstance(turn, dict) and isinstance(turn.get("id"), str) else None
+            completions = server.index.turn_completions(turn_id) if turn_id else []
+            next_pos = requests[n + 1].pos if n + 1 < len(requests) else len(server.index.entries)
+            out.append(
+                _Start(
+                    server,
+                    request.pos,
+                    request.t,
+                    request.params,
+                    turn_id,
+                    answer[1] if answer else None,
+                    bool(answer and "error" in answer[2]),
+                    completions[0][1].t if completions else None,
+                    completions[0][0] if completions else next_pos,
+                )
+            )
+    return sorted(out, key=lambda s: (s.t, s.server.k, s.pos))
+
+
+class _Judge:
+    def __init__(self, records: Sequence[SessionRecord], facts: dict[str, Any]) -> None:
+        self.records = records
+        self.facts = facts
+        self.servers = _servers(records)
+        self.starts = _starts(self.servers)
+        budgets = facts.get("budgets") or {}
+        first = records[0].budgets
+        self.turn_s = float(budgets.get("turn_timeout_ms", 60000)) / 1000
+        self.interrupt_s = first.interrupt_s
+        self.request_s = first.request_s
+        self.problems: list[str] = []
+        self.at: list[int] = []  # positions on the first server's wire
+        self.judged: list[str] = []
+        self.not_due: list[str] = []
+
+    def fail(self, text: str, start: _Start | None = None, pos: int | None = None) -> None:
+        self.problems.append(text)
+        if start is not None and start.server.k == 0:
+            self.at.append(start.pos if pos is None else pos)
+
+    # --- when the server made a turn impossible ------------------------------------------------------------
+
+    def _failed_setup(self, after: float) -> str | None:
+        """A handshake request sent after ``after`` that the server refused, left unanswered past the request
+        timeout, or took with it when it went."""
+        for server in self.servers:
+            for request in server.index.client_requests.values():
+                if request.method not in HANDSHAKE or request.t < after:
+                    continue
+                if request.answers:
+                    frame = request.answers[0][2]
+                    if "error" in frame or not isinstance(frame.get("result"), dict):
+                        return f"the server answered {request.method} with an error"
+                    continue
+                if server.gone_t is not None and server.gone_t >= request.t:
+                    return f"the server went before answering {request.method}"
+                if server.last_t - request.t >= self.request_s - SLACK_S:
+                    return f"{request.method} was not answered within the request timeout"
+        return None
+
+    def _gone_after(self, after: float, server: _Server | None) -> str | None:
+        for s in [server] if server is not None else self.servers:
+            if s.gone_t is not None and s.gone_t >= after - SLACK_S:
+                return f"server {s.k + 1} ended itself or closed its stdout"
+        return None
+
+    def excuse(self, ready: tuple[float, _Server | None] | str) -> str | None:
+        """Why a turn could not be started from ``ready`` (when and on which server the session could go on, or
+        why it could not); None: it was due."""
+        if isinstance(ready, str):
+            return ready
+        t, server = ready
+        return self._failed_setup(t) or self._gone_after(t, server)
+
+    def after(self, start: _Start, number: int) -> tuple[float, _Server] | str:
+        """Where the session stands once turn ``number`` (started by ``start``) ended: the next turn's ready point,
+        or why there is none."""
+        if start.answer_t is None:
+            return f"turn {number}'s turn/start was never answered"
+        if start.refused:
+            return start.answer_t, start.server
+        deadline = start.t + self.turn_s + self.interrupt_s + SLACK_S
+        if start.completed_t is None or start.completed_t > min(deadline, start.server.last_t):
+            return f"turn {number} did not end within its budget"
+        return start.completed_t, start.server
+
+    # --- the plan ------------------------------------------------------------------------------------------
+
+    def turns(self, plan_turns: list[dict[str, Any]], unsupported: set[int]) -> dict[int, _Start]:
+        """Match the plan's turns to the wire's turn/starts in order; judge what was due and not sent."""
+        matched: dict[int, _Start] = {}
+        cursor = 0
+        ready: tuple[float, _Server | None] | str = (float("-inf"), None)
+        for number, planned in ((_int(p.get("turn"), k + 1), p) for k, p in enumerate(plan_turns)):
+            text = str(planned.get("input", ""))
+            candidates = range(cursor, len(self.starts))
+            found = next((j for j in candidates if input_matches(self.starts[j].params.get("input"), text)[0]), None)
+            if found is not None:
+                start = matched[number] = self.starts[found]
+                cursor = found + 1
+                ready = self.after(start, number)
+                continue
+            if number in unsupported:
+                continue  # not judged; the next turn is due as this one was
+            why = self.excuse(ready)
+            if why is not None:
+                self.not_due.append(f"turn {number} ({why})")
+                ready = why
+                continue
+            other = self.starts[cursor] if cursor < len(self.starts) else None
+            if other is not None:
+                _, carried = input_matches(other.params.get("input"), text)
+                self.fail(f"turn {number} was due but no turn/start carried its input (the next had {carried})", other)
+            else:
+                self.fail(f"turn {number} was due but never started (no turn/start reached a server)")
+        return matched
+
+    def actions(self, plan_turns: list[dict[str, Any]], matched: dict[int, _Start], unsupported: set[int]) -> None:
+        previous_t = float("-inf")
+        for k, planned in enumerate(plan_turns):
+            number = _int(planned.get("turn"), k + 1)
+            start = matched.get(number)
+            if start is None:
+                continue
+            if number not in unsupported:
+                for action in _actions(planned):
+                    self._action(number, action, start, previous_t)
+            previous_t = start.t
+
+    def _action(self, number: int, action: dict[str, Any], start: _Start, previous_t: float) -> None:
+        do = action.get("do")
+        if do == "resume":
+            resumed = any(
+                r.method == "thread/resume" and previous_t < r.t < start.t
+                for s in self.servers
+                for r in s.index.client_requests.values()
+            )
+            if resumed:
+                self.judged.append(f"turn {number} resume")
+            else:
+                self.fail(f"turn {number}: the plan resumes the thread before it, but no thread/resume was sent", start)
+            return
+        due_t = self._due(action, start)
+        if due_t is None:
+            return
+        index = start.server.index
+        at = f"{action.get('at')}" + (f" #{action.get('n')}" if action.get("at") != "delay" else "")
+        if do == "cancel":
+            sent = start.turn_id is not None and bool(index.interrupts(start.turn_id))
+            missing = f"turn {number}: the plan cancels at {at} and it came, but no turn/interrupt was sent"
+        elif do == "steer":
+            steers = [
+                r
+                for r in index.client_requests.values()
+                if r.method == "turn/steer"
+                and start.pos < r.pos
+                and r.params.get("expectedTurnId") in (None, start.turn_id)
+            ]
+            carried = [input_matches(r.params.get("input"), str(action.get("text", ""))) for r in steers]
+            sent = any(ok for ok, _ in carried)
+            missing = f"turn {number}: the plan steers at {at} and it came, but " + (
+                f"the turn/steer sent had {carried[0][1]}" if carried else "no turn/steer was sent"
+            )
+        else:
+            return
+        if sent:
+            self.judged.append(f"turn {number} {do}")
+            return
+        # Not sent: due only if the turn still ran once the client could have acted (the server's own end of the
+        # turn, not one the client caused, counts).
+        turn_end = min(t for t in (start.completed_t, start.server.gone_t, float("inf")) if t is not None)
+        if turn_end > due_t + SLACK_S:
+            self.fail(missing, start)
+
+    def _due(self, action: dict[str, Any], start: _Start) -> float | None:
+        """When the action came due on the wire (its trigger, plus ``delay_ms``); None: its trigger never came."""
+        at, n = action.get("at"), max(1, _int(action.get("n"), 1))
+        delay = max(0, _int(action.get("delay_ms"), 0)) / 1000
+        if at == "delay":
+            return start.t + delay
+        entries = start.server.index.entries
+        times = []
+        for pos in range(start.pos + 1, start.end_pos):
+            entry = entries[pos]
+            frame = entry.frame if entry.dir == "s2c" and isinstance(entry.frame, dict) else None
+            method = frame.get("method") if frame else None
+            if not isinstance(method, str):
+                continue
+            hit = {
+                "started": method == "turn/started",
+                "delta": method == "item/agentMessage/delta",
+                "item_started": method == "item/started",
+                "approval_pending": "id" in frame and _is_approval(method),
+            }.get(str(at), False)
+            if hit:
+                times.append(entry.t)
+        return times[n - 1] + delay if len(times) >= n else None
+
+    def approvals(
+        self, plan: dict[str, Any], plan_turns: list[dict[str, Any]], matched: dict[int, _Start], unsupported: set[int]
+    ) -> None:
+        rules = plan.get("approvals")
+        if not isinstance(rules, dict):
+            return
+        order = [str(d) for d in rules.get("in_order") or ()]
+        default = str(rules.get("default", "accept"))
+        held: dict[int, set[int]] = {}
+        for k, planned in enumerate(plan_turns):
+            number = _int(planned.get("turn"), k + 1)
+            held[number] = {
+                _int(a.get("n"), 1)
+                for a in _actions(planned)
+                if a.get("do") == "cancel" and a.get("at") == "approval_pending"
+            }
+        requests = sorted(
+            ((s, r) for s in self.servers for r in s.index.server_requests.values() if _is_approval(r.method)),
+            key=lambda sr: (sr[1].t, sr[0].k, sr[1].pos),
+        )
+        in_turn: dict[int, int] = {}
+        wrong = 0
+        for i, (server, request) in enumerate(requests):
+            number = next(
+                (n for n, s in matched.items() if s.server is server and s.pos < request.pos < s.end_pos), None
+            )
+            if number is not None:
+                in_turn[number] = in_turn.get(number, 0) + 1
+            if number is None or number in unsupported or in_turn[number] in held.get(number, set()):
+                continue
+            if not request.answers:
+                continue  # judged by protocol / server requests answered
+            want = order[i] if i < len(order) else default
+            pos, _, frame = request.answers[0]
+            got = _decision(frame)
+            if got == want:
+                self.judged.append(f"approval {i + 1}")
+            elif wrong < _SHOWN:
+                wrong += 1
+                said = f"approval {i + 1} ({request.method}) answered {_clip(got)}, the plan says {want!r}"
+                self.problems.append(said)
+                if server.k == 0:
+                    self.at.append(pos)
+
+    def capabilities(self, plan: dict[str, Any]) -> None:
+        wants_experimental = plan.get("experimental_api") is True
+        opt_out = [str(m) for m in plan.get("opt_out_notifications") or ()]
+        if not wants_experimental and not opt_out:
+            return
+        for server in self.servers:
+            for request in server.index.client_requests.values():
+                if request.method != "initialize":
+                    continue
+                caps = request.params.get("capabilities")
+                caps = caps if isinstance(caps, dict) else {}
+                if wants_experimental and caps.get("experimentalApi") is not True:
+                    self.fail_at(server, request.pos, "initialize did not ask for experimentalApi, as the plan does")
+                sent = caps.get("optOutNotificationMethods")
+                missing = [m for m in opt_out if not isinstance(sent, list) or m not in sent]
+                if missing:
+                    self.fail_at(server, request.pos, f"initialize did not opt out of {', '.join(missing)}")
+
+    def fail_at(self, server: _Server, pos: int, text: str) -> None:
+        self.problems.append(text)
+        if server.k == 0:
+            self.at.append(pos)
+
+
+def _actions(planned: dict[str, Any]) -> list[dict[str, Any]]:
+    actions = planned.get("actions")
+    return [a for a in actions if isinstance(a, dict)] if isinstance(actions, list) else []
+
+
+def _is_approval(method: str) -> bool:
+    return method.endswith("/requestApproval") or method in ("execCommandApproval", "applyPatchApproval")
+
+
+def _decision(frame: dict[str, Any]) -> str:
+    """The decision an approval answer carries, as the plan names decisions (``error`` for an error answer)."""
+    if "error" in frame:
+        return "error"
+    result = frame.get("result")
+    decision = result.get("decision") if isinstance(result, dict) else None
+    if isinstance(decision, dict) and len(decision) == 1 and next(iter(decision)) in _ACCEPT_FORMS:
+        return "accept"
+    return decision if isinstance(decision, str) else repr(decision)[:_CLIP]
+
+
+def check(records: Sequence[SessionRecord]) -> Check:
+    """The one ``plan followed`` check of an outside run (``records``: one per server, the first the primary)."""
+    primary = records[0]
+    make = Maker(primary, NAME, REFERENCE)
+    facts = primary.meta.get("outside") or {}
+    plan_turns = [t for t in facts.get("plan_turns") or () if isinstance(t, dict)]
+    plan = facts.get("plan") if isinstance(facts.get("plan"), dict) else {}
+    if not plan_turns:
+        return make(CHECK, "skip", "the record holds no plan")
+    reported = (facts.get("result") or {}).get("turns") or []
+    unsupported = {_int(t.get("turn"), 0) for t in reported if isinstance(t, dict) and t.get("status") == "unsupported"}
+    numbers = {_int(t.get("turn"), k + 1) for k, t in enumerate(plan_turns)}
+    if numbers <= unsupported:
+        return make(CHECK, "skip", "the client reported every turn unsupported: nothing of the plan is judged")
+    judge = _Judge(records, facts)
+    matched = judge.turns(plan_turns, unsupported)
+    judge.actions(plan_turns, matched, unsupported)
+    judge.approvals(plan, plan_turns, matched, unsupported)
+    judge.capabilities(plan)
+    if judge.problems:
+        if any(s.truncated for s in judge.servers):
+            return make(CHECK, "skip", "the recording was truncated: what the client sent after it is not known")
+        return make(CHECK, "fail", _summary(judge.problems), at=wire_lines(judge.at))
+    started = [n for n in sorted(matched) if n not in unsupported]
+    if not started and not judge.judged:
+        return make(CHECK, "skip", f"nothing of the plan was due: {_summary(judge.not_due) or 'no turn'}")
+    parts = [f"{len(started)} turn(s) started with their input in order"]
+    if judge.judged:
+        parts.append(f"{len(judge.judged)} planned action(s) and answer(s) sent as planned")
+    if judge.not_due:
+        parts.append(f"not due: {_summary(judge.not_due)}")
+    if unsupported & numbers:
+        parts.append(f"reported unsupported: turn(s) {', '.join(str(n) for n in sorted(unsupported & numbers))}")
+    return make(CHECK, "pass", "; ".join(parts))
