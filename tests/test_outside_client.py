@@ -72,7 +72,7 @@ def test_careful_client_interrupts_where_the_plan_cancels(run_scenario: Callable
     assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
     assert any(c.name == "interrupt -> turn/completed" and c.status == "pass" for c in run.checks)
     plan = next(c for c in run.checks if c.name == "plan followed")
-    assert plan.status == "pass" and "1 planned action" in plan.detail, plan
+    assert plan.status == "pass" and "1 action(s) sent at their trigger (turn 1 cancel)" in plan.detail, plan
 
 
 def test_the_record_keeps_the_clients_output_and_the_recording(run_scenario: Callable[..., Any]) -> None:

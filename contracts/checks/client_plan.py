@@ -180,7 +180,8 @@ class _Judge:
         self.request_s = first.request_s
         self.problems: list[str] = []
         self.at: list[int] = []  # positions on the first server's wire
-        self.judged: list[str] = []
+        self.judged: list[str] = []  # actions sent as planned
+        self.answered = 0  # approvals answered as planned
         self.not_due: list[str] = []
 
     def fail(self, text: str, start: _Start | None = None, pos: int | None = None) -> None:
@@ -382,7 +383,7 @@ class _Judge:
             pos, _, frame = request.answers[0]
             got = _decision(frame)
             if got == want:
-                self.judged.append(f"approval {i + 1}")
+                self.answered += 1
             elif wrong < _SHOWN:
                 wrong += 1
                 said = f"approval {i + 1} ({request.method}) answered {_clip(got)}, the plan says {want!r}"
@@ -458,11 +459,13 @@ def check(records: Sequence[SessionRecord]) -> Check:
             return make(CHECK, "skip", "the recording was truncated: what the client sent after it is not known")
         return make(CHECK, "fail", _summary(judge.problems), at=wire_lines(judge.at))
     started = [n for n in sorted(matched) if n not in unsupported]
-    if not started and not judge.judged:
+    if not started and not judge.judged and not judge.answered:
         return make(CHECK, "skip", f"nothing of the plan was due: {_summary(judge.not_due) or 'no turn'}")
     parts = [f"{len(started)} turn(s) started with their input in order"]
     if judge.judged:
-        parts.append(f"{len(judge.judged)} planned action(s) and answer(s) sent as planned")
+        parts.append(f"{len(judge.judged)} action(s) sent at their trigger ({', '.join(judge.judged[:_SHOWN])})")
+    if judge.answered:
+        parts.append(f"{judge.answered} approval(s) answered as planned")
     if judge.not_due:
         parts.append(f"not due: {_summary(judge.not_due)}")
     if unsupported & numbers:
