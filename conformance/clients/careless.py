@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A careless outside client, standard library only: what ``run --client-cmd`` must catch.
 
-It starts the server, plays the plan's turns without ever answering a server request, stops waiting after
-two seconds of silence, never ends the server (a helper it leaves behind holds the server's stdin open)
-and writes no result file. The harness must fail it on exactly that: unanswered requests, a server it did
-not end, processes left running.
+It starts the server, plays the plan's turns (their input only: it ignores the plan's actions and
+capabilities) without ever answering a server request, stops waiting after two seconds of silence, never
+ends the server (a helper it leaves behind holds the server's stdin open) and writes no result file. The
+harness must fail it on exactly that: unanswered requests, a server it did not end, processes left
+running, and, where the plan cancels, steers, resumes or asks for experimentalApi, the plan not followed.
 """
 
 from __future__ import annotations
