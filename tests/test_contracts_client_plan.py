@@ -335,3 +335,23 @@ def test_hostile_shapes_never_raise() -> None:
     check = judged(records(wire, turns=[{"turn": 1, "input": None, "actions": [{"do": "cancel", "at": 3}]}]))
     assert check.status == "fail"
     assert judged(records([], turns=[])).status == "skip"  # no plan in the record
+
+
+def _long(n: int) -> tuple[list[SessionRecord], float]:
+    import time
+
+    wire: Wire = handshake()
+    for k in range(n):  # every turn/start carries the wrong input, each turn has an approval: the worst case
+        wire += turn(10 + k, 1.0 + k, f"wrong {k}", f"t{k}")
+        wire.append((1.1 + k, "s2c", {"id": 1000 + k, "method": "item/fileChange/requestApproval", "params": {}}))
+    turns = [plan_turn(k + 1, f"turn {k}", action("resume", "started")) for k in range(n)]
+    recs = records(sorted(wire, key=lambda e: e[0]), turns=turns)
+    started = time.perf_counter()
+    judged(recs)
+    return recs, time.perf_counter() - started
+
+
+def test_a_long_plan_is_judged_in_near_linear_time() -> None:
+    _, small = _long(300)
+    _, large = _long(3000)
+    assert large / small <= 25, f"10x the turns took {large / small:.1f}x the time (linear ~10, quadratic ~100)"

@@ -25,6 +25,7 @@ whatever levels come later: a client that plays nothing has not been judged on a
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,19 +66,31 @@ def _norm(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def input_matches(items: Any, text: str) -> tuple[bool, str]:
-    """Whether ``items`` (a ``turn/start`` or ``turn/steer`` input) carries the plan's ``text``, and what it carries
-    when not. Text items only (the plan gives text); split across items or not, as any client may send it."""
+def _texts(items: Any) -> tuple[list[str] | None, str]:
+    """The texts of ``items`` (a ``turn/start`` or ``turn/steer`` input), or None and what it holds instead: the
+    plan gives text, so only text items carry it."""
     if not isinstance(items, list) or not items:
-        return False, "no input items"
+        return None, "no input items"
     texts = []
     for item in items:
         if not isinstance(item, dict) or item.get("type") != "text" or not isinstance(item.get("text"), str):
             kind = item.get("type") if isinstance(item, dict) else type(item).__name__
-            return False, f"an input item of type {_clip(kind)} where the plan gives text"
+            return None, f"an input item of type {_clip(kind)} where the plan gives text"
         texts.append(item["text"])
-    want = _norm(text)
-    if _norm("".join(texts)) == want or _norm(" ".join(texts)) == want:
+    return texts, ""
+
+
+def _keys(texts: list[str]) -> set[str]:
+    """What the texts say, split across items or not (joined as they are, or word by word)."""
+    return {_norm("".join(texts)), _norm(" ".join(texts))}
+
+
+def input_matches(items: Any, text: str) -> tuple[bool, str]:
+    """Whether ``items`` carries the plan's ``text``, and what it carries when not."""
+    texts, held = _texts(items)
+    if texts is None:
+        return False, held
+    if _norm(text) in _keys(texts):
         return True, ""
     return False, f"input {_clip(' '.join(texts))}, not {_clip(text)}"
 
@@ -178,6 +191,17 @@ class _Judge:
         self.turn_s = float(budgets.get("turn_timeout_ms", 60000)) / 1000
         self.interrupt_s = first.interrupt_s
         self.request_s = first.request_s
+        # Indexes, so that a long plan is judged in n log n: the starts by what their input says; the handshake
+        # requests that failed and the thread/resume requests, by time.
+        self.by_text: dict[str, list[int]] = {}
+        for j, start in enumerate(self.starts):
+            texts, _ = _texts(start.params.get("input"))
+            for key in _keys(texts) if texts is not None else ():
+                self.by_text.setdefault(key, []).append(j)
+        self.setup_failures = sorted(f for server in self.servers for f in self._setup_failures(server))
+        self.resumes = sorted(
+            r.t for sv in self.servers for r in sv.index.client_requests.values() if r.method == "thread/resume"
+        )
         self.problems: list[str] = []
         self.at: list[int] = []  # positions on the first server's wire
         self.judged: list[str] = []  # actions sent as planned
@@ -191,23 +215,26 @@ class _Judge:
 
     # --- when the server made a turn impossible ------------------------------------------------------------
 
+    def _setup_failures(self, server: _Server) -> list[tuple[float, str]]:
+        """The handshake requests the server refused, left unanswered past the request timeout, or took with it."""
+        out = []
+        for request in server.index.client_requests.values():
+            if request.method not in HANDSHAKE:
+                continue
+            if request.answers:
+                frame = request.answers[0][2]
+                if "error" in frame or not isinstance(frame.get("result"), dict):
+                    out.append((request.t, f"the server answered {request.method} with an error"))
+            elif server.gone_t is not None and server.gone_t >= request.t:
+                out.append((request.t, f"the server went before answering {request.method}"))
+            elif server.last_t - request.t >= self.request_s - SLACK_S:
+                out.append((request.t, f"{request.method} was not answered within the request timeout"))
+        return out
+
     def _failed_setup(self, after: float) -> str | None:
-        """A handshake request sent after ``after`` that the server refused, left unanswered past the request
-        timeout, or took with it when it went."""
-        for server in self.servers:
-            for request in server.index.client_requests.values():
-                if request.method not in HANDSHAKE or request.t < after:
-                    continue
-                if request.answers:
-                    frame = request.answers[0][2]
-                    if "error" in frame or not isinstance(frame.get("result"), dict):
-                        return f"the server answered {request.method} with an error"
-                    continue
-                if server.gone_t is not None and server.gone_t >= request.t:
-                    return f"the server went before answering {request.method}"
-                if server.last_t - request.t >= self.request_s - SLACK_S:
-                    return f"{request.method} was not answered within the request timeout"
-        return None
+        """The first handshake failure of a request sent after ``after``."""
+        k = bisect.bisect_left(self.setup_failures, (after, ""))
+        return self.setup_failures[k][1] if k < len(self.setup_failures) else None
 
     def _gone_after(self, after: float, server: _Server | None) -> str | None:
         for s in [server] if server is not None else self.servers:
@@ -244,8 +271,9 @@ class _Judge:
         ready: tuple[float, _Server | None] | str = (float("-inf"), None)
         for number, planned in ((_int(p.get("turn"), k + 1), p) for k, p in enumerate(plan_turns)):
             text = str(planned.get("input", ""))
-            candidates = range(cursor, len(self.starts))
-            found = next((j for j in candidates if input_matches(self.starts[j].params.get("input"), text)[0]), None)
+            same = self.by_text.get(_norm(text), [])
+            k = bisect.bisect_left(same, cursor)
+            found = same[k] if k < len(same) else None
             if found is not None:
                 start = matched[number] = self.starts[found]
                 cursor = found + 1
@@ -281,11 +309,8 @@ class _Judge:
     def _action(self, number: int, action: dict[str, Any], start: _Start, previous_t: float) -> None:
         do = action.get("do")
         if do == "resume":
-            resumed = any(
-                r.method == "thread/resume" and previous_t < r.t < start.t
-                for s in self.servers
-                for r in s.index.client_requests.values()
-            )
+            k = bisect.bisect_right(self.resumes, previous_t)
+            resumed = k < len(self.resumes) and self.resumes[k] < start.t
             if resumed:
                 self.judged.append(f"turn {number} resume")
             else:
@@ -367,12 +392,17 @@ class _Judge:
             ((s, r) for s in self.servers for r in s.index.server_requests.values() if _is_approval(r.method)),
             key=lambda sr: (sr[1].t, sr[0].k, sr[1].pos),
         )
+        stretches: dict[int, list[tuple[int, int, int]]] = {}  # server → (turn/start pos, end pos, plan turn)
+        for n, start in matched.items():
+            stretches.setdefault(start.server.k, []).append((start.pos, start.end_pos, n))
+        for spans in stretches.values():
+            spans.sort()
         in_turn: dict[int, int] = {}
         wrong = 0
         for i, (server, request) in enumerate(requests):
-            number = next(
-                (n for n, s in matched.items() if s.server is server and s.pos < request.pos < s.end_pos), None
-            )
+            spans = stretches.get(server.k, [])
+            k = bisect.bisect_left(spans, (request.pos, 0, 0)) - 1
+            number = spans[k][2] if k >= 0 and spans[k][0] < request.pos < spans[k][1] else None
             if number is not None:
                 in_turn[number] = in_turn.get(number, 0) + 1
             if number is None or number in unsupported or in_turn[number] in held.get(number, set()):
@@ -435,6 +465,21 @@ def _decision(frame: dict[str, Any]) -> str:
     return decision if isinstance(decision, str) else repr(decision)[:_CLIP]
 
 
+def plan_numbers(facts: dict[str, Any]) -> set[int]:
+    """The plan's turn numbers, as the record's facts hold them."""
+    turns = facts.get("plan_turns")
+    turns = turns if isinstance(turns, list) else []
+    return {_int(t.get("turn"), k + 1) for k, t in enumerate(turns) if isinstance(t, dict)}
+
+
+def unsupported_turns(facts: dict[str, Any]) -> set[int]:
+    """The turns the client's result file reported ``unsupported``."""
+    result = facts.get("result")
+    reported = result.get("turns") if isinstance(result, dict) else None
+    reported = reported if isinstance(reported, list) else []
+    return {_int(t.get("turn"), 0) for t in reported if isinstance(t, dict) and t.get("status") == "unsupported"}
+
+
 def check(records: Sequence[SessionRecord]) -> Check:
     """The one ``plan followed`` check of an outside run (``records``: one per server, the first the primary)."""
     primary = records[0]
@@ -444,9 +489,7 @@ def check(records: Sequence[SessionRecord]) -> Check:
     plan = facts.get("plan") if isinstance(facts.get("plan"), dict) else {}
     if not plan_turns:
         return make(CHECK, "skip", "the record holds no plan")
-    reported = (facts.get("result") or {}).get("turns") or []
-    unsupported = {_int(t.get("turn"), 0) for t in reported if isinstance(t, dict) and t.get("status") == "unsupported"}
-    numbers = {_int(t.get("turn"), k + 1) for k, t in enumerate(plan_turns)}
+    unsupported, numbers = unsupported_turns(facts), plan_numbers(facts)
     if numbers <= unsupported:
         return make(CHECK, "skip", "the client reported every turn unsupported: nothing of the plan is judged")
     judge = _Judge(records, facts)

@@ -317,10 +317,8 @@ def _all_unsupported(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
     """A client that reported every turn of the plan ``unsupported`` played nothing of the scenario: what passed
     says nothing of it (a skip, so a run of such scenarios is NOTHING JUDGED); what failed still fails, but for
     not starting a server."""
-    turns = {int(t.get("turn") or k + 1) for k, t in enumerate(facts.get("plan_turns") or ()) if isinstance(t, dict)}
-    reported = (facts.get("result") or {}).get("turns") or []
-    unsupported = {int(t["turn"]) for t in reported if isinstance(t, dict) and t.get("status") == "unsupported"}
-    if not turns or not turns <= unsupported:
+    turns = client_plan.plan_numbers(facts)
+    if not turns or not turns <= client_plan.unsupported_turns(facts):
         return checks
     why = "not judged: the client reported every turn of the plan unsupported"
     # Nothing to play needs no server either; what it did and got wrong (a leak, an invalid frame) still fails.
