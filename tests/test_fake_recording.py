@@ -179,3 +179,13 @@ def test_show_names_a_recording_the_disk_cut(tmp_path: Path, capsys: pytest.Capt
         out = capsys.readouterr().out
         assert "runner / recording" in out or "recording could not be written" in out, out
         assert "No space left on device (ENOSPC)" in out, out
+
+
+def test_a_forged_failure_name_is_never_repeated(tmp_path: Path) -> None:
+    from harness.outside.record import cut_recordings
+
+    folder = tmp_path / "1-77"
+    folder.mkdir()
+    (folder / "write-failed-\x1b]52;c;QUJD\x07").touch()
+    (problem,), _ = cut_recordings(tmp_path)
+    assert problem == "server 1 (pid 77): its recording could not be written: an error it did not name"

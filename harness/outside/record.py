@@ -254,9 +254,10 @@ def cut_recordings(root: Path) -> tuple[list[str], set[str]]:
             continue
         failed = sorted(name[len(WRITE_FAILED_PREFIX) :] for name in names if name.startswith(WRITE_FAILED_PREFIX))
         if failed:
-            code = failed[0][:16]
-            reason = os.strerror(getattr(errno, code)) if code.isupper() and hasattr(errno, code) else "an error"
-            problems.append(f"{what}: its recording could not be written: {reason} ({code})")
+            # Only a known errno name is repeated: the file name is another program's text.
+            code = failed[0] if failed[0] in errno.errorcode.values() else None
+            said = f"{os.strerror(getattr(errno, code))} ({code})" if code else "an error it did not name"
+            problems.append(f"{what}: its recording could not be written: {said}")
             cut.add(folder.name)
     return problems, cut
 
