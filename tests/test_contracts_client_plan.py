@@ -352,6 +352,18 @@ def _long(n: int) -> tuple[list[SessionRecord], float]:
 
 
 def test_a_long_plan_is_judged_in_near_linear_time() -> None:
-    _, small = _long(300)
-    _, large = _long(3000)
+    small = min(_long(500)[1] for _ in range(3))  # the best of three: a loaded host only ever adds time
+    large = min(_long(5000)[1] for _ in range(3))
     assert large / small <= 25, f"10x the turns took {large / small:.1f}x the time (linear ~10, quadratic ~100)"
+
+
+def test_a_handshake_answered_after_the_request_timeout_excuses_the_turn() -> None:
+    """A loaded machine: initialize answered 2.7 s after it was sent, past the 2 s request timeout. A client that
+    gave up on it is right; one that waited and played is right too."""
+    sent, answer = handshake()[:2]
+    late = [sent, (2.7, *answer[1:])]
+    check = judged(records(late, turns=ONE))
+    assert check.status == "skip" and "answered initialize after the request timeout" in check.detail, check
+    rest = [(e[0] + 3.0, *e[1:]) for e in handshake()[2:]] + turn(5, 4.0, "Say hello", "t1")
+    played = sorted(late + rest, key=lambda e: e[0])
+    assert judged(records(played, turns=ONE)).status == "pass"

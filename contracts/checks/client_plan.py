@@ -15,8 +15,9 @@ every server the client started, in the order of the wire:
 - ``initialize`` asked what the plan asks (``experimentalApi``, the opted-out notifications), when it asks.
 
 A turn is due unless the server made it impossible: the handshake failed (an error answer, no answer within the
-request timeout, the server gone), the turn before did not end within its budget (``turn_timeout_ms`` +
-``interrupt_budget_ms``), or the server ended itself or closed its stdout before the client could start it.
+request timeout, the server gone), the turn before was not answered within the request timeout or did not end
+within its budget (``turn_timeout_ms`` + ``interrupt_budget_ms``), or the server ended itself or closed its
+stdout before the client could start it.
 An action is due when its trigger came (``contracts.triggers`` moments on the turn's own stretch of the wire,
 plus ``delay_ms``) and the turn was still running :data:`SLACK_S` later. Turns the client reported
 ``unsupported`` are not judged; when it reported every turn so, the check is a skip. This check fails
@@ -222,9 +223,11 @@ class _Judge:
             if request.method not in HANDSHAKE:
                 continue
             if request.answers:
-                frame = request.answers[0][2]
+                _, answered_t, frame = request.answers[0]
                 if "error" in frame or not isinstance(frame.get("result"), dict):
                     out.append((request.t, f"the server answered {request.method} with an error"))
+                elif answered_t - request.t > self.request_s + SLACK_S:  # the client may have given up on it
+                    out.append((request.t, f"the server answered {request.method} after the request timeout"))
             elif server.gone_t is not None and server.gone_t >= request.t:
                 out.append((request.t, f"the server went before answering {request.method}"))
             elif server.last_t - request.t >= self.request_s - SLACK_S:
@@ -255,6 +258,8 @@ class _Judge:
         or why there is none."""
         if start.answer_t is None:
             return f"turn {number}'s turn/start was never answered"
+        if start.answer_t - start.t > self.request_s + SLACK_S:
+            return f"turn {number}'s turn/start was answered after the request timeout"
         if start.refused:
             return start.answer_t, start.server
         deadline = start.t + self.turn_s + self.interrupt_s + SLACK_S
