@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.checks.base import Check, Maker, wire_lines
-from contracts.checks.wire_index import WireIndex
+from contracts.checks.wire_index import WireIndex, shared
+from contracts.heap import collector_paused
 from contracts.record import SessionRecord
 
 NAME = "client"
@@ -487,6 +488,11 @@ def unsupported_turns(facts: dict[str, Any]) -> set[int]:
 
 def check(records: Sequence[SessionRecord]) -> Check:
     """The one ``plan followed`` check of an outside run (``records``: one per server, the first the primary)."""
+    with collector_paused(), shared():  # linear in the session (contracts.heap); one wire index per server
+        return _check(records)
+
+
+def _check(records: Sequence[SessionRecord]) -> Check:
     primary = records[0]
     make = Maker(primary, NAME, REFERENCE)
     facts = primary.meta.get("outside") or {}
