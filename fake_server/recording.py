@@ -42,6 +42,7 @@ import orjson
 
 from contracts.scenario import Scenario
 from contracts.scenario_file import dumps
+from contracts.text import escape
 from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
 
 RECORD_ENV = "FAKE_CODEX_RECORD"
@@ -257,8 +258,9 @@ class Recorder:
 
 
 def _say(text: str) -> None:
+    """One line on stderr, escaped (the folder's name is the caller's text: contracts.text)."""
     try:
-        os.write(2, (text + "\n").encode("utf-8", "replace"))
+        os.write(2, (escape(text) + "\n").encode("utf-8", "replace"))
     except OSError:
         pass
 
