@@ -189,3 +189,16 @@ def test_a_forged_failure_name_is_never_repeated(tmp_path: Path) -> None:
     (folder / "write-failed-\x1b]52;c;QUJD\x07").touch()
     (problem,), _ = cut_recordings(tmp_path)
     assert problem == "server 1 (pid 77): its recording could not be written: an error it did not name"
+
+
+@pytest.mark.parametrize("play", [["0.171.0"], {"release": {"x": 1}}, {str(k): "v" for k in range(17)}])
+def test_a_forged_play_identity_is_refused(tmp_path: Path, play: object) -> None:
+    from harness.outside.record import RecordingError, read_recording
+
+    folder = tmp_path / f"1-{os.getpid()}"
+    folder.mkdir()
+    recording.Recorder(folder, load_builtin("plain"), "plain", "0.171.0").finish(0, False)
+    start = orjson.loads((folder / "start.json").read_bytes())
+    (folder / "start.json").write_bytes(orjson.dumps({**start, "play": play}))
+    with pytest.raises(RecordingError, match="play"):
+        read_recording(folder)

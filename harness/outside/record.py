@@ -131,6 +131,12 @@ def _checked_start(where: Path, folder_name: str, start: dict[str, Any]) -> dict
     _check(where, start, "started_t", _number(start.get("started_t")), "a finite number of seconds")
     for key in ("scenario", "scenario_ref", "scenario_hash", "profile", "run_marker"):
         _check(where, start, key, _text(start.get(key)), f"a string of at most {MAX_TEXT} characters")
+    for key in ("play", "play_sources"):  # what decided the play, and where each input came from
+        value = start.get(key)
+        shaped = value is None or (
+            isinstance(value, dict) and len(value) <= 16 and all(_text(k) and _text(v) for k, v in value.items())
+        )
+        _check(where, start, key, shaped, "an object of at most 16 strings")
     if folder_name != f"{n}-{pid}":
         raise RecordingError(f"{where}: n {n} and pid {pid} are not those of its folder {folder_name!r}")
     return start
@@ -146,6 +152,7 @@ def _checked_end(where: Path, end: dict[str, Any]) -> dict[str, Any]:
     _check(where, end, "exit_code", code is None or (type(code) is int and -255 <= code <= 255), "an exit status")
     _check(where, end, "signal", _text(end.get("signal")), "a signal name or null")
     _check(where, end, "truncated", isinstance(end.get("truncated", False), bool), "true or false")
+    _check(where, end, "write_failed", _text(end.get("write_failed")), "a string or null")
     return end
 
 
