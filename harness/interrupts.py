@@ -40,7 +40,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler):
         handler(signal.SIGINT, frame)  # raises KeyboardInterrupt now, or (trio) at the next safe point
-    else:  # SIGINT ignored or default: nobody else will raise it
+    else:  # someone changed SIGINT inside the block: nobody else will raise it
         raise KeyboardInterrupt
 
 
@@ -52,10 +52,19 @@ def handled() -> Iterator[None]:
         return
     _received.clear()
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # A shell starts a background job with SIGINT ignored, and then trio installs no handler of its own: the
+    # interrupt raised from the SIGTERM handler would land anywhere, inside trio's own run loop too (the run is
+    # abandoned and ~100 lines of "Exception ignored" follow). With Python's default handler in place trio
+    # installs its own, which delivers the interrupt where trio's state is safe.
+    previous_int = signal.getsignal(signal.SIGINT)
+    if not callable(previous_int):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if not callable(previous_int):
+            signal.signal(signal.SIGINT, previous_int if previous_int is not None else signal.SIG_DFL)
 
 
 def received() -> int:

@@ -74,7 +74,7 @@ def _wait_for(what: str, ready: Callable[[], bool], proc: subprocess.Popen[bytes
 class Run:
     """One ``codex-harness`` process with a TMPDIR of its own."""
 
-    def __init__(self, tmp_path: Path, args: list[str]) -> None:
+    def __init__(self, tmp_path: Path, args: list[str], *, sigint_ignored: bool = False) -> None:
         self.tmpdir = tmp_path / "tmp"
         self.tmpdir.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CODEX_HARNESS_")}
@@ -86,6 +86,8 @@ class Run:
             stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,  # the signal goes to the harness alone, as `timeout` or a CI runner sends it
+            # as a non-interactive shell starts a background job (`codex-harness run ... &`): SIGINT ignored
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
         )
 
     def started(self, what: str) -> list[str]:
@@ -137,6 +139,21 @@ def test_a_signal_mid_scenario_on_the_fake_process_ends_the_hung_fake(signum: in
         time.sleep(0.5)  # into the scenario: the fake has hung after its first delta
         run.signal_and_check(signum)
         assert not (report / "checks.json").exists() and not (report / "junit.xml").exists()
+    finally:
+        run.kill()
+
+
+def test_sigterm_to_a_background_job_with_sigint_ignored_exits_143_cleanly(tmp_path: Path) -> None:
+    # A shell's background job has SIGINT ignored; trio then installs no handler, and an interrupt raised from
+    # the SIGTERM handler landed inside trio's run loop: exit 143 still, but ~100 lines of "Exception ignored".
+    report = tmp_path / "report"
+    args = ["run", "--target", "fake-process", "--scenario", "hang_alive", "--report", str(report)]
+    run = Run(tmp_path, args, sigint_ignored=True)
+    try:
+        _wait_for("fake-codex running", lambda: bool(run.started("fake-codex")), run.proc)
+        time.sleep(0.5)  # into the scenario: the fake has hung after its first delta
+        stderr = run.signal_and_check(signal.SIGTERM)
+        assert "Exception ignored" not in stderr and "abandoned" not in stderr, stderr[-3000:]
     finally:
         run.kill()
 
