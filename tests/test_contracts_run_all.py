@@ -23,10 +23,11 @@ def test_a_crashing_contract_is_red(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(record: object) -> list[Check]:
         raise RuntimeError("bug in a contract")
 
-    monkeypatch.setattr(usage, "check", boom)
+    monkeypatch.setattr(usage.CONTRACT, "judges", [boom])  # the registered judge is what run_all runs
     checks = [c for c in run_all(plain_record()) if c.contract == "usage"]
     assert [c.status for c in checks] == ["fail"]
     assert "bug in a contract" in checks[0].detail
+    assert (checks[0].level, checks[0].citation) == ("must", usage.CONTRACT.citation)
 
 
 def test_contracts_rerun_on_a_saved_record(tmp_path: Path) -> None:

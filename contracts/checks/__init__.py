@@ -1,8 +1,10 @@
 """Contracts over a session record: pure functions from a :class:`SessionRecord` to checks.
 
-Each contract is one module with ``NAME`` and ``check(record) -> list[Check]``; :func:`run_all`
-runs them all in a fixed order. A contract judges against the record's ``expect`` (the scenario's
-ground truth) and excuses only what its allowances declare.
+Each contract is one module that declares a :class:`~contracts.checks.registry.Contract` (its name, the level
+and citation of each check it yields) and decorates its judge with it: ``@CONTRACT.judge`` registers it
+(:mod:`contracts.checks.registry`). :func:`run_all` runs the session contracts in the order they registered,
+which is the order of the imports below (the table's column order). A contract judges against the record's
+``expect`` (the scenario's ground truth) and excuses only what its allowances declare.
 
 Allowance kinds (``[[expect.allow]] contract = ..., what = ..., count = N``; with a count, exactly N):
 
@@ -20,20 +22,21 @@ the wire instead of declared, a missing log record).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+# Importing a contract module registers it; the session contracts register in this order (the table's columns).
+# isort: off
+from contracts.checks import terminal_status, latency, trace_closure, usage, schema, protocol
+from contracts.checks import client_run, client_plan, scenario
 
-from contracts.checks import wire_index
-from contracts.checks.base import STATUSES, Check, Status, worst
+# isort: on
+from contracts.checks import registry, wire_index
+from contracts.checks.base import LEVELS, STATUSES, Check, Level, Status, worst
 from contracts.heap import collector_paused
 from contracts.record import SessionRecord
 
-CONTRACT_NAMES: tuple[str, ...] = ("terminal_status", "latency", "trace_closure", "usage", "schema", "protocol")
+#: The session contracts, in the table's column order.
+CONTRACT_NAMES: tuple[str, ...] = registry.names("session")
 
-
-def _contract(name: str) -> Callable[[SessionRecord], list[Check]]:
-    from importlib import import_module
-
-    return import_module(f"contracts.checks.{name}").check  # type: ignore[no-any-return]
+del latency, trace_closure, usage, schema, protocol, terminal_status, client_run, client_plan, scenario
 
 
 def run_all(record: SessionRecord, contracts: tuple[str, ...] = CONTRACT_NAMES) -> list[Check]:
@@ -46,12 +49,12 @@ def _run_all(record: SessionRecord, contracts: tuple[str, ...]) -> list[Check]:
     checks: list[Check] = []
     for name in contracts:
         try:
-            checks.extend(_contract(name)(record))
+            checks.extend(registry.judge_of(name)(record))
         except Exception as exc:  # a crashing contract must show up as red, not abort the report
-            checks.append(
-                Check(record.scenario, record.target, name, "contract", "fail", f"contract raised {exc!r}", "")
-            )
+            level, citation = registry.level_and_citation(name, "contract")
+            detail = f"contract raised {exc!r}"
+            checks.append(Check(record.scenario, record.target, name, "contract", "fail", detail, citation, (), level))
     return checks
 
 
-__all__ = ["CONTRACT_NAMES", "STATUSES", "Check", "Status", "run_all", "worst"]
+__all__ = ["CONTRACT_NAMES", "LEVELS", "STATUSES", "Check", "Level", "Status", "registry", "run_all", "worst"]

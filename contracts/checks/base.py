@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from contracts.expect import Allowance
 from contracts.record import SessionRecord
 
 Status = Literal["pass", "fail", "skip", "warn"]
+#: ``must``: a protocol requirement (a failure fails); ``should``: a recommendation (a failure warns; ``--strict``).
+Level = Literal["must", "should"]
+LEVELS: tuple[Level, ...] = ("must", "should")
 #: At most this many locations per check: enough to mark the frames on a page, bounded on a flood.
 MAX_AT = 50
 STATUSES: tuple[str, ...] = ("pass", "fail", "skip", "warn")
@@ -19,8 +22,12 @@ _RANK = {"pass": 0, "skip": 1, "warn": 2, "fail": 3}
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One verdict. ``reference`` names the documented behaviour, e.g. ``client-behaviour.md §6``.
+    """One verdict.
 
+    ``citation``: where the rule comes from (a document that ships in this repository and its section, or how
+    it was observed on the real binary); ``reference`` is the same text under the name checks.json has always
+    used. ``level``: ``must`` (a protocol requirement: a failure fails) or ``should`` (a recommendation: a
+    failure warns, and fails under ``--strict``); see :mod:`contracts.checks.registry`.
     ``at``: where the verdict points, as 1-based line numbers of the record's ``wire.jsonl`` (the frames
     that broke the contract, or that it measured); empty when no frame says it.
     """
@@ -31,8 +38,13 @@ class Check:
     name: str
     status: Status
     detail: str = ""
-    reference: str = ""
+    citation: str = ""
     at: tuple[int, ...] = ()
+    level: Level = "must"
+
+    @property
+    def reference(self) -> str:
+        return self.citation
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,12 +54,17 @@ class Check:
             "name": self.name,
             "status": self.status,
             "detail": self.detail,
-            "reference": self.reference,
+            "level": self.level,
+            "citation": self.citation,
+            "reference": self.citation,  # what checks.json called it before citations: old readers keep reading
             "at": list(self.at),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Check:
+        """A check from checks.json, of any format so far (before levels and citations: ``must``, the reference)."""
+        citation = data.get("citation")
+        level = data.get("level")
         return cls(
             scenario=str(data["scenario"]),
             target=str(data["target"]),
@@ -55,8 +72,9 @@ class Check:
             name=str(data.get("name", "")),
             status=data["status"],
             detail=str(data.get("detail", "")),
-            reference=str(data.get("reference", "")),
+            citation=str(citation if isinstance(citation, str) else data.get("reference", "")),
             at=_lines(data.get("at")),
+            level="should" if level == "should" else "must",
         )
 
     @property
@@ -82,25 +100,34 @@ def worst(statuses: list[str] | tuple[str, ...]) -> str:
     return max(statuses, key=lambda s: _RANK[s]) if statuses else "skip"
 
 
+class Rules(Protocol):
+    """What a :class:`Maker` needs of a contract (:class:`contracts.checks.registry.Contract`)."""
+
+    name: str
+
+    def rule_for(self, name: str) -> tuple[Level, str]: ...
+
+
 class Maker:
-    """Builds checks of one contract for one record, so each call names only what varies."""
+    """Builds checks of one contract for one record, so each call names only what varies: the level and the
+    citation of each check come from what the contract declares for its name (:mod:`contracts.checks.registry`)."""
 
-    def __init__(self, record: SessionRecord, contract: str, reference: str) -> None:
-        self.record, self.contract, self.reference = record, contract, reference
+    def __init__(self, record: SessionRecord, contract: Rules) -> None:
+        self.record, self.contract = record, contract
 
-    def __call__(
-        self, name: str, status: Status, detail: str = "", reference: str | None = None, at: Iterable[int] = ()
-    ) -> Check:
+    def __call__(self, name: str, status: Status, detail: str = "", at: Iterable[int] = ()) -> Check:
         """``at``: 0-based positions in ``record.wire`` (stored as 1-based wire.jsonl lines)."""
+        level, citation = self.contract.rule_for(name)
         return Check(
             self.record.scenario,
             self.record.target,
-            self.contract,
+            self.contract.name,
             name,
             status,
             detail,
-            self.reference if reference is None else reference,
+            citation,
             wire_lines(at),
+            level,
         )
 
 

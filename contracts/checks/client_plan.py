@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contracts.checks.base import Check, Maker, wire_lines
+from contracts.checks.base import Check, wire_lines
+from contracts.checks.client_run import CONTRACT as CLIENT
 from contracts.checks.wire_index import WireIndex, shared
 from contracts.heap import collector_paused
 from contracts.record import SessionRecord
@@ -40,6 +41,7 @@ from contracts.record import SessionRecord
 NAME = "client"
 REFERENCE = "clients.md"
 CHECK = "plan followed"
+CLIENT.add(CHECK)  # judged over every server's record at once (not a judge of one record)
 #: Scheduling room on every wire-judged bound (as contracts.checks.client_run).
 SLACK_S = 0.5
 #: Requests that set the session up; one the server fails excuses the turns it would have carried.
@@ -494,7 +496,7 @@ def check(records: Sequence[SessionRecord]) -> Check:
 
 def _check(records: Sequence[SessionRecord]) -> Check:
     primary = records[0]
-    make = Maker(primary, NAME, REFERENCE)
+    make = CLIENT.maker(primary)
     facts = primary.meta.get("outside") or {}
     plan_turns = [t for t in facts.get("plan_turns") or () if isinstance(t, dict)]
     plan = facts.get("plan") if isinstance(facts.get("plan"), dict) else {}

@@ -26,11 +26,32 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.checks.base import Check, Maker
+from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex, id_key, shared
 from contracts.record import SessionRecord
 
 NAME = "client"
 REFERENCE = "clients.md"
+#: ``plan followed`` is declared by :mod:`contracts.checks.client_plan`; ``recording`` is the runner's (a
+#: recording fake-codex did not write); ``server N: …`` is a check of the N-th server the client started.
+CONTRACT = Contract(
+    NAME,
+    citation=REFERENCE,
+    suite="outside",
+    checks=(
+        "played as given",
+        Rule("not answered after resolved", citation="app-server-protocol.md §9"),
+        Rule("interrupt -> turn/completed", citation="client-behaviour.md §6"),
+        "server ended",
+        "server started",
+        "deadline",
+        Rule("nothing left running", citation="client-behaviour.md §10"),
+        "result file",
+        "reported statuses agree with the wire",
+        "recording",
+        "outside client",
+    ),
+)
 #: Scheduling room on every wire-judged bound (a process start, a pipe, a poll).
 SLACK_S = 0.5
 _SHOWN = 3
@@ -130,7 +151,6 @@ def _answered_after_resolved(make: Maker, index: WireIndex) -> Check:
         "not answered after resolved",
         "fail" if late else "pass",
         _summary(late) or f"{len(resolved)} resolved request(s), none answered afterwards",
-        "app-server-protocol.md §9",
     )
 
 
@@ -156,7 +176,6 @@ def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dic
         "interrupt -> turn/completed",
         "fail" if bad else "pass",
         _summary(bad) or f"{len(interrupts)} interrupt(s), each ended within {budget:.3f} s or given up on",
-        "client-behaviour.md §6",
     )
 
 
@@ -189,7 +208,7 @@ def _played_as_given(make: Maker, server: dict[str, Any], facts: dict[str, Any])
 
 
 def server_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     index = WireIndex.build(record.wire)
     server = facts["server"]
     checks = [
@@ -217,7 +236,7 @@ def _agrees(reported: str, turn: dict[str, Any] | None, interrupted: bool) -> bo
 
 
 def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     servers = facts.get("servers") or []
     checks = [
         make(
@@ -253,7 +272,6 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
                 f"alive after the client exited (killed by the harness): {_summary(list(left))}{tracked}"
                 if left
                 else f"no process of the run outlived the client{tracked}",
-                "client-behaviour.md §10",
             )
         )
     result = facts.get("result") or {}
@@ -290,12 +308,13 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
     return checks
 
 
+@CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
     """Every client_run check one record's facts allow (``show`` and the runner both come here, then add
     :func:`contracts.checks.client_plan.check` over all the run's records)."""
     facts = record.meta.get("outside")
     if not isinstance(facts, dict):
-        return [Maker(record, NAME, REFERENCE)("outside client", "skip", "not a record of an outside client")]
+        return [CONTRACT.maker(record)("outside client", "skip", "not a record of an outside client")]
     with shared():  # both halves read the same index of the wire
         checks = server_checks(record, facts) if facts.get("server") else []
         if facts.get("primary", True):

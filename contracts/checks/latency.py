@@ -8,11 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.checks.base import Check, Maker
+from contracts.checks.registry import Contract
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
 
 NAME = "latency"
 REFERENCE = "client-behaviour.md §6"
+CONTRACT = Contract(
+    NAME,
+    citation=REFERENCE,
+    checks=("turn N cancel→Result", "turn N interrupt overhead", "turn N interrupt logged", "teardown", "cancellation"),
+)
 #: The client's own share of an interrupt (cancel→Result minus interrupt→turn/completed). The
 #: acceptance bound over 30 samples is 5 ms at p99; one sample gets more room for scheduler noise.
 OVERHEAD_BOUND_S = 0.050
@@ -79,8 +85,9 @@ def _interrupt_logged(
     return make(f"{label} interrupt logged", "warn", detail)
 
 
+@CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     clock = _clock(record)
     index = WireIndex.build(record.wire)
     checks: list[Check] = []

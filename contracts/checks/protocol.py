@@ -11,11 +11,25 @@
 from __future__ import annotations
 
 from contracts.checks.base import Check, Maker, judge_allowance
+from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import Request, WireIndex, id_key
 from contracts.record import SessionRecord
 
 NAME = "protocol"
 REFERENCE = "client-behaviour.md §4"
+CONTRACT = Contract(
+    NAME,
+    citation=REFERENCE,
+    checks=(
+        "server requests answered",
+        "server requests answered once",
+        "no request after close",
+        Rule("interrupt answer before turn/completed", citation="app-server-protocol.md §10.2"),
+        "no answer to an unknown id",
+        Rule("server answers known ids", citation="app-server-protocol.md §2"),
+        Rule("request ids unique", citation="app-server-protocol.md §2"),
+    ),
+)
 _SHOWN = 3
 #: Note texts that mark the client ending the session (the client's own vocabulary varies a little).
 _CLOSE_MARKERS = ("stdin closed", "close_stdin", "closed stdin", "kill", "stdin_closed")
@@ -118,7 +132,6 @@ def _interrupt_order(make: Maker, index: WireIndex) -> Check | None:
         "interrupt answer before turn/completed",
         "fail" if wrong else "pass",
         _summary(wrong) or f"{judged} interrupt(s) answered before turn/completed",
-        "app-server-protocol.md §10.2",
         at=where,
     )
 
@@ -152,7 +165,7 @@ def _unknown_ids(make: Maker, record: SessionRecord, index: WireIndex) -> list[C
     if server or why:
         detail = (f"{why} — " if why else "") + (_summary(server) or "none seen")
         checks.append(
-            make("server answers known ids", "pass" if ok else "fail", detail, "app-server-protocol.md §2", server_at)
+            make("server answers known ids", "pass" if ok else "fail", detail, server_at)
         )
     if index.duplicate_requests:
         dup = [f"{d} reused id {f['id']!r} ({f.get('method')})" for _, d, f in index.duplicate_requests]
@@ -160,13 +173,14 @@ def _unknown_ids(make: Maker, record: SessionRecord, index: WireIndex) -> list[C
         dup_at = [pos for pos, d, _ in index.duplicate_requests if d == "c2s"]
         if client_dup:
             checks.append(
-                make("request ids unique", "fail", _summary(client_dup), "app-server-protocol.md §2", at=dup_at)
+                make("request ids unique", "fail", _summary(client_dup), at=dup_at)
             )
     return checks
 
 
+@CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     index = WireIndex.build(record.wire)
     checks = _server_requests(make, record, index)
     checks.append(_after_close(make, record))

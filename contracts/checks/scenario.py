@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts.checks.base import Check, Maker
+from contracts.checks.base import Check
+from contracts.checks.registry import Contract
 from contracts.method_overrides import LEDGER_TURN
 from contracts.record import SessionRecord
 
 NAME = "scenario"
 REFERENCE = "docs/scenarios.md (Faults)"
+#: ``name``: a scenario whose name is not a safe slug (the runner's, before anything is played).
+CONTRACT = Contract(NAME, citation=REFERENCE, checks=("fault_not_struck", "name"), suite="scenario")
 
 
 def scripted_faults(record: SessionRecord) -> list[tuple[int, int, dict[str, Any]]]:
@@ -60,6 +63,7 @@ def struck_faults(struck_list: list[Any]) -> dict[tuple[int, int], tuple[int, in
     return out
 
 
+@CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
     struck_list = record.meta.get("faults_struck")
     if not isinstance(struck_list, list):
@@ -72,7 +76,7 @@ def check(record: SessionRecord) -> list[Check]:
     ]
     if not missed:
         return []
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     detail = (
         f"{len(missed)} scripted fault(s) never struck, the run never reached their point: {'; '.join(missed)}"
         " (a scenario error, not a finding about the client)"

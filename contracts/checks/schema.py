@@ -10,11 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.checks.base import Check, Maker, judge_allowance
+from contracts.checks.registry import Contract
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
 
 NAME = "schema"
 REFERENCE = "app-server-protocol.md §1"
+CONTRACT = Contract(
+    NAME, citation=REFERENCE, checks=("frames", "server_frames_invalid", "wire_errors", "client_frames_invalid")
+)
 _SHOWN = 3
 
 
@@ -41,8 +45,9 @@ def _judge(
     return make(what, "pass" if ok else "fail", detail, at=at or ())
 
 
+@CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     try:
         validator = _validator(record)
     except Exception as exc:  # an unknown release is a skip with its reason, not a verdict on frames

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from contracts.checks.base import Check, Maker
+from contracts.checks.base import Check
+from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
 
 NAME = "terminal_status"
 REFERENCE = "client-behaviour.md §7"
+CONTRACT = Contract(
+    NAME,
+    citation=REFERENCE,
+    checks=(
+        "results",
+        "turn N result",
+        "turn N status",
+        Rule("turn N turn/completed consumed", citation="client-behaviour.md §8.2"),
+        Rule("turn N server status", citation="app-server-protocol.md §10"),
+        Rule("server exit", citation="client-behaviour.md §10"),
+        "client errors",
+    ),
+)
 
 
 def _turns_started(record: SessionRecord) -> int:
@@ -23,8 +37,9 @@ def _turns_started(record: SessionRecord) -> int:
     return max(started, highest)
 
 
+@CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     checks: list[Check] = []
     turns = _turns_started(record)
     index = WireIndex.build(record.wire)
@@ -61,7 +76,6 @@ def check(record: SessionRecord) -> list[Check]:
                     f"{label} turn/completed consumed",
                     "fail",
                     f"{result.completed_consumed} turn/completed consumed; a turn ends once",
-                    "client-behaviour.md §8.2",
                     at=ended,
                 )
             )
@@ -75,7 +89,6 @@ def check(record: SessionRecord) -> list[Check]:
                     f"{label} server status",
                     status,
                     f"turn/completed status {got}, [expect] declares {expected.server_status}",
-                    "app-server-protocol.md §10",
                     at=ended[:1],
                 )
             )
@@ -89,7 +102,6 @@ def check(record: SessionRecord) -> list[Check]:
                 "server exit",
                 "pass" if ok else "fail",
                 f"server exit status {record.server_exit}, [expect] declares {record.expect.server_exit}",
-                "client-behaviour.md §10",
             )
         )
     if record.client_errors:

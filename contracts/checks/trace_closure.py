@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from contracts.checks.base import Check, Maker
+from contracts.checks.registry import Contract
 from contracts.record import SessionRecord
 from contracts.trace import TraceVerdict, check_bundle
 
 NAME = "trace_closure"
 REFERENCE = "rollout-trace.md §6"
+CONTRACT = Contract(NAME, citation=REFERENCE, checks=("client trace", "server trace", "other threads' server traces"))
 
 
 def _checker() -> Any:
@@ -51,8 +53,9 @@ def _judge(make: Maker, name: str, bundle: Path | None, expected: str, checker: 
     return make(name, "pass" if verdict == expected else "fail", detail)
 
 
+@CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     checker = _checker()
     client = _judge(make, "client trace", record.client_trace, record.expect.client_trace, checker, "fail")
     # A target that writes no server trace (it was not asked to) is not the client's fault.

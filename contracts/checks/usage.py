@@ -10,13 +10,25 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from contracts.checks.base import Check, Maker
+from contracts.checks.base import Check
+from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
 from contracts.usage import UsageBuckets
 
 NAME = "usage"
 REFERENCE = "client-behaviour.md §8"
+CONTRACT = Contract(
+    NAME,
+    citation=REFERENCE,
+    checks=(
+        Rule("turn N buckets consistent", citation="client-behaviour.md §8.3"),
+        "turn N usage",
+        "turn N reasoning",
+        "server usage consistent",
+        "usage",
+    ),
+)
 BILLED = ("input", "cache_read", "cache_write", "output")
 _WIRE = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
 
@@ -93,8 +105,9 @@ def _wire_consistency(index: WireIndex) -> list[str]:
     return problems
 
 
+@CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
-    make = Maker(record, NAME, REFERENCE)
+    make = CONTRACT.maker(record)
     index = WireIndex.build(record.wire)
     checks: list[Check] = []
     for result in sorted(record.results, key=lambda r: r.index):
@@ -108,7 +121,6 @@ def check(record: SessionRecord) -> list[Check]:
                 f"{label} buckets consistent",
                 "fail" if problems else "pass",
                 "; ".join(problems) if problems else _show(got),
-                "client-behaviour.md §8.3",
             )
         )
         expected = record.expect.turns[result.index].usage if result.index < len(record.expect.turns) else None

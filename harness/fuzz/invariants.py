@@ -16,20 +16,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contracts.checks import Check
+from contracts.checks.registry import Contract
 from contracts.record import SessionRecord
 from contracts.scenario import Scenario
 
 NAME = "fuzz"
 REFERENCE = "client-behaviour.md §6-7"
+#: ``example played``: the runner or a contract raised on the example (harness.fuzz.driver).
+CONTRACT = Contract(
+    NAME,
+    citation=REFERENCE,
+    suite="fuzz",
+    checks=("turn N one Result", "turn N Result in bound", "no exception escapes the client", "example played"),
+)
 #: Slack for the scheduler between steps of the teardown (virtual time needs none, real time some).
 SLACK_S = 0.25
 
 
+@CONTRACT.judge
 def invariants(record: SessionRecord, scenario: Scenario) -> list[Check]:
     """The fuzz-specific invariants of one played example (failing ones only matter)."""
 
+    maker = CONTRACT.maker(record)
+
     def make(name: str, ok: bool, detail: str) -> Check:
-        return Check(record.scenario, record.target, NAME, name, "pass" if ok else "fail", detail, REFERENCE)
+        return maker(name, "pass" if ok else "fail", detail)
 
     plan = scenario.client
     checks: list[Check] = []

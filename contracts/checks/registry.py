@@ -1,0 +1,179 @@
+"""The contracts, each registered with a decorator, and every check each can yield with its level and citation.
+
+A contract module declares its :class:`Contract` (name, default level, default citation, and the checks it
+yields, by name) and decorates its judge with it (as pytest-lsp's checks do)::
+
+    USAGE = Contract("usage", citation="client-behaviour.md §8", checks=("turn N usage", Rule("…", citation=…)))
+
+    @USAGE.judge
+    def check(record: SessionRecord) -> list[Check]:
+        make = USAGE.maker(record)
+        ...
+
+So the registry knows every contract and, per check, what it holds the client (or the server) to:
+
+- ``level``: ``must`` — what the protocol requires (the schema, JSON-RPC, behaviour the real binary depends on);
+  ``should`` — a recommendation, robustness beyond the protocol. A failed ``should`` check warns and fails only
+  under ``--strict`` (:func:`contracts.report.verdict.judge`).
+- ``citation``: where the rule comes from: a document that ships in this repository and its section
+  (``docs/clients.md §3``), or how it was observed on the real binary (``observed on the real binary: …``).
+
+A check name ``turn N …`` stands for one check per turn (``turn 1 status``, ``turn 2 status``, …), and
+``server N: …`` is the check of the N-th server an outside client started. A name the contract does not
+declare gets the contract's own level and citation (``tests/test_check_registry.py`` finds such names on the
+built-in catalogue and on the reference outside clients).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+from contracts.checks.base import LEVELS, Check, Level, Maker
+from contracts.record import SessionRecord
+
+#: Where each contract is run: ``session`` on every session record (:func:`contracts.checks.run_all`),
+#: ``outside`` for an outside client's run (``harness.outside``), ``scenario`` on a played scenario's record,
+#: ``fuzz`` on a generated example (``harness.fuzz.invariants``, registered when the fuzzer is imported).
+Suite = Literal["session", "outside", "scenario", "fuzz"]
+Judge = Callable[[SessionRecord], list[Check]]
+_F = TypeVar("_F", bound=Callable[..., object])
+#: Names any contract's check may carry without declaring them (skips and failures the harness makes itself):
+#: ``scenario`` (the scenario was not played on the target), ``contract`` (the contract raised), ``outside
+#: client`` (not judged for an outside client).
+GENERIC_NAMES = frozenset({"scenario", "contract", "outside client"})
+_PER_TURN = re.compile(r"turn \d+ ")
+#: An outside client that started several servers gets each server's checks as ``server N: <check>``.
+_PER_SERVER = re.compile(r"server \d+: ")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One check a contract declares. ``None``: the contract's own level or citation."""
+
+    name: str
+    level: Level | None = None
+    citation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One line of the catalogue: a check as the registry knows it, level and citation resolved."""
+
+    contract: str
+    name: str
+    level: Level
+    citation: str
+
+
+class Contract:
+    """A contract: its name, the level and citation its checks have unless they say otherwise, and its checks."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        citation: str,
+        level: Level = "must",
+        checks: Iterable[str | Rule] = (),
+        suite: Suite = "session",
+    ) -> None:
+        if level not in LEVELS:
+            raise ValueError(f"contract {name}: level {level!r} is not one of {LEVELS}")
+        self.name, self.citation, self.level, self.suite = name, citation, level, suite
+        self.rules: dict[str, Rule] = {}
+        self.judges: list[Callable[..., object]] = []
+        self.add(*checks)
+
+    def add(self, *checks: str | Rule) -> Contract:
+        """Declare more checks (a module that judges part of another module's contract adds its own)."""
+        for spec in checks:
+            rule = Rule(spec) if isinstance(spec, str) else spec
+            if rule.level is not None and rule.level not in LEVELS:
+                raise ValueError(f"{self.name} / {rule.name}: level {rule.level!r} is not one of {LEVELS}")
+            if rule.name in self.rules:
+                raise ValueError(f"{self.name} / {rule.name} is declared twice")
+            self.rules[rule.name] = rule
+        return self
+
+    def judge(self, fn: _F) -> _F:
+        """Decorator: ``fn`` judges this contract; the contract joins the registry (once, in import order)."""
+        self.judges.append(fn)
+        register(self)
+        return fn
+
+    def declared(self, name: str) -> Rule | None:
+        """The rule a check named ``name`` follows (``turn 3 status`` follows ``turn N status``); None if undeclared."""
+        if _PER_SERVER.match(name):
+            name = _PER_SERVER.sub("", name, count=1)
+        rule = self.rules.get(name)
+        if rule is None and _PER_TURN.match(name):
+            rule = self.rules.get(_PER_TURN.sub("turn N ", name, count=1))
+        return rule
+
+    def rule_for(self, name: str) -> tuple[Level, str]:
+        """The level and citation of the check named ``name``."""
+        rule = self.declared(name)
+        if rule is None:
+            return self.level, self.citation
+        return rule.level or self.level, self.citation if rule.citation is None else rule.citation
+
+    def maker(self, record: SessionRecord) -> Maker:
+        return Maker(record, self)
+
+    def catalogue(self) -> list[Entry]:
+        return [Entry(self.name, name, *self.rule_for(name)) for name in self.rules]
+
+    def citations(self) -> set[str]:
+        """Every citation a check of this contract can carry (its own, for a name it does not declare, too)."""
+        return {self.citation} | {e.citation for e in self.catalogue()}
+
+    def __repr__(self) -> str:
+        return f"Contract({self.name!r}, suite={self.suite!r}, {len(self.rules)} checks)"
+
+
+_REGISTRY: dict[str, Contract] = {}
+
+
+def register(contract: Contract) -> Contract:
+    """Add ``contract`` to the registry; a second, different contract of the same name is a programming error."""
+    known = _REGISTRY.get(contract.name)
+    if known is not None and known is not contract:
+        raise ValueError(f"two contracts named {contract.name!r}")
+    _REGISTRY.setdefault(contract.name, contract)
+    return contract
+
+
+def get(name: str) -> Contract | None:
+    return _REGISTRY.get(name)
+
+
+def contracts(suite: Suite | None = None) -> list[Contract]:
+    """The registered contracts in registration order (the table's column order), of one suite or all."""
+    return [c for c in _REGISTRY.values() if suite is None or c.suite == suite]
+
+
+def names(suite: Suite | None = None) -> tuple[str, ...]:
+    return tuple(c.name for c in contracts(suite))
+
+
+def judge_of(name: str) -> Judge:
+    """The one-record judge of contract ``name`` (a ``KeyError`` names an unknown contract)."""
+    contract = _REGISTRY[name]
+    if not contract.judges:
+        raise KeyError(f"contract {name!r} has no judge of one record")
+    return contract.judges[0]  # type: ignore[return-value]
+
+
+def level_and_citation(contract: str, name: str) -> tuple[Level, str]:
+    """For a check the harness builds itself (a skip for a scenario not played): what the registry says."""
+    known = _REGISTRY.get(contract)
+    return known.rule_for(name) if known is not None else ("must", "")
+
+
+def catalogue() -> Iterator[Entry]:
+    """Every declared check of every registered contract, level and citation resolved."""
+    for contract in _REGISTRY.values():
+        yield from contract.catalogue()
