@@ -8,86 +8,19 @@ sample runs on a fresh server process; warm-ups are discarded; percentiles are n
 
 from __future__ import annotations
 
-import math
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
+from contracts.report.latency import METRICS, CaseResult, Sample, nearest_rank, percentiles, summary_line
 from contracts.scenario import ClientAction, Scenario
 from harness.client.events import ItemStarted, TurnEvent
 from harness.runner import play, without_cancels
 
 CASES: tuple[str, ...] = ("long_stream", "running_command", "interrupt_pending_approval")
-METRICS: tuple[str, ...] = ("interrupt_to_completed", "cancel_to_result", "client_overhead")
-
-
-@dataclass(slots=True)
-class Sample:
-    status: str
-    interrupt_to_completed_ms: float | None
-    cancel_to_result_ms: float | None
-    error: str | None = None
-
-    @property
-    def client_overhead_ms(self) -> float | None:
-        if self.interrupt_to_completed_ms is None or self.cancel_to_result_ms is None:
-            return None
-        return self.cancel_to_result_ms - self.interrupt_to_completed_ms
-
-    def metric(self, name: str) -> float | None:
-        return {
-            "interrupt_to_completed": self.interrupt_to_completed_ms,
-            "cancel_to_result": self.cancel_to_result_ms,
-            "client_overhead": self.client_overhead_ms,
-        }[name]
-
-
-@dataclass(slots=True)
-class CaseResult:
-    scenario: str
-    target: str
-    samples: list[Sample] = field(default_factory=list)
-    warmups: list[Sample] = field(default_factory=list)
-
-    @property
-    def all_aborted(self) -> bool:
-        return all(s.status == "aborted" for s in self.samples + self.warmups)
-
-    def summary(self, metric: str) -> dict[str, Any]:
-        values = [v for s in self.samples if (v := s.metric(metric)) is not None]
-        return {"metric": metric, "n": len(values), **percentiles(values)}
-
-
-def nearest_rank(sorted_values: Sequence[float], p: float) -> float:
-    """The nearest-rank percentile: the smallest value with at least p% of the values at or below it."""
-    if not sorted_values:
-        return math.nan
-    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
-def percentiles(values: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50": nearest_rank(ordered, 50),
-        "p95": nearest_rank(ordered, 95),
-        "p99": nearest_rank(ordered, 99),
-        "max": ordered[-1] if ordered else math.nan,
-    }
-
-
-def summary_line(metric: str, summary: dict[str, Any]) -> str:
-    def ms(v: float) -> str:
-        return "nan" if math.isnan(v) else f"{v:.2f}ms"
-
-    return (
-        f"SUMMARY {metric} n={summary['n']} p50={ms(summary['p50'])} p95={ms(summary['p95'])} "
-        f"p99={ms(summary['p99'])} max={ms(summary['max'])}"
-    )
 
 
 def probe_scenario(
@@ -154,3 +87,18 @@ def run_case(
         if progress is not None:
             progress(scenario.name, i + 1, total, sample)
     return out
+
+
+# The samples and their statistics are the report model's (contracts.report.latency); named here too, for callers.
+__all__ = [
+    "CASES",
+    "METRICS",
+    "CaseResult",
+    "Sample",
+    "measure",
+    "nearest_rank",
+    "percentiles",
+    "probe_scenario",
+    "run_case",
+    "summary_line",
+]

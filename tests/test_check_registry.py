@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import re
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_contracts_records import plain_record
+from test_contracts_records import approval_record, plain_record
 
 from contracts.checks import CONTRACT_NAMES, Check, registry, run_all
 from contracts.checks.registry import GENERIC_NAMES, Contract, Rule
+from contracts.report import judge
 from fake_server.catalogue import load_builtin
 from harness.fuzz import invariants  # noqa: F401  (registers the fuzz invariants)
+from harness.report import junit_xml, render_table
 from harness.runner import run_one
 from harness.scenario_lookup import builtin_names
 
@@ -116,6 +119,32 @@ def test_a_check_name_per_turn_follows_its_rule() -> None:
 def test_a_second_contract_of_a_name_is_refused() -> None:
     with pytest.raises(ValueError, match="two contracts named 'usage'"):
         Contract("usage", citation="docs/clients.md").judge(lambda record: [])
+
+
+def test_checks_carry_their_rule_into_every_output() -> None:
+    record = approval_record(answer=False)  # the approval is never answered: protocol fails
+    checks = run_all(record)
+    known_ids = [c for c in checks if c.contract == "terminal_status" and c.name.endswith("server status")]
+    for c in checks:
+        assert (c.level, c.citation) == registry.get(c.contract).rule_for(c.name), c  # type: ignore[union-attr]
+    assert all(c.citation == "app-server-protocol.md §10" for c in known_ids)
+    failed = next(c for c in checks if c.status == "fail" and c.contract == "protocol")
+    assert failed.to_dict()["level"] == "must" and failed.to_dict()["citation"] == failed.to_dict()["reference"]
+    root = ET.fromstring(junit_xml(checks))
+    levels = {p.get("value") for p in root.iter("property") if p.get("name") == "level"}
+    assert levels == {"must"} and len(list(root.iter("property"))) == len(checks)
+    assert f"[{failed.citation}]" in render_table(checks)
+
+
+def test_a_failed_should_check_warns_and_fails_under_strict() -> None:
+    must = Check("s", "fake", "usage", "turn 1 usage", "pass", "ok")
+    should = Check("s", "fake", "usage", "turn 1 reasoning", "fail", "no timeout", "docs/client.md", (), "should")
+    lenient, strict = judge([must, should]), judge([must, should], strict=True)
+    assert (lenient.result, lenient.exit_code, lenient.should_failures) == ("PASS", 0, [should])
+    assert (strict.result, strict.exit_code) == ("FAIL", 1)
+    text = render_table([must, should], lenient)
+    assert "Recommendations not met (should) (warnings; --strict fails on them):" in text
+    assert "no timeout" in text and "Failures:" not in text
 
 
 def undeclared(checks: Sequence[Check]) -> list[str]:

@@ -63,7 +63,10 @@ def test_report_artefacts_are_complete(tmp_path: Path) -> None:
     assert {(c["scenario"], c["target"], c["contract"]) for c in checks} == {
         (s, "fake", c) for s in ("one", "two") for c in CONTRACT_NAMES
     }
-    assert all({"scenario", "target", "contract", "status", "detail", "reference"} <= set(c) for c in checks)
+    assert all(
+        {"scenario", "target", "contract", "status", "detail", "reference", "level", "citation"} <= set(c)
+        for c in checks
+    )
     root = ET.fromstring((report / "junit.xml").read_bytes())
     assert int(root.get("tests", "0")) == len(checks)
     for name in ("one", "two"):
@@ -81,6 +84,27 @@ def test_baseline_excuses_known_failures_and_catches_stale_entries(tmp_path: Pat
     assert main(["run", "--quiet", "--scenario", str(bad), "--baseline", str(baseline)]) == OK
     fixed = scenario_file(tmp_path, "flaky", status="completed")
     assert main(["run", "--quiet", "--scenario", str(fixed), "--baseline", str(baseline)]) == FAILED
+
+
+@pytest.mark.parametrize("dropped", [("level", "citation"), ("level", "citation", "at")])
+def test_a_checks_json_from_before_levels_still_works_as_a_baseline(tmp_path: Path, dropped: tuple[str, ...]) -> None:
+    """checks.json as earlier releases wrote it (no level, no citation; before that no ``at``) is read back."""
+    from harness.report import read_checks_json
+
+    bad = scenario_file(tmp_path, "flaky", status="failed")
+    report = tmp_path / "r1"
+    assert main(["run", "--quiet", "--scenario", str(bad), "--report", str(report)]) == FAILED
+    rows = orjson.loads((report / "checks.json").read_bytes())
+    assert all(r["level"] == "must" and r["citation"] == r["reference"] for r in rows)
+    old = tmp_path / "old-checks.json"
+    old.write_bytes(orjson.dumps([{k: v for k, v in r.items() if k not in dropped} for r in rows]))
+    back = read_checks_json(old)
+    assert [(c.key, c.status, c.level, c.citation) for c in back] == [
+        ((r["scenario"], r["target"], r["contract"], r["name"]), r["status"], "must", r["reference"]) for r in rows
+    ]
+    assert main(["run", "--quiet", "--scenario", str(bad), "--baseline", str(old)]) == OK
+    fixed = scenario_file(tmp_path, "flaky", status="completed")
+    assert main(["run", "--quiet", "--scenario", str(fixed), "--baseline", str(old)]) == FAILED  # stale
 
 
 def test_strict_fails_on_skips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

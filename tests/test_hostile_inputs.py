@@ -1102,9 +1102,13 @@ def test_validate_release_report_md_is_escaped_like_the_terminal(
     binary = tmp_path / "codex"
     monkeypatch.setattr(real_adapter, "preflight", lambda codex, require_pinned_schema=True: (binary, "9.9.9"))
 
-    def validate(binary: Path, version: str, root: Path, **kwargs: object) -> vr.ReleaseReport:
-        check = Check("plain", "real", "protocol", "frames", "fail", f"the binary said {HOSTILE}")
-        return vr.ReleaseReport(version=version, codex=str(binary), pin_state="new", checks=[check])
+    from contracts.report import Report, release_report
+
+    def validate(binary: Path, version: str, root: Path, **kwargs: object) -> Report:
+        report = release_report(version, str(binary))
+        report.schema.pin = "new"  # type: ignore[union-attr]
+        report.checks = [Check("plain", "real", "protocol", "frames", "fail", f"the binary said {HOSTILE}")]
+        return report
 
     monkeypatch.setattr(vr, "validate", validate)
     out = tmp_path / "out"
@@ -1115,6 +1119,10 @@ def test_validate_release_report_md_is_escaped_like_the_terminal(
     assert_escaped(text)
     assert_escaped((out / "report.md").read_text(encoding="utf-8"))
     assert_escaped((out / "report.html").read_text(encoding="utf-8"))
+    assert_escaped((out / "junit.xml").read_text(encoding="utf-8"))
+    import xml.etree.ElementTree as ET
+
+    ET.fromstring((out / "junit.xml").read_bytes())  # well-formed, whatever the binary said
 
 
 # --- a full disk: the fake keeps serving, the verdict names the disk and never blames the client -------------

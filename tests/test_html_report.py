@@ -223,13 +223,14 @@ def test_latency_report_draws_both_distributions(tmp_path: Path) -> None:
 
 
 def test_release_report_as_html() -> None:
-    from harness.commands.validate_release import ReleaseReport, render_markdown
+    from contracts.report import release_report
     from harness.html.release import render_release
+    from harness.report.markdown import render_markdown
 
     record = _record(_session(2))
-    report = ReleaseReport(
-        "0.171.0", "/x/codex", pin_state="pinned", checks=[Check("unit", "fake", "usage", "y", "pass")]
-    )
+    report = release_report("0.171.0", "/x/codex")
+    report.schema.pin = "pinned"  # type: ignore[union-attr]
+    report.checks = [Check("unit", "fake", "usage", "y", "pass")]
     report.records = [record]
     html = render_release(report, render_markdown(report))
     assert "no client-breaking change found" in html and 'id="s-fake-unit"' in html and "report.md" in html

@@ -13,9 +13,13 @@ import pytest
 
 from contracts import schema_store
 from contracts.checks.base import Check
+from contracts.report import FidelityEntry, LatencyPart, Report, judge, release_report
+from contracts.report.latency import CaseResult, Sample
 from contracts.schema_diff import diff_bundles
-from harness.commands.matrix import Matrix, neighbours, render_html, render_markdown
-from harness.commands.validate_release import ReleaseReport
+from harness.commands.matrix import matrix_report, neighbours
+from harness.html.matrix import render_matrix
+from harness.report.documents import matrix_json
+from harness.report.markdown import render_markdown
 from harness.targets.fake import fake_codex_argv
 
 
@@ -53,26 +57,28 @@ def test_matrix_refuses_a_binary_that_does_not_run(tmp_path: Path) -> None:
     assert out.returncode == 3 and "Traceback" not in out.stderr
 
 
-def report(version: str, *, failed: bool = False) -> ReleaseReport:
-    r = ReleaseReport(version=version, codex=f".tools/codex-{version}/codex", profile=version)
+def report(version: str, *, failed: bool = False) -> Report:
+    r = release_report(version, f".tools/codex-{version}/codex")
+    assert r.release is not None
+    r.release.profile = version
     status = "fail" if failed else "pass"
     r.checks = [
         Check("plain", "real", "schema", "server_frames_invalid", "pass", "ok", ""),
         Check("approval_cancel", "real", "trace_closure", "server trace", status, "verdict x", ""),
     ]
-    r.fidelity = [
-        {"scenario": "plain", "equal": True, "skipped": None, "differences": []},
-        {"scenario": "file_change_approval", "equal": not failed, "skipped": None, "differences": []},
+    r.fidelity.entries = [  # type: ignore[union-attr]
+        FidelityEntry({"scenario": "plain", "equal": True, "skipped": None, "differences": []}),
+        FidelityEntry({"scenario": "file_change_approval", "equal": not failed, "skipped": None, "differences": []}),
     ]
-    r.latency = [
-        {"scenario": "long_stream", "metric": "interrupt_to_completed", "n": 10, "p50": 6.2, "p95": 8.0, "p99": 9.4},
-    ]
+    # 10 samples: nearest-rank p50 6.2 ms, p99 9.4 ms
+    values = [1.0, 2.0, 3.0, 4.0, 6.2, 6.5, 7.0, 8.0, 9.0, 9.4]
+    r.latency = LatencyPart([CaseResult("long_stream", "real", [Sample("aborted", v, v + 0.5) for v in values])])
     r.wall_s = 70.0
     return r
 
 
 def test_the_table_has_releases_as_columns_and_marks_failures() -> None:
-    m = Matrix([report("0.163.0", failed=True), report("0.169.0")], neighbours(["0.163.0", "0.169.0"]), "cmd")
+    m = matrix_report([report("0.163.0", failed=True), report("0.169.0")], neighbours(["0.163.0", "0.169.0"]), "cmd")
     md = render_markdown(m)
     header = md.splitlines()[0]
     assert header == "| | codex-cli 0.163.0 | codex-cli 0.169.0 |"
@@ -84,22 +90,25 @@ def test_the_table_has_releases_as_columns_and_marks_failures() -> None:
     assert f"{len(expected.changes)} change(s) from 0.163.0" in rows["wire schema vs previous column"]
     assert "### Wire schema 0.163.0 -> 0.169.0" in md
     assert "modelProvider/list" in md
-    assert not m.ok
-    data = json.loads(json.dumps(m.to_json(), default=str))
-    assert data["releases"] == ["0.163.0", "0.169.0"] and data["ok"] is False
+    assert not judge(m).ok and judge(m).result == "FAIL"
+    data = json.loads(json.dumps(matrix_json(m), default=str))
+    assert data["releases"] == ["0.163.0", "0.169.0"] and data["ok"] is False and data["result"] == "FAIL"
     assert data["neighbours"][0]["changes"] == len(expected.changes)
-    html = render_html(m)
+    assert [r["verdict"] for r in data["reports"]] == ["breaks", "ok"]
+    html = render_matrix(m)
     assert "<th>codex-cli 0.169.0</th>" in html and 'class="fail"' in html
 
 
 def test_a_release_without_a_pin_is_said_in_its_cell() -> None:
-    m = Matrix([report("0.169.0"), report("0.170.0")], neighbours(["0.169.0", "0.170.0"]))
+    m = matrix_report([report("0.169.0"), report("0.170.0")], neighbours(["0.169.0", "0.170.0"]))
     assert m.neighbours[0].diff is None
-    m.reports[1].profile, m.reports[1].profile_note = "0.169.0", "no profile for 0.170.0, so the nearest"
+    release = m.columns[1].release
+    assert release is not None
+    release.profile, release.profile_note = "0.169.0", "no profile for 0.170.0, so the nearest"
     md = render_markdown(m)
     assert "not compared" in md and "(nearest)" in md
     assert "- codex-cli 0.170.0: the fake played 0.169.0; no profile for 0.170.0, so the nearest" in md
-    assert m.ok
+    assert judge(m).ok
 
 
 @pytest.mark.parametrize("n", [0, 1])
@@ -111,13 +120,14 @@ def test_too_few_binaries_is_a_usage_error(n: int, tmp_path: Path) -> None:
 
 
 def test_a_release_report_names_the_trace_events_that_differ() -> None:
-    from harness.commands.validate_release import render_markdown as release_markdown
     from harness.html.release import render_release
 
     r = report("0.169.0")
     line = "after event 6 (protocol_event_observed turn_started): expected history_item_accepted msg_*; got nothing"
-    r.fidelity[1] = {**r.fidelity[1], "equal": False, "trace_differences": [line]}
-    md = release_markdown(r)
+    assert r.fidelity is not None
+    entry = r.fidelity.entries[1]
+    r.fidelity.entries[1] = FidelityEntry({**entry.data, "equal": False, "trace_differences": [line]})
+    md = render_markdown(r)
     assert "- file_change_approval: DIFFERENT" in md and f"  - trace bundle: {line}" in md
     assert "trace bundle: after event 6" in render_release(r, md)
 

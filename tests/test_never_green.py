@@ -17,9 +17,9 @@ import pytest
 
 from contracts.checks import Check
 from contracts.exitcodes import FAILED, OK, USAGE
+from contracts.report import FidelityEntry, release_report
 from harness.cli import main
 from harness.codex_bin import VERSION_TIMEOUT_ENV
-from harness.commands.validate_release import ReleaseReport
 from harness.report import judge, render_table, summary_dict
 
 #: The preflight bound the tests use instead of the default (a hanging ``--version`` costs this much).
@@ -202,12 +202,15 @@ def test_judge_says_nothing_judged(statuses: tuple[str, ...], result: str, code:
 
 
 def test_validate_release_with_nothing_judged_is_not_ok() -> None:
-    report = ReleaseReport(version="9.9.9", codex="c", pin_state="new")
-    assert report.verdict == "nothing judged" and report.result == "NOTHING JUDGED"
+    report = release_report("9.9.9", "c")
+    assert report.schema is not None and report.fidelity is not None
+    report.schema.pin = "new"
+    assert (judge(report).result, judge(report).exit_code) == ("NOTHING JUDGED", FAILED)
     report.checks = [_check("skip")]
-    report.fidelity = [{"scenario": "x", "equal": False, "skipped": "fake-only", "error": None, "differences": []}]
-    assert report.verdict == "nothing judged"
+    fake_only = {"scenario": "x", "equal": False, "skipped": "fake-only", "error": None, "differences": []}
+    report.fidelity.entries = [FidelityEntry(fake_only)]
+    assert judge(report).result == "NOTHING JUDGED"
     report.checks = [_check("pass")]
-    assert report.verdict == "ok" and report.result == "PASS"
+    assert (judge(report).result, judge(report).exit_code) == ("PASS", OK)
     report.checks = [_check("fail")]
-    assert report.verdict == "breaks" and report.result == "FAIL"
+    assert (judge(report).result, judge(report).exit_code) == ("FAIL", FAILED)

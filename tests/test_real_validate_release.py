@@ -10,18 +10,29 @@ import pytest
 from contracts import schema_store
 from contracts.checks.base import Check
 from contracts.exitcodes import FAILED, OK
+from contracts.report import FidelityEntry, Report, judge, release_report
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff
 from harness.cli import main
-from harness.commands.validate_release import ReleaseReport, model_level_scenarios, render_markdown
+from harness.commands.validate_release import model_level_scenarios
+from harness.report.documents import release_json
+from harness.report.markdown import render_markdown
+
+
+def _release(version: str, codex: str, pin: str, store: str = "") -> Report:
+    report = release_report(version, codex, store=store)
+    assert report.schema is not None
+    report.schema.pin = pin
+    return report
 
 
 def test_verdict_and_markdown() -> None:
-    report = ReleaseReport(version="9.9.9", codex="/bin/codex", pin_state="new", schema_store="/s")
+    report = _release("9.9.9", "/bin/codex", "new", "/s")
     report.checks = [Check("plain", "real", "usage", "turn 1 usage", "pass", "")]
-    assert report.verdict == "ok"
+    assert judge(report).result == "PASS"
     assert "no client-breaking change found" in render_markdown(report)
-    report.compared_with = "0.171.0"
-    report.schema = SchemaDiff(
+    assert report.schema is not None
+    report.schema.compared_with = "0.171.0"
+    report.schema.diff = SchemaDiff(
         "0.171.0",
         "9.9.9",
         [
@@ -29,26 +40,31 @@ def test_verdict_and_markdown() -> None:
             Change(ChangeKind.METHOD_ADDED, "ClientRequest", "turn/pause"),
         ],
     )
-    assert report.verdict == "breaks"
+    assert judge(report).result == "FAIL"
     text = render_markdown(report)
     assert "BREAKS CLIENTS" in text and "method_removed ClientRequest turn/interrupt" in text
     assert "methods added: turn/pause" in text
-    body = report.to_json()
+    body = release_json(report)
     assert body["schema"]["breaking"] and body["schema"]["added_methods"] == ["turn/pause"]
+    assert (body["verdict"], body["result"]) == ("breaks", "FAIL")
 
 
 def test_failed_check_or_fidelity_breaks() -> None:
-    report = ReleaseReport(version="1.0.0", codex="c", pin_state="already pinned, identical")
+    report = _release("1.0.0", "c", "already pinned, identical")
+    assert report.fidelity is not None and report.schema is not None
     report.checks = [Check("plain", "real", "usage", "turn 1 usage", "fail", "input 1 != 2")]
-    assert report.verdict == "breaks"
+    assert judge(report).result == "FAIL"
     assert "FAIL plain usage turn 1 usage: input 1 != 2" in render_markdown(report)
     report.checks = []
-    report.fidelity = [{"scenario": "plain", "equal": False, "skipped": None, "error": None, "differences": []}]
-    assert report.verdict == "breaks"
-    report.fidelity = [{"scenario": "x", "equal": False, "skipped": "fake-only", "error": None, "differences": []}]
-    assert report.verdict == "nothing judged"  # no check ran and no diff was made: not "ok"
-    report.pin_state = "already pinned, DIFFERENT from what the binary prints"
-    assert report.verdict == "breaks"
+    differs = {"scenario": "plain", "equal": False, "skipped": None, "error": None, "differences": []}
+    report.fidelity.entries = [FidelityEntry(differs)]
+    assert judge(report).result == "FAIL"
+    fake_only = {"scenario": "x", "equal": False, "skipped": "fake-only", "error": None, "differences": []}
+    report.fidelity.entries = [FidelityEntry(fake_only)]
+    assert judge(report).result == "NOTHING JUDGED"  # no check ran and no diff was made: not "ok"
+    assert release_json(report)["verdict"] == "nothing judged"
+    report.schema.pin = "already pinned, DIFFERENT from what the binary prints"
+    assert judge(report).result == "FAIL"
 
 
 def test_model_level_scenarios_are_the_real_ones() -> None:

@@ -1,4 +1,8 @@
-"""``codex-harness latency``: interrupt latency percentiles against a server process (never virtual time)."""
+"""``codex-harness latency``: interrupt latency percentiles against a server process (never virtual time).
+
+The measurement is a report (:mod:`contracts.report`) whose latency part decides: a sample whose turn did not
+end ``aborted`` fails it (``RESULT: FAIL``, exit 1), as the one verdict function says for every command.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,12 @@ from pathlib import Path
 
 import orjson
 
-from contracts.exitcodes import FAILED, OK, UsageError
+from contracts.exitcodes import UsageError
+from contracts.report import LatencyPart, Report, judge
 from harness import confine, scenario_lookup
-from harness.latency import CASES, METRICS, CaseResult, Sample, run_case, summary_line
+from harness.latency import CASES, METRICS, Sample, run_case
+from harness.report.documents import latency_samples_json
+from harness.report.terminal import latency_lines, result_line
 from harness.targets import TargetUnavailable
 
 NAME = "latency"
@@ -66,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         from harness.commands.diff import select_binary
 
         codex = select_binary(args.codex)  # a binary that cannot run at all: exit 3 now, not per sample
-    results: list[CaseResult] = []
+    part = LatencyPart(decides=True, metrics=METRICS)
+    report = Report(title=f"interrupt latency on {args.target}", latency=part)
     for name in cases:
         scenario = scenario_lookup.resolve(name)
         try:
@@ -81,39 +89,19 @@ def run(args: argparse.Namespace) -> int:
             )
         except TargetUnavailable as exc:
             raise UsageError(f"target {args.target} not available: {exc}") from None
-        results.append(result)
-        if not args.json:
-            print(f"{name} on {args.target}: {args.samples} samples, {args.warmups} warm-ups discarded")
-            for metric in METRICS:
-                print(summary_line(metric, result.summary(metric)))
-            bad = [s for s in result.samples + result.warmups if s.status != "aborted"]
-            if bad:
-                print(f"FAIL {len(bad)} sample(s) not aborted: {sorted({s.status for s in bad})}")
+        part.cases.append(result)
+        if not args.json:  # each case as it is measured, not all at the end
+            for line in latency_lines(LatencyPart([result]), samples=args.samples, warmups=args.warmups):
+                print(line)
+    verdict = judge(report)
     if args.json:
-        doc = [
-            {
-                "scenario": r.scenario,
-                "target": r.target,
-                "summaries": [r.summary(m) for m in METRICS],
-                "samples": [
-                    {
-                        "status": s.status,
-                        "interrupt_to_completed_ms": s.interrupt_to_completed_ms,
-                        "cancel_to_result_ms": s.cancel_to_result_ms,
-                        "client_overhead_ms": s.client_overhead_ms,
-                        "error": s.error,
-                    }
-                    for s in r.samples
-                ],
-                "warmups": len(r.warmups),
-                "all_aborted": r.all_aborted,
-            }
-            for r in results
-        ]
-        print(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
+        option = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+        print(orjson.dumps(latency_samples_json(part), option=option).decode())
     if args.report:
         from harness.html.latency import write_latency_report
 
-        path = write_latency_report(args.report, results)
+        path = write_latency_report(args.report, part)
         print(f"HTML report: {path}", file=sys.stderr if args.json else sys.stdout)
-    return OK if all(r.all_aborted for r in results) else FAILED
+    if not args.json:  # stdout stays one JSON document with --json
+        print(result_line(verdict))
+    return verdict.exit_code

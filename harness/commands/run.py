@@ -1,9 +1,10 @@
 """``codex-harness run``: play scenarios against a target with the client and judge the contracts.
 
 Default: every built-in scenario on the in-process fake. Progress while it runs, then the table
-(scenario × contract). Exit 0 when no check fails (skips and warnings listed with their reasons;
-``--strict`` fails on them too), 1 otherwise; a ``--baseline`` excuses listed failures and fails on
-stale entries.
+(scenario × contract). The run is one report model (:mod:`contracts.report`) and its exit code the one verdict
+every command uses: 0 when no check fails (skips and warnings listed with their reasons; ``--strict`` fails on
+them too), 1 otherwise or when nothing was judged; a ``--baseline`` excuses listed failures and fails on stale
+entries.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import logging
 import sys
 from pathlib import Path
 
-from contracts.checks import Check
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.heap import collector_paused
+from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
 from harness import confine, scenario_lookup
@@ -23,15 +24,7 @@ from harness import report_dir as report_dir_check
 from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
-from harness.report import (
-    BaselineEntry,
-    checks_json,
-    judge,
-    junit_xml,
-    load_baseline,
-    render_table,
-    summary_dict,
-)
+from harness.report import junit_xml, render_table
 from harness.report_dir import ReportDir
 from harness.runner import ScenarioRun, run_many
 from harness.targets import TARGET_NAMES
@@ -146,16 +139,16 @@ def run(args: argparse.Namespace) -> int:
 def _report(
     args: argparse.Namespace, runs: list[ScenarioRun], baseline: list[BaselineEntry], report: ReportDir | None
 ) -> int:
-    checks: list[Check] = [c for r in runs for c in r.checks]
-    verdict = judge(checks, strict=args.strict, baseline=baseline)
-    print(render_table(checks, verdict, ascii_only=args.ascii), end="")
+    model = Report(
+        checks=[c for r in runs for c in r.checks], records=[r.record for r in runs if r.record is not None]
+    )
+    verdict = judge(model, strict=args.strict, baseline=baseline)
+    print(render_table(model, verdict, ascii_only=args.ascii), end="")
     if report is not None:  # each file written whole through the held directory, never through a link
-        report.write("checks.json", checks_json(checks))
-        report.write("junit.xml", junit_xml(checks))
-        summary = summary_dict(checks, verdict)
-        print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({summary['checks']} checks)")
-        records = [r.record for r in runs if r.record is not None]
-        page = write_index_html(report.path, checks, records, result=verdict.result, into=report.root)
+        report.write("checks.json", checks_json(model.checks))
+        report.write("junit.xml", junit_xml(model))
+        print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({len(model.checks)} checks)")
+        page = write_index_html(report.path, model, model.records, verdict=verdict, into=report.root)
         print(f"HTML report: {page}")
     wall = sum(r.wall_s for r in runs)
     print(f"wall time {wall:.2f}s for {len(runs)} scenario run(s)", file=sys.stderr)

@@ -1,10 +1,11 @@
 """HTML reports: a run's ``index.html`` (summary table, a sequence diagram per session, failed checks),
-one session's page (``show --html``), latency histograms and the release report. Self-contained files:
+one session's page (``show --html``), latency histograms, the release report and the release matrix.
+Each page renders the one report model (:mod:`contracts.report`). Self-contained files:
 inline CSS and SVG, no network.
 
 Modules: :mod:`.diagram` (a record as diagram rows, sans-IO), :mod:`.sequence` (rows as SVG),
 :mod:`.histogram` (a latency distribution as SVG), :mod:`.page` (the shared shell), :mod:`.report`
-(index and session pages), :mod:`.latency` and :mod:`.release` (those commands' pages),
+(index and session pages), :mod:`.latency`, :mod:`.release` and :mod:`.matrix` (those commands' pages),
 :mod:`.browser` (headless Chromium for tests, benchmarks and screenshots).
 """
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from harness.latency import percentiles
+from contracts.report.latency import percentiles
 
 WIDTH = 560
 HEIGHT = 260

@@ -7,14 +7,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import orjson
 
+from contracts.report import LatencyPart
+from contracts.report.latency import METRICS, CaseResult
 from contracts.safe_dir import SafeDir
 from harness.html.histogram import histogram_svg
 from harness.html.page import e, page
-from harness.latency import METRICS, CaseResult
+from harness.report.documents import latency_file_json
 
 DRAWN = ("interrupt_to_completed", "cancel_to_result")
 TITLES = {"interrupt_to_completed": "interrupt → turn/completed (wire)", "cancel_to_result": "cancel → Result (client)"}
@@ -51,24 +52,17 @@ def _case(result: CaseResult) -> str:
     )
 
 
-def render_latency(results: Sequence[CaseResult]) -> str:
-    body = "<h1>Interrupt latency</h1>" + "".join(_case(r) for r in results)
+def _part(results: LatencyPart | Sequence[CaseResult]) -> LatencyPart:
+    return results if isinstance(results, LatencyPart) else LatencyPart(list(results), decides=True)
+
+
+def render_latency(results: LatencyPart | Sequence[CaseResult]) -> str:
+    body = "<h1>Interrupt latency</h1>" + "".join(_case(r) for r in _part(results).cases)
     return page("codex-harness latency", body)
 
 
-def _json(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
-    return [
-        {
-            "scenario": r.scenario,
-            "target": r.target,
-            "summaries": [r.summary(m) for m in METRICS],
-            "samples": {m: [s.metric(m) for s in r.samples] for m in METRICS},
-        }
-        for r in results
-    ]
-
-
-def write_latency_report(report_dir: str | Path, results: Sequence[CaseResult]) -> Path:
+def write_latency_report(report_dir: str | Path, results: LatencyPart | Sequence[CaseResult]) -> Path:
+    part = _part(results)
     with SafeDir.open(report_dir) as out:  # each file written whole, never through a link
-        out.write("latency.json", orjson.dumps(_json(results), option=orjson.OPT_INDENT_2))
-        return out.write_text("latency.html", render_latency(results))
+        out.write("latency.json", orjson.dumps(latency_file_json(part), option=orjson.OPT_INDENT_2))
+        return out.write_text("latency.html", render_latency(part))

@@ -12,8 +12,9 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from contracts.checks import CONTRACT_NAMES, Check, worst
+from contracts.checks import Check, worst
 from contracts.record import RecordFormatError, SessionRecord
+from contracts.report import Report, Verdict, judge
 from contracts.safe_dir import SafeDir, write_file
 from contracts.text import clip
 from harness.html import diagram, sequence
@@ -21,22 +22,15 @@ from harness.html.page import LEGEND, e, page
 
 INDEX = "index.html"
 _DETAIL = 600
+_CELL = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "– skip", "warn": "! warn"}
 
 
 def session_id(scenario: str, target: str) -> str:
     return "s-" + re.sub(r"[^A-Za-z0-9_-]", "_", f"{target}-{scenario}")
 
 
-def _contracts(checks: Sequence[Check]) -> list[str]:
-    seen = [c for c in CONTRACT_NAMES if any(k.contract == c for k in checks)]
-    return seen + sorted({k.contract for k in checks} - set(seen))
-
-
-def _rows(checks: Sequence[Check]) -> list[tuple[str, str]]:
-    rows: dict[tuple[str, str], None] = {}
-    for c in checks:
-        rows.setdefault((c.scenario, c.target), None)
-    return list(rows)
+def _as_report(subject: Report | Sequence[Check]) -> Report:
+    return subject if isinstance(subject, Report) else Report(checks=list(subject))
 
 
 def _clip(text: str, width: int = _DETAIL) -> str:
@@ -44,27 +38,30 @@ def _clip(text: str, width: int = _DETAIL) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def summary_table(checks: Sequence[Check], with_records: set[tuple[str, str]]) -> str:
-    contracts = _contracts(checks)
-    by_cell: dict[tuple[str, str, str], list[str]] = {}
-    for c in checks:
-        by_cell.setdefault((c.scenario, c.target, c.contract), []).append(c.status)
-    multi = len({t for _, t in _rows(checks)}) > 1
+def summary_table(subject: Report | Sequence[Check], with_records: set[tuple[str, str]]) -> str:
+    report = _as_report(subject)
+    contracts = report.contracts()
+    groups = report.groups()
+    multi = len(report.targets) > 1
     head = "".join(f"<th>{e(c)}</th>" for c in contracts)
     out = [f'<table class="sum"><tr><th>scenario{" [target]" if multi else ""}</th>{head}</tr>']
-    for scenario, target in _rows(checks):
+    for group in groups:
+        scenario, target = group.scenario, group.target
         sid = session_id(scenario, target)
         label = f"{scenario} [{target}]" if multi else scenario
         name = f'<a href="#{sid}">{e(label)}</a>' if (scenario, target) in with_records else e(label)
+        by_contract: dict[str, list[str]] = {}
+        for c in group.checks:
+            by_contract.setdefault(c.contract, []).append(c.status)
         cells = []
         for contract in contracts:
-            statuses = by_cell.get((scenario, target, contract), [])
+            statuses = by_contract.get(contract, [])
             if not statuses:
                 cells.append("<td></td>")
                 continue
             status = worst(statuses)
             link = f"#{sid}-{contract}" if status == "fail" else f"#{sid}"
-            text = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "– skip", "warn": "! warn"}[status]
+            text = _CELL[status]
             inner = f'<a href="{link}">{text}</a>' if (scenario, target) in with_records else text
             cells.append(f'<td class="{status}">{inner}</td>')
         out.append(f"<tr><td>{name}</td>{''.join(cells)}</tr>")
@@ -73,7 +70,9 @@ def summary_table(checks: Sequence[Check], with_records: set[tuple[str, str]]) -
 
 
 def _check_item(check: Check, sid: str | None, *, anchor: bool = False) -> str:
-    ref = f' <span class="ref">[{e(check.reference)}]</span>' if check.reference else ""
+    ref = f' <span class="ref">[{e(check.citation)}]</span>' if check.citation else ""
+    if check.level == "should":  # a recommendation: a failure warns, and fails only under --strict
+        ref = f' <span class="ref">(should)</span>{ref}'
     where = ""
     if check.at and sid is not None:
         links = ", ".join(f'<a href="#{sid}-L{n}">{n}</a>' for n in check.at[:8])
@@ -145,34 +144,37 @@ def _load_saved(report_dir: Path) -> tuple[list[SessionRecord], list[str]]:
 
 
 def render_index(
-    checks: Sequence[Check],
+    subject: Report | Sequence[Check],
     records: Iterable[SessionRecord],
     *,
     title: str = "codex-harness report",
     result: str | None = None,
     links: dict[tuple[str, str], str] | None = None,
     unreadable: Sequence[str] = (),
+    verdict: Verdict | None = None,
 ) -> str:
-    """The whole index page as a string. ``result``: the verdict word (PASS / FAIL / …) when known."""
+    """The whole index page as a string. ``result``: the verdict word (PASS / FAIL / …); by default the
+    report's own (:func:`contracts.report.judge`)."""
+    report = _as_report(subject)
+    checks = report.checks
     records = list(records)
-    by_key: dict[tuple[str, str], list[Check]] = {}
-    for c in checks:
-        by_key.setdefault((c.scenario, c.target), []).append(c)
-    order = {key: i for i, key in enumerate(_rows(checks))}
+    groups = report.groups()
+    by_key = {(g.scenario, g.target): g.checks for g in groups}
+    order = {key: i for i, key in enumerate(by_key)}
     records.sort(key=lambda r: order.get((r.scenario, r.target), len(order)))
     with_records = {(r.scenario, r.target) for r in records}
-    counts = {s: sum(c.status == s for c in checks) for s in ("pass", "fail", "warn", "skip")}
+    counts = report.counts
     if result is None:
-        result = "FAIL" if counts["fail"] else ("PASS" if counts["pass"] else "NOTHING JUDGED")
+        result = (verdict or judge(report)).result
     css = {"PASS": "pass", "FAIL": "fail"}.get(result, "none")
     body = [
         f"<h1>{e(title)}</h1>",
-        f'<p><span class="verdict {css}">RESULT: {e(result)}</span> &nbsp; {len(_rows(checks))} scenario run(s), '
-        f"{len(checks)} checks: {counts['pass']} passed, {counts['fail']} failed, {counts['warn']} warnings, "
-        f"{counts['skip']} skipped</p>",
-        summary_table(checks, with_records),
+        f'<p><span class="verdict {css}">RESULT: {e(result)}</span> &nbsp; {len(groups)} scenario run(s), '
+        f"{len(checks)} checks: {counts.passed} passed, {counts.failed} failed, {counts.warned} warnings, "
+        f"{counts.skipped} skipped</p>",
+        summary_table(report, with_records),
     ]
-    failed = [c for c in checks if c.status == "fail"]
+    failed = report.of_status("fail")
     if failed:
         body.append(f'<h2 id="failures">Failed checks ({len(failed)})</h2><ul class="checks">')
         for c in failed:
@@ -182,11 +184,8 @@ def render_index(
             )
             body.append(f"{_check_item(c, sid)[:-5]} — {where}</li>")
         body.append("</ul>")
-    skipped = [c for c in checks if c.status == "skip" and c.name in ("", "scenario")]
-    if skipped:
-        reasons: dict[tuple[str, str], str] = {}
-        for c in skipped:
-            reasons.setdefault((c.scenario, c.target), c.detail)
+    reasons = report.skipped_scenarios()
+    if reasons:
         body.append(f'<h3>Skipped scenarios ({len(reasons)})</h3><ul class="checks">')
         body += [f"<li>{e(s)} [{e(t)}]: {e(_clip(r, 300))}</li>" for (s, t), r in reasons.items()]
         body.append("</ul>")
@@ -204,17 +203,18 @@ def render_index(
 
 def write_index_html(
     report_dir: str | Path,
-    checks: Sequence[Check],
+    subject: Report | Sequence[Check],
     records: Iterable[SessionRecord] | None = None,
     *,
     title: str = "codex-harness report",
     result: str | None = None,
     into: SafeDir | None = None,
+    verdict: Verdict | None = None,
 ) -> Path:
     """Write ``report_dir/index.html`` and return its path.
 
     ``records``: the sessions to draw; None loads those saved under ``report_dir/sessions/``.
-    ``result``: the run's verdict word (``Verdict.result``); by default derived from the checks.
+    ``result`` / ``verdict``: the run's verdict (with its baseline and --strict); by default the report's own.
     ``into``: ``report_dir`` held (the run's report); else it is opened here. Written whole, never through a link.
     """
     out_dir = Path(report_dir)
@@ -228,7 +228,9 @@ def write_index_html(
         saved = out_dir / "sessions" / r.target / r.scenario
         if (saved / "wire.jsonl").is_file():
             links[(r.scenario, r.target)] = f"sessions/{r.target}/{r.scenario}"
-    page_text = render_index(checks, chosen, title=title, result=result, links=links, unreadable=unreadable)
+    page_text = render_index(
+        subject, chosen, title=title, result=result, links=links, unreadable=unreadable, verdict=verdict
+    )
     if into is not None:
         return into.write_text(INDEX, page_text)
     with SafeDir.open(out_dir) as held:

@@ -1,0 +1,144 @@
+"""The report as Markdown: ``validate-release``'s ``report.md``, ``matrix``'s ``matrix.md``, and any run's checks.
+
+The text is the report's own; the caller escapes it for where it goes (:func:`contracts.text.escape`:
+report.md and matrix.md are read in terminals too).
+"""
+
+from __future__ import annotations
+
+from contracts.checks import worst
+from contracts.report import Report, Verdict, judge
+from harness.report.releases import HEADLINES, matrix_rows, ms
+
+SHOWN_CHANGES = 40
+
+
+def render_markdown(report: Report, verdict: Verdict | None = None) -> str:
+    """The Markdown of ``report``: a matrix (it has columns), a release report (it has a release), or a run."""
+    verdict = verdict or judge(report)
+    if report.columns:
+        return _matrix(report)
+    if report.release is not None:
+        return _release(report, verdict)
+    return _run(report, verdict)
+
+
+def _run(report: Report, verdict: Verdict) -> str:
+    counts = report.counts
+    lines = [
+        f"# {report.title}: {verdict.result}",
+        "",
+        f"{len(report.groups())} scenario run(s), {counts.total} checks: {counts.passed} passed, "
+        f"{counts.failed} failed, {counts.warned} warnings, {counts.skipped} skipped.",
+        "",
+    ]
+    contracts = report.contracts()
+    if report.checks:
+        lines.append("| scenario | target | " + " | ".join(contracts) + " |")
+        lines.append("|---|---|" + "---|" * len(contracts))
+        for group in report.groups():
+            cells = []
+            for contract in contracts:
+                mine = group.of_contract(contract)
+                cells.append(worst([c.status for c in mine]) if mine else "")
+            lines.append(f"| {_cell(group.scenario)} | {_cell(group.target)} | " + " | ".join(cells) + " |")
+    failed = report.of_status("fail")
+    if failed:
+        lines += ["", "## Failed checks", ""]
+        lines += [
+            f"- {c.scenario} [{c.target}] {c.contract} / {c.name} ({c.level}): {c.detail}"
+            + (f" [{c.citation}]" if c.citation else "")
+            for c in failed
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _release(report: Report, verdict: Verdict) -> str:
+    release, schema = report.release, report.schema
+    assert release is not None
+    lines = [
+        f"# codex-cli {release.version}: {HEADLINES[verdict.result]}",
+        "",
+        f"Binary: `{release.codex}`; run took {round(report.wall_s, 1)} s.",
+        "",
+        "## Wire schema",
+        "",
+        f"- pinned: {schema.pin if schema else ''} ({schema.store if schema else ''})",
+    ]
+    if schema is None or schema.diff is None:
+        lines.append("- no other pinned release to compare with")
+    else:
+        lines.append(f"- compared with {schema.compared_with}: {len(schema.diff.changes)} change(s)")
+        lines.append(f"- breaking: {len(schema.breaking)}")
+        lines += [f"  - {b}" for b in schema.breaking[:50]]
+        added = schema.added_methods
+        if added:
+            lines.append(f"- methods added: {', '.join(added[:30])}{' …' if len(added) > 30 else ''}")
+    counts = report.counts
+    failed = report.of_status("fail")
+    lines += [
+        "",
+        "## Contracts on the real binary (model-level built-in scenarios)",
+        "",
+        f"{counts.total} checks: {counts.passed} passed, {len(failed)} failed, {counts.skipped} skipped.",
+    ]
+    lines += [f"- FAIL {c.scenario} {c.contract} {c.name}: {c.detail}" for c in failed]
+    lines += ["", "## Fidelity (fake vs real, structural: server sides and trace bundles)", ""]
+    fidelity = report.fidelity
+    if release.profile_note:
+        lines += [f"The fake played release profile {release.profile}: {release.profile_note}.", ""]
+    for f in fidelity.entries if fidelity is not None else []:
+        lines.append(f"- {f.scenario}: {f.state}")
+        if f.error:
+            lines.append(f"  - {f.error}")
+        lines += [f"  - {d}" for d in f.differences[:10]]
+        lines += [f"  - invalid against its release's schema: {x}" for x in f.invalid_frames[:5]]
+        lines += [f"  - trace bundle: {x}" for x in f.trace_differences[:10]]
+    lines += ["", "## Interrupt latency (ms, nearest rank)", ""]
+    rows = report.latency.rows() if report.latency is not None else []
+    if rows:
+        lines += ["| case | metric | n | p50 | p95 | p99 |", "|---|---|---|---|---|---|"]
+        for row in rows:
+            lines.append(
+                f"| {row['scenario']} | {row['metric']} | {row['n']} | {ms(row['p50'])} | {ms(row['p95'])} "
+                f"| {ms(row['p99'])} |"
+            )
+    else:
+        lines.append("not measured")
+    return "\n".join(lines) + "\n"
+
+
+def _matrix(matrix: Report) -> str:
+    columns = matrix.columns
+    header = "| | " + " | ".join(f"codex-cli {c.version()}" for c in columns) + " |"
+    lines = [header, "|---|" + "---|" * len(columns)]
+    for label, cells in matrix_rows(matrix):
+        lines.append(f"| {label} | " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    notes = [
+        f"codex-cli {r.version}: the fake played {r.profile}; {r.profile_note}"
+        for r in (c.release for c in columns)
+        if r is not None and r.profile_note and r.profile != r.version
+    ]
+    if notes:
+        lines += ["", *[f"- {n}" for n in notes]]
+    for n in matrix.neighbours:
+        data = n.to_json()
+        lines += ["", f"### Wire schema {n.old} -> {n.new}", ""]
+        if n.diff is None:
+            lines.append(f"not compared: {n.error}")
+            continue
+        lines.append(f"{data['changes']} change(s), {len(data['breaking'])} breaking.")
+        if data["methods_added"]:
+            lines.append(f"- methods added: {', '.join(data['methods_added'])}")
+        if data["methods_removed"]:
+            lines.append(f"- methods removed: {', '.join(data['methods_removed'])}")
+        lines += [f"- breaking: {b}" for b in data["breaking"][:SHOWN_CHANGES]]
+    failures = [(c.version(), k) for c in columns for k in c.of_status("fail")]
+    if failures:
+        lines += ["", "### Failed checks", ""]
+        lines += [f"- {v} {c.scenario} {c.contract} {c.name}: {c.detail}" for v, c in failures]
+    return "\n".join(lines) + "\n"

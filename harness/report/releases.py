@@ -1,0 +1,104 @@
+"""The release views shared by every renderer of a release report and of a matrix: the verdict's words, the
+matrix table's rows and cells (Markdown, JSON and HTML draw the same rows)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from contracts.checks import CONTRACT_NAMES
+from contracts.report import Report, Verdict, judge
+
+LATENCY_METRIC = "interrupt_to_completed"
+#: What ``report.json`` has always called the three verdicts.
+VERDICT_WORDS = {"PASS": "ok", "FAIL": "breaks", "NOTHING JUDGED": "nothing judged"}
+HEADLINES = {
+    "PASS": "no client-breaking change found",
+    "FAIL": "BREAKS CLIENTS",
+    "NOTHING JUDGED": "NOTHING JUDGED (no check passed or failed: not a pass)",
+}
+
+
+def verdict_word(verdict: Verdict) -> str:
+    return VERDICT_WORDS[verdict.result]
+
+
+def ms(value: Any, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def contract_cell(column: Report, contract: str) -> str:
+    checks = [c for c in column.checks if c.contract == contract]
+    if not checks:
+        return "-"
+    passed = sum(c.status == "pass" for c in checks)
+    failed = sum(c.status == "fail" for c in checks)
+    skipped = sum(c.status == "skip" for c in checks)
+    text = f"{passed} pass"
+    if failed:
+        text += f", **{failed} FAIL**"
+    if skipped:
+        text += f", {skipped} skip"
+    return text
+
+
+def fidelity_cell(column: Report) -> str:
+    entries = column.fidelity.compared if column.fidelity is not None else []
+    equal = sum(1 for f in entries if f.equal)
+    differing = [f.scenario for f in entries if not f.equal]
+    text = f"{equal}/{len(entries)} equal"
+    if differing:
+        text += f"; **differ: {', '.join(differing)}**"
+    return text
+
+
+def latency_rows(columns: list[Report]) -> list[tuple[str, list[str]]]:
+    cases: list[str] = []
+    for column in columns:
+        for row in column.latency.rows() if column.latency else []:
+            if row["metric"] == LATENCY_METRIC and row["scenario"] not in cases:
+                cases.append(row["scenario"])
+    rows = []
+    for case in cases:
+        cells = []
+        for column in columns:
+            found = [
+                x
+                for x in (column.latency.rows() if column.latency else [])
+                if x["scenario"] == case and x["metric"] == LATENCY_METRIC
+            ]
+            cells.append(f"{ms(found[0]['p50'], 0)} / {ms(found[0]['p99'], 0)} (n={found[0]['n']})" if found else "-")
+        rows.append((f"interrupt latency p50 / p99 ms: {case}", cells))
+    return rows
+
+
+def matrix_rows(matrix: Report) -> list[tuple[str, list[str]]]:
+    """(label, one cell per release) in table order."""
+    columns = matrix.columns
+    schema_cells = ["(oldest column)"]
+    for n in matrix.neighbours:
+        if n.diff is None:
+            schema_cells.append(f"not compared: {n.error}")
+            continue
+        data = n.to_json()
+        schema_cells.append(
+            f"{data['changes']} change(s) from {n.old}, {len(data['breaking'])} breaking; "
+            f"methods +{len(data['methods_added'])} -{len(data['methods_removed'])}"
+        )
+    releases = [c.release for c in columns]
+    rows: list[tuple[str, list[str]]] = [
+        ("binary", [f"`{r.codex}`" if r else "-" for r in releases]),
+        (
+            "fake profile",
+            [f"{r.profile}" + ("" if r.profile == r.version else " (nearest)") if r else "-" for r in releases],
+        ),
+        ("wire schema vs previous column", schema_cells),
+    ]
+    rows += [(f"contract {name}", [contract_cell(c, name) for c in columns]) for name in CONTRACT_NAMES]
+    rows.append(("fidelity to its profile", [fidelity_cell(c) for c in columns]))
+    rows += latency_rows(columns)
+    rows.append(("verdict", ["ok" if judge(c).ok else "**FAIL**" for c in columns]))
+    rows.append(("wall s", [f"{c.wall_s:.0f}" for c in columns]))
+    return rows
