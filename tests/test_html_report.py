@@ -196,11 +196,14 @@ def test_histogram_marks_the_percentiles() -> None:
 
 def test_show_html_writes_one_session_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from contracts.exitcodes import OK, USAGE
+    from contracts.report import judge
     from harness.cli import main
 
     _record(_session(4)).save(tmp_path / "rec")
-    assert main(["show", str(tmp_path / "rec"), "--no-schema", "--html", str(tmp_path / "s.html")]) == OK
-    assert f"HTML: {tmp_path / 's.html'}" in capsys.readouterr().out
+    verdict = judge(run_all(SessionRecord.load(tmp_path / "rec")))  # show judges as run does: the same exit code
+    assert main(["show", str(tmp_path / "rec"), "--no-schema", "--html", str(tmp_path / "s.html")]) == verdict.exit_code
+    out = capsys.readouterr().out
+    assert f"HTML: {tmp_path / 's.html'}" in out and f"RESULT: {verdict.result}" in out
     page = (tmp_path / "s.html").read_text()
     assert "<svg" in page and "item/agentMessage/delta" in page
     assert main(["show", str(tmp_path / "rec" / "wire.jsonl"), "--no-schema", "--html", str(tmp_path / "w.html")]) == OK

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_contracts_records import approval_record, interrupted_record
 
-from contracts.exitcodes import INVALID_INPUT, OK, USAGE
+from contracts.exitcodes import FAILED, INVALID_INPUT, OK, USAGE
 from contracts.record import WireEntry
 from harness.cli import main
 
@@ -16,8 +16,12 @@ def test_show_record_dir_marks_windows_faults_and_failures(tmp_path: Path, capsy
     record = approval_record(answer=False)
     record.wire.append(WireEntry(9.0, "s2c", error="not_json", raw="this is not JSON", size=16))
     record.save(tmp_path / "rec")
-    assert main(["show", str(tmp_path / "rec")]) == OK
+    # The contracts are judged as `run` judges them: a failing check fails show too (it exited 0 before).
+    assert main(["show", str(tmp_path / "rec")]) == FAILED
     out = capsys.readouterr().out
+    assert out.rstrip().endswith("RESULT: FAIL"), out
+    assert main(["show", str(tmp_path / "rec"), "--no-checks"]) == OK  # a timeline only: no verdict
+    assert "RESULT" not in capsys.readouterr().out
     assert out.splitlines()[0].startswith("command_approval on fake")
     assert "item/commandExecution/requestApproval #0" in out and "[opens server request 0]" in out
     assert "!! not a frame: not_json (16 bytes)" in out

@@ -1,4 +1,9 @@
-"""``codex-harness show DIR|wire.jsonl``: a readable timeline of one recorded session."""
+"""``codex-harness show DIR|wire.jsonl``: a readable timeline of one recorded session.
+
+On a record directory the contracts are run again and judged as ``run`` judges them (one report model, one
+verdict function): the ``RESULT:`` line closes the output and the exit code is the verdict's (1 on a failing
+check, or when nothing was judged). A bare wire.jsonl, or ``--no-checks``, is a timeline only: exit 0.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from contracts import paths, safe_read
 from contracts.checks import run_all
 from contracts.exitcodes import INVALID_INPUT, OK, UsageError
 from contracts.record import SessionRecord, WireEntry
+from contracts.report import Report, judge
 from harness.timeline import render_lines
 from harness.wire_file import WireFileError, iter_wire
 
@@ -120,4 +126,10 @@ def _show(args: argparse.Namespace, path: Path) -> int:
 
         tail = terminal_lines(record.stderr_tail, 10)
         print("\nstderr tail:\n" + "\n".join(f"  {line}" for line in tail))
-    return OK
+    if record is None or args.no_checks:
+        return OK  # a timeline, not a verdict
+    from harness.report import result_line
+
+    verdict = judge(Report(checks=checks, records=[record]))
+    print("\n" + result_line(verdict))
+    return verdict.exit_code

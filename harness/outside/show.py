@@ -2,7 +2,9 @@
 
 A recording is judged by the wire contracts (:mod:`contracts.checks.client_run` and the per-server
 contracts) against the scenario named in its ``start.json``; what a recording alone cannot show (the
-deadline, what was left running, the result file) is a skip with that reason. Exit 1 on a failing check.
+deadline, what was left running, the result file) is a skip with that reason. Judged as ``run`` judges (one
+report model, one verdict function): the ``RESULT:`` line, exit 1 on a failing check or when nothing was judged;
+``--no-checks`` shows the timeline only (exit 0).
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from contracts.checks import Check
-from contracts.exitcodes import FAILED, OK, UsageError
+from contracts.exitcodes import OK, UsageError
 from contracts.record import SessionRecord
+from contracts.report import Report
+from contracts.report import judge as verdict_of
 from contracts.text import one_line
 from harness import scenario_lookup
 from harness.outside.plan import adapter_plan, budgets
@@ -118,8 +122,14 @@ def show_outside(args: argparse.Namespace, path: Path) -> int:
     for c in checks:
         if c.status == "skip" and c.contract in ("client", "protocol", "schema"):  # failures are in the timeline
             print(f"  {c.status.upper()} {one_line(c.contract)} / {one_line(c.name)}: {one_line(c.detail, 400)}")
-    print(f"\n{len(checks)} checks: {len(failed)} failed" if checks else "\nchecks not run (--no-checks)")
-    return FAILED if failed else OK
+    if not checks:
+        print("\nchecks not run (--no-checks)")
+        return OK
+    from harness.report import result_line
+
+    verdict = verdict_of(Report(checks=checks, records=records))
+    print(f"\n{len(checks)} checks: {len(failed)} failed\n{result_line(verdict)}")
+    return verdict.exit_code
 
 
 __all__ = ["is_outside", "show_outside"]
