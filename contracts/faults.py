@@ -1,18 +1,25 @@
 """The fault registry's declarative half: points, kinds, their parameters and bounds, one table.
 
 Every fault kind is one :class:`FaultSpec`: its default point, the points where it has an effect,
-its parameters with type, default and bounds, whether only a fake can produce it, and one line
-saying what happens. Everything else is derived from :data:`FAULTS`: the kind list, the default
-points, the scenario-file and builder validation (:func:`check_fault`), the real target's skip
-rule (:func:`fake_only`) and the table in ``docs/scenarios.md`` (:func:`markdown_table`; a test
-asserts the docs hold exactly that table). The fake's half, one strike function per kind, is
-``fake_server.faults``; it refuses to import when a kind here has no strike function there.
+its parameters with type, default and bounds, whether only a fake can produce it, one line saying
+what happens, and what the fuzzer needs (``contracts.fault_fuzz``): what the kind changes (its
+effect, which the fuzzer's truth predicts), where the fuzzer places it and how it narrows the
+declared bounds when it draws parameters, each narrowing with its reason. Everything else is
+derived from :data:`FAULTS`: the kind list, the default points, the scenario-file and builder
+validation (:func:`check_fault`), the real target's skip rule (:func:`fake_only`), the fuzzer's
+strategies, placements and truth (``harness.fuzz.table``) and the tables in ``docs/scenarios.md``
+(:data:`GENERATED`; a test asserts the docs hold exactly those tables). The fake's half, one strike
+function per kind, is ``fake_server.faults``; it refuses to import when a kind here has no strike
+function there. An entry that says nothing to the fuzzer, or contradicts itself, is refused when the
+table is built (:func:`contracts.fault_fuzz.check_spec`).
 
 It lives in ``contracts`` (not in the fake) because loading a scenario file must validate faults
-without importing the fake (layers point one way).
+without importing the fake, and the fuzzer's truth must be derived without it (layers point one way).
 
-Adding a kind: one entry here, one ``@strikes("kind")`` function in ``fake_server.faults``, and
-``python -m contracts.faults`` to print the docs table to paste.
+Adding a kind: one entry here (with its effect and placements, or ``not_fuzzed`` and why), one
+``@strikes("kind")`` function in ``fake_server.faults``, and ``python -m contracts.faults`` to print
+the docs tables to paste. Nothing under ``harness/fuzz`` changes, unless the kind's effect needs a
+course the fuzzer's walk does not know yet (``contracts.fault_fuzz.COURSES``).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from contracts import probe_refs
+from contracts.fault_fuzz import Draw, Effect, Place, check_spec, fuzz_table
 
 MIB: Final = 1024 * 1024
 #: Scripted time a scenario may ask for in one place: the in-process run's own bound (1 h, virtual).
@@ -162,22 +170,44 @@ def _method(default: str) -> Param:
 
 @dataclass(frozen=True, slots=True)
 class FaultSpec:
+    """One fault kind: where it acts and with which parameters (for the loader and the fake), and what
+    the fuzzer needs (``contracts.fault_fuzz``): ``effect`` (what it changes, for the fuzzer's truth),
+    ``fuzz`` (where and how it is drawn) or ``not_fuzzed`` (why it never is), and ``slow`` (why a fast
+    fuzz run leaves it out). An entry the fuzzer could not handle is refused when the table is built."""
+
     kind: str
     default_point: str
     points: tuple[str, ...]  # where the kind has an effect; anywhere else is refused at load
     description: str  # one line: what happens
     params: tuple[Param, ...] = ()
     fake_only: bool = True  # only a fake app-server can produce it: the real target skips the scenario
+    effect: Effect | None = None
+    fuzz: tuple[Place, ...] = ()
+    not_fuzzed: str = ""
+    slow: str = ""
     param_map: Mapping[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "param_map", {p.name: p for p in self.params})
         assert self.default_point in self.points, self.kind
+        check_spec(self)
 
     @property
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
 
+
+# What faults legitimately cause, as (contract, kind of violation): see Effect.allows.
+_FRAMES_INVALID: Final = ("schema", "server_frames_invalid")
+_UNANSWERED: Final = ("protocol", "unanswered_server_requests")
+_USAGE_INCONSISTENT: Final = ("usage", "server_usage_inconsistent")
+#: Where harmless output is drawn: the turn's start and every delta and item start the walk reaches.
+_SPREAD: Final = ("start", "delta", "item_started")
+_COUNT_2: Final = Draw("count", "each copy is one more frame for the client; two show the rule", max=2)
+_CRASH_DRAWS: Final = (
+    Draw("exit_code", "failure statuses (0 reads as a clean exit); three stand for the range", values=(1, 2, 101)),
+)
+_KNOWN_NAME: Final = "another name could be a method the client knows, which the truth does not model"
 
 FAULTS: Final[dict[str, FaultSpec]] = {
     s.kind: s
@@ -188,6 +218,22 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _PROGRAM,
             "the turn waits `delay_ms` at the point (at `end`: its completion comes that much later)",
             (_delay("delay_ms", None),),
+            effect=Effect("wait", delay="delay_ms"),
+            fuzz=(
+                Place(
+                    ("end",),
+                    rank=7,
+                    draws=(
+                        Draw(
+                            "delay_ms",
+                            "multiples of 10 ms keep every step off the odd turn deadlines; on a process target "
+                            "the wait is real time",
+                            values=(10, 100, 1000, 5000),
+                            real_time=(10, 100),
+                        ),
+                    ),
+                ),
+            ),
         ),
         FaultSpec(
             "completion_after_interrupt",
@@ -195,18 +241,49 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ("interrupt",),
             "`{}` now; idle + `turn/completed` after `delay_ms`, or never",
             (_delay("delay_ms", 0), Param("never", bool, False)),
+            effect=Effect("late_completion", delay="delay_ms", never="never", allows=(_UNANSWERED,)),
+            fuzz=(
+                Place(
+                    ("interrupt",),
+                    rank=0,
+                    draws=(
+                        Draw("delay_ms", "a clean completion, far from the kill", budget=(0, 0.25)),
+                        Draw("never", "this placement completes within the budget", keep=True),
+                    ),
+                ),
+                Place(
+                    ("interrupt",),
+                    rank=4,
+                    draws=(Draw("delay_ms", "the client must kill, far from a clean completion", budget=(2,)),),
+                    ending=True,
+                    why="past the budget (or never) the client kills the server: the session ends",
+                ),
+            ),
         ),
         FaultSpec(
             "interrupt_ignored",
             "interrupt",
             ("interrupt",),
             "the interrupt is never answered and the turn runs on",
+            effect=Effect("runs_on", allows=(_UNANSWERED,)),
+            fuzz=(
+                Place(
+                    ("interrupt",),
+                    rank=6,
+                    held_approval=True,
+                    weight=2,
+                    why="only with an approval held is the outcome certain (elsewhere the turn runs on and may "
+                    "end within the budget); held approvals are rare, so it is offered twice",
+                ),
+            ),
         ),
         FaultSpec(
             "interrupt_answer_missing",
             "interrupt",
             ("interrupt",),
             "the turn is interrupted but the `{}` answer is never sent",
+            effect=Effect("unanswered", server_trace="unjudged"),
+            fuzz=(Place(("interrupt",), rank=3),),
         ),
         FaultSpec(
             "duplicate_usage",
@@ -214,6 +291,8 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ("usage",),
             "the usage update is sent `count` more times",
             (_count(1, "duplicates sent"),),
+            effect=Effect("mark", allows=(_USAGE_INCONSISTENT,)),
+            fuzz=(Place(("usage",), rank=5, draws=(_COUNT_2,)),),
         ),
         FaultSpec(
             "replay_usage",
@@ -221,12 +300,16 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ("usage",),
             "an earlier turn's usage update is sent again `count` times",
             (_count(1, "replays sent"),),
+            effect=Effect("mark", allows=(_USAGE_INCONSISTENT,)),
+            fuzz=(Place(("usage",), rank=6, draws=(_COUNT_2,)),),
         ),
         FaultSpec(
             "drop_turn_completed",
             "end",
             ("start", "delta", "item_started", "approval_pending", "usage", "interrupt", "end"),
             "idle is sent, `turn/completed` never",
+            effect=Effect("no_completion", server_trace="unjudged", allows=(_UNANSWERED,)),
+            fuzz=(Place(("end",), rank=15),),
         ),
         FaultSpec(
             "crash",
@@ -234,18 +317,31 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _ANYWHERE,
             "exit with `exit_code`; `mid_line` writes half a frame first",
             (Param("exit_code", int, 1, 0, 255, why="a process exit status"), Param("mid_line", bool, False)),
+            effect=Effect("gone", exit="exit_code", allows=(_FRAMES_INVALID, _UNANSWERED)),
+            fuzz=(
+                Place(
+                    ("start", "delta", "item_started", "usage", "approval_pending", "end", "after_end", "initialize"),
+                    rank=11,
+                    draws=_CRASH_DRAWS,
+                ),
+                Place(("interrupt",), rank=5, draws=_CRASH_DRAWS),
+            ),
         ),
         FaultSpec(
             "hang",
             "start",
             _ANYWHERE,
             "alive but silent from here on; ignores stdin EOF (SIGTERM and kill end it)",
+            effect=Effect("silent", server_trace="unjudged", allows=(_UNANSWERED,)),
+            fuzz=(Place((*_SPREAD, "end"), rank=12),),
         ),
         FaultSpec(
             "stdout_closed",
             "start",
             _ANYWHERE,
             "stdout closes; the server keeps reading and exits 0 on EOF",
+            effect=Effect("gone", server_trace="unjudged", allows=(_UNANSWERED,)),
+            fuzz=(Place(("start", "delta"), rank=13),),
         ),
         FaultSpec(
             "grandchild_holds_stdout",
@@ -253,6 +349,21 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _ALL,
             "a grandchild inherits stdout and holds it up to `hold_ms` after the server exits",
             (Param("hold_ms", int, 30000, 0, 600_000, why="a real `sleep` process on fake-process"),),
+            effect=Effect("mark", ends_session=True, allows=(_UNANSWERED,)),
+            fuzz=(
+                Place(
+                    ("start",),
+                    rank=16,
+                    draws=(
+                        Draw(
+                            "hold_ms",
+                            "the hold outlasts the server's exit; on a process target a real process waits it",
+                            values=(1000, 5000),
+                            real_time=(1000,),
+                        ),
+                    ),
+                ),
+            ),
         ),
         FaultSpec(
             "garbage_lines",
@@ -260,6 +371,17 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _ANYWHERE,
             "`count` non-JSON lines of `text` on stdout",
             (_count(3, "lines written"), Param("text", str, "this is not JSON", 0, 1024, why="one line")),
+            effect=Effect("noise", allows=(_FRAMES_INVALID,)),
+            fuzz=(
+                Place(
+                    _SPREAD,
+                    rank=0,
+                    draws=(
+                        Draw("count", "each line is one more for the client to skip; three show the rule", max=3),
+                        Draw("text", "any non-JSON text has the same effect", keep=True),
+                    ),
+                ),
+            ),
         ),
         FaultSpec(
             "oversized_line",
@@ -267,6 +389,23 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _ALL,
             "one line of `size` bytes",
             (Param("size", int, 40 * MIB, 64, 128 * MIB, why="the line is built in memory"),),
+            effect=Effect("gone", kills=True, allows=(_FRAMES_INVALID, _UNANSWERED)),
+            fuzz=(
+                Place(
+                    ("start", "delta"),
+                    rank=14,
+                    draws=(
+                        Draw(
+                            "size",
+                            "the default is over the client's 32 MiB line cap, which is what it tests; a bigger "
+                            "line only costs time",
+                            keep=True,
+                        ),
+                    ),
+                ),
+            ),
+            slow="a 40 MiB line per example (about a fifth of a run's time); the built-in `oversized_line` "
+            "scenario covers it",
         ),
         FaultSpec(
             "invalid_utf8",
@@ -274,6 +413,8 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _ALL,
             "`count` lines with invalid UTF-8",
             (_count(1, "lines written"),),
+            effect=Effect("noise", allows=(_FRAMES_INVALID,)),
+            fuzz=(Place(_SPREAD, rank=2, draws=(_COUNT_2,)),),
         ),
         FaultSpec(
             "stderr_flood",
@@ -281,6 +422,16 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _ALL,
             "that much stderr",
             (Param("bytes", int, MIB, 1, 64 * MIB, why="written in one step"),),
+            effect=Effect("noise"),
+            fuzz=(
+                Place(
+                    _SPREAD,
+                    rank=3,
+                    draws=(
+                        Draw("bytes", "a little, and a pipe buffer's worth; a MiB costs time", values=(1024, 65536)),
+                    ),
+                ),
+            ),
         ),
         FaultSpec(
             "unknown_notification",
@@ -288,6 +439,8 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _ALL,
             "`count` notifications of an unknown method",
             (_method("x/unknownNotification"), _count(1, "notifications sent")),
+            effect=Effect("noise", allows=(_FRAMES_INVALID,)),
+            fuzz=(Place(_SPREAD, rank=1, draws=(Draw("method", _KNOWN_NAME, keep=True), _COUNT_2)),),
         ),
         FaultSpec(
             "unknown_server_request",
@@ -295,6 +448,8 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _ALL,
             "a server request of an unknown method",
             (_method("x/unknownRequest"),),
+            effect=Effect("mark", fails_turn=True, uses_decisions=True, allows=(_FRAMES_INVALID,)),
+            fuzz=(Place(("start",), rank=9, draws=(Draw("method", _KNOWN_NAME, keep=True),)),),
         ),
         FaultSpec(
             "resolved_order",
@@ -302,6 +457,8 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ("interrupt",),
             "where `serverRequest/resolved` goes relative to `turn/completed` at interrupt",
             (Param("order", str, "after", choices=("before", "after", "never")),),
+            effect=Effect("mark", allows=(_UNANSWERED,)),
+            fuzz=(Place(("interrupt",), rank=1, held_approval=True, why="it orders the held request's resolution"),),
         ),
         FaultSpec(
             "late_events",
@@ -309,12 +466,16 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             _IN_TURN,
             "`count` deltas for the turn's last message (after the end: for the finished turn)",
             (_count(2, "deltas sent"),),
+            effect=Effect("mark", allows=(_FRAMES_INVALID, ("protocol", "late_events"))),
+            fuzz=(Place(("after_end",), rank=8, draws=(_COUNT_2,)),),
         ),
         FaultSpec(
             "duplicate_response_id",
             "start",
             _IN_TURN,
             "the last response (at `start`: the turn/start answer) is sent again",
+            effect=Effect("noise", allows=(("protocol", "unknown_response_id"),)),
+            fuzz=(Place(_SPREAD, rank=4),),
         ),
         FaultSpec(
             "overload",
@@ -323,18 +484,31 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             "the next `count` requests get `-32001 Server overloaded; retry later.` "
             "(at `initialize`: that request too)",
             (Param("count", int, 1, 1, 1000, why="requests refused"),),
+            effect=Effect("mark", server_trace="unjudged", allows=(_UNANSWERED,)),
+            fuzz=(
+                Place(
+                    ("initialize",),
+                    rank=10,
+                    draws=(Draw("count", "the refused handshake fails every turn; more add nothing", keep=True),),
+                    why="at the handshake the outcome is certain (every turn fails); later it refuses whichever "
+                    "request the client sends next, which the walk does not model",
+                ),
+            ),
         ),
         FaultSpec(
             "no_answer",
             "request",
             ("request",),
             "the request is never answered (the server stays up and answers the next ones)",
+            not_fuzzed="a fault of a `[[methods]]` entry's request; generated scenarios script no `[[methods]]`",
         ),
         FaultSpec(
             "trace_unclosed_tool",
             "interrupt",
             ("start", "delta", "item_started", "approval_pending", "interrupt"),
             "the server trace never ends the pending tool, yet completes the recording (the pre-fix bug)",
+            effect=Effect("mark", server_trace="violation"),
+            fuzz=(Place(("interrupt",), rank=2, held_approval=True, why="it leaks the held request's tool"),),
         ),
     )
 }
@@ -423,6 +597,7 @@ def points_table() -> str:
 GENERATED: Final[dict[str, Callable[[], str]]] = {
     "fault-points": points_table,
     "fault-kinds": markdown_table,
+    "fault-fuzz": lambda: fuzz_table(FAULTS.values()),
     "probe-bounds": probe_refs.bounds_table,  # the probe steps' bounds live with their placeholders
 }
 

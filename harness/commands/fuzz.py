@@ -13,7 +13,8 @@ from pathlib import Path
 
 from contracts import paths
 from contracts.exitcodes import UsageError
-from harness.fuzz.driver import DEFAULT_FAULTS, FAST_FAULTS, FuzzReport, fuzz
+from contracts.faults import FAULTS
+from harness.fuzz.driver import DEFAULT_FAULTS, FAST_FAULTS, SLOW_FAULTS, FuzzReport, fuzz
 
 NAME = "fuzz"
 HELP = "fuzz the client with generated fault scenarios; a failure is shrunk to a replayable scenario file"
@@ -26,9 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target", choices=("fake", "fake-process"), default="fake", help="in-process fake (default) or fake-codex"
     )
-    parser.add_argument(
-        "--fast", action="store_true", help="skip the slow fault (oversized_line: a 40 MiB line per example)"
-    )
+    slow = "; ".join(f"{k}: {FAULTS[k].slow}" for k in SLOW_FAULTS)
+    parser.add_argument("--fast", action="store_true", help=f"skip the slow faults ({slow})")
     parser.add_argument("--no-shrink", action="store_true", help="report the first failure as found")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from contracts.faults import FAULTS
-from contracts.scenario import ACTION_TRIGGERS, DECISIONS, FAULT_KINDS, Scenario
+from contracts.scenario import ACTION_TRIGGERS, DECISIONS, Scenario
+from harness.fuzz.table import FUZZED
 from harness.fuzz.truth import derive
 
-#: Kinds a turn can carry: the request-only ones (``no_answer``) belong to ``[[methods]]``, outside the fuzzer.
-ALL_FAULTS: tuple[str, ...] = tuple(k for k in FAULT_KINDS if FAULTS[k].points != ("request",))
+#: Kinds the fuzzer draws (the table's ``not_fuzzed`` kinds say why they are not).
+ALL_FAULTS: tuple[str, ...] = FUZZED
 ALL_ACTIONS: tuple[str, ...] = (
     *(f"cancel@{t}" for t in ACTION_TRIGGERS),
     "steer",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from hypothesis import reject
 from hypothesis import strategies as st
@@ -30,7 +30,6 @@ from hypothesis import strategies as st
 from contracts.scenario import (
     DECISIONS,
     DEFAULT_INPUT,
-    FAULT_KINDS,
     ClientAction,
     ClientPlan,
     CommandItem,
@@ -46,18 +45,9 @@ from contracts.scenario import (
     Usage,
 )
 from contracts.scenario_file import split_text
+from harness.fuzz.table import AT_INTERRUPT, FUZZED, PASSIVE, Placement, check_kinds, effect, params
 from harness.fuzz.truth import RacyScenario, SessionTruth, derive, walk_turn
-from harness.fuzz.walk import (
-    INTERRUPT_FAULTS,
-    NOISE_FAULTS,
-    PENDING_APPROVAL_FAULTS,
-    TERMINAL_FAULTS,
-    Step,
-    TurnTruth,
-    landing_for,
-    steerable,
-    windows,
-)
+from harness.fuzz.walk import Step, TurnTruth, landing_for, steerable, windows
 
 T = TypeVar("T")
 
@@ -88,26 +78,10 @@ _INPUTS = st.sampled_from((DEFAULT_INPUT, "Run the tests"))
 _DECISION = st.sampled_from(DECISIONS)
 _WHAT = st.sampled_from(("none", "cancel", "steer", "cancel_on_approval", "cancel_on_approval"))
 _TWO = st.sampled_from((False, False, False, False, True))
-#: Faults a passive point can carry, simplest first (hypothesis shrinks towards the front).
-PASSIVE_FAULTS: tuple[str, ...] = (
-    "garbage_lines",
-    "unknown_notification",
-    "invalid_utf8",
-    "stderr_flood",
-    "duplicate_response_id",
-    "duplicate_usage",
-    "replay_usage",
-    "delayed_completion",
-    "late_events",
-    "unknown_server_request",
-    "overload",
-    "crash",
-    "hang",
-    "stdout_closed",
-    "oversized_line",
-    "drop_turn_completed",
-    "grandchild_holds_stdout",
-)
+#: Kinds a passive point can carry, simplest first (hypothesis shrinks towards the front): from the table.
+PASSIVE_FAULTS: tuple[str, ...] = tuple(dict.fromkeys(p.kind for p in PASSIVE))
+#: Kinds placed only at the interrupt, so they need a client cancel in their turn: from the table.
+INTERRUPT_FAULTS: frozenset[str] = frozenset(p.kind for p in AT_INTERRUPT) - frozenset(PASSIVE_FAULTS)
 
 
 @st.composite
@@ -199,41 +173,26 @@ def client_budgets(draw: st.DrawFn) -> dict[str, int]:
 # --- faults ------------------------------------------------------------------------------------
 
 
-def _points(steps: list[Step], kind: str, first_turn: bool, single_turn: bool) -> list[tuple[str, int]]:
-    """The points of a walked turn where fault ``kind`` may attach (reached, outcome certain)."""
-    has = {s.kind for s in steps}
-    counted = {
-        k: [s.n for s in steps if s.kind == step]
-        for k, step in (("delta", "delta"), ("item_started", "item_started"), ("usage", "usage"))
-    }
-    approvals = [s.n for s in steps if s.kind == "approval"]
-    ends = "end" in has
-    spread = [("start", 1)] + [("delta", n) for n in counted["delta"]]
-    spread += [("item_started", n) for n in counted["item_started"]]
-    if kind in NOISE_FAULTS:
-        return spread
-    if kind in ("duplicate_usage", "replay_usage"):
-        return [("usage", n) for n in counted["usage"]]
-    if kind in ("delayed_completion", "drop_turn_completed"):
-        return [("end", 1)] if ends else []
-    if kind == "late_events":
-        return [("after_end", 1)] if ends else []
-    if kind in ("unknown_server_request", "grandchild_holds_stdout"):
-        return [("start", 1)]
-    if kind == "overload":
-        return [("initialize", 1)] if first_turn else []
-    if kind == "crash":
-        out = spread + [("usage", n) for n in counted["usage"]] + [("approval_pending", n) for n in approvals]
-        if ends:
-            out += [("end", 1), ("after_end", 1)]
-        if first_turn:
-            out.append(("initialize", 1))
-        return out
-    if kind == "hang":
-        return spread + ([("end", 1)] if ends else [])
-    if kind in ("stdout_closed", "oversized_line"):
-        return [("start", 1)] + [("delta", n) for n in counted["delta"]]
-    return []
+#: Counted points and the walk's step that counts them.
+_COUNTED = {"delta": "delta", "item_started": "item_started", "usage": "usage", "approval_pending": "approval"}
+
+
+def _points(steps: list[Step], placement: Placement, first_turn: bool) -> list[tuple[str, int]]:
+    """The points of a walked turn where ``placement`` may attach (reached, outcome certain), in its order."""
+    ends = any(s.kind == "end" for s in steps)
+    out: list[tuple[str, int]] = []
+    for point in placement.place.where:
+        if point == "start":
+            out.append(("start", 1))
+        elif point in _COUNTED:
+            out += [(point, s.n) for s in steps if s.kind == _COUNTED[point]]
+        elif point in ("end", "after_end"):
+            out += [(point, 1)] if ends else []
+        elif point == "initialize":
+            out += [("initialize", 1)] if first_turn else []
+        else:
+            raise ValueError(f"fault {placement.kind}: the fuzzer cannot place at {point}")
+    return out
 
 
 def _pick(draw: st.DrawFn, options: Sequence[T]) -> T:
@@ -241,48 +200,27 @@ def _pick(draw: st.DrawFn, options: Sequence[T]) -> T:
     return options[draw(st.integers(0, len(options) - 1))]
 
 
-def _params(draw: st.DrawFn, kind: str, budget_ms: int, real_time: bool = False) -> dict[str, Any]:
-    if kind == "delayed_completion":
-        return {"delay_ms": draw(st.sampled_from((10, 100) if real_time else (10, 100, 1000, 5000)))}
-    if kind in ("duplicate_usage", "replay_usage", "invalid_utf8", "unknown_notification", "late_events"):
-        return {"count": draw(st.integers(1, 2))}
-    if kind == "garbage_lines":
-        return {"count": draw(st.integers(1, 3))}
-    if kind == "crash":
-        return {"exit_code": draw(st.sampled_from((1, 2, 101))), "mid_line": draw(st.booleans())}
-    if kind == "stderr_flood":
-        return {"bytes": draw(st.sampled_from((1024, 65536)))}
-    if kind == "grandchild_holds_stdout":
-        return {"hold_ms": 1000 if real_time else draw(st.sampled_from((1000, 5000)))}
-    if kind == "resolved_order":
-        return {"order": draw(st.sampled_from(("after", "before", "never")))}
-    if kind == "completion_after_interrupt":
-        return {"delay_ms": draw(st.sampled_from((0, budget_ms // 4)))}
-    return {}
-
-
 def _passive_faults(
     draw: st.DrawFn,
     steps: list[Step],
-    allowed: tuple[str, ...],
+    allowed: tuple[Placement, ...],
     first: bool,
-    single: bool,
     max_faults: int,
     real_time: bool = False,
-) -> list[Fault]:
-    faults: list[Fault] = []
+) -> list[tuple[Fault, Placement]]:
+    placed: list[tuple[Fault, Placement]] = []
     used: set[tuple[str, int]] = set()
     for _ in range(draw(st.integers(0, max_faults))):
-        kind = _pick(draw, allowed)
-        points = [p for p in _points(steps, kind, first, single) if p not in used]
+        placement = _pick(draw, allowed)
+        points = [p for p in _points(steps, placement, first) if p not in used]
         if not points:
             continue
         at, n = _pick(draw, points)
         used.add((at, n))
-        faults.append(Fault(kind, at, n, _params(draw, kind, 2000, real_time)))
-        if kind in TERMINAL_FAULTS:
-            allowed = tuple(k for k in allowed if k not in TERMINAL_FAULTS)
-    return faults
+        placed.append((Fault(placement.kind, at, n, params(draw, placement, 2000, real_time)), placement))
+        if placement.ending:
+            allowed = tuple(p for p in allowed if not p.ending)
+    return placed
 
 
 # --- client actions ----------------------------------------------------------------------------
@@ -332,21 +270,16 @@ def _triggers(steps: list[Step], do: str, real_time: bool = False) -> list[Clien
     return out
 
 
-def _interrupt_faults(truth: TurnTruth, last: bool, terminal_left: bool) -> list[str]:
-    """Faults that may attach to this turn's interrupt (the cancel or the deadline), certain in outcome."""
+def _interrupt_faults(truth: TurnTruth, last: bool, ending_left: bool) -> list[Placement]:
+    """Placements that may attach to this turn's interrupt (the cancel or the deadline), certain in outcome."""
     landing = truth.cancel
     if landing is None or (truth.steps[landing.index].kind == "silence" and not landing.approval_held):
         return []
-    kinds = ["completion_after_interrupt"]
-    if landing.approval_held:
-        kinds += sorted(PENDING_APPROVAL_FAULTS)
-    if last and terminal_left:
-        kinds += ["interrupt_answer_missing", "completion_after_interrupt_late", "crash"]
-        if landing.approval_held:
-            # Only here is the outcome certain (elsewhere the turn runs on and may end within the budget), and
-            # held approvals are rare: weigh it up so it is reached.
-            kinds += ["interrupt_ignored"] * 2
-    return kinds
+    return [
+        p
+        for p in AT_INTERRUPT
+        if (landing.approval_held or not p.place.held_approval) and (not p.ending or (last and ending_left))
+    ]
 
 
 def reached_only(
@@ -391,24 +324,37 @@ def _quick(script: TurnScript) -> TurnScript:
     return replace(script, responses=responses)
 
 
-@st.composite
 def scenarios(
-    draw: st.DrawFn,
     max_turns: int = 2,
     faults: bool = True,
     actions: bool = True,
-    fault_kinds: tuple[str, ...] = tuple(FAULT_KINDS),
+    fault_kinds: tuple[str, ...] = FUZZED,
     max_faults: int = 2,
     name: str = "fuzz",
     real_time: bool = False,
-) -> Scenario:
+) -> st.SearchStrategy[Scenario]:
     """A whole scenario with its ``[expect]``.
 
-    ``fault_kinds`` restricts the faults drawn (for example to what a target can produce);
+    ``fault_kinds`` restricts the faults drawn (for example to what a target can produce); a kind the
+    fuzzer cannot draw (``FaultSpec.not_fuzzed``, or unknown) is refused with :class:`~harness.fuzz.table.NotFuzzable`;
     ``faults=False`` / ``actions=False`` draw model steps only / no client actions.
     ``real_time=True`` draws for a target on the real clock (``fake-process``): short waits, and client
     actions only where no timing can race (a held approval, a silent server).
     """
+    return _scenarios(max_turns, faults, actions, check_kinds(fault_kinds), max_faults, name, real_time)
+
+
+@st.composite
+def _scenarios(
+    draw: st.DrawFn,
+    max_turns: int,
+    faults: bool,
+    actions: bool,
+    fault_kinds: tuple[str, ...],
+    max_faults: int,
+    name: str,
+    real_time: bool,
+) -> Scenario:
     count = draw(st.integers(1, max_turns))
     scripts = [draw(turn_scripts()) for _ in range(count)]
     if real_time:
@@ -437,24 +383,24 @@ def scenarios(
     budget = plan.interrupt_budget_ms
 
     # Passive faults, placed on points the plain walk reaches.
-    kinds = tuple(k for k in PASSIVE_FAULTS if k in fault_kinds)
-    terminal_used = False
+    passive = tuple(p for p in PASSIVE if p.kind in fault_kinds)
+    ending_used = False
     offset = 0
     for i in range(count):
         last = i == count - 1
         walked = _walk(scripts[i], plan, i + 1, offset)
         offset += walked.approvals_seen
-        if not faults or not kinds:
+        if not faults or not passive:
             continue
-        allowed = tuple(k for k in kinds if (last and not terminal_used) or k not in TERMINAL_FAULTS)
+        allowed = tuple(p for p in passive if (last and not ending_used) or not p.ending)
         if not allowed:
             continue
-        placed = _passive_faults(draw, walked.steps, allowed, i == 0, count == 1, max_faults, real_time)
-        if any(f.kind == "unknown_server_request" for f in placed):
+        placed = _passive_faults(draw, walked.steps, allowed, i == 0, max_faults, real_time)
+        if any(effect(f.kind).uses_decisions for f, _ in placed):
             # Its answer may take a decision index in some runners: keep decisions uniform.
             plan = replace(plan, approvals=())
-        terminal_used = terminal_used or any(f.kind in TERMINAL_FAULTS for f in placed)
-        scripts[i] = replace(scripts[i], faults=tuple(placed))
+        ending_used = ending_used or any(p.ending for _, p in placed)
+        scripts[i] = replace(scripts[i], faults=tuple(f for f, _ in placed))
 
     # Client actions, placed on waits of the walk with the faults in.
     chosen: list[ClientAction] = []
@@ -486,21 +432,16 @@ def scenarios(
         for i in range(count):
             walked = _walk(scripts[i], plan, i + 1, offset)
             offset += walked.approvals_seen
-            options = _interrupt_faults(walked, i == count - 1, not terminal_used)
+            options = _interrupt_faults(walked, i == count - 1, not ending_used)
             if any(f.at == "after_end" for f in scripts[i].faults):
                 options = []  # both would strike at the interrupt: their order is the fake's business
-            options = [k for k in options if k.removesuffix("_late") in fault_kinds]
+            options = [p for p in options if p.kind in fault_kinds]
             # A held approval is rare and is where most interrupt faults apply: always give it one there.
             if not options or (walked.cancel is not None and not walked.cancel.approval_held and not draw(_BOOL)):
                 continue
-            kind = _pick(draw, options)
-            if kind == "completion_after_interrupt_late":
-                never = draw(_BOOL)
-                params = {"delay_ms": 0 if never else budget * 2, "never": never}
-                fault = Fault("completion_after_interrupt", "interrupt", 1, params)
-            else:
-                fault = Fault(kind, "interrupt", 1, _params(draw, kind, budget, real_time))
-            terminal_used = terminal_used or fault.kind in TERMINAL_FAULTS or kind.endswith("_late") or kind == "crash"
+            placement = _pick(draw, options)
+            fault = Fault(placement.kind, "interrupt", 1, params(draw, placement, budget, real_time))
+            ending_used = ending_used or placement.ending
             scripts[i] = replace(scripts[i], faults=(*scripts[i].faults, fault))
 
     turns = tuple(scripts)

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from contracts.expect import Allowance, Expect, ExpectTurn
 from contracts.scenario import ClientAction, ClientPlan, Fault, TurnScript, Usage
 from fake_server.turns import PENDING_FLUSH_MS
+from harness.fuzz.table import INTERRUPT_KINDS, effect
 from harness.fuzz.walk import (
-    FATAL_FAULTS,
-    INTERRUPT_FAULTS,
     Landing,
     Step,
     TurnTruth,
@@ -80,7 +79,7 @@ def _end_time(steps: list[Step]) -> int | None:
     for s in steps:
         if s.kind == "completed":
             return s.t
-        if s.kind == "fault" and s.fault is not None and s.fault.kind in FATAL_FAULTS:
+        if s.kind == "fault" and s.fault is not None and _gone(s.fault):
             return s.t
         if s.kind == "silence":
             return None
@@ -149,27 +148,35 @@ def _usages(steps: list[Step]) -> tuple[Usage, ...]:
     return tuple(s.usage for s in steps if s.kind == "usage" and s.usage is not None)
 
 
+def _gone(fault: Fault) -> bool:
+    """The server cannot be read after ``fault`` (it exits, closes stdout, writes an unreadable line)."""
+    return effect(fault.kind).course == "gone"
+
+
+def _server_lost(truth: TurnTruth, fault: Fault) -> None:
+    """``fault`` made the server unreadable: it exited with a status, or the client must kill it."""
+    declared = effect(fault.kind)
+    truth.ends_session = True
+    if declared.exit:
+        truth.crashed = fault
+    if declared.kills:
+        truth.killed = True
+
+
 def _judge(truth: TurnTruth) -> None:
     """A turn that ends without the client cancelling it."""
     steps = truth.steps
     truth.usage = _usages(steps)
-    kinds = {f.kind for f in truth.fired}
+    fired = [effect(f.kind) for f in truth.fired]
     completed_at = next((i for i, s in enumerate(steps) if s.kind == "completed"), None)
-    fatal = next(
-        ((i, s.fault) for i, s in enumerate(steps) if s.kind == "fault" and s.fault and s.fault.kind in FATAL_FAULTS),
-        None,
-    )
+    fatal = next(((i, s.fault) for i, s in enumerate(steps) if s.kind == "fault" and s.fault and _gone(s.fault)), None)
     if fatal is not None:
         i, fault = fatal
-        truth.ends_session = True
-        if fault.kind == "crash":
-            truth.crashed = fault
-        if fault.kind == "oversized_line":
-            truth.killed = True
+        _server_lost(truth, fault)
         if completed_at is None or completed_at > i:
             truth.status, truth.server_status, truth.outcome = "failed", "none", "dead"
             return
-    if "grandchild_holds_stdout" in kinds:
+    if any(e.ends_session for e in fired):
         truth.ends_session = True
     outcome = truth.outcome
     if outcome == "completed":
@@ -178,7 +185,7 @@ def _judge(truth: TurnTruth) -> None:
         truth.status, truth.server_status = "failed", "failed"
     elif outcome == "interrupted":
         truth.status, truth.server_status = "aborted", "interrupted"
-    if "unknown_server_request" in kinds and truth.status == "completed":
+    if any(e.fails_turn for e in fired) and truth.status == "completed":
         truth.status = "failed"
 
 
@@ -192,7 +199,8 @@ def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget
     truth.fired = [s.fault for s in before if s.kind == "fault" and s.fault is not None]
     # Approval requests after the landing never arrive: they take no decision of the plan.
     truth.approvals_seen = sum(1 for s in before if s.kind == "approval")
-    interrupt = next((f for f in script.faults if f.at == "interrupt" and f.kind in INTERRUPT_FAULTS | {"crash"}), None)
+    interrupt = next((f for f in script.faults if f.at == "interrupt" and f.kind in INTERRUPT_KINDS), None)
+    course = effect(interrupt.kind).course if interrupt is not None else None
     usage = landing.usage_before
     waiting = steps[landing.index]
     if waiting.kind == "silence" and not waiting.approval_held:
@@ -201,45 +209,58 @@ def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget
         truth.killed = truth.ends_session = True
         return
     pending = (landing.pending,) if landing.pending else ()
-    if pending and (interrupt is None or interrupt.kind not in ("crash", "interrupt_ignored")):
+    # Gone, or running on past it, the server does not end the turn at the interrupt.
+    ends_turn = course not in ("gone", "runs_on")
+    if pending and ends_turn:
         # The usage announced at the interrupt is the turn's next "usage" point: its faults strike there.
         n = sum(1 for s in before if s.kind == "usage") + 1
         at_usage = [f for f in script.faults if f.at == "usage" and f.n == n]
         truth.fired += at_usage
-        crash = next((f for f in at_usage if f.kind == "crash"), None)
-        if crash is not None:
+        lost = next((f for f in at_usage if _gone(f)), None)
+        if lost is not None:
             # Dead right after that frame: no interrupt answer, no turn/completed, nothing after.
-            truth.usage, truth.server_status, truth.crashed, truth.ends_session = usage + pending, "none", crash, True
+            truth.usage, truth.server_status = usage + pending, "none"
+            _server_lost(truth, lost)
             return
-    if interrupt is None or interrupt.kind not in ("crash", "interrupt_ignored"):
+    if ends_turn:
         # The interrupt ends the turn: its "after_end" faults strike right after (fake_server.turns.interrupt).
         for fault in script.faults:
             if fault.at == "after_end":
                 truth.fired.append(fault)
-                if fault.kind == "crash":
-                    truth.crashed, truth.ends_session = fault, True
+                if _gone(fault):
+                    _server_lost(truth, fault)
     if interrupt is None:
         truth.usage, truth.server_status = usage + pending, "interrupted"
         return
     truth.fired.append(interrupt)
-    kind = interrupt.kind
-    if kind == "crash":
-        truth.usage, truth.server_status, truth.crashed = usage, "none", interrupt
-        truth.ends_session = True
-    elif kind == "interrupt_ignored":
+    _interrupt_outcome(truth, interrupt, usage, pending, budget_ms)
+
+
+def _interrupt_outcome(
+    truth: TurnTruth, interrupt: Fault, usage: tuple[Usage, ...], pending: tuple[Usage, ...], budget_ms: int
+) -> None:
+    """What the interrupt fault's course makes of the interrupt (``usage``: announced before it)."""
+    declared = effect(interrupt.kind)
+    course = declared.course
+    if course == "gone":
+        truth.usage, truth.server_status = usage, "none"
+        _server_lost(truth, interrupt)
+    elif course == "runs_on":
         truth.usage, truth.server_status = usage, "none"
         truth.killed = truth.ends_session = True
-    elif kind == "completion_after_interrupt":
+    elif course == "late_completion":
         truth.usage = usage + pending
         # The generator keeps the delay far from the budget, so kill vs. clean completion is certain.
-        late = bool(interrupt.param("never")) or int(interrupt.param("delay_ms")) >= budget_ms
+        late = bool(interrupt.param(declared.never)) or int(interrupt.param(declared.delay)) >= budget_ms
         truth.server_status = "none" if late else "interrupted"
         truth.killed = truth.ends_session = late
-    elif kind == "interrupt_answer_missing":
+    elif course == "unanswered":
         truth.usage, truth.server_status = usage + pending, "interrupted"
         truth.ends_session = True
-    else:  # resolved_order, trace_unclosed_tool: the completion is clean
+    elif course in ("noise", "mark"):  # the completion is clean
         truth.usage, truth.server_status = usage + pending, "interrupted"
+    else:
+        raise ValueError(f"fault {interrupt.kind}: the truth has no rule for course {course} at the interrupt")
 
 
 def derive(turns: tuple[TurnScript, ...], plan: ClientPlan) -> SessionTruth:
@@ -254,8 +275,9 @@ def derive(turns: tuple[TurnScript, ...], plan: ClientPlan) -> SessionTruth:
         if initialize is not None:
             # A failed handshake fails every turn of the task (client-behaviour.md §7).
             truth = TurnTruth(status="failed", server_status="none", outcome="dead")
-            truth.crashed = initialize if initialize.kind == "crash" else None
             truth.fired = [initialize] if number == 1 else []
+            if _gone(initialize):
+                _server_lost(truth, initialize)
             truth.ends_session = True
             session.turns.append(truth)
             continue
@@ -274,58 +296,35 @@ def _expect(session: SessionTruth, plan: ClientPlan) -> Expect:
     )
     fired = session.fired
     kinds = {f.kind for f in fired}
+    traces = {effect(k).server_trace for k in kinds}
     crash = next((t.crashed for t in session.turns if t.crashed is not None), None)
     killed = any(t.killed for t in session.turns)
-    if "trace_unclosed_tool" in kinds:
+    if "violation" in traces:
         server_trace = "violation"
     elif crash is not None or killed:
         server_trace = "unclosed"
-    elif kinds & {"stdout_closed", "drop_turn_completed", "interrupt_answer_missing", "overload", "hang"} or any(
-        t.cancelled_patch for t in session.turns
-    ):
+    elif "unjudged" in traces or any(t.cancelled_patch for t in session.turns):
         # A file change answered "cancel" never completes in the fake; whether its tool stays open in the
-        # server's trace is not pinned against the real binary yet: not judged.
-        server_trace = "none"  # the fake's shutdown after these is not pinned: not judged
+        # server's trace is not pinned against the real binary yet: not judged. Nor is the fake's shutdown
+        # after a fault whose effect says so.
+        server_trace = "none"
     else:
         server_trace = "closed"
     return Expect(
         turns=turns,
         server_trace=server_trace,  # type: ignore[arg-type]
         client_trace="closed",
-        server_exit=int(crash.param("exit_code")) if crash is not None else None,
+        server_exit=int(crash.param(effect(crash.kind).exit)) if crash is not None else None,
         allow=_allowances(session),
         notes={"generated_by": "harness.fuzz", "faults": sorted(kinds)},
     )
 
 
-#: What each fault legitimately causes, as (contract, kind of violation). Counts are left open:
-#: the fuzzer judges the client, and exact counts of the fake's own noise belong to the fake's tests.
-_ALLOW: dict[str, tuple[tuple[str, str], ...]] = {
-    "garbage_lines": (("schema", "server_frames_invalid"),),
-    "invalid_utf8": (("schema", "server_frames_invalid"),),
-    "oversized_line": (("schema", "server_frames_invalid"), ("protocol", "unanswered_server_requests")),
-    "unknown_notification": (("schema", "server_frames_invalid"),),
-    "unknown_server_request": (("schema", "server_frames_invalid"),),
-    "crash": (("schema", "server_frames_invalid"), ("protocol", "unanswered_server_requests")),
-    "duplicate_response_id": (("protocol", "unknown_response_id"),),
-    "duplicate_usage": (("usage", "server_usage_inconsistent"),),
-    "replay_usage": (("usage", "server_usage_inconsistent"),),
-    "late_events": (("schema", "server_frames_invalid"), ("protocol", "late_events")),
-    "resolved_order": (("protocol", "unanswered_server_requests"),),
-    "interrupt_ignored": (("protocol", "unanswered_server_requests"),),
-    "completion_after_interrupt": (("protocol", "unanswered_server_requests"),),
-    "hang": (("protocol", "unanswered_server_requests"),),
-    "stdout_closed": (("protocol", "unanswered_server_requests"),),
-    "grandchild_holds_stdout": (("protocol", "unanswered_server_requests"),),
-    "drop_turn_completed": (("protocol", "unanswered_server_requests"),),
-    "overload": (("protocol", "unanswered_server_requests"),),
-}
-
-
 def _allowances(session: SessionTruth) -> tuple[Allowance, ...]:
+    """What the faults that struck legitimately cause (``Effect.allows``), each naming its faults."""
     out: dict[tuple[str, str], list[str]] = {}
     for fault in session.fired:
-        for contract, what in _ALLOW.get(fault.kind, ()):
+        for contract, what in effect(fault.kind).allows:
             out.setdefault((contract, what), []).append(fault.kind)
     return tuple(
         Allowance(contract, what, None, "fault " + ", ".join(sorted(set(kinds))))

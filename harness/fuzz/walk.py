@@ -26,8 +26,10 @@ nor usage may happen; otherwise the action races the server, and the generator d
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from contracts.fault_fuzz import COURSES, Effect
 from contracts.scenario import (
     ClientAction,
     ClientPlan,
@@ -42,44 +44,7 @@ from contracts.scenario import (
 )
 from contracts.usage import UsageBuckets
 from fake_server.turns import PENDING_FLUSH_MS
-
-#: Faults that only add harmless lines (or stderr) around the wire: the session carries on.
-NOISE_FAULTS: frozenset[str] = frozenset(
-    {
-        "garbage_lines",
-        "invalid_utf8",
-        "unknown_notification",
-        "stderr_flood",
-        "duplicate_response_id",
-    }
-)
-#: Faults that end the server's usefulness: the session cannot carry on past their turn.
-TERMINAL_FAULTS: frozenset[str] = frozenset(
-    {
-        "crash",
-        "hang",
-        "stdout_closed",
-        "oversized_line",
-        "drop_turn_completed",
-        "interrupt_ignored",
-        "interrupt_answer_missing",
-        "grandchild_holds_stdout",
-    }
-)
-#: Faults after which the client cannot read the server any more: the turn fails at once.
-FATAL_FAULTS: frozenset[str] = frozenset({"crash", "stdout_closed", "oversized_line"})
-#: Faults that attach to the interrupt, so they need a client cancel in their turn.
-INTERRUPT_FAULTS: frozenset[str] = frozenset(
-    {
-        "completion_after_interrupt",
-        "interrupt_ignored",
-        "interrupt_answer_missing",
-        "resolved_order",
-        "trace_unclosed_tool",
-    }
-)
-#: Interrupt faults that need an approval pending when the interrupt arrives.
-PENDING_APPROVAL_FAULTS: frozenset[str] = frozenset({"resolved_order", "trace_unclosed_tool"})
+from harness.fuzz.table import effect
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,36 +275,71 @@ def point_index(steps: list[Step], fault: Fault) -> int | None:
 
 
 def apply_fault(steps: list[Step], fault: Fault) -> list[Step]:
-    """Steps with ``fault`` applied at its point (unchanged when the point is not reached)."""
+    """Steps with ``fault`` applied at its point (unchanged when the point is not reached), by its
+    effect's course (:data:`COURSE_RULES`); a kind without a declared effect is refused."""
     i = point_index(steps, fault)
     if i is None:
         return steps
     t = steps[i].t if i >= 0 else 0
-    before, after = steps[: i + 1], steps[i + 1 :]
-    kind = fault.kind
-    strike = Step("fault", t, fault=fault, safe=kind in NOISE_FAULTS)
-    if kind in NOISE_FAULTS:
-        return [*before, strike, *after]
-    if kind == "delayed_completion":
-        ms = int(fault.param("delay_ms"))
-        shifted = [replace(s, t=s.t + ms) for s in after]
-        return [*before, strike, Step("sleep", t, ms=ms, origin="fault"), *shifted]
-    if kind in ("duplicate_usage", "replay_usage"):
-        return [*before, strike, *after]
-    if kind == "late_events":
-        return [*before, strike, *after]
-    if kind == "drop_turn_completed":
-        rest = [s for s in after if s.kind != "completed"]
-        return [*before, strike, *rest, Step("silence", t)]
-    if kind == "unknown_server_request":
-        return [*before, strike, *after]
-    if kind == "overload":
-        return [*before, strike, *after]
-    if kind in ("crash", "stdout_closed", "oversized_line"):
-        return [*before, strike]
-    if kind == "hang":
-        return [*before, strike, Step("silence", t)]
+    declared = effect(fault.kind)
+    strike = Step("fault", t, fault=fault, safe=declared.course == "noise")
+    return COURSE_RULES[declared.course](steps[: i + 1], strike, steps[i + 1 :], declared)
+
+
+def _goes_on(before: list[Step], strike: Step, after: list[Step], effect: Effect) -> list[Step]:
     return [*before, strike, *after]
+
+
+def _waits(before: list[Step], strike: Step, after: list[Step], effect: Effect) -> list[Step]:
+    assert strike.fault is not None
+    ms = int(strike.fault.param(effect.delay))
+    shifted = [replace(s, t=s.t + ms) for s in after]
+    return [*before, strike, Step("sleep", strike.t, ms=ms, origin="fault"), *shifted]
+
+
+def _never_completes(before: list[Step], strike: Step, after: list[Step], effect: Effect) -> list[Step]:
+    rest = [s for s in after if s.kind != "completed"]
+    return [*before, strike, *rest, Step("silence", strike.t)]
+
+
+def _gone(before: list[Step], strike: Step, after: list[Step], effect: Effect) -> list[Step]:
+    return [*before, strike]
+
+
+def _silent(before: list[Step], strike: Step, after: list[Step], effect: Effect) -> list[Step]:
+    return [*before, strike, Step("silence", strike.t)]
+
+
+def _at_interrupt_only(before: list[Step], strike: Step, after: list[Step], effect: Effect) -> list[Step]:
+    assert strike.fault is not None
+    raise ValueError(
+        f"fault {strike.fault.kind} ({effect.course}) acts only at the interrupt, not at {strike.fault.at}"
+    )
+
+
+Rule = Callable[[list[Step], Step, list[Step], Effect], list[Step]]
+#: What each course of :data:`contracts.fault_fuzz.COURSES` does to the steps after the fault's point.
+COURSE_RULES: dict[str, Rule] = {
+    "noise": _goes_on,
+    "mark": _goes_on,
+    "wait": _waits,
+    "no_completion": _never_completes,
+    "gone": _gone,
+    "silent": _silent,
+    "late_completion": _at_interrupt_only,
+    "runs_on": _at_interrupt_only,
+    "unanswered": _at_interrupt_only,
+}
+
+
+def check_rules(rules: Mapping[str, Rule]) -> None:
+    """A course the table may name but the walk cannot play refuses to load (not a silent default)."""
+    missing = sorted(set(COURSES) - set(rules))
+    if missing:
+        raise ImportError(f"the fuzz walk has no rule for course(s): {', '.join(missing)}")
+
+
+check_rules(COURSE_RULES)
 
 
 def trigger_index(steps: list[Step], action: ClientAction) -> int | None:
