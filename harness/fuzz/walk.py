@@ -277,11 +277,11 @@ def point_index(steps: list[Step], fault: Fault) -> int | None:
 def apply_fault(steps: list[Step], fault: Fault) -> list[Step]:
     """Steps with ``fault`` applied at its point (unchanged when the point is not reached), by its
     effect's course (:data:`COURSE_RULES`); a kind without a declared effect is refused."""
+    declared = effect(fault.kind)  # first: a kind the table does not describe is refused even if never reached
     i = point_index(steps, fault)
     if i is None:
         return steps
     t = steps[i].t if i >= 0 else 0
-    declared = effect(fault.kind)
     strike = Step("fault", t, fault=fault, safe=declared.course == "noise")
     return COURSE_RULES[declared.course](steps[: i + 1], strike, steps[i + 1 :], declared)
 
