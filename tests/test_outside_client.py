@@ -75,10 +75,10 @@ def test_careful_client_interrupts_where_the_plan_cancels(run_scenario: Callable
     assert plan.status == "pass" and "1 action(s) sent at their trigger (turn 1 cancel)" in plan.detail, plan
 
 
-def test_the_record_keeps_the_clients_output_and_the_recording(run_scenario: Callable[..., Any]) -> None:
-    run = run_scenario(
-        "plain", client=client_script(Path(os.environ.get("TMPDIR", "/tmp")), "print('hi'); sys.exit(0)")
-    )
+def test_the_record_keeps_the_clients_output_and_the_recording(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    run = run_scenario("plain", client=client_script(tmp_path, "print('hi'); sys.exit(0)"))
     assert run.saved_to is not None
     assert (run.saved_to / "client-stdout.txt").read_text().strip() == "hi"
     # A client that never starts a server fails that check.
