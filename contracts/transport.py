@@ -1,29 +1,76 @@
-"""What the client needs from a server, whatever it runs in.
+"""The seam between a client and its server, whatever carries it: a message stream, and a process handle when
+there is a process.
 
-Two implementations satisfy :class:`Transport`: a child process (``codex app-server`` or
-``fake-codex app-server``, see :mod:`harness.client.process`) and the in-process fake over trio
-memory streams (``fake_server.inprocess``). The client code is the same on both.
+- :class:`MessageStream`: one connection's messages, both ways. The framing belongs to the stream: a
+  :class:`LineStream` is newline-delimited JSON over a byte pipe (stdio); a message transport carries one
+  payload per transport message (a websocket text frame, an item of a memory channel) and has no newline at
+  all. A read hands over a *list* of messages (all a read of a pipe completed), so a reader can take a burst
+  in one step. Bounded: every stream has a cap per message and reports a message over it as a typed
+  :class:`~contracts.wire.WireError` in its place.
+- :class:`ProcessHandle`: the server's process (a child on stdio, the in-process fake's simulated process):
+  its exit, its kill, its stderr. A socket transport to a server someone else started has none.
+- :class:`Transport`: what a target yields and a session runs on: ``stream`` and ``process`` (or None).
+
+The client's session (``harness.client.session``) and the fake's runtime (``fake_server.runtime``) see only
+these, so a new transport is a new stream (and, when it starts a server, a handle).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
+
+from contracts.wire import DEFAULT_MAX_LINE, Incoming, LineFraming
 
 
 class TransportClosed(Exception):
-    """The server's input is closed or the server is gone: nothing more can be sent."""
+    """The peer's input is closed or the peer is gone: nothing more can be sent."""
+
+
+class StreamWords(NamedTuple):
+    """How a record names the ends of a stream (the notes a session writes, its teardown steps)."""
+
+    closed: str  # we sent our end of stream ("stdin closed")
+    eof: str  # the peer's end of stream reached us ("stdout EOF")
+    close_step: str  # the teardown step that sends our end
+    eof_step: str  # the teardown step that waits for the peer's
+
+
+STDIO_WORDS = StreamWords("stdin closed", "stdout EOF", "close_stdin", "wait_stdout_eof")
+CONNECTION_WORDS = StreamWords("connection closed", "connection EOF", "close_connection", "wait_connection_eof")
+#: Every note that says a client closed its session's output (contracts.checks.protocol reads them).
+CLOSED_NOTES = frozenset({STDIO_WORDS.closed, CONNECTION_WORDS.closed})
 
 
 @runtime_checkable
-class Transport(Protocol):
-    async def send(self, data: bytes) -> None:
-        """Write bytes to the server's stdin. Raises TransportClosed when it cannot."""
+class MessageStream(Protocol):
+    """One end of a connection, as messages (the framing is the stream's own)."""
 
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        """Read from the server's stdout; ``b""`` at end of stream."""
+    words: StreamWords
+    #: The cap per received message, in bytes; a reader sets it before its first receive.
+    max_message: int
 
-    async def close_input(self) -> None:
-        """Close the server's stdin (the server sees EOF). Idempotent."""
+    async def send(self, messages: Sequence[bytes], torn: bytes = b"") -> None:
+        """Write ``messages`` (payloads: one JSON object each, or any bytes a fault sends) in one go, then
+        ``torn``, the start of a message its writer never finished (a server that dies mid-write).
+
+        Raises TransportClosed when the peer's input is closed or the stream aborted."""
+
+    async def receive(self) -> list[Incoming]:
+        """The next messages, in order (at least one); ``[]`` once the peer's output has ended.
+
+        A message over the cap, or one cut off by the end of the stream, comes as its WireError in its place."""
+
+    async def send_eof(self) -> None:
+        """End our output (the peer reads its end of stream: stdin closed, a close frame). Idempotent."""
+
+    def abort(self) -> None:
+        """Drop the connection now, both ways: our receive ends, our send raises TransportClosed. Idempotent."""
+
+
+@runtime_checkable
+class ProcessHandle(Protocol):
+    """The server's process. Its stream is separate: a process can outlive its connection, and back."""
 
     async def wait_exit(self) -> int:
         """Wait until the server has exited and return its status (negative: killed by that signal).
@@ -47,3 +94,84 @@ class Transport(Protocol):
     @property
     def pid(self) -> int | None:
         """The process id, or None in process."""
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What a session runs on."""
+
+    @property
+    def stream(self) -> MessageStream: ...
+
+    @property
+    def process(self) -> ProcessHandle | None:
+        """None when the transport started no server (a socket to a server already running)."""
+
+
+ByteSender = Callable[[bytes], Awaitable[None]]
+ByteReceiver = Callable[[int], Awaitable[bytes]]
+
+
+class LineStream:
+    """A :class:`MessageStream` over a byte pipe, newline-delimited (the stdio framing, :class:`LineFraming`).
+
+    ``send_bytes`` raises TransportClosed when it cannot write; ``receive_bytes(n)`` returns ``b""`` at the end
+    of the peer's output; ``send_eof`` closes our output; ``abort`` drops both ways (None: nothing to drop).
+    ``report_overflow``: report a line over the cap while it still streams in (a client that fails on it
+    must not wait for its end: the writer may be blocked writing it)."""
+
+    words = STDIO_WORDS
+
+    def __init__(
+        self,
+        send_bytes: ByteSender,
+        receive_bytes: ByteReceiver,
+        send_eof: Callable[[], Awaitable[None]],
+        *,
+        abort: Callable[[], None] | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+        report_overflow: bool = False,
+        read_chunk: int = 65536,
+    ) -> None:
+        self.framing = LineFraming(max_line, report_overflow=report_overflow)
+        self._send = send_bytes
+        self._receive = receive_bytes
+        self._send_eof = send_eof
+        self._abort = abort
+        self._chunk = read_chunk
+        self._ended = False
+
+    @property
+    def max_message(self) -> int:
+        return self.framing.max_line
+
+    @max_message.setter
+    def max_message(self, value: int) -> None:
+        if value < 1:
+            raise ValueError("max_message must be positive")
+        self.framing.max_line = value
+
+    async def send(self, messages: Sequence[bytes], torn: bytes = b"") -> None:
+        data = LineFraming.encode(messages, torn)
+        if data:
+            await self._send(data)
+
+    async def receive(self) -> list[Incoming]:
+        framing = self.framing
+        while not self._ended:
+            data = await self._receive(self._chunk)
+            if not data:
+                self._ended = True
+                return framing.feed_eof()  # a torn last line, else [] (the end) at once
+            out = framing.feed(data)
+            if out:
+                return out
+        return []
+
+    async def send_eof(self) -> None:
+        await self._send_eof()
+
+    def abort(self) -> None:
+        self._ended = True
+        if self._abort is not None:
+            self._abort()

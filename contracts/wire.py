@@ -1,16 +1,25 @@
-"""Newline-delimited JSON framing (sans-IO): bytes in, messages and typed errors out.
+"""The wire codec and its framings (sans-IO): bytes in, messages and typed errors out.
 
-One JSON object per line, ``\\n`` only (never split on U+2028 or ``\\r``). A line longer than the
-cap is discarded as it streams in, never buffered, and reported once with its size. Every bad line
-becomes a :class:`WireError`; the decoder always carries on with the next line.
+Codec: one JSON-RPC message is one *payload*, the bytes of one JSON object (:func:`payload`,
+:func:`parse_line`, :func:`parse_payloads`). Framing: how payloads travel, which belongs to the transport
+(:mod:`contracts.transport`):
+
+- :class:`LineFraming`: newline-delimited JSON, the stdio framing. One JSON object per line, ``\\n`` only
+  (never split on U+2028 or ``\\r``). A line longer than the cap is discarded as it streams in, never
+  buffered, and reported once with its size; a final line without its ``\\n`` is reported, never used.
+- :class:`MessageFraming`: one payload per transport message (a websocket text frame, an item of a memory
+  channel); the framing only bounds them and names a message cut off by the end of the stream.
+
+Every bad payload becomes a :class:`WireError`; readers always carry on with the next one.
+:class:`LineDecoder` is the two together for a byte stream: a line framing plus the codec.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import orjson
 
@@ -22,6 +31,7 @@ _SAMPLE: Final = 120  # bytes of a bad line kept for the report
 
 class WireErrorKind(StrEnum):
     OVERSIZED_LINE = "oversized_line"
+    OVERSIZED_MESSAGE = "oversized_message"
     INVALID_UTF8 = "invalid_utf8"
     INVALID_JSON = "invalid_json"
     NOT_AN_OBJECT = "not_an_object"
@@ -29,21 +39,39 @@ class WireErrorKind(StrEnum):
     TRUNCATED_AT_EOF = "truncated_at_eof"
 
 
+#: The kinds a framing reports for a message over its cap.
+OVERSIZED_KINDS: Final = frozenset({WireErrorKind.OVERSIZED_LINE, WireErrorKind.OVERSIZED_MESSAGE})
+
+
 @dataclass(frozen=True, slots=True)
 class WireError:
-    """A line that did not yield a message. ``size`` is the line's length in bytes."""
+    """A line (or message) that did not yield a message. ``size`` is its length in bytes.
+
+    ``partial``: an oversized line still streaming in, reported early (``size`` is what came so far: at least
+    that much); the same line is reported again, whole, when its end comes.
+    """
 
     kind: WireErrorKind
     detail: str
     size: int
     sample: bytes
+    partial: bool = False
 
     def describe(self) -> str:
         return f"{self.kind}: {self.detail} ({self.size} bytes: {self.sample[:60]!r})"
 
 
 Item = Message | WireError
-_T = TypeVar("_T")
+#: What a framing hands over: one entry per message on the stream, in order (a bad one as its error).
+Incoming = bytes | WireError
+
+
+# --- the codec -------------------------------------------------------------------------------------------
+
+
+def payload(message: Message) -> bytes:
+    """One message as its payload (no framing). orjson escapes control characters: it holds no ``\\n``."""
+    return orjson.dumps(message.frame)
 
 
 def encode(message: Message) -> bytes:
@@ -57,7 +85,7 @@ def encode_frame(frame: dict) -> bytes:
 
 
 def parse_line(line: bytes) -> Item | None:
-    """Parse one line without its ``\\n``. Blank lines give ``None`` (nothing to report)."""
+    """Parse one payload (a line without its ``\\n``). Blank ones give ``None`` (nothing to report)."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -78,6 +106,44 @@ def parse_notification_or_line(line: bytes) -> dict[str, Any] | Item | None:
     if type(obj) is dict and "id" not in obj and type(obj.get("method")) is str:
         return obj
     return _from_object(obj, line)
+
+
+def parse_items(payloads: Sequence[Incoming]) -> list[Item]:
+    """What a framing handed over, as messages and errors (blank payloads dropped)."""
+    out: list[Item] = []
+    for one in payloads:
+        item = one if type(one) is WireError else parse_line(one)  # type: ignore[arg-type]
+        if item is not None:
+            out.append(item)
+    return out
+
+
+def parse_payloads(payloads: Sequence[Incoming]) -> list[dict[str, Any] | Item]:
+    """As :func:`parse_items`, but notifications come back as bare frames (:func:`parse_notification_or_line`).
+
+    The reader's hot loop: the parse is inlined (one call less per payload) and a framing's error passes
+    through the ``except`` (orjson refuses a non-bytes argument with the same error), so a read of valid
+    frames costs one ``orjson.loads`` and one type check each.
+    """
+    out: list[dict[str, Any] | Item] = []
+    append = out.append
+    loads = orjson.loads
+    for line in payloads:
+        if not line:
+            continue
+        try:
+            obj = loads(line)  # type: ignore[arg-type]
+        except orjson.JSONDecodeError as exc:
+            if type(line) is WireError:
+                append(line)
+            elif (error := _unparsable(line, exc)) is not None:  # type: ignore[arg-type]
+                append(error)
+            continue
+        if type(obj) is dict and "id" not in obj and type(obj.get("method")) is str:
+            append(obj)
+        else:
+            append(_from_object(obj, line))  # type: ignore[arg-type]
+    return out
 
 
 def _unparsable(line: bytes, exc: orjson.JSONDecodeError) -> WireError | None:
@@ -101,31 +167,53 @@ def _from_object(obj: Any, line: bytes) -> Item:
     return result
 
 
-class LineDecoder:
-    """Reassembles lines across reads and parses them.
+# --- framings --------------------------------------------------------------------------------------------
 
-    ``feed`` returns what the bytes completed; ``feed_eof`` reports a final line that never got
-    its ``\\n`` (it is not used as a frame: a writer that died mid-line must not be trusted).
+
+class LineFraming:
+    """Newline-delimited payloads: reassembles lines across reads, bounded by ``max_line``.
+
+    :meth:`feed` returns one entry per line the bytes completed, in order: the line's bytes (an empty line
+    too, so the n-th entry of a stream is its n-th line), or a :class:`WireError` for a line over the cap.
+    With ``report_overflow``, a line still coming in past the cap is also reported at once, as a ``partial``
+    error after the read's lines (a reader that fails on it need not wait for a newline that may never come).
+    :meth:`feed_eof` reports a final line that never got its ``\\n`` (a writer that died mid-line must not be
+    trusted).
     """
 
-    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+    name: Final = "line"
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE, *, report_overflow: bool = False) -> None:
         if max_line < 1:
             raise ValueError("max_line must be positive")
         self.max_line = max_line
+        self.report_overflow = report_overflow
         self._buf = bytearray()
         self._discarding = False
         self._discarded = 0  # bytes of the oversized line seen so far
         self._discard_sample = b""
+        self._overflow_reported = False
 
-    def feed(self, data: bytes) -> list[Item]:
-        return self._feed(data, parse_line)
+    @staticmethod
+    def encode(messages: Sequence[bytes], torn: bytes = b"") -> bytes:
+        """``messages`` as lines, then ``torn`` (the start of a line its writer never finished) as it is."""
+        if not messages:
+            return torn
+        return b"\n".join(messages) + b"\n" + torn
 
-    def feed_fast(self, data: bytes) -> list[dict[str, Any] | Item]:
-        """As :meth:`feed`, but notifications come back as bare frames (see :func:`parse_notification_or_line`)."""
-        return self._feed(data, parse_notification_or_line)
+    def check(self, messages: Sequence[bytes]) -> list[Incoming]:
+        """``messages`` as a reader of their lines gets them: a line over the cap as its error."""
+        cap = self.max_line
+        return [_oversized_line(len(m), cap, bytes(m[:_SAMPLE])) if len(m) > cap else m for m in messages]
 
-    def _feed(self, data: bytes, parse: Callable[[bytes], _T | None]) -> list[_T | WireError]:
-        out: list[_T | WireError] = []
+    @staticmethod
+    def torn(line: bytes) -> WireError:
+        """A line its writer began and never ended (what :meth:`feed_eof` reports)."""
+        detail = "final line has no newline at end of stream"
+        return WireError(WireErrorKind.TRUNCATED_AT_EOF, detail, len(line), bytes(line[:_SAMPLE]))
+
+    def feed(self, data: bytes) -> list[Incoming]:
+        out: list[Incoming] = []
         cap = self.max_line
         start = 0
         if self._discarding or self._buf:
@@ -133,7 +221,7 @@ class LineDecoder:
             nl = data.find(b"\n")
             if nl < 0:
                 self._hold(data)
-                return out
+                return self._with_overflow(out)
             if self._discarding:
                 self._extend_sample(data, 0, nl)
                 out.append(self._oversized(self._discarded + nl))
@@ -146,46 +234,47 @@ class LineDecoder:
                     out.append(self._oversized(size))
                 else:
                     self._buf += data[:nl]
-                    item = parse(bytes(self._buf))
-                    if item is not None:
-                        out.append(item)
+                    out.append(bytes(self._buf))
             self._buf.clear()
             start = nl + 1
         # whole lines: one bulk split instead of a find per line
-        lines = (data[start:] if start else data).split(b"\n")
+        lines: list[Any] = (data[start:] if start else data).split(b"\n")
         rest = lines.pop()  # after the last newline (b"" when the read ended on one)
-        append = out.append
-        if parse is parse_notification_or_line:
-            # the reader's hot loop: parse_notification_or_line inlined (one call less per line)
-            loads = orjson.loads
-            for line in lines:
-                if len(line) > cap:
-                    self._discard_sample = line[:_SAMPLE]
-                    append(self._oversized(len(line)))
-                elif line:
-                    try:
-                        obj = loads(line)
-                    except orjson.JSONDecodeError as exc:
-                        if (error := _unparsable(line, exc)) is not None:
-                            append(error)
-                        continue
-                    if type(obj) is dict and "id" not in obj and type(obj.get("method")) is str:
-                        append(obj)
-                    else:
-                        append(_from_object(obj, line))
-            if rest:
-                self._hold(rest)
-            return out
-        for line in lines:
-            if len(line) > cap:
-                self._discard_sample = line[:_SAMPLE]
-                append(self._oversized(len(line)))
-            elif line:
-                item = parse(line)
-                if item is not None:
-                    append(item)
+        if len(data) - start > cap:  # only then can a whole line of this read be over the cap
+            lines = [self._oversized_whole(line) if len(line) > cap else line for line in lines]
+        if out:
+            out += lines
+        else:
+            out = lines
         if rest:
             self._hold(rest)
+        return self._with_overflow(out)
+
+    def feed_eof(self) -> list[Incoming]:
+        out: list[Incoming] = []
+        if self._discarding:
+            out.append(self._oversized(self._discarded))
+        elif self._buf.strip():
+            out.append(self.torn(bytes(self._buf)))
+        self._buf.clear()
+        return out
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete line (never more than ``max_line``)."""
+        return len(self._buf)
+
+    @property
+    def overflowing(self) -> int:
+        """Bytes so far of a line still coming in that is over the cap already (0: none)."""
+        return self._discarded if self._discarding else 0
+
+    def _with_overflow(self, out: list[Incoming]) -> list[Incoming]:
+        if self.report_overflow and self._discarding and not self._overflow_reported:
+            self._overflow_reported = True
+            size = self._discarded
+            detail = f"line of at least {size} bytes exceeds the cap of {self.max_line}"
+            out.append(WireError(WireErrorKind.OVERSIZED_LINE, detail, size, b"", partial=True))
         return out
 
     def _hold(self, rest: bytes) -> None:
@@ -209,32 +298,95 @@ class LineDecoder:
         if missing > 0:
             self._discard_sample += data[start : min(end, start + missing)]
 
-    def feed_eof(self) -> list[Item]:
-        out: list[Item] = []
-        if self._discarding:
-            out.append(self._oversized(self._discarded))
-        elif self._buf.strip():
-            line = bytes(self._buf)
-            out.append(
-                WireError(
-                    WireErrorKind.TRUNCATED_AT_EOF,
-                    "final line has no newline at end of stream",
-                    len(line),
-                    line[:_SAMPLE],
-                )
-            )
-        self._buf.clear()
-        return out
-
-    @property
-    def buffered(self) -> int:
-        """Bytes held for an incomplete line (never more than ``max_line``)."""
-        return len(self._buf)
+    def _oversized_whole(self, line: bytes) -> WireError:
+        return _oversized_line(len(line), self.max_line, line[:_SAMPLE])
 
     def _oversized(self, size: int) -> WireError:
         self._discarding = False
         self._discarded = 0
+        self._overflow_reported = False
         sample, self._discard_sample = self._discard_sample, b""
-        return WireError(
-            WireErrorKind.OVERSIZED_LINE, f"line of {size} bytes exceeds the cap of {self.max_line}", size, sample
-        )
+        return _oversized_line(size, self.max_line, sample)
+
+
+def _oversized_line(size: int, cap: int, sample: bytes) -> WireError:
+    return WireError(WireErrorKind.OVERSIZED_LINE, f"line of {size} bytes exceeds the cap of {cap}", size, sample)
+
+
+class MessageFraming:
+    """One payload per transport message: the transport delimits them, this bounds them (``max_message``)."""
+
+    name: Final = "message"
+
+    def __init__(self, max_message: int = DEFAULT_MAX_LINE) -> None:
+        if max_message < 1:
+            raise ValueError("max_message must be positive")
+        self.max_line = max_message  # the same knob as a line framing's cap
+
+    def check(self, messages: Sequence[bytes]) -> list[Incoming]:
+        """``messages`` as received, a message over the cap replaced by its error (the list itself when none is)."""
+        cap = self.max_line
+        if not messages or max(map(len, messages)) <= cap:
+            return messages if isinstance(messages, list) else list(messages)  # type: ignore[return-value]
+        return [self.oversized(m) if len(m) > cap else m for m in messages]
+
+    def oversized(self, message: bytes) -> WireError:
+        size = len(message)
+        detail = f"message of {size} bytes exceeds the cap of {self.max_line}"
+        return WireError(WireErrorKind.OVERSIZED_MESSAGE, detail, size, bytes(message[:_SAMPLE]))
+
+    @staticmethod
+    def torn(message: bytes) -> WireError:
+        """A message its writer began and the end of the stream cut off."""
+        detail = "message cut off at end of stream"
+        return WireError(WireErrorKind.TRUNCATED_AT_EOF, detail, len(message), bytes(message[:_SAMPLE]))
+
+
+class LineDecoder:
+    """A byte stream's messages: a :class:`LineFraming` and the codec.
+
+    ``feed`` returns what the bytes completed; ``feed_eof`` reports a final line that never got
+    its ``\\n`` (it is not used as a frame: a writer that died mid-line must not be trusted).
+    """
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self.framing = LineFraming(max_line)
+
+    @property
+    def max_line(self) -> int:
+        return self.framing.max_line
+
+    def feed(self, data: bytes) -> list[Item]:
+        return parse_items(self.framing.feed(data))
+
+    def feed_fast(self, data: bytes) -> list[dict[str, Any] | Item]:
+        """As :meth:`feed`, but notifications come back as bare frames (see :func:`parse_notification_or_line`)."""
+        return parse_payloads(self.framing.feed(data))
+
+    def feed_eof(self) -> list[Item]:
+        return parse_items(self.framing.feed_eof())
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete line (never more than ``max_line``)."""
+        return self.framing.buffered
+
+
+__all__ = [
+    "DEFAULT_MAX_LINE",
+    "OVERSIZED_KINDS",
+    "Incoming",
+    "Item",
+    "LineDecoder",
+    "LineFraming",
+    "MessageFraming",
+    "WireError",
+    "WireErrorKind",
+    "encode",
+    "encode_frame",
+    "parse_items",
+    "parse_line",
+    "parse_notification_or_line",
+    "parse_payloads",
+    "payload",
+]

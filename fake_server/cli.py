@@ -36,6 +36,8 @@ from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
 from contracts.text import escaped_output
+from contracts.transport import LineStream
+from contracts.wire import Incoming
 from fake_server import ledger, profiles
 from fake_server.catalogue import builtin_names, resolve
 from fake_server.effects import FaultStruck, TraceEvent
@@ -51,7 +53,8 @@ READ_CHUNK = 65536
 
 
 class _StdioIo:
-    """The engine's I/O on the process's own stdin, stdout and stderr."""
+    """The engine's I/O on the process's own stdin, stdout and stderr; the wire is newline-delimited JSON
+    (:class:`~contracts.transport.LineStream` over the two descriptors)."""
 
     def __init__(self, trace: ServerTrace | None) -> None:
         self.stdin = trio.lowlevel.FdStream(os.dup(0))
@@ -59,14 +62,21 @@ class _StdioIo:
         self.stdout_closed = False
         self.trace_writer = trace
         self.grandchildren: list[subprocess.Popen[bytes]] = []
+        self.wire = LineStream(self._write_bytes, self._read_bytes, self.close_stdout, read_chunk=READ_CHUNK)
 
-    async def read(self) -> bytes:
+    async def read(self) -> list[Incoming]:
+        return await self.wire.receive()
+
+    async def write(self, messages: list[bytes], torn: bytes = b"") -> None:
+        await self.wire.send(messages, torn)
+
+    async def _read_bytes(self, max_bytes: int) -> bytes:
         try:
-            return await self.stdin.receive_some(READ_CHUNK)
+            return await self.stdin.receive_some(max_bytes)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return b""
 
-    async def write(self, data: bytes) -> None:
+    async def _write_bytes(self, data: bytes) -> None:
         if self.stdout_closed:
             return
         try:

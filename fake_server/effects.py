@@ -8,16 +8,20 @@ from typing import Any, TypeAlias
 
 @dataclass(frozen=True, slots=True)
 class Send:
-    """Write one frame as a JSON line on stdout."""
+    """Send one frame (one message; the deployment's framing writes it: a JSON line on stdio)."""
 
     frame: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class SendBytes:
-    """Write these exact bytes on stdout (garbage, half a frame, an oversized line...)."""
+    """Send one message whose payload is these exact bytes (garbage, invalid UTF-8, an oversized line...).
+
+    ``torn``: the start of a message the server was writing when it died (half a frame; on stdio, a line
+    without its newline). Nothing follows it but the end of the stream."""
 
     data: bytes
+    torn: bool = False
 
 
 @dataclass(frozen=True, slots=True)

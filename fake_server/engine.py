@@ -1,9 +1,10 @@
 """The fake app-server as a sans-IO state machine that behaves like codex-cli 0.171.0.
 
-Bytes from the client (``feed``), end of input (``feed_eof``) and timer firings (``timer``) go in;
-a list of :mod:`fake_server.effects` comes out (frames to write, wake-ups to schedule, stderr text,
-exit...). The engine owns no clock: every call says what time it is (``now_ms``, Unix ms), which
-only ends up in timestamps. Scripted delays become :class:`~fake_server.effects.Wake` effects.
+The client's messages (``receive``: payloads as the deployment's framing handed them over, see
+:mod:`contracts.transport`), end of input (``feed_eof``) and timer firings (``timer``) go in; a list of
+:mod:`fake_server.effects` comes out (frames to write, wake-ups to schedule, stderr text, exit...). The
+engine does not know how messages are framed. It owns no clock: every call says what time it is (``now_ms``,
+Unix ms), which only ends up in timestamps. Scripted delays become :class:`~fake_server.effects.Wake` effects.
 
 Turns run as generator programs (:mod:`fake_server.turns`) that yield waits;
 :mod:`fake_server.programs` resumes them on timers and approval answers and closes them on
@@ -18,7 +19,7 @@ from __future__ import annotations
 import posixpath
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from contracts.jsonrpc import (
@@ -37,7 +38,7 @@ from contracts.messages import (
     Request,
 )
 from contracts.scenario import Scenario
-from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
+from contracts.wire import Incoming, WireError, WireErrorKind, parse_items
 from fake_server import profiles, programs, shapes, surface, turns
 from fake_server.effects import Effect
 from fake_server.faults import strike
@@ -83,7 +84,6 @@ class Engine:
         codex_home: str = "/RUN/codex_home",
         hostname: str = "fake-host",
         installation_id: str = "00000000-0000-4000-8000-000000000000",
-        max_line: int = DEFAULT_MAX_LINE,
         seed: str = "fake-codex",
         profile: profiles.Profile | None = None,
     ) -> None:
@@ -94,7 +94,6 @@ class Engine:
         self.codex_home = codex_home
         self.hostname = hostname
         self.installation_id = installation_id
-        self.decoder = LineDecoder(max_line)
         self.ids = IdMaker(seed)
         # Session-level fault points take the first turn's faults (docs/scenarios.md).
         self.box = Outbox(self.ids, scenario.turns[0].faults if scenario.turns else ())
@@ -114,13 +113,16 @@ class Engine:
         self.box.now_ms = now_ms
         return self.box.flush()
 
-    def feed(self, data: bytes, now_ms: int) -> list[Effect]:
+    def receive(self, payloads: Sequence[Incoming], now_ms: int) -> list[Effect]:
+        """The client's next messages (one payload each, or a framing's error in its place)."""
         self.box.now_ms = now_ms
         if self.box.silent:
             return self.box.flush()
-        for item in self.decoder.feed(data):
+        for item in parse_items(payloads):
             if self.box.silent:
                 break
+            if type(item) is WireError and item.kind is WireErrorKind.TRUNCATED_AT_EOF:
+                continue  # the end of input cut it off: the server stops reading there (feed_eof)
             self.box.lines_received += 1
             self._guarded(self._on_item, item)
         return self.box.flush()

@@ -187,7 +187,7 @@ def _grandchild(hit: Hit, fault: Fault) -> None:
 
 @strikes("garbage_lines")
 def _garbage_lines(hit: Hit, fault: Fault) -> None:
-    line = str(fault.param("text")).replace("\n", " ").encode() + b"\n"
+    line = str(fault.param("text")).replace("\n", " ").encode()  # one message (on stdio, one line)
     for _ in range(int(fault.param("count"))):
         hit.box.send_raw(line)
 
@@ -196,13 +196,13 @@ def _garbage_lines(hit: Hit, fault: Fault) -> None:
 def _oversized_line(hit: Hit, fault: Fault) -> None:
     size = int(fault.param("size"))
     head, tail = b'{"method":"x/oversized","params":{"pad":"', b'"}}'
-    hit.box.send_raw(head + b"x" * max(0, size - len(head) - len(tail)) + tail + b"\n")
+    hit.box.send_raw(head + b"x" * max(0, size - len(head) - len(tail)) + tail)
 
 
 @strikes("invalid_utf8")
 def _invalid_utf8(hit: Hit, fault: Fault) -> None:
     for _ in range(int(fault.param("count"))):
-        hit.box.send_raw(b'{"method":"x/invalidUtf8","params":{"text":"\xff\xfe\xfd"}}\n')
+        hit.box.send_raw(b'{"method":"x/invalidUtf8","params":{"text":"\xff\xfe\xfd"}}')
 
 
 @strikes("stderr_flood")

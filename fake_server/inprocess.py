@@ -1,7 +1,9 @@
 """The fake app-server in process: the engine on a trio task, talking over memory channels.
 
-:class:`InProcessServer` implements :class:`contracts.transport.Transport`, so the client
-code is the same as against a child process. Process faults map onto it:
+:class:`InProcessServer` is a :class:`contracts.transport.Transport`: its ``stream`` is the client's end of
+the connection, its ``process`` the simulated process (itself), so the client code is the same as against a
+child process. The connection is a pair of bounded memory channels, newline-framed like stdio
+(:class:`LinePipe`: byte chunks both ways). Process faults map onto it:
 
 - a crash closes the server's stdout after what the fault flushes (half a frame for mid-line) and
   reports the fault's exit code; ``kill()`` does the same with -9;
@@ -20,11 +22,13 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Protocol
 
 import trio
 
 from contracts.scenario import Scenario
-from contracts.transport import TransportClosed
+from contracts.transport import LineStream, MessageStream, TransportClosed
+from contracts.wire import Incoming
 from fake_server import profiles
 from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
@@ -35,46 +39,42 @@ STDERR_TAIL_BYTES = 64 * 1024
 CHANNEL_CHUNKS = 256  # bounded like a pipe: a client that never reads stalls the server
 
 
-class InProcessServer:
-    """One in-process fake app-server session (a :class:`~contracts.transport.Transport`)."""
+class Pipe(Protocol):
+    """An in-memory connection: the client's end, the server's end, and what the process does to it."""
 
-    def __init__(
-        self,
-        scenario: Scenario,
-        *,
-        trace_root: Path | None = None,
-        cwd: str = "/RUN/workdir",
-        release: str | None = None,
-    ) -> None:
-        """``release``: the profile to play, as ``fake-codex --release`` (then ``$FAKE_CODEX_RELEASE``, then the
-        scenario's ``release``); an unknown one raises :class:`fake_server.profiles.UnknownRelease`."""
-        self.scenario = scenario
-        self.profile = profiles.select(release, os.environ.get(profiles.RELEASE_ENV), scenario.release)
-        self.engine = Engine(scenario, cwd=cwd, profile=self.profile)
-        self._in_send, self._in_recv = trio.open_memory_channel[bytes](CHANNEL_CHUNKS)
-        self._out_send, self._out_recv = trio.open_memory_channel[bytes](CHANNEL_CHUNKS)
+    client: MessageStream
+    server: MessageStream  # the engine's end: sending after its output closed drops the messages
+    output_closed: bool
+
+    def close_server_input(self) -> None:
+        """The process is gone: what the client sends from now on fails (TransportClosed)."""
+
+    def close_server_output(self) -> None:
+        """The server's output closes (stdout closed, the process group dead): the client reads its end."""
+
+
+class LinePipe:
+    """stdin and stdout as bounded memory channels of byte chunks, newline-framed at both ends (as stdio).
+
+    ``send`` / ``receive`` / ``close_input`` are the client's byte pipe under ``client``."""
+
+    def __init__(self, chunks: int = CHANNEL_CHUNKS) -> None:
+        self._in_send, self._in_recv = trio.open_memory_channel[bytes](chunks)
+        self._out_send, self._out_recv = trio.open_memory_channel[bytes](chunks)
         # The chunk being handed out and how far: a view, so a 40 MiB line read in 64 KiB pieces is
         # copied once per piece, not re-sliced whole on every call (quadratic).
         self._chunk = b""
         self._view = memoryview(b"")
         self._pos = 0
-        self._stderr: deque[str] = deque()
-        self._stderr_size = 0
-        self._exit_code: int | None = None
-        self._exited = trio.Event()
-        self._stdout_closed = False
         self._input_closed = False
-        self._grandchild_hold_ms: int | None = None
-        self._cancel: trio.CancelScope | None = None
-        self._trace = ServerTrace.for_profile(trace_root, self.profile) if trace_root is not None else None
-        self.crashed = False
-        self.grandchild_released = trio.Event()
-        self.faults_struck: list[FaultStruck] = []
+        self.output_closed = False
+        self.client = LineStream(self.send, self.receive, self.close_input, abort=self._drop, report_overflow=True)
+        self.server = LineStream(self._write, self._read, self._close_output)
 
-    # --- Transport ----------------------------------------------------------------------------
+    # --- the client's bytes -------------------------------------------------------------------
 
     async def send(self, data: bytes) -> None:
-        if self._input_closed or self._exit_code is not None:
+        if self._input_closed:
             raise TransportClosed("the fake app-server's stdin is closed")
         try:
             await self._in_send.send(bytes(data))
@@ -102,6 +102,102 @@ class InProcessServer:
             self._input_closed = True
             await self._in_send.aclose()
 
+    def _drop(self) -> None:
+        self._input_closed = True
+        self._in_send.close()
+        self._out_recv.close()
+
+    # --- the server's bytes -------------------------------------------------------------------
+
+    async def _read(self, max_bytes: int) -> bytes:
+        try:
+            return await self._in_recv.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return b""
+
+    async def _write(self, data: bytes) -> None:
+        if self.output_closed:
+            return
+        try:
+            await self._out_send.send(data)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self.output_closed = True
+
+    async def _close_output(self) -> None:
+        self.close_server_output()
+
+    # --- the process --------------------------------------------------------------------------
+
+    def close_server_input(self) -> None:
+        self._input_closed = True
+        self._in_recv.close()
+
+    def close_server_output(self) -> None:
+        if not self.output_closed:
+            self.output_closed = True
+            self._out_send.close()
+
+
+class InProcessServer:
+    """One in-process fake app-server session (a :class:`~contracts.transport.Transport`)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        trace_root: Path | None = None,
+        cwd: str = "/RUN/workdir",
+        release: str | None = None,
+        pipe: Pipe | None = None,
+    ) -> None:
+        """``release``: the profile to play, as ``fake-codex --release`` (then ``$FAKE_CODEX_RELEASE``, then the
+        scenario's ``release``); an unknown one raises :class:`fake_server.profiles.UnknownRelease`.
+        ``pipe``: the connection (default: a :class:`LinePipe`, newline-framed like stdio)."""
+        self.scenario = scenario
+        self.profile = profiles.select(release, os.environ.get(profiles.RELEASE_ENV), scenario.release)
+        self.engine = Engine(scenario, cwd=cwd, profile=self.profile)
+        self.pipe: Pipe = pipe if pipe is not None else LinePipe()
+        self._stderr: deque[str] = deque()
+        self._stderr_size = 0
+        self._exit_code: int | None = None
+        self._exited = trio.Event()
+        self._grandchild_hold_ms: int | None = None
+        self._cancel: trio.CancelScope | None = None
+        self._trace = ServerTrace.for_profile(trace_root, self.profile) if trace_root is not None else None
+        self.crashed = False
+        self.grandchild_released = trio.Event()
+        self.faults_struck: list[FaultStruck] = []
+
+    # --- Transport ----------------------------------------------------------------------------
+
+    @property
+    def stream(self) -> MessageStream:
+        return self.pipe.client
+
+    @property
+    def process(self) -> InProcessServer:
+        return self
+
+    # The client's byte pipe of a newline-framed connection (tests drive the wire as bytes).
+
+    async def send(self, data: bytes) -> None:
+        if self._exit_code is not None:
+            raise TransportClosed("the fake app-server's stdin is closed")
+        await self._line_pipe().send(data)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        return await self._line_pipe().receive(max_bytes)
+
+    async def close_input(self) -> None:
+        await self._line_pipe().close_input()
+
+    def _line_pipe(self) -> LinePipe:
+        if not isinstance(self.pipe, LinePipe):
+            raise TypeError("this in-process fake is not newline-framed: use its stream")
+        return self.pipe
+
+    # --- the process handle -------------------------------------------------------------------
+
     async def wait_exit(self) -> int:
         await self._exited.wait()
         assert self._exit_code is not None
@@ -111,7 +207,7 @@ class InProcessServer:
         if self._exit_code is None:
             self._finish(-9, crash=True)
         # SIGKILL to the process group takes a grandchild holding stdout down too.
-        self._close_stdout_now()
+        self.pipe.close_server_output()
         if self._cancel is not None:
             self._cancel.cancel()
 
@@ -128,22 +224,14 @@ class InProcessServer:
 
     # --- the engine's side ------------------------------------------------------------------------
 
-    async def read(self) -> bytes:
-        try:
-            return await self._in_recv.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return b""
+    async def read(self) -> list[Incoming]:
+        return await self.pipe.server.receive()
 
-    async def write(self, data: bytes) -> None:
-        if self._stdout_closed:
-            return
-        try:
-            await self._out_send.send(data)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self._stdout_closed = True
+    async def write(self, messages: list[bytes], torn: bytes = b"") -> None:
+        await self.pipe.server.send(messages, torn)
 
     async def close_stdout(self) -> None:
-        self._close_stdout_now()
+        self.pipe.close_server_output()
 
     def write_stderr(self, text: str) -> None:
         self._stderr.append(text)
@@ -165,11 +253,6 @@ class InProcessServer:
     def fault_struck(self, effect: FaultStruck) -> None:
         self.faults_struck.append(effect)
 
-    def _close_stdout_now(self) -> None:
-        if not self._stdout_closed:
-            self._stdout_closed = True
-            self._out_send.close()
-
     def _finish(self, code: int, *, crash: bool) -> None:
         if self._exit_code is not None:
             return
@@ -177,8 +260,7 @@ class InProcessServer:
         self.crashed = crash
         if self._trace is not None:
             self._trace.finish(graceful=not crash)
-        self._input_closed = True
-        self._in_recv.close()
+        self.pipe.close_server_input()
         self._exited.set()
 
     async def _serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -187,22 +269,27 @@ class InProcessServer:
             task_status.started()
             outcome = await run_engine(self.engine, self, default_clock_ms())
             self._finish(outcome.code, crash=outcome.crash)
-            if self._grandchild_hold_ms is not None and not self._stdout_closed:
+            if self._grandchild_hold_ms is not None and not self.pipe.output_closed:
                 with trio.move_on_after(self._grandchild_hold_ms / 1000):
                     await trio.sleep_forever()
-            self._close_stdout_now()
+            self.pipe.close_server_output()
             self.grandchild_released.set()
         if self._exit_code is None:
             self._finish(-9, crash=True)
-        self._close_stdout_now()
+        self.pipe.close_server_output()
 
 
 @asynccontextmanager
 async def serve_in_process(
-    scenario: Scenario, *, trace_root: Path | None = None, cwd: str = "/RUN/workdir", release: str | None = None
+    scenario: Scenario,
+    *,
+    trace_root: Path | None = None,
+    cwd: str = "/RUN/workdir",
+    release: str | None = None,
+    pipe: Pipe | None = None,
 ) -> AsyncIterator[InProcessServer]:
     """Run an in-process fake for the duration of the block; leaving the block kills what is left."""
-    server = InProcessServer(scenario, trace_root=trace_root, cwd=cwd, release=release)
+    server = InProcessServer(scenario, trace_root=trace_root, cwd=cwd, release=release, pipe=pipe)
     async with trio.open_nursery() as nursery:
         await nursery.start(server._serve)
         try:

@@ -88,10 +88,11 @@ class Outbox:
             self.lines_sent += 1
             self._out.append(Send(frame if self.reshape is None else self.reshape(frame)))
 
-    def send_raw(self, data: bytes) -> None:
+    def send_raw(self, data: bytes, *, torn: bool = False) -> None:
+        """One message of exactly ``data`` (``torn``: the start of one, cut off by a crash)."""
         if self._can_send():
-            self.lines_sent += data.count(b"\n")
-            self._out.append(SendBytes(data))
+            self.lines_sent += 0 if torn else 1
+            self._out.append(SendBytes(data, torn))
 
     def notify(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         frame = {"method": method, "params": params, "emittedAtMs": self.now_ms}
@@ -158,7 +159,7 @@ class Outbox:
 
     def crash(self, code: int, partial: bytes = b"") -> None:
         if partial:
-            self.send_raw(partial)
+            self.send_raw(partial, torn=True)
         self.exited = code
         self._out.append(Exit(code, crash=True))
 

@@ -15,7 +15,8 @@ recording from 1, claimed atomically so concurrent servers never share a number)
     end.json       how it ended: ``stdin_closed`` | ``signal`` | ``crash`` | ``exit``, when, the exit
                    code. No ``end.json`` means the process was killed (SIGKILL) or died unrecorded.
 
-Bounded: a line is kept up to the wire cap and reported as ``oversized_line`` past it; the wire file
+Bounded: a message is kept up to the wire cap and reported as its framing's error past it (on stdio
+``oversized_line``); the wire file
 stops at :data:`MAX_WIRE_BYTES` with one ``recording truncated`` note; every write is one ``os.write``
 of whole lines, so a SIGKILL leaves a readable file.
 
@@ -43,7 +44,7 @@ import orjson
 from contracts.scenario import Scenario
 from contracts.scenario_file import dumps
 from contracts.text import escape
-from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError
+from contracts.wire import DEFAULT_MAX_LINE, Incoming, LineFraming, WireError, parse_items
 
 RECORD_ENV = "FAKE_CODEX_RECORD"
 RUN_MARKER_ENV = "CODEX_HARNESS_RUN_MARKER"
@@ -86,17 +87,27 @@ def _claim_folder(root: Path) -> Path | None:
 
 
 class _Direction:
-    """Lines of one direction, reassembled across reads and writes."""
+    """Messages of one direction, as the reader at the other end gets them (the wire's framing bounds them);
+    the start of a message cut off by a crash is reported at the end of the stream, as the reader sees it."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.decoder = LineDecoder(DEFAULT_MAX_LINE)
+        self.framing = LineFraming(DEFAULT_MAX_LINE)  # the fake records its stdio
+        self._torn = b""
 
-    def entries(self, data: bytes, t: float) -> list[dict[str, Any]]:
-        return [_entry(t, self.name, item) for item in self.decoder.feed(data)]
+    def entries(self, messages: list[Incoming], t: float) -> list[dict[str, Any]]:
+        """Messages a framing already bounded (what the fake read)."""
+        return [_entry(t, self.name, item) for item in parse_items(messages)]
+
+    def written(self, messages: list[bytes], t: float, torn: bytes = b"") -> list[dict[str, Any]]:
+        """Payloads the fake wrote, bounded here as the client's reader bounds them."""
+        if torn:
+            self._torn = torn
+        return self.entries(self.framing.check(messages), t)
 
     def flush(self, t: float) -> list[dict[str, Any]]:
-        return [_entry(t, self.name, item) for item in self.decoder.feed_eof()]
+        torn, self._torn = self._torn, b""
+        return [_entry(t, self.name, self.framing.torn(torn))] if torn.strip() else []
 
 
 def _entry(t: float, direction: str, item: Any) -> dict[str, Any]:
@@ -199,11 +210,11 @@ class Recorder:
         except OSError as exc:
             self._failed("wire.jsonl", exc)  # a full disk stops the recording, never the server
 
-    def inbound(self, data: bytes) -> None:
-        self._put(self._c2s.entries(data, time.monotonic()))
+    def inbound(self, messages: list[Incoming]) -> None:
+        self._put(self._c2s.entries(messages, time.monotonic()))
 
-    def outbound(self, data: bytes) -> None:
-        self._put(self._s2c.entries(data, time.monotonic()))
+    def outbound(self, messages: list[bytes], torn: bytes = b"") -> None:
+        self._put(self._s2c.written(messages, time.monotonic(), torn))
 
     def note(self, text: str) -> None:
         self._put([{"t": round(time.monotonic(), 6), "dir": "note", "msg": {"note": text}}])
@@ -291,7 +302,7 @@ def open_recorder(
 
 
 class RecordingIo:
-    """The stdio I/O of the fake with every byte both ways going through the recorder too."""
+    """The stdio I/O of the fake with every message both ways going through the recorder too."""
 
     def __init__(self, io: Any, recorder: Recorder) -> None:
         self._io = io
@@ -300,18 +311,18 @@ class RecordingIo:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._io, name)
 
-    async def read(self) -> bytes:
-        data: bytes = await self._io.read()
-        if data:
-            self.recorder.inbound(data)
+    async def read(self) -> list[Incoming]:
+        messages: list[Incoming] = await self._io.read()
+        if messages:
+            self.recorder.inbound(messages)
         else:
             self.recorder.on_stdin_eof()
-        return data
+        return messages
 
-    async def write(self, data: bytes) -> None:
+    async def write(self, messages: list[bytes], torn: bytes = b"") -> None:
         if not self._io.stdout_closed:
-            self.recorder.outbound(data)
-        await self._io.write(data)
+            self.recorder.outbound(messages, torn)
+        await self._io.write(messages, torn)
 
     async def close_stdout(self) -> None:
         self.recorder.note("server closed stdout")

@@ -1,8 +1,9 @@
 """The trio loop around the sans-IO engine, shared by the in-process and the stdio deployments.
 
-It moves bytes in, carries out effects, and keeps the engine's wake-ups as deadlines on trio's
+It moves messages in, carries out effects, and keeps the engine's wake-ups as deadlines on trio's
 clock (so MockClock makes scripted delays free). Only the wait for input sits inside a cancel
-scope; carrying out effects never is, so a wake-up cannot cut a frame in half.
+scope; carrying out effects never is, so a wake-up cannot cut a frame in half. Messages are payloads;
+the deployment's :class:`Io` frames them (newline-delimited on stdio, see :mod:`contracts.transport`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Protocol
 import orjson
 import trio
 
+from contracts.wire import Incoming
 from fake_server.effects import (
     CloseStdout,
     Effect,
@@ -45,12 +47,13 @@ def default_clock_ms() -> Callable[[], int]:
 
 
 class Io(Protocol):
-    """What a deployment provides to the loop."""
+    """What a deployment provides to the loop: the client's connection as messages, and the process around it."""
 
-    async def read(self) -> bytes:
-        """The next chunk of stdin; ``b""`` at end of input."""
+    async def read(self) -> list[Incoming]:
+        """The client's next messages (a framing's error in place of a bad one); ``[]`` at end of input."""
 
-    async def write(self, data: bytes) -> None: ...
+    async def write(self, messages: list[bytes], torn: bytes = b"") -> None:
+        """Send ``messages`` in one go, then ``torn`` (the start of a message cut off by a crash)."""
 
     async def close_stdout(self) -> None: ...
 
@@ -82,17 +85,21 @@ async def run_engine(
 
     async def apply(effects: list[Effect]) -> Outcome | None:
         # Frames are batched per call: one write per engine step keeps a pipe's syscalls few.
-        batch = bytearray()
+        batch: list[bytes] = []
         for effect in effects:
             if isinstance(effect, Send):
-                batch += orjson.dumps(effect.frame) + b"\n"
+                batch.append(orjson.dumps(effect.frame))
                 continue
             if isinstance(effect, SendBytes):
-                batch += effect.data
+                if effect.torn:
+                    await io.write(batch, effect.data)
+                    batch = []
+                else:
+                    batch.append(effect.data)
                 continue
             if batch:
-                await io.write(bytes(batch))
-                batch.clear()
+                await io.write(batch)
+                batch = []
             if isinstance(effect, Wake):
                 timers[effect.token] = trio.current_time() + effect.after_ms / 1000
             elif isinstance(effect, WriteStderr):
@@ -108,21 +115,21 @@ async def run_engine(
             elif isinstance(effect, Exit):
                 return Outcome(effect.code, effect.crash)
         if batch:
-            await io.write(bytes(batch))
+            await io.write(batch)
         return None
 
     outcome = await apply(engine.start(now()))
     while outcome is None:
         deadline = min(timers.values()) if timers else math.inf
-        data: bytes | None = None
+        messages: list[Incoming] | None = None
         if eof:
             await trio.sleep_until(deadline) if deadline != math.inf else await trio.sleep_forever()
         else:
             with trio.move_on_at(deadline):
-                data = await io.read()
-        if data is not None:
-            if data:
-                outcome = await apply(engine.feed(data, now()))
+                messages = await io.read()
+        if messages is not None:
+            if messages:
+                outcome = await apply(engine.receive(messages, now()))
             else:
                 eof = True
                 outcome = await apply(engine.feed_eof(now()))

@@ -1,6 +1,7 @@
 """Drive the engine on a virtual clock without trio: for tests, transcript replay and fidelity checks.
 
-:class:`VirtualServer` feeds client frames (or raw lines) to an :class:`~fake_server.engine.Engine`,
+:class:`VirtualServer` feeds client frames (or raw bytes of a newline-framed wire, through its own
+:class:`~contracts.wire.LineFraming`) to an :class:`~fake_server.engine.Engine`,
 fires its wake-ups in time order on a clock it advances itself, and keeps everything the server
 wrote. ``run_until`` advances time until a predicate holds over the frames sent so far (bounded
 by a virtual deadline), so a test can say "wait for turn/completed" without any real waiting.
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 
 from contracts.scenario import Scenario
+from contracts.wire import LineFraming
 from fake_server.effects import (
     CloseStdout,
     Effect,
@@ -35,11 +37,12 @@ Frame = dict[str, Any]
 
 @dataclass(slots=True)
 class Output:
-    """One thing the server wrote: a frame, or raw bytes (``frame`` None)."""
+    """One message the server wrote: a frame, or a raw payload (``frame`` None; ``torn``: cut off by a crash)."""
 
     t_ms: int
     frame: Frame | None = None
     raw: bytes = b""
+    torn: bool = False
 
 
 @dataclass(slots=True)
@@ -56,6 +59,7 @@ class VirtualServer:
     stdout_closed: bool = False
     grandchild_hold_ms: int | None = None
     _timers: dict[int, int] = field(default_factory=dict)
+    _lines: LineFraming = field(default_factory=LineFraming)
 
     def __post_init__(self) -> None:
         self.engine = Engine(self.scenario)
@@ -67,7 +71,8 @@ class VirtualServer:
         self.send_raw(orjson.dumps(frame) + b"\n")
 
     def send_raw(self, data: bytes) -> None:
-        self._apply(self.engine.feed(data, self.now_ms))
+        """Bytes of the client's newline-framed wire: the lines they complete reach the engine."""
+        self._apply(self.engine.receive(self._lines.feed(data), self.now_ms))
 
     def close_input(self) -> None:
         self._apply(self.engine.feed_eof(self.now_ms))
@@ -144,7 +149,7 @@ class VirtualServer:
                     self.out.append(Output(self.now_ms, frame=effect.frame))
             elif isinstance(effect, SendBytes):
                 if not self.stdout_closed and self.exit_code is None:
-                    self.out.append(Output(self.now_ms, raw=effect.data))
+                    self.out.append(Output(self.now_ms, raw=effect.data, torn=effect.torn))
             elif isinstance(effect, Wake):
                 self._timers[effect.token] = self.now_ms + effect.after_ms
             elif isinstance(effect, WriteStderr):

@@ -197,15 +197,21 @@ async def _until(session: Any, method: str, since: int, timeout_s: float) -> Non
 
 
 async def _close_stdin(session: Any, timeout_s: float) -> None:
-    transport = session.transport
+    """End the session's output (stdin on stdio) and wait for the server's exit (for its end of the
+    connection, when the transport has no process)."""
+    closed = session.stream.words.closed
     start = trio.current_time()
-    await transport.close_input()
-    session.note("stdin closed")
+    await session.stream.send_eof()
+    session.note(closed)
     with trio.move_on_after(timeout_s):
-        code = await transport.wait_exit()
+        if session.process is None:
+            await session.reader_done.wait()
+            session.note(f"{session.stream.words.eof} after {trio.current_time() - start:.2f}s")
+            return
+        code = await session.process.wait_exit()
         session.note(f"exit status {code} after {trio.current_time() - start:.2f}s")
         return
-    session.note(f"probe: no exit within {timeout_s:g} s of stdin closed")
+    session.note(f"probe: no exit within {timeout_s:g} s of {closed}")
 
 
 async def _wait(session: Any, wait_ms: int, state: ProbeState) -> None:

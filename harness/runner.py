@@ -266,12 +266,12 @@ def _unresolved_requests(session: Any) -> set[Any]:
     return asked - resolved
 
 
-async def _settle_resolved(session: Any, transport: Any) -> None:
+async def _settle_resolved(session: Any, process: Any) -> None:
     """0.171.0 writes ``serverRequest/resolved`` for an interrupted approval just after ``turn/completed``;
     closing stdin at once can beat it on a loaded machine and lose it from the record. Bounded, and only
     while the server runs and something is unresolved (a fake that never resolves costs the bound)."""
     with trio.move_on_after(RESOLVED_SETTLE_S):
-        while getattr(transport, "exit_code", None) is None and _unresolved_requests(session):
+        while (process is None or process.exit_code is None) and _unresolved_requests(session):
             await trio.sleep(_RESOLVED_POLL_S)
 
 
@@ -335,7 +335,7 @@ async def _play_async(
                     cwd = str(run.workdir) if run.workdir is not None else None
                     await _play_session(session, scenario, cancel_trigger, record, policy, cwd)
                     if not run.virtual_time:
-                        await _settle_resolved(session, run.transport)
+                        await _settle_resolved(session, run.transport.process)
             except Exception as exc:  # the client let an exception escape: a finding, recorded
                 escaped.append("".join(traceback.format_exception_only(exc)).strip())
             finally:

@@ -1,7 +1,11 @@
-"""The client core without trio: bytes and times in, events and frames out (:class:`ClientConnection`)."""
+"""The client core without trio: messages and times in, events and frames out (:class:`ClientConnection`).
+
+The tests write the wire as stdio does (newline-delimited JSON) and hand the core what a
+:class:`~contracts.wire.LineFraming` makes of it, a read at a time, as the process transport's stream does."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import orjson
@@ -9,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts.messages import ErrorResponse, Response
+from contracts.wire import LineFraming
 from harness.client.connection import (
     ApprovalClosed,
     ApprovalOpened,
@@ -27,6 +32,15 @@ from harness.client.turncore import TurnCore
 THREAD = "thr-1"
 TURN = "turn-1"
 MS = 1796022741815
+
+
+_FRAMINGS: weakref.WeakKeyDictionary[ClientConnection, LineFraming] = weakref.WeakKeyDictionary()
+
+
+def receive(conn: ClientConnection, data: bytes, t: float) -> list[Any]:
+    """One read of a newline-framed stdout, through the connection's own framing (lines span reads)."""
+    framing = _FRAMINGS.setdefault(conn, LineFraming(conn.max_line, report_overflow=True))
+    return conn.receive_messages(framing.feed(data), t)
 
 
 def line(frame: dict[str, Any]) -> bytes:
@@ -54,7 +68,7 @@ def running(validate: bool = False, buffer: int = 1 << 20) -> tuple[ClientConnec
     request = conn.start_turn(turn, 0.0)
     assert request is not None
     conn.sent(0.0, request)
-    events = conn.receive_data(line({"id": request.id, "result": {"turn": {"id": TURN}}}), 0.1)
+    events = receive(conn, line({"id": request.id, "result": {"turn": {"id": TURN}}}), 0.1)
     assert events == [RequestAnswered(request.id, {"turn": {"id": TURN}})]
     conn.learn_turn_id(turn, TURN)
     assert conn.take_events() == [TurnIdKnown(turn)]
@@ -63,7 +77,7 @@ def running(validate: bool = False, buffer: int = 1 << 20) -> tuple[ClientConnec
 
 def test_a_read_of_deltas_is_one_batch_recorded_in_order() -> None:
     conn, turn = running()
-    assert conn.receive_data(b"".join(delta(f"d{i} ") for i in range(500)), 1.0) == []
+    assert receive(conn, b"".join(delta(f"d{i} ") for i in range(500)), 1.0) == []
     queued = turn.events.take_all()
     assert len(queued) == 1 and isinstance(queued[0], MessageDeltas)
     assert queued[0].first_n == 1 and len(queued[0]) == 500 and queued[0].deltas[-1] == "d499 "
@@ -79,7 +93,7 @@ def test_one_invalid_delta_among_20000_in_one_read_is_reported_with_its_line() -
     bad = 12_345
     lines[bad] = note("item/agentMessage/delta", {"threadId": THREAD, "turnId": TURN, "itemId": "msg-1", "delta": 7})
     before = conn.schema_violation_count  # the short turn/start answer of `running` is not a full Turn
-    conn.receive_data(b"".join(lines), 1.0)
+    receive(conn, b"".join(lines), 1.0)
     assert conn.schema_violation_count == before + 1
     violation = conn.schema_violations[-1]
     # stdout line 1 was the turn/start answer: the read's k-th line (0-based) is line k + 2
@@ -91,15 +105,15 @@ def test_one_invalid_delta_among_20000_in_one_read_is_reported_with_its_line() -
 def test_invalid_frames_outside_the_batch_are_reported_with_their_lines() -> None:
     conn, _ = running(validate=True)
     before = conn.schema_violation_count
-    conn.receive_data(b"\n" + delta("a") + note("turn/plan/updated", {"threadId": THREAD}) + delta("b"), 1.0)
+    receive(conn, b"\n" + delta("a") + note("turn/plan/updated", {"threadId": THREAD}) + delta("b"), 1.0)
     assert [v.line for v in conn.schema_violations[before:]] == [4]  # the blank line 2 counts as a line
 
 
 def test_the_gate_keeps_other_turns_and_completed_turns_out() -> None:
     conn, turn = running()
-    conn.receive_data(delta("x", turn="turn-0") + delta("mine"), 1.0)
+    receive(conn, delta("x", turn="turn-0") + delta("mine"), 1.0)
     assert turn.state.partial_text == "mine" and turn.state.ignored == 1
-    events = conn.receive_data(completed() + delta("late") + completed("failed"), 2.0)
+    events = receive(conn, completed() + delta("late") + completed("failed"), 2.0)
     assert events == [TurnFinished(turn)]
     assert turn.result is not None and turn.result.status == "completed" and turn.state.completed_consumed == 1
     assert turn.state.partial_text == "mine"
@@ -109,7 +123,7 @@ def test_the_gate_keeps_other_turns_and_completed_turns_out() -> None:
 def test_notifications_before_turn_start_belong_to_no_turn() -> None:
     conn = ClientConnection(max_line=1 << 20, event_buffer=100, interrupt_budget=2.0)
     conn.thread_id = THREAD
-    assert conn.receive_data(delta("early") + completed(), 0.5) == []
+    assert receive(conn, delta("early") + completed(), 0.5) == []
     assert conn.results == []
 
 
@@ -117,13 +131,13 @@ def test_usage_is_counted_once_and_late_usage_updates_the_result() -> None:
     conn, turn = running()
     usage = {"last": {"inputTokens": 10, "outputTokens": 5}, "total": {"inputTokens": 10, "outputTokens": 5}}
     update = note("thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN, "tokenUsage": usage})
-    conn.receive_data(update + update, 1.0)  # the duplicate adds nothing
+    receive(conn, update + update, 1.0)  # the duplicate adds nothing
     added = [e for e in turn.events.take_all() if isinstance(e, UsageUpdated)]
     assert [e.added.input for e in added] == [10, 0] and added[-1].turn_total.output == 5
-    conn.receive_data(completed(), 2.0)
+    receive(conn, completed(), 2.0)
     assert turn.result is not None and turn.result.usage["unknown"].input == 10
     later = {"last": {"inputTokens": 1}, "total": {"inputTokens": 11, "outputTokens": 5}}
-    conn.receive_data(note("thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN, "tokenUsage": later}), 3.0)
+    receive(conn, note("thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN, "tokenUsage": later}), 3.0)
     assert turn.result.usage["unknown"].input == 11
 
 
@@ -134,7 +148,7 @@ def approval_request(request_id: int, method: str = "item/commandExecution/reque
 
 def test_an_approval_is_opened_answered_once_and_frames_come_out() -> None:
     conn, turn = running()
-    events = conn.receive_data(approval_request(0), 1.0)
+    events = receive(conn, approval_request(0), 1.0)
     opened = [e for e in events if isinstance(e, ApprovalOpened)]
     assert len(opened) == 1 and opened[0].pending.request.n == 1 and conn.approvals.waiting_on(turn)
     assert any(isinstance(e, ApprovalRequested) for e in turn.events.take_all())
@@ -148,19 +162,19 @@ def test_an_approval_is_opened_answered_once_and_frames_come_out() -> None:
 
 def test_unsupported_request_is_answered_at_once_and_fails_the_turn() -> None:
     conn, turn = running()
-    events = conn.receive_data(approval_request(4, "item/tool/requestUserInput"), 1.0)
+    events = receive(conn, approval_request(4, "item/tool/requestUserInput"), 1.0)
     (send,) = [e for e in events if isinstance(e, SendFrame)]
     assert isinstance(send.message, ErrorResponse) and send.message.code == -32601
-    conn.receive_data(completed(), 2.0)
+    receive(conn, completed(), 2.0)
     assert turn.result is not None and turn.result.status == "failed"
     assert turn.result.error == "unsupported app-server request: item/tool/requestUserInput"
 
 
 def test_a_turn_ending_with_an_approval_pending_closes_it_locally() -> None:
     conn, turn = running()
-    conn.receive_data(approval_request(0), 1.0)
+    receive(conn, approval_request(0), 1.0)
     conn.request_cancel(turn, "aborted", "execution cancelled", 1.2)
-    events = conn.receive_data(completed("interrupted"), 1.5)
+    events = receive(conn, completed("interrupted"), 1.5)
     assert ApprovalClosed(0) in events and TurnFinished(turn) in events
     assert turn.result is not None and turn.result.status == "aborted" and turn.result.approvals_closed_locally == ["0"]
 
@@ -171,7 +185,7 @@ def test_a_line_over_the_cap_kills_while_it_still_streams() -> None:
     turn = conn.new_turn([], {}, None, None)
     request = conn.start_turn(turn, 0.0)
     assert request is not None
-    events = conn.receive_data(b'{"method":"item/agentMessage/delta","params":{"delta":"' + b"x" * 2000, 1.0)
+    events = receive(conn, b'{"method":"item/agentMessage/delta","params":{"delta":"' + b"x" * 2000, 1.0)
     kinds = [type(e) for e in events]
     assert KillServer in kinds and RequestsFailed in kinds and TurnFinished in kinds
     assert isinstance(conn.failure, LineTooLong) and conn.killed
@@ -181,7 +195,7 @@ def test_a_line_over_the_cap_kills_while_it_still_streams() -> None:
 
 def test_the_event_buffer_keeps_at_most_its_limit_and_counts_the_rest() -> None:
     conn, turn = running(buffer=10)
-    conn.receive_data(b"".join(delta("d") for _ in range(25)), 1.0)
+    receive(conn, b"".join(delta("d") for _ in range(25)), 1.0)
     assert turn.events.count == 10 and turn.events.dropped == 15
     assert [turn.events.take().n for _ in range(10)] == list(range(1, 11))  # type: ignore[union-attr]
     assert turn.state.deltas == 25  # the text does not depend on the buffer
@@ -216,11 +230,11 @@ def test_reads_cut_anywhere_give_what_one_line_at_a_time_gives(frames: list[byte
     data = b"".join(frames) + completed()
     one_by_one, turn_a = running()
     for frame in [*frames, completed()]:
-        one_by_one.receive_data(frame, 1.0)
+        receive(one_by_one, frame, 1.0)
     cut, turn_b = running()
     start = 0
     for size in [*cuts, len(data)]:
-        cut.receive_data(data[start : start + size], 1.0)
+        receive(cut, data[start : start + size], 1.0)
         start += size
     assert turn_b.result is not None and turn_b.result.status == "completed"
     assert turn_b.state.partial_text == turn_a.state.partial_text and turn_b.state.deltas == turn_a.state.deltas

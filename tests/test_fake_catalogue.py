@@ -54,7 +54,8 @@ def played(name: str) -> tuple[PlanRun, list[Message], list[WireError]]:
     decoder = LineDecoder()
     items: list[Any] = []
     for out in run.server.out:
-        items += decoder.feed(orjson.dumps(out.frame) + b"\n" if out.frame is not None else out.raw)
+        payload = orjson.dumps(out.frame) if out.frame is not None else out.raw
+        items += decoder.feed(payload if out.torn else payload + b"\n")  # the stdio wire of these messages
     items += decoder.feed_eof()
     return run, [i for i in items if not isinstance(i, WireError)], [i for i in items if isinstance(i, WireError)]
 

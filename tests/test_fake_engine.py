@@ -215,11 +215,11 @@ def test_server_request_ids_start_at_zero_per_connection() -> None:
 
 def test_engine_never_reads_a_clock() -> None:
     engine = Engine(SLOW)
-    out = engine.feed(orjson.dumps(INIT) + b"\n", 1234)
+    out = engine.receive([orjson.dumps(INIT)], 1234)
     assert all(f.frame.get("emittedAtMs", 1234) == 1234 for f in out if isinstance(f, Send))
-    engine.feed(b'{"id":1,"method":"thread/start","params":{}}\n', 1234)
+    engine.receive([b'{"id":1,"method":"thread/start","params":{}}'], 1234)
     thread_id = engine.threads and next(iter(engine.threads))
-    out = engine.feed(orjson.dumps(turn_start(thread_id)) + b"\n", 5000)
+    out = engine.receive([orjson.dumps(turn_start(thread_id))], 5000)
     wakes = [e for e in out if isinstance(e, Wake)]
     assert wakes and wakes[0].after_ms == 100
     later = engine.timer(wakes[0].token, 5100)

@@ -110,7 +110,7 @@ def test_the_wire_file_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     folder.mkdir()
     rec = recording.Recorder(folder, load_builtin("plain"), "plain", "0.171.0")
     for _ in range(100):
-        rec.outbound(b'{"method":"x","params":{"pad":"' + b"a" * 100 + b'"}}\n')
+        rec.outbound([b'{"method":"x","params":{"pad":"' + b"a" * 100 + b'"}}'])
     rec.finish(0, False)
     lines = (folder / "wire.jsonl").read_bytes().splitlines()
     assert len(b"\n".join(lines)) <= 2200
@@ -150,8 +150,8 @@ def test_a_failed_write_stops_the_recording_never_the_server(
     (tmp_path / ".n-1").touch()
     rec = recording.Recorder(folder, load_builtin("plain"), "plain", "0.171.0")
     monkeypatch.setattr(os, "write", full)
-    rec.inbound(INIT)
-    rec.outbound(b'{"id":0,"result":{}}\n')
+    rec.inbound([INIT.rstrip(b"\n")])  # the recorder takes messages (the wire's framing is the Io's)
+    rec.outbound([b'{"id":0,"result":{}}'])
     monkeypatch.setattr(recording.Path, "write_bytes", lambda self, data: full(9, data))
     rec.finish(0, False)  # end.json cannot be written either: no traceback
     assert rec.failure == "No space left on device (ENOSPC) writing wire.jsonl"

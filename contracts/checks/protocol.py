@@ -14,6 +14,7 @@ from contracts.checks.base import Check, Maker, judge_allowance
 from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import Request, WireIndex, id_key
 from contracts.record import SessionRecord
+from contracts.transport import CLOSED_NOTES
 
 NAME = "protocol"
 REFERENCE = "client-behaviour.md §4"
@@ -31,8 +32,9 @@ CONTRACT = Contract(
     ),
 )
 _SHOWN = 3
-#: Note texts that mark the client ending the session (the client's own vocabulary varies a little).
-_CLOSE_MARKERS = ("stdin closed", "close_stdin", "closed stdin", "kill", "stdin_closed")
+#: Note texts that mark the client ending the session (the client's own vocabulary varies a little; each
+#: transport's stream names its close: contracts.transport.StreamWords).
+_CLOSE_MARKERS = (*sorted(CLOSED_NOTES), "close_stdin", "closed stdin", "kill", "stdin_closed")
 
 
 def _summary(items: list[str]) -> str:

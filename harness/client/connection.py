@@ -1,13 +1,14 @@
-"""The client core, sans-IO as h11 does it: bytes and times in, events and frames to send out.
+"""The client core, sans-IO as h11 does it: messages and times in, events and frames to send out.
 
-:class:`ClientConnection` owns everything the client knows about one app-server connection: the line
-decoder, the JSON-RPC endpoint, the wire record (and its inline schema check), the turns and their
-states, the usage ledger and the approvals table. It never waits, sleeps or writes: the trio driver
-(:class:`harness.client.session.Session`) reads stdout and calls :meth:`receive_data`, sends the frames
-the core hands out, and reacts to the events the core queues (:meth:`take_events`): a request answered,
-an approval to ask the policy about, a frame to send, a turn ended, the server to kill.
+:class:`ClientConnection` owns everything the client knows about one app-server connection: the JSON-RPC
+endpoint, the wire record (and its inline schema check), the turns and their states, the usage ledger and
+the approvals table. It never waits, sleeps or writes, and it does not know how messages are framed: the
+trio driver (:class:`harness.client.session.Session`) reads the transport's message stream
+(:mod:`contracts.transport`) and calls :meth:`receive_messages` with each read's list of payloads, sends
+the frames the core hands out, and reacts to the events the core queues (:meth:`take_events`): a request
+answered, an approval to ask the policy about, a frame to send, a turn ended, the server to kill.
 
-The hot path is :meth:`receive_data` for a read made only of agent message deltas of the running turn
+The hot path is :meth:`receive_messages` for a read made only of agent message deltas of the running turn
 (what a streaming model writes): the read's frames are recorded as one run, validated in one call,
 appended to the turn's partial text and handed to its consumer as one :class:`MessageDeltas` batch;
 no Python call per frame beyond decoding. Any other read goes frame by frame, with the same deltas
@@ -33,10 +34,10 @@ from contracts.jsonrpc import (
 from contracts.messages import ErrorResponse, JsonId, Message, Request, Response
 from contracts.record import TurnResult, WireEntry
 from contracts.usage import UsageBuckets
-from contracts.wire import LineDecoder, WireError, WireErrorKind
+from contracts.wire import Incoming, WireError, parse_payloads
 from harness.client.approvals import Decision
 from harness.client.approvaltable import ApprovalTable, PendingApproval
-from harness.client.errors import LineTooLong, ServerExited
+from harness.client.errors import MessageTooLarge, ServerExited, too_large
 from harness.client.events import InterruptAnswered, MessageDeltas, TurnEnded, UsageUpdated
 from harness.client.notifications import KNOWN_NOTIFICATIONS, thread_of
 from harness.client.trace import NullTrace
@@ -141,7 +142,6 @@ class ClientConnection:
         self.max_line = max_line
         self.interrupt_budget = interrupt_budget  # for the "codex turn interrupted" record
         self.event_buffer = event_buffer
-        self.decoder = LineDecoder(max_line)
         self.endpoint = Endpoint(first_id=_FIRST_REQUEST_ID)
         self.record = WireRecord()
         self.checker: FrameChecker | None = FrameChecker() if validate_frames else None
@@ -163,11 +163,12 @@ class ClientConnection:
         self.kill_reason: str | None = None
         self.exit_code: int | None = None
         self.closing = False
+        #: False for a transport that started no server (a socket): its end is the connection's, not an exit
+        self.has_process = True
         self._trace: Any = NullTrace()
         self._events: list[Event] = []
-        self._since_newline = 0  # bytes of the line still streaming in
-        self._lines = 0  # lines completed before the current read (for reports only)
-        self._read: tuple[bytes, int, bool] = (b"", 0, False)  # the current read, its first line, a held prefix
+        self._position = 0  # messages (lines, on stdio) received before the current read (for reports only)
+        self._read: tuple[list[Incoming], int] = ([], 0)  # the current read and the position of its first message
 
     # --- plumbing -----------------------------------------------------------------------------------
 
@@ -227,29 +228,23 @@ class ClientConnection:
 
     # --- receiving ----------------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes, t: float) -> list[Event]:
-        """One read of stdout (``b""``: EOF). Returns :meth:`take_events`."""
-        if not data:
+    def receive_messages(self, payloads: list[Incoming], t: float) -> list[Event]:
+        """One read of the message stream (``[]``: its end). Returns :meth:`take_events`.
+
+        ``payloads``: one entry per message, in order, as the transport's framing handed them over (a message
+        over the cap, or cut off by the end of the stream, as its WireError)."""
+        if not payloads:
             return self.receive_eof(t)
-        newline = data.rfind(b"\n")
-        self._since_newline = len(data) - newline - 1 if newline >= 0 else self._since_newline + len(data)
-        decoder = self.decoder
-        self._read = (data, self._lines, decoder.buffered > 0)
-        self._lines += data.count(b"\n")
-        items = decoder.feed_fast(data)
+        self._read = (payloads, self._position)
+        self._position += len(payloads)
+        items = parse_payloads(payloads)
         if not self._all_deltas(items, t):
             self._dispatch(items, t)
-        if self.failure is None and self._since_newline > self.max_line:
-            # the line is still streaming in; the child may be blocked writing it: fail now
-            size = self._since_newline
-            self.record.append(WireEntry(t, "s2c", error=WireErrorKind.OVERSIZED_LINE.value, size=size, raw=None))
-            self.lost_frame(t, LineTooLong(size, self.max_line, at_least=True))
         return self.take_events()
 
     def receive_eof(self, t: float) -> list[Event]:
-        """stdout ended: a torn last line is reported; :meth:`connection_lost` fails what waits."""
-        for item in self.decoder.feed_eof():
-            self._on_item(item, t, None)
+        """The stream ended (a torn last message came before, as its error): :meth:`connection_lost` fails
+        what waits."""
         return self.take_events()
 
     def _delta_target(self) -> tuple[TurnCore, str, str | None] | None:
@@ -326,18 +321,19 @@ class ClientConnection:
             self._take_deltas(target[0], run, run_params, len(items) - len(run), t)  # type: ignore[index]
 
     def _line_of(self, index: int | None) -> int | None:
-        """The stdout line of the ``index``-th item of the current read (reports only: it re-splits the read)."""
+        """The stream position (on stdio: the stdout line) of the ``index``-th item of the current read.
+
+        Reports only: it walks the read again, counting the payloads that gave an item (blank ones give none)."""
         if index is None:
             return None
-        data, base, held = self._read
+        payloads, base = self._read
         seen = -1
-        segments = data.split(b"\n")[:-1]
-        for pos, segment in enumerate(segments):
-            if segment.strip() or (pos == 0 and held):
+        for pos, one in enumerate(payloads):
+            if type(one) is WireError or one.strip():  # type: ignore[union-attr]
                 seen += 1
                 if seen == index:
                     return base + pos + 1
-        return base + len(segments)
+        return base + len(payloads)
 
     def _violation(self, t: float, frame: Any, index: int | None, violations: list[Any] | None = None) -> None:
         assert self.checker is not None
@@ -355,10 +351,12 @@ class ClientConnection:
             self.on_notification(item["method"], params if type(params) is dict else {}, t)
             return
         if isinstance(item, WireError):
-            raw = item.sample.decode("utf-8", "replace")
+            # a message still streaming in past the cap: the writer may be blocked writing it, fail now
+            raw = None if item.partial else item.sample.decode("utf-8", "replace")
             self.record.append(WireEntry(t, "s2c", error=item.kind.value, raw=raw, size=item.size))
-            if item.kind is WireErrorKind.OVERSIZED_LINE:
-                self.lost_frame(t, LineTooLong(item.size, self.max_line))
+            error = too_large(item, self.max_line)
+            if error is not None:
+                self.lost_frame(t, error)
             else:
                 self.emit_log(
                     t, logging.DEBUG, "skipped a line that is not a frame", kind=item.kind.value, size=item.size
@@ -646,10 +644,10 @@ class ClientConnection:
             turn.kill_reason = reason
             self.finish_turn(turn, t, failure=f"server killed: {reason}")
 
-    def lost_frame(self, t: float, error: LineTooLong) -> None:
-        """A line over the cap: the session fails with it, the running turn too, the group is killed."""
+    def lost_frame(self, t: float, error: MessageTooLarge) -> None:
+        """A line (message) over the cap: the session fails with it, the running turn too, the group is killed."""
         self.failure = error
-        self.emit_log(t, logging.ERROR, "server line over the cap", size=error.size, cap=error.cap)
+        self.emit_log(t, logging.ERROR, f"server {error.what} over the cap", size=error.size, cap=error.cap)
         turn = self.active
         if turn is not None and turn.result is None:
             turn.killed = True
@@ -658,12 +656,15 @@ class ClientConnection:
         self.kill(str(error), t, error=error)
 
     def connection_lost(self, t: float, stderr: str) -> None:
-        """stdout is gone (and the exit status known, or given up on): fail what waits, end the running turn."""
+        """The stream ended (and the exit status known, or given up on): fail what waits, end the running turn."""
         code = self.exit_code
-        what = "process exited" + (
-            f" with status {code}" if code is not None else " or closed its stdout (no exit status yet)"
-        )
-        lost = self.failure if isinstance(self.failure, LineTooLong) else None
+        if not self.has_process:
+            what = "the server closed the connection"
+        else:
+            what = "process exited" + (
+                f" with status {code}" if code is not None else " or closed its stdout (no exit status yet)"
+            )
+        lost = self.failure if isinstance(self.failure, MessageTooLarge) else None
         self._events.append(RequestsFailed(lost or ServerExited(what, exit_code=code, stderr_tail=stderr)))
         if self.failure is None:
             self.failure = ServerExited(what, exit_code=code, stderr_tail=stderr)

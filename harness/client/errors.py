@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from contracts.jsonrpc import RpcError
 from contracts.transport import TransportClosed
+from contracts.wire import WireError, WireErrorKind
 
 __all__ = [
     "ClientError",
     "LineTooLong",
+    "MessageTooLarge",
     "RequestTimeout",
     "RpcError",
     "ServerExited",
@@ -24,15 +26,35 @@ class ClientError(Exception):
     """Base of the client's own errors."""
 
 
-class LineTooLong(ClientError):
-    """The server wrote a line longer than the cap: a frame was lost, the session is failed and the group killed."""
+class MessageTooLarge(ClientError):
+    """The server sent a message over the stream's cap: a frame was lost, the session is failed and the server
+    killed. ``at_least``: the message was still coming in (its size is at least ``size``)."""
+
+    what = "message"
 
     def __init__(self, size: int, cap: int, *, at_least: bool = False) -> None:
         qualifier = "at least " if at_least else ""
-        super().__init__(f"server line of {qualifier}{size} bytes exceeds the cap of {cap} bytes: a frame was lost")
+        super().__init__(
+            f"server {self.what} of {qualifier}{size} bytes exceeds the cap of {cap} bytes: a frame was lost"
+        )
         self.size = size
         self.cap = cap
         self.at_least = at_least
+
+
+class LineTooLong(MessageTooLarge):
+    """The server wrote a line longer than the cap (the newline framing's :class:`MessageTooLarge`)."""
+
+    what = "line"
+
+
+def too_large(error: WireError, cap: int) -> MessageTooLarge | None:
+    """The typed error of a framing's report of a message over the cap (None: ``error`` is another kind)."""
+    if error.kind is WireErrorKind.OVERSIZED_LINE:
+        return LineTooLong(error.size, cap, at_least=error.partial)
+    if error.kind is WireErrorKind.OVERSIZED_MESSAGE:
+        return MessageTooLarge(error.size, cap, at_least=error.partial)
+    return None
 
 
 class ServerExited(ClientError):

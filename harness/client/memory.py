@@ -14,13 +14,14 @@ import trio
 import trio.testing
 
 from contracts.messages import NOTSET, JsonId, Message, Notification
-from contracts.transport import TransportClosed
+from contracts.transport import LineStream, TransportClosed
 from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError, encode_frame
 from harness.client.stderr import StderrTail
 
 
 class MemoryTransport:
-    """The client's end: stdin/stdout as one-way memory streams; ``kill`` closes both and exits -9."""
+    """The client's end: stdin/stdout as one-way memory streams, newline-framed (``stream``), and a simulated
+    process (``process``: itself); ``kill`` closes both and exits -9."""
 
     def __init__(
         self,
@@ -35,6 +36,16 @@ class MemoryTransport:
         self._input_closed = False
         self.stderr = StderrTail()
         self.killed = False
+        self.stream = LineStream(self.send, self.receive, self.close_input, abort=self._drop, report_overflow=True)
+
+    @property
+    def process(self) -> MemoryTransport:
+        return self
+
+    def _drop(self) -> None:
+        self._input_closed = True
+        self._to_server.close()
+        self._from_server.close()
 
     async def send(self, data: bytes) -> None:
         if self._input_closed or self._exit_code is not None:

@@ -1,5 +1,8 @@
 """The process transport: any app-server argv in its own process group, stdin/stdout as the wire.
 
+It is both halves of :class:`contracts.transport.Transport`: its ``stream`` is newline-delimited JSON over the
+child's stdin and stdout (:class:`~contracts.transport.LineStream`), its ``process`` the child itself.
+
 - ``start_new_session``: the child leads a new session and process group (pgid = pid), so a forced
   stop is one ``SIGKILL`` to the group and reaches grandchildren that still hold stdout. Only that
   group is ever signalled; SIGTERM / SIGINT are never used.
@@ -21,7 +24,7 @@ from typing import Final
 
 import trio
 
-from contracts.transport import TransportClosed
+from contracts.transport import LineStream, TransportClosed
 from harness import proctree
 from harness.client.errors import single_exception
 from harness.client.stderr import DEFAULT_TAIL_BYTES, StderrTail
@@ -96,7 +99,8 @@ class TreeProcess:
 
 
 class ProcessTransport:
-    """:class:`contracts.transport.Transport` over a child process. Build it with :func:`spawn_process`.
+    """:class:`contracts.transport.Transport` over a child process (and its :class:`ProcessHandle`). Build it
+    with :func:`spawn_process`. ``send`` / ``receive`` / ``close_input`` are the byte pipe under ``stream``.
 
     ``tree``: the process runs as the main process of that tree (:func:`spawn_process` ``confine=``);
     "its group" is then the whole tree, which nothing it starts can leave."""
@@ -109,7 +113,7 @@ class ProcessTransport:
         marker: str,
         tree: proctree.ProcessTree | None = None,
     ) -> None:
-        self.process = process
+        self.child = process  # the trio process (or tree's main process) behind the handle
         self.tree = tree
         self.argv = tuple(argv)
         self.marker = marker
@@ -117,11 +121,18 @@ class ProcessTransport:
         self._stdin_closed = False
         self.killed = False
         self.killed_at: float | None = None  # trio clock of the first kill: the backstop's reap bound counts from it
+        self.stream = LineStream(
+            self.send, self.receive, self.close_input, abort=self._drop_pipes, report_overflow=True
+        )
 
-    # --- Transport -------------------------------------------------------------------------------
+    @property
+    def process(self) -> ProcessTransport:
+        return self
+
+    # --- the byte pipe under the stream ----------------------------------------------------------
 
     async def send(self, data: bytes) -> None:
-        stdin = self.process.stdin
+        stdin = self.child.stdin
         if stdin is None or self._stdin_closed:
             raise TransportClosed("server stdin is closed")
         try:
@@ -130,7 +141,7 @@ class ProcessTransport:
             raise TransportClosed(f"cannot write to the server: {exc}") from exc
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
-        stdout = self.process.stdout
+        stdout = self.child.stdout
         if stdout is None:
             return b""
         try:
@@ -142,12 +153,23 @@ class ProcessTransport:
         if self._stdin_closed:
             return
         self._stdin_closed = True
-        if self.process.stdin is not None:
+        if self.child.stdin is not None:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                await self.process.stdin.aclose()
+                await self.child.stdin.aclose()
+
+    def _drop_pipes(self) -> None:
+        """Close our ends of stdin and stdout now (the stream's abort; a pending read then ends)."""
+        self._stdin_closed = True
+        for pipe in (self.child.stdin, self.child.stdout):
+            close = getattr(pipe, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+
+    # --- the process handle ----------------------------------------------------------------------
 
     async def wait_exit(self) -> int:
-        return await self.process.wait()
+        return await self.child.wait()
 
     def kill(self) -> None:
         """SIGKILL to the child's process group, falling back to the leader alone.
@@ -162,7 +184,7 @@ class ProcessTransport:
         if self.tree is not None:
             self.tree.kill()
             return
-        if self.process.returncode is not None and _PROC.is_dir():
+        if self.child.returncode is not None and _PROC.is_dir():
             for pid in self._marked_members():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
@@ -173,14 +195,14 @@ class ProcessTransport:
             pass  # the whole group is gone already
         except PermissionError:
             with contextlib.suppress(ProcessLookupError, OSError):
-                self.process.kill()
+                self.child.kill()
 
     def end_now(self) -> None:
         """SIGKILL the group without touching the session's state (the signal path: :func:`proctree.end_all`)."""
         if self.tree is not None:
             self.tree.kill()
             return
-        if self.process.returncode is not None and _PROC.is_dir():
+        if self.child.returncode is not None and _PROC.is_dir():
             for pid in self._marked_members():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
@@ -190,27 +212,27 @@ class ProcessTransport:
 
     @property
     def exit_code(self) -> int | None:
-        return self.process.returncode
+        return self.child.returncode
 
     def stderr_tail(self) -> str:
         return self._tail.text()
 
     @property
     def pid(self) -> int | None:
-        return self.process.pid
+        return self.child.pid
 
     # --- extras -----------------------------------------------------------------------------------
 
     @property
     def pgid(self) -> int:
         # start_new_session made the child a session and group leader
-        return self.process.pid
+        return self.child.pid
 
     def group_alive(self) -> bool:
         """True while any process of the child's group exists (zombies included); of its tree, when it has one."""
         if self.tree is not None:
             return not self.tree.empty()
-        if self.process.returncode is not None and _PROC.is_dir():
+        if self.child.returncode is not None and _PROC.is_dir():
             return bool(self._marked_members())
         try:
             os.killpg(self.pgid, 0)
@@ -250,7 +272,7 @@ class ProcessTransport:
     async def drain_stderr(self, scope: trio.CancelScope) -> None:
         # shielded from the caller's cancellation: a child whose stderr is not drained blocks writing it and
         # answers no interrupt; the context manager's exit cancels ``scope`` once the child is reaped
-        stderr = self.process.stderr
+        stderr = self.child.stderr
         if stderr is None:
             return
         with scope, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -332,8 +354,8 @@ async def _backstop(transport: ProcessTransport, reap_timeout: float) -> None:
         transport.kill()
     killed_at = transport.killed_at if transport.killed_at is not None else trio.current_time()
     with trio.move_on_at(killed_at + reap_timeout):
-        await transport.process.wait()
-    for stream in (transport.process.stdin, transport.process.stdout):
+        await transport.child.wait()
+    for stream in (transport.child.stdin, transport.child.stdout):
         if stream is not None:
             with contextlib.suppress(Exception):
                 await stream.aclose()

@@ -1,5 +1,5 @@
-"""The client session: the trio driver of the client core. One reader owns the server's stdout, everything
-runs in the session's nursery.
+"""The client session: the trio driver of the client core. One reader owns the transport's message stream,
+everything runs in the session's nursery.
 
     async with open_session(transport, SessionOptions(...), policy=accept_all) as session:
         await session.start_thread(cwd="/work")
@@ -14,7 +14,8 @@ the interrupt budget, the teardown step by step. Every frame sent or received is
 virtual under MockClock). See ``docs/client.md``.
 
 What the client knows lives in the sans-IO core, :class:`~harness.client.connection.ClientConnection`
-(``session.connection``); this module does the waiting: the reader task feeds it what stdout gives, the
+(``session.connection``); this module does the waiting: the reader task feeds it what the stream gives (a
+list of messages per read, framed by the transport: :mod:`contracts.transport`), the
 requests wait for their answers, the core's events (:meth:`Session.handle`) wake turns, start policy tasks
 and kill the server. Per turn, :mod:`~harness.client.supervisor` watches the deadlines and runs the
 interrupt; :mod:`~harness.client.server_requests` runs the approval policy; :mod:`~harness.client.teardown`
@@ -34,8 +35,8 @@ import trio
 from contracts.jsonrpc import RpcError
 from contracts.messages import NOTSET, JsonId, Message, Notification, Request
 from contracts.record import Budgets, SessionRecord, TeardownStep, TurnResult, WireEntry
-from contracts.transport import Transport, TransportClosed
-from contracts.wire import encode
+from contracts.transport import MessageStream, ProcessHandle, Transport, TransportClosed
+from contracts.wire import payload
 from harness.client.approvals import Policy, accept_all
 from harness.client.connection import (
     ApprovalClosed,
@@ -52,7 +53,7 @@ from harness.client.connection import (
 )
 from harness.client.errors import (
     ClientError,
-    LineTooLong,
+    MessageTooLarge,
     RequestTimeout,
     ServerExited,
     SessionClosed,
@@ -73,8 +74,6 @@ from harness.client.turncore import TurnCore
 from harness.client.turnstate import nested_id
 from harness.client.wirerecord import SchemaViolation
 
-_READ_CHUNK = 65536
-
 
 class _Slot:
     __slots__ = ("done", "error", "method", "result")
@@ -91,6 +90,10 @@ class Session:
 
     def __init__(self, transport: Transport, options: SessionOptions, policy: Policy) -> None:
         self.transport = transport
+        #: the connection's messages (the framing is the transport's) and the server's process, if it has one
+        self.stream: MessageStream = transport.stream
+        self.process: ProcessHandle | None = transport.process
+        self.stream.max_message = options.max_line
         self.options = options
         self.policy = policy
         self.connection = ClientConnection(
@@ -99,6 +102,7 @@ class Session:
             interrupt_budget=options.interrupt_budget,
             validate_frames=options.validate_frames,
         )
+        self.connection.has_process = self.process is not None
         self.teardown: list[TeardownStep] = []
         self.initialize_result: dict[str, Any] | None = None
         self.turns: list[Turn] = []
@@ -202,9 +206,20 @@ class Session:
     def write_log(self, level: int, message: str, **fields: Any) -> None:
         self.connection.emit_log(self.now(), level, message, **fields)
 
+    def stderr_tail(self) -> str:
+        """The server's stderr tail (nothing when the transport has no process)."""
+        return self.process.stderr_tail() if self.process is not None else ""
+
     def stderr_suffix(self) -> str:
-        tail = self.transport.stderr_tail().strip()
+        tail = self.stderr_tail().strip()
         return f"; stderr: {tail}" if tail else ""
+
+    def kill_server(self) -> None:
+        """Force the server down now: kill its process (group), or drop the connection when it has none."""
+        if self.process is not None:
+            self.process.kill()
+        else:
+            self.stream.abort()
 
     def fill_record(self, record: SessionRecord) -> SessionRecord:
         """Copy what the session kept (wire, Results, teardown, log, stderr, exit, budgets) into ``record``."""
@@ -214,8 +229,9 @@ class Session:
         record.log = list(self.log)
         record.client_errors = list(self.client_errors)
         record.budgets = self.budgets
-        record.stderr_tail = self.transport.stderr_tail()
-        record.server_exit = self.exit_code if self.exit_code is not None else self.transport.exit_code
+        record.stderr_tail = self.stderr_tail()
+        process_exit = self.process.exit_code if self.process is not None else None
+        record.server_exit = self.exit_code if self.exit_code is not None else process_exit
         record.experimental_api = self.options.experimental_api
         record.client_trace = self.trace.path
         return record
@@ -243,7 +259,7 @@ class Session:
                 case SendFrame(message=message):
                     self._spawn(send_answer, self, message)
                 case KillServer():
-                    self.transport.kill()
+                    self.kill_server()
                 case RequestsFailed(error=error):
                     self._fail_pending(error)
         active = self.connection.active
@@ -267,11 +283,12 @@ class Session:
 
     async def _read_loop(self) -> None:
         connection = self.connection
+        receive = self.stream.receive
         try:
             while True:
-                data = await self.transport.receive(_READ_CHUNK)
-                self.handle(connection.receive_data(data, self.now()))
-                if not data or connection.failure is not None:
+                messages = await receive()
+                self.handle(connection.receive_messages(messages, self.now()))
+                if not messages or connection.failure is not None:
                     break
         except Exception as exc:
             connection.client_errors.append(f"reader: {exc!r}")
@@ -279,16 +296,16 @@ class Session:
         finally:
             self.reader_done.set()
             if connection.failure is None and not connection.killed:
-                self.note("stdout EOF")
+                self.note(self.stream.words.eof)
             if self._nursery is not None:
                 self._spawn(self._after_eof)
 
     async def _after_eof(self) -> None:
-        """stdout is gone: fail waiting requests and the running turn (after a short wait for the exit status)."""
-        if not self.exited.is_set() and not self.killed:
+        """The stream ended: fail waiting requests and the running turn (after a short wait for the exit status)."""
+        if self.process is not None and not self.exited.is_set() and not self.killed:
             with trio.move_on_after(self.options.exit_grace):
                 await self.exited.wait()
-        self.connection.connection_lost(self.now(), self.transport.stderr_tail())
+        self.connection.connection_lost(self.now(), self.stderr_tail())
         self.handle(self.connection.take_events())
 
     # --- sending and requests -------------------------------------------------------------------
@@ -306,12 +323,12 @@ class Session:
         if self.failure is not None:
             return self.failure
         if self.killed:
-            return ServerExited(f"server killed: {self.kill_reason}", stderr_tail=self.transport.stderr_tail())
+            return ServerExited(f"server killed: {self.kill_reason}", stderr_tail=self.stderr_tail())
         return None
 
     async def send(self, message: Message) -> None:
         """Write one frame. When the session already failed (or fails while this write breaks), the caller
-        gets the session's failure (a lost frame's LineTooLong, the kill, the exit), never a secondary
+        gets the session's failure (a lost frame's MessageTooLarge, the kill, the exit), never a secondary
         TransportClosed; a bare TransportClosed is raised only when no cause is known yet.
         """
         async with self._send_lock:
@@ -320,10 +337,10 @@ class Session:
                 raise cause
             self.connection.sent(self.now(), message)
             try:
-                await self.transport.send(encode(message))
+                await self.stream.send([payload(message)])
                 return
             except TransportClosed as exc:
-                self.note("send failed: server stdin closed")
+                self.note(f"send failed: server {self.stream.words.closed}")
                 closed = exc
         if self._failure_cause() is None and not self.reader_done.is_set():
             # the pipe broke first; the reader is about to learn why (a lost frame, EOF): give it a moment
@@ -335,8 +352,9 @@ class Session:
         raise closed
 
     async def send_raw(self, line: bytes) -> None:
-        """Write ``line`` verbatim plus a newline (a probe of the server's framing: any bytes, valid JSON or
-        not); the wire keeps it as a raw client line. Raises like :meth:`send`, TransportClosed included."""
+        """Send ``line`` verbatim as one message (a probe of the server's parsing: any bytes, valid JSON or not;
+        on stdio, the line plus a newline); the wire keeps it as a raw client line. Raises like :meth:`send`,
+        TransportClosed included."""
         self._check_alive()
         async with self._send_lock:
             cause = self._failure_cause()
@@ -344,7 +362,7 @@ class Session:
                 raise cause
             text = line.decode("utf-8", "replace")
             self.connection.record.append(WireEntry(self.now(), "c2s", raw=text, error="raw_line", size=len(line)))
-            await self.transport.send(line + b"\n")
+            await self.stream.send([line])
 
     async def notify(self, method: str, params: Any = NOTSET) -> None:
         self._check_alive()
@@ -365,7 +383,7 @@ class Session:
                 await slot.done.wait()
         except TransportClosed as exc:
             self._abandon(request.id)
-            raise ServerExited(f"{request.method}: {exc}", stderr_tail=self.transport.stderr_tail()) from exc
+            raise ServerExited(f"{request.method}: {exc}", stderr_tail=self.stderr_tail()) from exc
         finally:
             if not slot.done.is_set():
                 self._abandon(request.id)
@@ -534,7 +552,7 @@ class Session:
             self.kill_turn(turn, str(exc))
             return
         except ClientError as exc:  # the session's failure: exit, kill, lost frame, closed
-            self.finish_turn(turn, failure=f"lost frame: {exc}" if isinstance(exc, LineTooLong) else str(exc))
+            self.finish_turn(turn, failure=f"lost frame: {exc}" if isinstance(exc, MessageTooLarge) else str(exc))
             return
         turn_id = nested_id(result, "turn")
         if turn_id is not None:
@@ -552,16 +570,17 @@ class Session:
 
     def kill_turn(self, turn: Turn, reason: str) -> None:
         """Kill the server for the turn's sake (deadline, interrupt failed or past its budget, client error)."""
-        self.connection.kill_turn(turn.core, reason, self.now(), stderr=self.transport.stderr_tail())
+        self.connection.kill_turn(turn.core, reason, self.now(), stderr=self.stderr_tail())
         self.handle(self.connection.take_events())
 
     def kill(self, reason: str, *, error: BaseException | None = None) -> None:
-        """SIGKILL the server's process group (or crash the in-process engine) now; the session is dead.
+        """SIGKILL the server's process group (or crash the in-process engine, or drop a connection that has no
+        process) now; the session is dead.
 
         A running turn ends at once (its Result says ``killed``); waiting requests fail with ``error``
         (default: :class:`ServerExited`).
         """
-        self.connection.kill(reason, self.now(), error=error, stderr=self.transport.stderr_tail())
+        self.connection.kill(reason, self.now(), error=error, stderr=self.stderr_tail())
         self.handle(self.connection.take_events())
 
     # --- background tasks -----------------------------------------------------------------------
@@ -594,10 +613,12 @@ class Session:
             scope.cancel()
 
     async def start(self, nursery: trio.Nursery) -> None:
-        """Start the reader and the exit watcher in ``nursery``, then the handshake (what open_session does)."""
+        """Start the reader and the exit watcher (when there is a process) in ``nursery``, then the handshake
+        (what open_session does)."""
         self._nursery = nursery
         self._spawn(self._read_loop)
-        self._spawn(watch_exit, self)
+        if self.process is not None:
+            self._spawn(watch_exit, self, self.process)
         if self.options.initialize:
             await self.initialize()
 
@@ -625,7 +646,7 @@ async def open_session(
                 yield session
             except BaseException as exc:
                 if is_interrupt(exc):  # Ctrl-C / SIGTERM: the user ends the run, no graceful teardown to wait for
-                    transport.kill()
+                    session.kill_server()
                 raise
             finally:
                 with trio.CancelScope(shield=True):
@@ -633,7 +654,7 @@ async def open_session(
                         await run_teardown(session)
                     except Exception as exc:  # teardown must never hang or mask the body's outcome
                         session.client_errors.append(f"teardown: {exc!r}")
-                        transport.kill()
+                        session.kill_server()
                 session.stop_background()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:

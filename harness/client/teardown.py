@@ -1,5 +1,11 @@
-"""The session's exit watcher and its bounded teardown (trio driver side): end a running turn, close stdin,
-wait for stdout EOF, wait for the exit, kill; each step recorded as a :class:`~contracts.record.TeardownStep`.
+"""The session's exit watcher and its bounded teardown (trio driver side): end a running turn, end our output,
+wait for the peer's end of stream, wait for the exit, kill; each step recorded as a
+:class:`~contracts.record.TeardownStep`.
+
+The steps follow the transport (:mod:`contracts.transport`): the stream names its two ends (on stdio
+``close_stdin`` and ``wait_stdout_eof``), and a transport without a process has no ``wait_exit`` and ends
+in dropping the connection instead of a kill. A running turn is interrupted first on every transport:
+ending a connection does not end a turn (a websocket server carries the turn on after a close frame).
 """
 
 from __future__ import annotations
@@ -10,20 +16,21 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from contracts.record import TeardownStep
+from contracts.transport import ProcessHandle
 
 if TYPE_CHECKING:
     from harness.client.session import Session
 
 
-async def watch_exit(session: Session) -> None:
-    code = await session.transport.wait_exit()
+async def watch_exit(session: Session, process: ProcessHandle) -> None:
+    code = await process.wait_exit()
     session.connection.exit_code = code
     session.note(f"exit {code}")
     session.exited.set()
 
 
 async def run_teardown(session: Session) -> None:
-    """Bounded, step by step: end a running turn, close stdin, wait for stdout EOF, wait for exit, kill."""
+    """Bounded, step by step: end a running turn, end our output, wait for the peer's end, wait for exit, kill."""
     active = session.connection.active
     if active is not None and active.result is None:
         turn = session.turn_for(active)
@@ -32,24 +39,29 @@ async def run_teardown(session: Session) -> None:
     session.connection.closing = True
     start = session.now()
     total = session.options.teardown_timeout
-    await step(session, "close_stdin", session.transport.close_input(), start + total * 0.1)
+    words, process = session.stream.words, session.process
+    await step(session, words.close_step, session.stream.send_eof(), start + total * 0.1)
     if not session.killed:
-        session.note("stdin closed")
+        session.note(words.closed)
     reader_done, exited = session.reader_done, session.exited
-    await step(session, "wait_stdout_eof", reader_done.wait(), start + total * 0.45, done_already=reader_done.is_set())
-    await step(session, "wait_exit", exited.wait(), start + total * 0.9, done_already=exited.is_set())
-    group_alive = getattr(session.transport, "group_alive", None)
-    need_kill = not exited.is_set() or not reader_done.is_set() or (callable(group_alive) and group_alive())
+    await step(session, words.eof_step, reader_done.wait(), start + total * 0.45, done_already=reader_done.is_set())
+    if process is not None:
+        await step(session, "wait_exit", exited.wait(), start + total * 0.9, done_already=exited.is_set())
+        group_alive = getattr(process, "group_alive", None)
+        need_kill = not exited.is_set() or not reader_done.is_set() or (callable(group_alive) and group_alive())
+        reason = "teardown: server did not exit" if not exited.is_set() else "teardown: process group still alive"
+    else:
+        need_kill = not reader_done.is_set()
+        reason = "teardown: server did not close the connection"
     kill_start = session.now()
     if need_kill:
         if not session.killed:
-            session.kill(
-                "teardown: server did not exit" if not exited.is_set() else "teardown: process group still alive"
-            )
+            session.kill(reason)
         else:
-            session.transport.kill()  # the group may hold processes started after the first kill
+            session.kill_server()  # the group may hold processes started after the first kill
         with trio.move_on_at(max(start + total, session.now() + 0.05)) as scope:
-            await exited.wait()
+            if process is not None:
+                await exited.wait()
             await reader_done.wait()
         outcome = "timeout" if scope.cancelled_caught else "done"
     else:
@@ -62,8 +74,8 @@ async def run_teardown(session: Session) -> None:
         latency=session.now() - start,
         reaped=exited.is_set(),
         exit_status=session.exit_code,
-        stderr_bytes=getattr(session.transport, "stderr_bytes", None),
-        stderr_truncated=getattr(session.transport, "stderr_truncated", None),
+        stderr_bytes=getattr(process, "stderr_bytes", None),
+        stderr_truncated=getattr(process, "stderr_truncated", None),
     )
     session.connection.close_trace(session.now())
 

@@ -17,7 +17,7 @@ class TargetUnavailable(Exception):
 @dataclass(slots=True)
 class TargetRun:
     name: str
-    transport: Any  # contracts.transport.Transport
+    transport: Any  # contracts.transport.Transport: its stream, and its process (None: a socket, no process)
     virtual_time: bool
     trace_root: Path | None
     schema_release: str = "0.171.0"
