@@ -309,6 +309,7 @@ async def _play_async(
     cancel_trigger: tuple[CancelTrigger, float] | None,
     limit_s: float,
     release: str | None = None,
+    transport: str = "stdio",
 ) -> SessionRecord:
     # With play_turns = false the [[turns]] only script the model side: the client starts (and owes a Result to) none.
     planned = len(scenario.turns) if scenario.client.play_turns else 0
@@ -321,7 +322,9 @@ async def _play_async(
         policy.turns = tuple(scenario.turns)
     run: TargetRun | None = None
     with trio.move_on_after(limit_s) as limit:
-        async with open_target(target, scenario, work_dir=work_dir, codex=codex, release=release) as run:
+        async with open_target(
+            target, scenario, work_dir=work_dir, codex=codex, release=release, transport=transport
+        ) as run:
             record.meta["started_at"] = trio.current_time()  # t = 0 of a transcript (record)
             record.virtual_time = run.virtual_time
             record.schema_release = run.schema_release
@@ -373,20 +376,24 @@ def play(
     codex: Path | None = None,
     cancel_trigger: tuple[CancelTrigger, float] | None = None,
     release: str | None = None,
+    transport: str = "stdio",
 ) -> SessionRecord:
     """Play ``scenario`` on ``target`` in a fresh ``trio.run``; traces go under ``work_dir``.
 
     ``release``: the release profile a fake target plays, before ``$FAKE_CODEX_RELEASE`` and the scenario's
-    (``diff`` makes the fake play the binary's release); the real target ignores it."""
+    (``diff`` makes the fake play the binary's release); the real target ignores it. ``transport``: how the
+    client reaches the server (:func:`harness.targets.open_target`)."""
     if target not in TARGET_NAMES:
         raise TargetUnavailable(f"unknown target {target!r} (known: {', '.join(TARGET_NAMES)})")
     work_dir.mkdir(parents=True, exist_ok=True)
     if target == "fake":
         clock = trio.testing.MockClock(autojump_threshold=0)
+        limit = VIRTUAL_RUN_LIMIT_S
         return trio.run(
-            _play_async, scenario, target, work_dir, codex, cancel_trigger, VIRTUAL_RUN_LIMIT_S, release, clock=clock
+            _play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport, clock=clock
         )
-    return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, PROCESS_RUN_LIMIT_S, release)
+    limit = PROCESS_RUN_LIMIT_S
+    return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport)
 
 
 def skipped_checks(scenario: str, target: str, reason: str) -> list[Check]:

@@ -27,13 +27,17 @@ async def open_target(
     codex: Path | None = None,
     scenario_file: Path | None = None,
     release: str | None = None,
+    transport: str = "stdio",
 ) -> AsyncIterator[TargetRun]:
-    """``release``: the profile a fake plays (fake_server.profiles) before its other sources; None: theirs."""
+    """``release``: the profile a fake plays (fake_server.profiles) before its other sources; None: theirs.
+    ``transport``: how the client reaches the server (the in-process fake also serves ``messages``)."""
     if name == "fake":
         from harness.targets.fake import in_process
 
-        async with in_process(scenario, work_dir=work_dir, release=release) as run:
+        async with in_process(scenario, work_dir=work_dir, release=release, transport=transport) as run:
             yield run
+    elif transport != "stdio":
+        raise TargetUnavailable(f"target {name} is reached over stdio only, not {transport}")
     elif name == "fake-process":
         from harness.targets.fake import fake_process
 

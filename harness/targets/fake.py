@@ -16,18 +16,28 @@ from harness.targets.base import TargetRun, TargetUnavailable, write_files
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 
 
+#: The in-process fake's connections: newline-delimited as stdio, or one payload per message (no newline).
+IN_PROCESS_TRANSPORTS: tuple[str, ...] = ("stdio", "messages")
+
+
 @asynccontextmanager
-async def in_process(scenario: Scenario, *, work_dir: Path, release: str | None = None) -> AsyncIterator[TargetRun]:
+async def in_process(
+    scenario: Scenario, *, work_dir: Path, release: str | None = None, transport: str = "stdio"
+) -> AsyncIterator[TargetRun]:
     try:
-        from fake_server.inprocess import serve_in_process
+        from fake_server.inprocess import LinePipe, serve_in_process
+        from fake_server.message_pipe import MessagePipe
     except ImportError as exc:
         raise TargetUnavailable(f"the in-process fake is not available: {exc}") from exc
+    if transport not in IN_PROCESS_TRANSPORTS:
+        raise TargetUnavailable(f"the in-process fake serves {', '.join(IN_PROCESS_TRANSPORTS)}, not {transport}")
+    pipe = MessagePipe() if transport == "messages" else LinePipe()
     trace_root = work_dir / "server-trace-root"
     trace_root.mkdir(parents=True, exist_ok=True)
     # The engine's cwd is virtual unless the scenario puts files in it: then a real folder of the run's.
     cwd = write_files(work_dir / "workdir", scenario.client.files) if scenario.client.files else None
     async with serve_in_process(
-        scenario, trace_root=trace_root, release=release, **({"cwd": str(cwd)} if cwd else {})
+        scenario, trace_root=trace_root, release=release, pipe=pipe, **({"cwd": str(cwd)} if cwd else {})
     ) as server:
         # The release profile played ($FAKE_CODEX_RELEASE, else the scenario's): its schema judges the frames.
         release = server.profile.release

@@ -1,0 +1,125 @@
+"""Every transport of the seam passes the same check (``tests/transport_check.py``): the stdio process
+transport, the in-process fake's newline-framed memory pipe, the message-framed memory pipe (no newline on
+its wire), and the scripted peer's memory transport of the client's tests."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import trio
+from transport_check import Connect, check_transport, serve_echo
+
+from contracts.checks import run_all
+from contracts.checks import scenario as scenario_check
+from contracts.record import SessionRecord
+from contracts.transport import LineStream, MessageStream, ProcessHandle, Transport
+from fake_server.catalogue import resolve
+from fake_server.inprocess import LinePipe, Pipe
+from fake_server.message_pipe import MessageEnd, MessagePipe
+from harness.client.memory import memory_pair
+from harness.client.process import spawn_process
+from harness.runner import play
+
+PEER = Path(__file__).with_name("transport_peer.py")
+
+
+@dataclass
+class Connection:
+    """A transport made of a stream alone (no process: as a socket to a server someone else runs)."""
+
+    stream: MessageStream
+    process: ProcessHandle | None = None
+
+
+@asynccontextmanager
+async def process_transport() -> AsyncIterator[Transport]:
+    async with spawn_process([sys.executable, str(PEER)], cwd=PEER.parent, reap_timeout=10.0) as transport:
+        yield transport
+
+
+def pipe_transport(make: type[LinePipe] | type[MessagePipe]) -> Connect:
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Transport]:
+        pipe: Pipe = make()
+
+        async def exit(code: int) -> None:  # the peer "process" ends: both ways closed on its side
+            pipe.close_server_output()
+            pipe.close_server_input()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_echo, pipe.server, exit)
+            yield Connection(pipe.client)
+            nursery.cancel_scope.cancel()
+
+    return connect
+
+
+@asynccontextmanager
+async def scripted_memory_transport() -> AsyncIterator[Transport]:
+    transport, peer = memory_pair()
+    far = LineStream(peer._to_client.send_all, peer._from_client.receive_some, peer._to_client.aclose)
+
+    async def exit(code: int) -> None:
+        peer.exit(code)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_echo, far, exit)
+        yield transport
+        transport.kill()
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_stdio_process_transport() -> None:
+    await check_transport(process_transport)
+
+
+async def test_the_in_process_fakes_newline_framed_pipe() -> None:
+    await check_transport(pipe_transport(LinePipe))
+
+
+async def test_the_message_framed_pipe() -> None:
+    await check_transport(pipe_transport(MessagePipe))
+
+
+async def test_the_scripted_peers_memory_transport() -> None:
+    await check_transport(scripted_memory_transport)
+
+
+# --- the message-framed transport carries whole sessions -------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["plain", "long_stream", "interrupt_ignored"])
+def test_a_message_framed_session_is_judged_as_a_stdio_one(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-process fake and our client over the message pipe: every check passes, the wire is the stdio
+    run's frame for frame, and no payload on it holds a newline (nothing relies on one)."""
+    sent: list[bytes] = []
+    real_send = MessageEnd.send
+
+    async def spy(self: MessageEnd, messages: Sequence[bytes], torn: bytes = b"") -> None:
+        sent.extend(messages)
+        await real_send(self, messages, torn)
+
+    monkeypatch.setattr(MessageEnd, "send", spy)
+    scenario = resolve(name)
+    records = {t: play(scenario, "fake", work_dir=tmp_path / t, transport=t) for t in ("stdio", "messages")}
+    checks = run_all(records["messages"]) + scenario_check.check(records["messages"])
+    assert checks and [c for c in checks if c.status == "fail"] == []
+    assert {(c.contract, c.name, c.status) for c in checks} == {
+        (c.contract, c.name, c.status) for c in run_all(records["stdio"]) + scenario_check.check(records["stdio"])
+    }
+
+    def frames(record: SessionRecord) -> list[tuple[str, object]]:
+        return [(e.dir, e.frame) for e in record.wire if e.dir != "note"]
+
+    assert frames(records["messages"]) == frames(records["stdio"])
+    assert len(sent) >= len(frames(records["messages"])) > 0
+    assert not any(b"\n" in payload for payload in sent)
+    steps = [s.name for s in records["messages"].teardown]
+    assert steps == ["close_connection", "wait_connection_eof", "wait_exit", "kill"]
