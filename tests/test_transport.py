@@ -12,17 +12,21 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from transport_check import Connect, check_transport, serve_echo
 
 from contracts.checks import run_all
 from contracts.checks import scenario as scenario_check
 from contracts.record import SessionRecord
-from contracts.transport import LineStream, MessageStream, ProcessHandle, Transport
+from contracts.scenario import Fault, Scenario, TurnScript
+from contracts.transport import LineStream, MessageStream, ProcessHandle, Transport, TransportClosed
 from fake_server.catalogue import resolve
-from fake_server.inprocess import LinePipe, Pipe
+from fake_server.inprocess import LinePipe, Pipe, serve_in_process
 from fake_server.message_pipe import MessageEnd, MessagePipe
+from harness.client.errors import LineTooLong, MessageTooLarge
 from harness.client.memory import memory_pair
 from harness.client.process import spawn_process
+from harness.client.session import SessionOptions, open_session
 from harness.runner import play
 
 PEER = Path(__file__).with_name("transport_peer.py")
@@ -123,3 +127,63 @@ def test_a_message_framed_session_is_judged_as_a_stdio_one(
     assert not any(b"\n" in payload for payload in sent)
     steps = [s.name for s in records["messages"].teardown]
     assert steps == ["close_connection", "wait_connection_eof", "wait_exit", "kill"]
+
+
+# --- a transport with no process: the session ends the connection, never a process ---------------------
+
+
+def _hung_at_start() -> Scenario:
+    return Scenario("hung", "test", (TurnScript(faults=(Fault("hang", "start"),)),))
+
+
+async def test_without_a_process_the_teardown_ends_the_connection(autojump_clock: trio.testing.MockClock) -> None:
+    """A session over a stream alone (a socket to a server someone else runs): its end of stream, the
+    server's, no exit to wait for, nothing to kill; the failure words say the connection closed."""
+    pipe = MessagePipe()
+    async with serve_in_process(resolve("plain"), pipe=pipe) as server:
+        async with open_session(Connection(pipe.client), SessionOptions()) as session:
+            await session.start_thread(cwd="/RUN/workdir")
+            async with session.turn("hi") as turn:
+                await turn.wait()
+        assert turn.result is not None and turn.result.status == "completed"
+        steps = {s.name: s.outcome for s in session.teardown}
+        assert steps == {"close_connection": "done", "wait_connection_eof": "done", "kill": "skipped"}
+        assert not session.killed and session.exit_code is None and session.stderr_tail() == ""
+        assert ("note", "connection closed") in [(e.dir, e.note) for e in session.wire]
+        assert await server.wait_exit() == 0  # the server saw our end and left on its own
+
+
+async def test_without_a_process_a_kill_drops_the_connection(autojump_clock: trio.testing.MockClock) -> None:
+    """A server that never answers the interrupt: the session gives up on the turn and drops the connection
+    (there is no process to kill); the server itself is not ours to end."""
+    pipe = MessagePipe()
+    options = SessionOptions(interrupt_budget=1.0, teardown_timeout=4.0, turn_timeout=10.0)
+    async with serve_in_process(_hung_at_start(), pipe=pipe) as server:
+        async with open_session(Connection(pipe.client), options) as session:
+            await session.start_thread(cwd="/RUN/workdir")
+            async with session.turn("hi") as turn:
+                await turn.wait()
+        assert turn.result is not None and turn.result.killed
+        assert session.killed and "wait_exit" not in [s.name for s in session.teardown]
+        assert session.reader_done.is_set() and server.exit_code is None  # only the connection was dropped
+        with pytest.raises(TransportClosed):
+            await pipe.client.send([b"{}"])
+
+
+async def test_a_message_over_the_cap_is_a_typed_error_of_the_message_framing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The message framing's MessageTooLarge (not the stdio LineTooLong): the session fails with it, the wire
+    keeps the message's size under ``oversized_message``."""
+    pipe = MessagePipe()
+    big = Fault("oversized_line", "delta", 1, {"size": 5000})
+    scenario = Scenario("big", "test", (TurnScript(faults=(big,)),))
+    async with serve_in_process(scenario, pipe=pipe) as server:
+        async with open_session(server, SessionOptions(max_line=3000)) as session:
+            await session.start_thread(cwd="/RUN/workdir")
+            async with session.turn("hi") as turn:
+                await turn.wait()
+    assert isinstance(session.failure, MessageTooLarge) and not isinstance(session.failure, LineTooLong)
+    assert str(session.failure) == "server message of 5000 bytes exceeds the cap of 3000 bytes: a frame was lost"
+    assert [(e.error, e.size) for e in session.wire if e.error] == [("oversized_message", 5000)]
+    assert turn.result is not None and turn.result.killed and (turn.result.error or "").startswith("lost frame:")
