@@ -19,7 +19,7 @@ from contracts.checks import run_all
 from contracts.checks import scenario as scenario_check
 from contracts.record import SessionRecord
 from contracts.scenario import Fault, Scenario, TurnScript
-from contracts.transport import LineStream, MessageStream, ProcessHandle, Transport, TransportClosed
+from contracts.transport import MessageStream, ProcessHandle, Transport, TransportClosed
 from fake_server.catalogue import resolve
 from fake_server.inprocess import LinePipe, Pipe, serve_in_process
 from fake_server.message_pipe import MessageEnd, MessagePipe
@@ -66,7 +66,7 @@ def pipe_transport(make: type[LinePipe] | type[MessagePipe]) -> Connect:
 @asynccontextmanager
 async def scripted_memory_transport() -> AsyncIterator[Transport]:
     transport, peer = memory_pair()
-    far = LineStream(peer._to_client.send_all, peer._from_client.receive_some, peer._to_client.aclose)
+    far = peer.stream()
 
     async def exit(code: int) -> None:
         peer.exit(code)

@@ -165,6 +165,11 @@ class ScriptedPeer:
         await self.send({"method": method, "id": request_id, "params": params})
         return request_id
 
+    def stream(self) -> LineStream:
+        """The server's end as a message stream (newline-framed, as the client's end): instead of the
+        methods here, never both."""
+        return LineStream(self._to_client.send_all, self._from_client.receive_some, self._to_client.aclose)
+
     def close_output(self) -> None:
         """The server's stdout closes: the client's reader sees EOF."""
         self._to_client.close()
