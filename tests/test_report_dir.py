@@ -151,8 +151,14 @@ with open({str(ready)!r}, "w") as fh:
 time.sleep(120)
 """
     argv = ["run", "--client-cmd", client(tmp_path, body), "--scenario", "plain", "--report", str(report)]
+    # A SIGKILLed run cannot remove its work directory: keep it in the test's own directory, not $TMPDIR.
+    (tmp_path / "tmp").mkdir()
     run = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *argv], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+        [sys.executable, "-m", "harness.cli", *argv],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
     )
     client_pid = None
     try:
