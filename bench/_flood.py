@@ -3,7 +3,7 @@
 A flood is one turn whose agent message streams N deltas with no delay. ``fake-codex`` produces it
 with the ``flood`` scenario, but a Python fake writes slower than a client can read, so a reader
 measured against it measures the fake. The *blast server* here replays the same session (the
-frames captured from ``fake-codex``, or frames of the real 0.171.0 shape when the fake is not
+frames captured from ``fake-codex``, or frames in the default release's shape when the fake is not
 installed) with the whole turn pre-serialised and written in one go, so the reader is the bottleneck.
 
 The bare loops are the baseline every client figure is divided by: handshake by hand, then read
@@ -38,7 +38,7 @@ def _note(method: str, params: dict[str, Any], ms: int = 1796022741815) -> bytes
     return orjson.dumps({"method": method, "params": params, "emittedAtMs": ms}) + b"\n"
 
 
-def _thread() -> dict[str, Any]:
+def _thread(release: str) -> dict[str, Any]:
     return {
         "id": THREAD_ID,
         "environments": [{"environmentId": "local", "cwd": "/RUN/workdir", "runtimeWorkspaceRoots": ["/RUN/workdir"]}],
@@ -62,7 +62,7 @@ def _thread() -> dict[str, Any]:
         "status": {"type": "idle"},
         "path": None,
         "cwd": "/RUN/workdir",
-        "cliVersion": "0.171.0",
+        "cliVersion": release,
         "originator": "bench",
         "source": "vscode",
         "canAcceptDirectInput": True,
@@ -107,10 +107,13 @@ def _agent_message(text: str, completed: bool) -> dict[str, Any]:
 
 
 def synthetic_script(n: int) -> dict[str, Any]:
-    """A session in the real 0.171.0 shape whose one turn streams ``n`` deltas.
+    """A session in the default release's shape (as recorded from it) whose one turn streams ``n`` deltas.
 
     ``replies[method]`` = the result answering that request and the raw lines that follow it.
     """
+    from contracts.releases import default_version
+
+    release = default_version()
     ids = {"threadId": THREAD_ID, "turnId": TURN_ID}
     text = DELTA_TEXT * n
     usage = {"totalTokens": 120, "inputTokens": 100, "cachedInputTokens": 40, "cacheWriteInputTokens": 0}
@@ -133,7 +136,7 @@ def synthetic_script(n: int) -> dict[str, Any]:
         _note("turn/completed", {"threadId": THREAD_ID, "turn": _turn("completed", [_agent_message(text, True)])}),
     ]
     thread_start = {
-        "thread": _thread(),
+        "thread": _thread(release),
         "model": "mock-model",
         "modelProvider": "mock_provider",
         "serviceTier": None,
@@ -149,7 +152,7 @@ def synthetic_script(n: int) -> dict[str, Any]:
         "multiAgentMode": "explicitRequestOnly",
     }
     init = {
-        "userAgent": "bench/0.171.0 (linux; x86_64) (bench; 0.0.1)",
+        "userAgent": f"bench/{release} (linux; x86_64) (bench; 0.0.1)",
         "codexHome": "/RUN/codex_home",
         "platformFamily": "unix",
         "platformOs": "linux",
@@ -159,7 +162,7 @@ def synthetic_script(n: int) -> dict[str, Any]:
         "deltas": n,
         "replies": {
             "initialize": {"result": init, "after": []},
-            "thread/start": {"result": thread_start, "after": [_note("thread/started", {"thread": _thread()})]},
+            "thread/start": {"result": thread_start, "after": [_note("thread/started", {"thread": _thread(release)})]},
             "turn/start": {"result": {"turn": _turn("inProgress", [])}, "after": turn_lines},
         },
     }
@@ -168,7 +171,7 @@ def synthetic_script(n: int) -> dict[str, Any]:
 def synthetic_interrupt_script(deltas_before: int = 3) -> dict[str, Any]:
     """A session whose turns stream a few deltas and then wait for ``turn/interrupt``.
 
-    The interrupt is answered as 0.171.0 does: ``{}``, thread idle, ``turn/completed{interrupted}``.
+    The interrupt is answered as the real server does: ``{}``, thread idle, ``turn/completed{interrupted}``.
     """
     script = synthetic_script(deltas_before)
     # status active, turn/started, item/started, the deltas; no item/completed, no turn/completed

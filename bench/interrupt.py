@@ -11,7 +11,7 @@ closing open items and building the Result. Target: p99 <= 2 ms.
 
 The baseline measured in the same run is a bare loop doing the same by hand against the same
 server (write turn/interrupt, bulk-split + ``orjson`` until turn/completed): the wire round trip
-alone. Servers: the hold server of ``bench/_flood.py`` (answers at once, like 0.171.0) and
+alone. Servers: the hold server of ``bench/_flood.py`` (answers at once, like the real server) and
 ``fake-codex`` when it is installed.
 """
 

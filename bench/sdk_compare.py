@@ -32,7 +32,10 @@ import ingest
 from _common import Deadline, Row, arg_parser, finish
 
 BENCH = "sdk"
-SDK_VERSION = "0.163.0"
+#: The SDK release compared, as the conformance client pins it (``conformance/clients/sdk.json``).
+SDK_VERSION = orjson.loads((Path(__file__).resolve().parents[1] / "conformance" / "clients" / "sdk.json").read_bytes())[
+    "version"
+]
 TARGET_RATIO = 2.0
 
 # Runs inside the SDK's venv: one turn through the public sync API, every notification of the turn

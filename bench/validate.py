@@ -17,12 +17,13 @@ from pathlib import Path
 
 import orjson
 
+from contracts.releases import default_version
 from contracts.validator import SessionValidator, Validator
 
 REPO = Path(__file__).resolve().parents[1]
 #: The reference set recorded from the real binary (`make reference`): its listing and its transcripts.
 LISTING = REPO / "tests" / "data" / "real" / "reference.txt"
-TRANSCRIPTS = REPO / "tests" / "data" / "real" / "0.171.0"
+TRANSCRIPTS = REPO / "tests" / "data" / "real" / default_version()
 TARGET_RATE = 200_000
 TARGET_RATIO = 0.25
 

@@ -1,10 +1,10 @@
 """Fixtures of the codex-harness pytest plugin: ``fake_codex``, ``codex_session``, ``run_scenario``.
 
 - ``fake_codex``: the ``fake-codex`` executable, with the argv / environment that make it serve a
-  scenario, for a client under test in any language; ``fake_codex.release("0.163.0")`` plays that release.
+  scenario, for a client under test in any language; ``fake_codex.release("X.Y.Z")`` plays that release.
 - ``codex_session``: an open, initialized client :class:`~harness.client.session.Session` against the
   in-process fake (async; pick the scenario with ``@pytest.mark.codex_scenario("NAME")``, default
-  ``plain``, and the release with ``@pytest.mark.codex_release("0.169.0")``; use pytest-trio's
+  ``plain``, and the release with ``@pytest.mark.codex_release("X.Y.Z")``; use pytest-trio's
   ``autojump_clock`` to run on virtual time).
 - ``client_env``: ``os.environ`` with the test's run marker, for starting an outside client by hand.
 - ``run_scenario``: plays a scenario (built-in name, file path or :class:`Scenario`) on a target
@@ -34,7 +34,7 @@ class FakeCodex:
     """The fake executable. ``argv`` starts it (``fake-codex``, or the interpreter running its module)."""
 
     argv: tuple[str, ...]
-    #: the release profile it plays (``--release`` / ``FAKE_CODEX_RELEASE``); None: the scenario's, else 0.171.0
+    #: the release profile it plays (``--release`` / ``FAKE_CODEX_RELEASE``); None: the scenario's, else the default
     release_played: str | None = None
 
     @property

@@ -10,11 +10,12 @@ import pytest
 import trio
 
 from conformance.fixtures import FakeCodex
+from contracts.releases import default_version
 
 
 def test_fake_codex_answers_like_the_real_binary(fake_codex: FakeCodex) -> None:
     out = subprocess.run([*fake_codex.argv, "--version"], capture_output=True, text=True, timeout=30, check=True)
-    assert out.stdout.strip() == "codex-cli 0.171.0"
+    assert out.stdout.strip() == f"codex-cli {default_version()}"
     assert fake_codex.app_server("plain")[-3:] == ["app-server", "--scenario", "plain"]
     assert fake_codex.env("plain", {})["FAKE_CODEX_SCENARIO"] == "plain"
 

@@ -7,19 +7,19 @@ so are ambient notifications (``configWarning``, ``warning``, ``remoteControl/st
 ``account/rateLimits/updated``) whose placement the real server does not fix.
 
 ``serverRequest/resolved`` is compared as a count per turn segment (a segment starts at each
-``turn/started``), not by position: 0.171.0 sends it from a separate task, so its order against
+``turn/started``), not by position: the real server sends it from a separate task, so its order against
 ``turn/completed`` is not part of the contract.
 
-After a declined or failed approval, 0.171.0 writes the item's ``item/completed`` and the thread's
+After a declined or failed approval, the real server writes the item's ``item/completed`` and the thread's
 ``thread/status/changed{active}`` from two tasks in the same millisecond: the reference shows the item
 first, a loaded run here showed the status first. Such an adjacent pair is compared in one canonical
 order (item first), so the race does not read as a difference; every other order is compared as is.
-Likewise the answer to ``turn/start`` and the ``turn/started`` it races with (seen loaded on 0.169.0, the
-notification first): a result answer right after ``turn/started`` is placed where an unloaded run writes it,
+Likewise the answer to ``turn/start`` and the ``turn/started`` it races with (seen loaded on an older release,
+the notification first): a result answer right after ``turn/started`` is placed where an unloaded run writes it,
 before the ``thread/status/changed`` that announces the turn.
 
 A ``thread/status/changed`` that repeats the one right before it (same thread, same status) is compared as
-one: loaded, 0.171.0 wrote ``notLoaded`` twice in the same millisecond for one ``thread/archive`` (3 of 40
+one: loaded, the default release wrote ``notLoaded`` twice in the same millisecond for one ``thread/archive`` (3 of 40
 recordings of ``threads_after_turn`` on 2 busy cores), and a repeated status tells a client nothing new.
 
 Pure: frames in, differences out. Used by the fidelity tests and by ``codex-harness diff``.

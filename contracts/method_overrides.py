@@ -1,29 +1,24 @@
 """``[[methods]]`` in a scenario: script the answer to any client request (pure model and validation).
 
-An entry names a method of codex-cli 0.171.0 and says what the fake does with its requests: answer
-with ``result`` or ``error``, after ``delay_ms``, or strike a ``fault`` of point ``request`` from the
-fault registry (``no_answer``, ``crash`` before answering, ``hang``...). ``n`` limits the entry to the
-n-th request of that method (0: every one). A ``result`` must validate against the method's response
-in the pinned schema, unless the entry declares ``schema_violation = "why"``; an ``error`` needs an
-integer ``code`` and a ``message``. Only fakes honour ``[[methods]]``: the real target skips such a
-scenario.
+An entry names a client method of the default release (:mod:`contracts.releases`) and says what the fake does with its
+requests: answer with ``result`` or ``error``, after ``delay_ms``, or strike a ``fault`` of point ``request`` from the
+fault registry (``no_answer``, ``crash`` before answering, ``hang``...). ``n`` limits the entry to the n-th request of
+that method (0: every one). A ``result`` must validate against the method's response in the pinned schema, unless the
+entry declares ``schema_violation = "why"``; an ``error`` needs an integer ``code`` and a ``message``. Only fakes
+honour ``[[methods]]``: the real target skips such a scenario.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 
-SCHEMA_RELEASE: Final = "0.171.0"
 MAX_METHOD_OVERRIDES: Final = 1000
 MAX_MESSAGE_CHARS: Final = 64 * 1024
 MAX_REASON_CHARS: Final = 1024
-#: v1 methods 0.171.0 still deserializes (its "unknown variant" list); the v2 schema has none of them.
-LEGACY_V1_METHODS: Final = frozenset({"getAuthStatus", "gitDiffToRemote", "getConversationSummary"})
 KEYS: Final = ("name", "result", "error", "delay_ms", "fault", "n", "schema_violation")
 INT32: Final = 2**31
 #: The fault ledger's ``turn`` for a ``[[methods]]`` fault; its ``index`` is the entry's position in
@@ -51,23 +46,26 @@ class OverrideProblem(ValueError):
         self.key, self.expected, self.got = key, expected, got
 
 
-@functools.cache
 def client_methods() -> frozenset[str]:
-    """Every client request method of the pinned schema (experimental ones included) and the v1 ones."""
-    from contracts import schema_store
-    from contracts.protocol_index import Union, build_index
+    """Every client request method of the default release (experimental ones and those beyond its schema)."""
+    from contracts import releases
 
-    bundle = schema_store.load_bundle(SCHEMA_RELEASE, True)
-    return frozenset(build_index(bundle).methods[Union.CLIENT_REQUEST]) | LEGACY_V1_METHODS
+    return releases.default().methods.known
 
 
 def schema_problem(method: str, result: Any) -> str | None:
-    """Why the pinned schema rejects ``result`` as the answer to ``method`` (None: it accepts it)."""
+    """Why the default release's pinned schema rejects ``result`` as the answer to ``method`` (None: it accepts it)."""
     from contracts.validator import Validator
 
-    validator = Validator.for_release(SCHEMA_RELEASE, experimental=True)
+    validator = Validator.for_release(None, experimental=True)
     violations = validator.validate({"id": 0, "result": result}, "s2c", method)
     return str(violations[0]) if violations else None
+
+
+def _default_line() -> str:
+    from contracts import releases
+
+    return releases.default().version_line
 
 
 def parse(entry: Mapping[str, Any], make_fault: Any) -> MethodOverride:
@@ -79,7 +77,7 @@ def parse(entry: Mapping[str, Any], make_fault: Any) -> MethodOverride:
     if not isinstance(name, str):
         raise OverrideProblem("name", "a client method name (required)", name)
     if name not in client_methods():
-        raise OverrideProblem("name", f"a client method of codex-cli {SCHEMA_RELEASE}", name)
+        raise OverrideProblem("name", f"a client method of {_default_line()}", name)
     given = [k for k in ("result", "error", "fault") if k in entry]
     if len(given) > 1:
         raise OverrideProblem(given[1], f"only one of result, error, fault (got {', '.join(given)})")

@@ -210,7 +210,8 @@ class SessionRecord:
     #: exceptions that escaped the client, as text (a correct client has none)
     client_errors: list[str] = field(default_factory=list)
     server_version: str | None = None
-    schema_release: str = "0.171.0"
+    #: the release whose pinned schema the frames validate against (default: the default release)
+    schema_release: str = field(default_factory=lambda: _default_release())
     experimental_api: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
     #: the mock Responses API's traffic (real target); empty for the fakes and for format-1 records
@@ -339,7 +340,7 @@ class SessionRecord:
             log=list(body.get("log", [])),
             client_errors=list(body.get("client_errors", [])),
             server_version=body.get("server_version"),
-            schema_release=body.get("schema_release", "0.171.0"),
+            schema_release=body.get("schema_release") or _default_release(),
             experimental_api=bool(body.get("experimental_api")),
             meta=dict(body.get("meta", {})),
             model=model,
@@ -355,3 +356,9 @@ def _jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
 def _copy_bundle(out: SafeDir, bundle: Path | None, name: str, budget: CopyBudget) -> bool:
     """Copy a trace bundle into the record (whoever wrote it: links and non-files are refused, bytes bounded)."""
     return bundle is not None and out.copy_in(bundle, name, budget)
+
+
+def _default_release() -> str:
+    from contracts.releases import default_version
+
+    return default_version()

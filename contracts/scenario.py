@@ -288,7 +288,7 @@ class Scenario:
     config: ServerConfig = field(default_factory=ServerConfig)
     targets: tuple[str, ...] = TARGETS
     #: the codex-cli release the fake plays (``release`` key; ``fake-codex --release`` and
-    #: ``$FAKE_CODEX_RELEASE`` come first; None: 0.171.0); the real target plays its own binary
+    #: ``$FAKE_CODEX_RELEASE`` come first; None: the default release); the real target plays its own binary
     release: str | None = None
     source: str | None = None  # the file it came from
     methods: tuple[Any, ...] = ()  # [[methods]]: contracts.method_overrides.MethodOverride, fake-only

@@ -440,12 +440,12 @@ def _expect(r: _Reader) -> Expect:
 
 def _release_name(r: _Reader, name: str, value: str) -> str:
     if not RELEASE_RE.fullmatch(value):
-        raise r.error(name, "a codex-cli release like 0.169.0", value)
+        raise r.error(name, "a codex-cli release version (MAJOR.MINOR.PATCH)", value)
     return value
 
 
 def _expect_releases(r: _Reader) -> dict[str, dict[str, Any]]:
-    """``[expect.release."0.169.0"]``: the trace verdicts and server exit that differ on that release."""
+    """``[expect.release."X.Y.Z"]``: the trace verdicts and server exit that differ on that release."""
     out: dict[str, dict[str, Any]] = {}
     if len(r.data) > MAX_RELEASE_OVERRIDES:
         raise r.error("(table)", f"at most {MAX_RELEASE_OVERRIDES} releases", len(r.data))

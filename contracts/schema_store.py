@@ -1,13 +1,17 @@
-"""Pinned wire schemas, one directory per Codex release: ``codex-cli-<version>/``, in two stores.
+"""Where release folders live, and their schema pins: one directory per Codex release, ``codex-cli-<version>/``.
 
-- **Shipped pins** (:data:`SHIPPED_ROOT`, ``contracts/schema/`` of the package): read-only, never written.
-- **User pins** (:func:`user_store`): where ``schema pin`` and ``validate-release`` write — ``--store DIR``,
-  else ``$CODEX_HARNESS_STORE``, else ``${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas``.
+Two stores hold them:
 
-A lookup by version without an explicit ``root`` sees both; a shipped pin wins over a user pin of the
-same version, and :func:`shadowed_note` says when such a user pin differs from it.
+- **Shipped releases** (:data:`SHIPPED_ROOT`, ``contracts/releases/`` of the package): read-only, never written.
+- **User releases** (:func:`user_store`): where ``schema pin`` and ``validate-release`` write — ``--store DIR``,
+  else ``$CODEX_HARNESS_STORE``, else ``${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas`` (the name it
+  had when a folder held only the schema pin; folders written then are read as they are).
 
-A release directory holds ``meta.json`` (the version and how the bundle was produced) and one
+A lookup by version without an explicit ``root`` sees both; a shipped release wins over a user's folder of the
+same version, and :func:`shadowed_note` says when such a user pin differs from it. The rest of a folder
+(``release.json``, recorded answers, shapes) is read by :mod:`contracts.releases`, the one loader.
+
+The schema pin of a folder is ``meta.json`` (the version and how the bundle was produced) and one
 zstd-compressed JSON document per bundle (``stable.json.zst``, ``experimental.json.zst``) mapping
 each file path that ``codex app-server generate-json-schema --out DIR`` wrote (``ClientRequest.json``,
 ``v2/ThreadStartResponse.json``...) to its parsed schema. The JSON text is the same schema as the
@@ -21,7 +25,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, TypeAlias
@@ -34,7 +38,7 @@ from contracts.safe_dir import SafeDir, WriteError
 
 Bundle: TypeAlias = Mapping[str, Any]
 
-SHIPPED_ROOT: Final = Path(__file__).resolve().parent / "schema"
+SHIPPED_ROOT: Final = Path(__file__).resolve().parent / "releases"
 STORE_ENV: Final = "CODEX_HARNESS_STORE"
 RELEASE_PREFIX: Final = "codex-cli-"
 META_FILE: Final = "meta.json"
@@ -112,12 +116,27 @@ def using_user_store(store: str | os.PathLike[str] | None) -> Iterator[Path]:
     global _store_override
     previous = _store_override
     _store_override = None if store is None else Path(store).expanduser()
-    _load_bundle_cached.cache_clear()
+    _clear_caches()
     try:
         yield user_store()
     finally:
         _store_override = previous
-        _load_bundle_cached.cache_clear()
+        _clear_caches()
+
+
+_change_hooks: list[Callable[[], None]] = []
+
+
+def on_change(hook: Callable[[], None]) -> None:
+    """``hook`` runs when a store changes (a pin written, another store in use): :mod:`contracts.releases`
+    forgets what it read."""
+    _change_hooks.append(hook)
+
+
+def _clear_caches() -> None:
+    _load_bundle_cached.cache_clear()
+    for hook in _change_hooks:
+        hook()
 
 
 def is_shipped(root: Path) -> bool:
@@ -355,7 +374,7 @@ def write_release(
             out.write(META_FILE, orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     except WriteError as exc:
         raise SchemaStoreError(f"cannot write the schema of {version} to {target}: {exc}") from exc
-    _load_bundle_cached.cache_clear()
+    _clear_caches()
     return target
 
 

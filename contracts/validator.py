@@ -29,7 +29,6 @@ from contracts import schema_store
 from contracts.protocol_index import MethodEntry, ProtocolIndex, Union, build_index
 
 Direction: TypeAlias = Literal["c2s", "s2c"]
-DEFAULT_RELEASE: Final = "0.171.0"
 _DRAFT7: Final = "http://json-schema.org/draft-07/schema#"
 _MISSING: Final = object()
 _GOT_LIMIT: Final = 80
@@ -85,7 +84,7 @@ class Validator:
 
     ``require_emitted_at``: a server notification must carry ``emittedAtMs``. The schema declares
     it (an integer) at the top level of ``ServerNotification`` without listing it as required; the
-    real server sends it on every notification, so a frame without it is not one 0.171.0 writes.
+    real server sends it on every notification, so a frame without it is not one a release writes.
     """
 
     def __init__(
@@ -110,8 +109,13 @@ class Validator:
         self._ref_cache: dict[int, set[str]] = {}
 
     @classmethod
-    def for_release(cls, version: str = DEFAULT_RELEASE, experimental: bool = False) -> Validator:
-        """The cached validator of a pinned release; raises ``schema_store.ReleaseNotPinned`` (clear message)."""
+    def for_release(cls, version: str | None = None, experimental: bool = False) -> Validator:
+        """The cached validator of a pinned release (None: the default release); raises
+        ``schema_store.ReleaseNotPinned`` (clear message)."""
+        if version is None:
+            from contracts.releases import default_version
+
+            version = default_version()
         # Keyed by the store too: a user pin (``--store``) and another store's pin of one version differ.
         return _validator_for(version, experimental, schema_store.release_root(version))
 
@@ -416,9 +420,9 @@ class SessionValidator:
     per direction are remembered (oldest forgotten first; their answers get envelope checks only).
     """
 
-    def __init__(self, version: str = DEFAULT_RELEASE, experimental: bool = False, max_pending: int = 65536) -> None:
-        self.version = version
+    def __init__(self, version: str | None = None, experimental: bool = False, max_pending: int = 65536) -> None:
         self.validator = Validator.for_release(version, experimental)
+        self.version = self.validator.release
         self.max_pending = max_pending
         self._pending: dict[str, dict[Any, str]] = {"c2s": {}, "s2c": {}}
 

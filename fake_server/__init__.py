@@ -1,4 +1,4 @@
-"""The fake app-server, faithful to codex-cli 0.171.0, with scriptable scenarios and faults.
+"""The fake app-server, faithful to the codex-cli releases it has folders of, with scriptable scenarios and faults.
 
 - :mod:`fake_server.engine` — the sans-IO engine (:mod:`~fake_server.turns`, :mod:`~fake_server.programs`,
   :mod:`~fake_server.outbox`, :mod:`~fake_server.state`, :mod:`~fake_server.faults` (the fault registry's

@@ -1,8 +1,8 @@
 """``fake-codex``: a drop-in for ``codex`` that serves one scripted app-server session on stdio.
 
 ``fake-codex --version`` answers like the real binary of the release played: ``--release X`` (or
-``FAKE_CODEX_RELEASE``, else the scenario's ``release``, else 0.171.0) picks one of
-:data:`fake_server.profiles.PROFILES`; an unknown release exits 3 and lists them.
+``FAKE_CODEX_RELEASE``, else the scenario's ``release``, else the default release) picks one of
+:func:`fake_server.profiles.names`; an unknown release exits 3 and lists them.
 ``fake-codex app-server [--scenario NAME|PATH]`` plays a built-in scenario or a scenario file
 (``FAKE_CODEX_SCENARIO`` when no flag, ``plain`` when neither), so a client that spawns ``codex app-server``
 with fixed arguments can point its codex path here. Real-binary flags
@@ -29,7 +29,7 @@ from typing import Any
 
 import trio
 
-from contracts import paths
+from contracts import paths, releases
 from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
@@ -46,7 +46,6 @@ from fake_server.recording import RECORD_ENV, Recorder, RecordingIo, open_record
 from fake_server.runtime import run_engine
 from fake_server.server_trace import ServerTrace
 
-FAKE_VERSION = "0.171.0"
 SCENARIO_ENV = "FAKE_CODEX_SCENARIO"
 TRACE_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 READ_CHUNK = 65536
@@ -178,14 +177,15 @@ def _set_blocking(fd: int, blocking: bool | None) -> None:
 def _parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="fake-codex",
-        description=f"Scriptable fake of `codex app-server` {', '.join(profiles.names())} (default {FAKE_VERSION}).",
+        description=f"Scriptable fake of `codex app-server` {', '.join(profiles.names())} "
+        f"(default {releases.default_version()}).",
     )
     parser.add_argument("--version", "-V", action="store_true", help="print the version like the real binary")
     parser.add_argument(
         "--release",
         metavar="X",
         help=f"the release to play: {', '.join(profiles.names())} (default: ${profiles.RELEASE_ENV}, "
-        f"else the scenario's release, else {FAKE_VERSION})",
+        f"else the scenario's release, else {releases.default_version()})",
     )
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="accepted, ignored")
     parser.add_argument("--record", dest="record_top", metavar="DIR", help="as app-server --record")
@@ -242,7 +242,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:  # flag and environment are checked before anything else, --version included
         flag = getattr(args, "app_release", None) or args.release
         profile = profiles.select(flag, env_release)
-    except profiles.UnknownRelease as exc:
+    except UsageError as exc:  # an unknown release, or a release folder that cannot be read
         print(f"fake-codex: {exc}", file=sys.stderr)
         return USAGE
     if args.version:

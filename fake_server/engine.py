@@ -1,4 +1,4 @@
-"""The fake app-server as a sans-IO state machine that behaves like codex-cli 0.171.0.
+"""The fake app-server as a sans-IO state machine, release-neutral: it plays the release its profile reads.
 
 The client's messages (``receive``: payloads as the deployment's framing handed them over, see
 :mod:`contracts.transport`), end of input (``feed_eof``) and timer firings (``timer``) go in; a list of
@@ -39,17 +39,11 @@ from contracts.messages import (
 )
 from contracts.scenario import Scenario
 from contracts.wire import Incoming, WireError, WireErrorKind, parse_items
-from fake_server import profiles, programs, shapes, surface, turns
+from fake_server import profiles, programs, surface, turns
 from fake_server.effects import Effect
 from fake_server.faults import strike
 from fake_server.ids import IdMaker, uuid_error
-from fake_server.methods import (
-    CLIENT_METHODS,
-    EXPERIMENTAL_METHODS,
-    PARAMLESS_METHODS,
-    schema_required_params,
-    unknown_variant_message,
-)
+from fake_server.methods import schema_required_params, unknown_variant_message
 from fake_server.outbox import Outbox
 from fake_server.serde_words import json_type
 from fake_server.state import Answer, ThreadState, TurnRun
@@ -90,6 +84,7 @@ class Engine:
         self.scenario = scenario
         # The release played (fake_server.profiles); the caller resolves flag and environment first.
         self.profile = profile or profiles.select(scenario=scenario.release)
+        self.shapes = self.profile.shapes  # the field sets of the frames the release writes
         self.cwd = cwd
         self.codex_home = codex_home
         self.hostname = hostname
@@ -214,16 +209,16 @@ class Engine:
         method = request.method
         handler = _HANDLERS.get(method)
 
-        missing = self.profile.missing_methods()
-        if (handler is None and method not in CLIENT_METHODS) or method in missing:
-            raise _invalid(unknown_variant_message(method, missing))
-        if "params" not in request.frame and method not in PARAMLESS_METHODS:
+        methods = self.profile.methods  # the release's (its pin is read on the first request)
+        if method not in methods.known:
+            raise _invalid(unknown_variant_message(method, methods))
+        if "params" not in request.frame and method not in methods.paramless:
             raise _invalid("Invalid request: missing field `params`")
         params = request.frame.get("params")
         if handler is not None:
             params = _check_params(method, params)
         elif isinstance(params, dict):
-            for name in schema_required_params(method):
+            for name in schema_required_params(self.profile.schema_release, method):
                 if name not in params:
                     raise _invalid(f"Invalid request: missing field `{name}`")
         if method == "initialize":
@@ -231,7 +226,7 @@ class Engine:
             return
         if not self.initialized:
             raise _invalid("Not initialized")
-        if method in EXPERIMENTAL_METHODS and not self.experimental:
+        if method in methods.experimental and not self.experimental:
             raise _invalid(f"{method} requires experimentalApi capability")
         if handler is None:
             surface.dispatch(self, request, params)  # every method beyond the turn core
@@ -270,10 +265,10 @@ class Engine:
         opt_out = caps.get("optOutNotificationMethods") or []
         self.box.opt_out = frozenset(m for m in opt_out if isinstance(m, str))
         self.initialized = True
-        result = shapes.initialize_result(info["name"], info["version"], self.codex_home, self.profile.release)
+        result = self.shapes.initialize_result(info["name"], info["version"], self.codex_home, self.profile.release)
         self.box.respond(request.id, result)
-        self.box.notify("configWarning", shapes.config_warning())
-        status = shapes.remote_control_status(self.hostname, self.installation_id)
+        self.box.notify("configWarning", self.shapes.config_warning())
+        status = self.shapes.remote_control_status(self.hostname, self.installation_id)
         self.box.notify("remoteControl/status/changed", status)
 
     def _resolve_cwd(self, cwd: str | None) -> str:
@@ -303,7 +298,7 @@ class Engine:
         body = self._thread_obj(thread)
         self.box.respond(
             request.id,
-            shapes.thread_session_result(
+            self.shapes.thread_session_result(
                 body, model=thread.model, cwd=cwd, approval_policy=thread.approval_policy, sandbox=thread.sandbox
             ),
         )
@@ -314,7 +309,7 @@ class Engine:
         return surface.decorate_thread(self, thread, self._thread_body(thread))
 
     def _thread_body(self, thread: ThreadState) -> dict[str, Any]:
-        return shapes.thread(
+        return self.shapes.thread(
             thread_id=thread.thread_id,
             cwd=thread.cwd,
             model=thread.model,
@@ -338,14 +333,19 @@ class Engine:
         body = self._thread_obj(thread)
         if not params.get("excludeTurns"):
             # Observed: full history (finished turns and the running one, items so far), with a nudge first.
-            self.box.notify("deprecationNotice", shapes.FULL_HISTORY_DEPRECATION)
+            self.box.notify("deprecationNotice", self.shapes.full_history_deprecation())
             run = thread.active
             live = [turns.history_turn(self.box, run)] if run is not None and not run.ended else []
             body["turns"] = [*thread.history, *live]
-        result = shapes.thread_session_result(
-            body, model=thread.model, cwd=thread.cwd, approval_policy=thread.approval_policy, sandbox=thread.sandbox
+        result = self.shapes.resume_result(
+            body,
+            model=thread.model,
+            cwd=thread.cwd,
+            approval_policy=thread.approval_policy,
+            sandbox=thread.sandbox,
+            thread_id=thread.thread_id,
+            turns=len(thread.turns),
         )
-        result = shapes.resume_result(result, thread.thread_id, thread.model, len(thread.turns))
         surface.reload(self, thread, result)  # a thread unloaded by thread/archive comes back from its rollout
         self.box.respond(request.id, result)
         self.box.notify("thread/goal/cleared", {"threadId": thread.thread_id})
@@ -361,14 +361,14 @@ class Engine:
     def _turn_start(self, request: Request, params: dict[str, Any]) -> None:
         thread = self._thread(params["threadId"])
         text = _input_text(params["input"])
-        if thread.model not in shapes.KNOWN_MODELS:
-            self.box.notify("warning", shapes.model_warning(thread.thread_id, thread.model))
+        if thread.model not in self.shapes.known_models:
+            self.box.notify("warning", self.shapes.model_warning(thread.thread_id, thread.model))
         if thread.active is not None and not thread.active.ended:
             run = thread.active
-            self.box.respond(request.id, {"turn": shapes.turn(run.turn_id)})
+            self.box.respond(request.id, {"turn": self.shapes.turn(run.turn_id)})
             turns.fold_input(self.box, thread, run, text)
             return
-        if thread.model not in shapes.KNOWN_MODELS:
+        if thread.model not in self.shapes.known_models:
             # Traced once per turn that starts (input folded into a running turn is not a new one).
             self.box.trace("protocol_event", thread_id=thread.thread_id, event_type="warning")
         if params.get("approvalPolicy"):

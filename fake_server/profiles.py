@@ -1,55 +1,92 @@
-"""Release profiles: which codex-cli release the fake plays, as data plus a few small hooks.
+"""Release profiles: the release the fake plays, read from that release's folder (:mod:`contracts.releases`).
 
-The engine is one (it behaves like 0.171.0); a profile names what an older release does differently, each
-difference measured on the real release (``codex-harness diff --scenario NAME --codex <release>`` over every
-model-level built-in scenario, recordings under ``tests/data/real/<release>/``):
+The engine is release-neutral; what a release's fake plays is data of its folder, each difference measured on
+the real release (``codex-harness diff --scenario NAME --codex <release>`` over every model-level built-in
+scenario, recordings under ``tests/data/real/<release>/``):
 
-- its ``--version`` answer and the version in ``initialize``'s ``userAgent`` and in thread objects;
-- its pinned wire schema (``contracts/schema/codex-cli-<release>``), from which its client methods come;
-- the trace bundle format it writes (envelope schema 1, 2 or 3: :data:`contracts.trace.format.FORMATS`);
-- ``diff_after_tools``: 0.163.0 and 0.169.0 send one more ``turn/diff/updated`` once a response whose file
-  change completed has had its usage reported (after ``account/rateLimits/updated``);
-- ``not_written``: fields 0.163.0 does not write yet (items' ``startedAtMs``, ``completedAtMs`` and
-  ``moderation``, ``contentTokenCount`` of ``item/completed``, threads' ``attachedToThreadId``), taken out of
-  every frame the fake sends (:meth:`Profile.reshape_frame`);
-- ``abort_leaves_tools_open``: on 0.163.0 and 0.169.0 a turn aborted (interrupt, or an approval answered
-  ``cancel``) never ends its open tool calls in the trace bundle, pending approval or running (closure
-  invariants 3 and 5 fail; fixed in 0.171.0): :class:`fake_server.server_trace.ServerTrace` leaves them open.
-- ``trace_history``: which ``history_item_accepted`` events the bundle has: none (0.163.0); the context,
-  input, output and tool-output items by id (0.169.0); the same with each tool output's payload (0.171.0).
-- ``failed_turn_traced``: the status of a failed turn's ``codex_turn_ended`` (0.163.0 writes ``completed``).
+- its version (``--version``, the ``userAgent`` of ``initialize``, threads' ``cliVersion``): the folder's;
+- its client methods: its schema pin's, with those the deserializer lists beyond it (``release.json``'s
+  ``methods``); the rest get ``-32600 unknown variant``;
+- the frames it builds: the field sets of its ``shapes.json`` (:mod:`fake_server.shapes`) and the answers
+  recorded in its ``answers.json`` (:mod:`fake_server.surface.static`);
+- the trace bundle format it writes (``release.json``'s ``trace``);
+- ``fake.switches``: the named turn-flow differences of :data:`SWITCHES`; a switch a folder does not name
+  plays its neutral value (the engine's own behaviour);
+- ``fake.not_written``: fields the release does not write, taken out of every frame the fake sends
+  (:meth:`Profile.reshape_frame`), as ``[where, field]``: ``item`` (any item object), ``thread``, or a
+  method (the top level of its params or result).
 
 Which profile plays: ``fake-codex --release X`` > ``$FAKE_CODEX_RELEASE`` > the scenario's ``release`` key >
-:data:`DEFAULT_RELEASE` (:func:`select`). An unknown release given by flag or environment is a usage error that
-lists the profiles (exit 3); one a scenario names makes the scenario invalid (:func:`playable`, exit 2, naming
-the file), as every other key a scenario gets wrong.
+the default release (:func:`select`). An unknown release given by flag or environment is a usage error that
+lists the profiles (exit 3): every release, shipped or in the user's store, whose folder has a ``fake`` part;
+one a scenario names makes the scenario invalid (:func:`playable`, exit 2, naming the file), as every other key a
+scenario gets wrong.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
+from contracts import releases, schema_store
 from contracts.exitcodes import UsageError
+from contracts.releases import MethodTable, Release, ReleaseError
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
+from contracts.trace.format import BundleFormat
 
 RELEASE_ENV: Final = "FAKE_CODEX_RELEASE"
-DEFAULT_RELEASE: Final = "0.171.0"
 
 
 @dataclass(frozen=True, slots=True)
+class Switch:
+    """A named way a release's turns differ from the engine's own behaviour (its neutral value)."""
+
+    values: tuple[bool | str, ...]
+    neutral: bool | str
+    meaning: str
+
+
+SWITCHES: Final[dict[str, Switch]] = {
+    "diff_after_tools": Switch(
+        (False, True),
+        False,
+        "one more turn/diff/updated once a response whose file change completed has had its usage reported "
+        "(after account/rateLimits/updated)",
+    ),
+    "abort_leaves_tools_open": Switch(
+        (False, True),
+        False,
+        "a turn aborted (interrupt, or an approval answered cancel) never ends its open tool calls in the trace "
+        "bundle, pending approval or running (closure invariants 3 and 5 fail)",
+    ),
+    "trace_history": Switch(
+        ("none", "ids", "output"),
+        "output",
+        "which history_item_accepted events the bundle has: none; the context, input, output and tool-output "
+        "items by id; the same with each tool output's payload",
+    ),
+    "failed_turn_traced": Switch(("failed", "completed"), "failed", "the status of a failed turn's codex_turn_ended"),
+}
+
+
+@dataclass(frozen=True)
 class Profile:
     release: str
-    trace_schema: int  # the rollout-trace envelope schema this release writes
+    trace: BundleFormat  # the rollout-trace bundle format this release writes
     diff_after_tools: bool = False
     abort_leaves_tools_open: bool = False
     trace_history: str = "output"  # none | ids | output
     failed_turn_traced: str = "failed"
     #: (where, field) the release does not write: ``item`` (any item object), ``thread``, or a method's params
     not_written: frozenset[tuple[str, str]] = frozenset()
+    origin: Release | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def trace_schema(self) -> int:
+        return self.trace.schema
 
     @property
     def schema_release(self) -> str:
@@ -60,9 +97,28 @@ class Profile:
     def version_line(self) -> str:
         return f"codex-cli {self.release}"
 
-    def client_methods(self) -> frozenset[str]:
-        """The client request methods of this release's pinned experimental schema (empty: no pin readable)."""
-        return _client_methods(self.schema_release)
+    @property
+    def methods(self) -> MethodTable:
+        """The client methods of this release (read from its pin on first use; raises ReleaseError)."""
+        return self._origin().methods
+
+    @functools.cached_property
+    def shapes(self) -> Any:
+        """The field sets of the frames this release writes (:class:`fake_server.shapes.Shapes`)."""
+        from fake_server.shapes import Shapes
+
+        origin = self._origin()
+        return Shapes(origin.data("shapes.json"), f"release {self.release}: shapes.json")
+
+    def answers(self) -> dict[str, Any]:
+        """The answers recorded from the release (``answers.json``), read on first use; raises ReleaseError."""
+        answers = self._origin().data("answers.json")
+        if not isinstance(answers, dict):
+            raise ReleaseError(f"release {self.release}: answers.json: expected an object of answers by key")
+        return answers
+
+    def _origin(self) -> Release:
+        return self.origin if self.origin is not None else releases.get(self.release)
 
     def reshape_frame(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
         """A function taking the fields this release does not write out of a frame (a copy); None: none to take."""
@@ -73,58 +129,73 @@ class Profile:
             fields[where] = fields.get(where, frozenset()) | {name}
         return functools.partial(_reshape, fields)
 
-    def missing_methods(self) -> frozenset[str]:
-        """Client methods the newest profile knows and this release's pin does not: "unknown variant" here."""
-        return _missing_methods(self.release)
-
-
-PROFILES: Final[dict[str, Profile]] = {
-    "0.163.0": Profile(
-        "0.163.0",
-        trace_schema=1,
-        diff_after_tools=True,
-        abort_leaves_tools_open=True,
-        trace_history="none",
-        failed_turn_traced="completed",
-        not_written=frozenset(
-            {
-                ("item", "startedAtMs"),
-                ("item", "completedAtMs"),
-                ("item", "moderation"),
-                ("thread", "attachedToThreadId"),
-                ("item/completed", "contentTokenCount"),
-            }
-        ),
-    ),
-    "0.169.0": Profile(
-        "0.169.0", trace_schema=2, diff_after_tools=True, abort_leaves_tools_open=True, trace_history="ids"
-    ),
-    "0.171.0": Profile("0.171.0", trace_schema=3),
-}
-DEFAULT: Final = PROFILES[DEFAULT_RELEASE]
-
 
 class UnknownRelease(UsageError):
     """A release the fake has no profile for (exit 3); ``str()`` lists the profiles."""
 
 
+def from_release(release: Release) -> Profile:
+    """The profile of a release folder: its ``fake`` part checked against :data:`SWITCHES`, its shapes read.
+    Raises ReleaseError naming the folder's file and key."""
+    where = f"release {release.version}: {release.folder / releases.DESCRIPTION_FILE}"
+    fake = release.fake
+    if fake is None:
+        raise UnknownRelease(
+            f"release {release.version} ({release.folder}) has only a schema pin: the fake cannot play it "
+            f"(profiles: {', '.join(names()) or 'none'})"
+        )
+    switches = dict(fake.get("switches", {}))
+    for name, value in switches.items():
+        switch = SWITCHES.get(name)
+        if switch is None:
+            raise ReleaseError(f"{where}: fake.switches.{name}: not a switch of the fake ({', '.join(SWITCHES)})")
+        if value not in switch.values or type(value) is not type(switch.neutral):
+            raise ReleaseError(f"{where}: fake.switches.{name}: expected one of {list(switch.values)}, got {value!r}")
+    trace = release.trace
+    if trace is None:
+        raise ReleaseError(f"{where}: trace: the fake needs the trace format the release writes")
+    profile = Profile(
+        release.version,
+        trace,
+        not_written=frozenset(tuple(pair) for pair in fake.get("not_written", ())),
+        origin=release,
+        **{name: switches.get(name, switch.neutral) for name, switch in SWITCHES.items()},  # type: ignore[arg-type]
+    )
+    _ = profile.shapes  # a folder whose shapes the engine cannot fill fails here, not mid-session
+    return profile
+
+
+@functools.lru_cache(maxsize=32)
+def _profile(release: Release) -> Profile:
+    return from_release(release)
+
+
 def names() -> list[str]:
-    return list(PROFILES)
+    """The releases the fake can play, oldest first."""
+    return [release.version for release in releases.playable()]
 
 
 def get(release: str) -> Profile:
-    profile = PROFILES.get(release.strip())
-    if profile is None:
-        raise UnknownRelease(f"no release profile {release!r} (profiles: {', '.join(PROFILES)})")
-    return profile
+    name = release.strip()
+    try:
+        found = releases.get(name)
+    except releases.ReleaseNotFound:
+        raise UnknownRelease(f"no release profile {release!r} (profiles: {', '.join(names())})") from None
+    return _profile(found)
 
 
 def playable(scenario: Scenario) -> Scenario:
     """``scenario`` once the ``release`` it names has a profile; else :class:`ScenarioError` naming its file."""
-    if scenario.release and scenario.release.strip() not in PROFILES:
-        expected = f"a release the fake has a profile for ({', '.join(PROFILES)})"
+    known = names()
+    if scenario.release and scenario.release.strip() not in known:
+        expected = f"a release the fake has a profile for ({', '.join(known)})"
         raise ScenarioError(scenario.source or scenario.name, "release", expected, scenario.release)
     return scenario
+
+
+def default() -> Profile:
+    """The profile of the default release (:func:`contracts.releases.default_version`)."""
+    return get(releases.default_version())
 
 
 def select(flag: str | None = None, env: str | None = None, scenario: str | None = None) -> Profile:
@@ -132,7 +203,7 @@ def select(flag: str | None = None, env: str | None = None, scenario: str | None
     for value in (flag, env, scenario):
         if value:
             return get(value)
-    return DEFAULT
+    return default()
 
 
 def nearest(version: str) -> tuple[Profile, bool]:
@@ -140,15 +211,14 @@ def nearest(version: str) -> tuple[Profile, bool]:
 
     Returns (profile, exact).
     """
-    from contracts.schema_store import version_key
-
-    if version in PROFILES:
-        return PROFILES[version], True
-    key = version_key(version)
-    older = [p for p in PROFILES.values() if version_key(p.release) <= key]
+    known = names()
+    if version in known:
+        return get(version), True
+    key = schema_store.version_key(version)
+    older = [v for v in known if schema_store.version_key(v) <= key]
     if older:
-        return max(older, key=lambda p: version_key(p.release)), False
-    return min(PROFILES.values(), key=lambda p: version_key(p.release)), False
+        return get(max(older, key=schema_store.version_key)), False
+    return get(min(known, key=schema_store.version_key)), False
 
 
 def _strip(value: Any, fields: dict[str, frozenset[str]], where: str | None) -> Any:
@@ -173,21 +243,3 @@ def _reshape(fields: dict[str, frozenset[str]], frame: dict[str, Any]) -> dict[s
             top = fields.get(str(frame.get("method")), frozenset())
             out[part] = {k: v for k, v in body.items() if k not in top}
     return out
-
-
-@functools.cache
-def _missing_methods(release: str) -> frozenset[str]:
-    if release == DEFAULT_RELEASE:
-        return frozenset()
-    mine = _client_methods(release)
-    return _client_methods(DEFAULT_RELEASE) - mine if mine else frozenset()
-
-
-@functools.cache
-def _client_methods(release: str) -> frozenset[str]:
-    try:
-        from fake_server.methods import pinned_client_requests
-
-        return frozenset(pinned_client_requests(release)[1])
-    except Exception:  # a missing pin only makes the fake less strict about method names
-        return frozenset()

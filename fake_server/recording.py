@@ -41,6 +41,7 @@ from typing import Any
 
 import orjson
 
+from contracts.releases import default_version
 from contracts.scenario import Scenario
 from contracts.scenario_file import dumps
 from contracts.text import escape
@@ -298,7 +299,7 @@ def open_recorder(
         print(f"fake-codex: {root} already holds {MAX_SERVERS} recordings; not recording", file=sys.stderr)
         return None
     # ``release``: the profile fake-codex plays (fake_server.profiles), which the recording names.
-    return Recorder(folder, scenario, spec, release or "0.171.0", sources)
+    return Recorder(folder, scenario, spec, release or default_version(), sources)
 
 
 class RecordingIo:

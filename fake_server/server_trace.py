@@ -4,12 +4,12 @@ The engine emits semantic :class:`~fake_server.effects.TraceEvent` s (thread and
 ended, model requests, tool calls, shutdown); this class turns them into the writer's windows. One
 bundle per root thread under ``CODEX_ROLLOUT_TRACE_ROOT``, as the real binary lays them out.
 
-The events follow 0.171.0's order (its bundles of every model-level built-in scenario, recorded with
-``codex-harness run --target real``, compared by :mod:`contracts.trace.sequence`): a ``warning`` protocol
-event before each turn (the model-metadata warning), the history items the turn accepts (two context
-items on a thread's first turn, then each user input, each output item, each tool output, the interrupt
-marker of an aborted turn), an open inference cancelled when its stream is abandoned, ``error`` and
-``turn_complete`` protocol events after a failed or finished turn.
+The events follow the real server's order (the default release's bundles of every model-level built-in scenario,
+recorded with ``codex-harness run --target real``, compared by :mod:`contracts.trace.sequence`): a ``warning``
+protocol event before each turn (the model-metadata warning), the history items the turn accepts (two context items on
+a thread's first turn, then each user input, each output item, each tool output, the interrupt marker of an aborted
+turn), an open inference cancelled when its stream is abandoned, ``error`` and ``turn_complete`` protocol events after
+a failed or finished turn.
 
 Closed on graceful shutdown (the ``shutdown`` event: stdin EOF or SIGTERM), left unclosed after a
 crash or kill (:meth:`finish` with ``graceful=False``). The ``trace_unclosed_tool`` fault leaks the
@@ -24,7 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from contracts.trace.format import SCHEMA_VERSION
+from contracts.trace.format import SCHEMA_VERSION, BundleFormat
 from contracts.trace.writer import (
     InferenceWindow,
     TerminalOperationWindow,
@@ -52,10 +52,13 @@ class ServerTrace:
         abort_leaves_tools_open: bool = False,
         history: str = "output",
         failed_turn_traced: str = "failed",
+        fmt: BundleFormat | None = None,
     ) -> None:
-        """The keywords: what the release played writes (:mod:`fake_server.profiles`)."""
+        """The keywords: what the release played writes (:mod:`fake_server.profiles`); ``fmt``, its bundle
+        format, wins over ``schema``."""
         self.root = Path(root)
-        self.schema = schema
+        self.schema = fmt.schema if fmt is not None else schema
+        self.fmt = fmt
         self.abort_leaves_tools_open = abort_leaves_tools_open
         self.history = history
         self.failed_turn_traced = failed_turn_traced
@@ -80,6 +83,7 @@ class ServerTrace:
             abort_leaves_tools_open=profile.abort_leaves_tools_open,
             history=profile.trace_history,
             failed_turn_traced=profile.failed_turn_traced,
+            fmt=profile.trace,
         )
 
     @property
@@ -120,7 +124,7 @@ class ServerTrace:
         trace_id = hashlib.sha256(thread_id.encode()).hexdigest()
         trace_id = f"{trace_id[:8]}-{trace_id[8:12]}-4{trace_id[13:16]}-8{trace_id[17:20]}-{trace_id[20:32]}"
         writer = TraceWriter.create(
-            self.root, rollout_id=thread_id, trace_id=trace_id, now_ms=self._clock, schema=self.schema
+            self.root, rollout_id=thread_id, trace_id=trace_id, now_ms=self._clock, schema=self.schema, fmt=self.fmt
         )
         self.writers[thread_id] = writer
         self._threads[thread_id] = writer.start_thread(thread_id, model=str(data.get("model", "mock-model")))
@@ -208,7 +212,7 @@ class ServerTrace:
         decision = data.get("decision")
         if decision == "cancel":
             if runtime is not None and not runtime.ended:
-                # 0.171.0 ends a cancelled patch's call but never its apply_patch runtime (a closure
+                # The real server ends a cancelled patch's call but never its apply_patch runtime (a closure
                 # violation the real binary writes).
                 runtime.leak()
             self._end_at_abort(tool)
@@ -275,7 +279,8 @@ class ServerTrace:
                 runtime.end("failed")
 
     def _end_at_abort(self, tool: ToolCallWindow) -> None:
-        """A tool call open when its turn is aborted: ended ``aborted``; 0.163.0 and 0.169.0 never end it."""
+        """A tool call open when its turn is aborted: ended ``aborted``, unless the release's
+        switch ``abort_leaves_tools_open`` leaves it open."""
         if self.abort_leaves_tools_open:
             tool.leak()
         else:

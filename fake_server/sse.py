@@ -3,7 +3,7 @@
 The mock Responses API (:mod:`fake_server.responses_api`) plays one :class:`ModelResponse` per
 request. This module turns it into what goes on the wire: a list of :class:`Chunk` (the bytes of
 one SSE event and how long to wait before sending it) and how the HTTP exchange ends. The event
-shapes are those codex-cli 0.171.0 consumes (``app-server-protocol.md`` §14.3).
+shapes are those codex-cli consumes (``app-server-protocol.md`` §14.3).
 
 Ids: messages ``msg-N``, reasoning ``rs_N``, tool calls ``call_N`` unless the scenario names them;
 ``N`` counts items of that kind across the session (1-based), like the fake app-server does.
@@ -26,7 +26,7 @@ from contracts.scenario import (
     Usage,
 )
 
-#: The shell tool of 0.171.0 (unified exec); apply_patch travels inside it as a heredoc.
+#: The shell tool of the real binary (unified exec); apply_patch travels inside it as a heredoc.
 EXEC_TOOL = "exec_command"
 #: How long codex waits for a command to exit before handing the model a "still running" note instead
 #: (and completing the turn without the command's item/completed). Generous, so a loaded host running

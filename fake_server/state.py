@@ -9,7 +9,7 @@ from typing import Any, TypeAlias
 
 from contracts.messages import ErrorResponse, JsonId, Response
 from contracts.scenario import CommandItem, FileChangeItem, TurnScript, Usage
-from fake_server.profiles import DEFAULT, Profile
+from fake_server.profiles import Profile, default
 
 # --- what a turn program yields ---------------------------------------------------------------
 
@@ -72,7 +72,7 @@ class TurnRun:
     started_ms: int
     max_retries: int = 0  # [config] stream_max_retries: reconnects a cut stream gets
     experimental: bool = False  # the client asked for experimentalApi (thread/readState/changed)
-    profile: Profile = DEFAULT  # the release played (fake_server.profiles)
+    profile: Profile = field(default_factory=default)  # the release played (fake_server.profiles)
     program: Program | None = None
     timer: int | None = None  # token of the pending wake, if any
     answers: deque[Answer] = field(default_factory=deque)
@@ -96,6 +96,11 @@ class TurnRun:
     # turn/start on the busy thread and turn/steer: input waiting for the next model request, in order
     pending_input: list[str] = field(default_factory=list)
     flush_timer: int | None = None
+
+    @property
+    def shapes(self) -> Any:
+        """The field sets of the frames the release played writes (:class:`fake_server.shapes.Shapes`)."""
+        return self.profile.shapes
 
     def pending_requests(self) -> list[JsonId]:
         return [t.request_id for t in self.tools if t.request_id is not None and not t.answered and not t.done]

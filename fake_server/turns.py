@@ -1,4 +1,4 @@
-"""Turn programs: what a 0.171.0 turn sends, in its real order, driven by the scenario's model script.
+"""Turn programs: what a turn sends, in the real order, driven by the scenario's model script.
 
 A program is a generator that emits frames through the :class:`~fake_server.outbox.Outbox` and
 yields waits (scripted sleeps, the next approval answer); :mod:`fake_server.programs` drives it.
@@ -40,7 +40,7 @@ def set_status(box: Outbox, thread: ThreadState, status: dict[str, Any]) -> None
 
 
 def _active_status(run: TurnRun) -> dict[str, Any]:
-    return shapes.status_active(["waitingOnApproval"] if run.pending_requests() else [])
+    return run.shapes.status_active(["waitingOnApproval"] if run.pending_requests() else [])
 
 
 def _ids(run: TurnRun) -> dict[str, str]:
@@ -65,9 +65,9 @@ def _usage_notification(box: Outbox, thread: ThreadState, run: TurnRun, usage: U
     params = {
         **_ids(run),
         "tokenUsage": {
-            "total": shapes.token_breakdown(t.input, t.cached, t.output, t.reasoning),
-            "last": shapes.token_breakdown(usage.input, usage.cached, usage.output, usage.reasoning),
-            "modelContextWindow": shapes.CONTEXT_WINDOW,
+            "total": run.shapes.token_breakdown(t.input, t.cached, t.output, t.reasoning),
+            "last": run.shapes.token_breakdown(usage.input, usage.cached, usage.output, usage.reasoning),
+            "modelContextWindow": run.shapes.context_window,
         },
     }
     frame = box.notify("thread/tokenUsage/updated", params)
@@ -78,14 +78,14 @@ def _usage_notification(box: Outbox, thread: ThreadState, run: TurnRun, usage: U
 def emit_usage(box: Outbox, thread: ThreadState, run: TurnRun, usage: Usage) -> None:
     frame = _usage_notification(box, thread, run, usage)
     strike(box, "usage", run, thread=thread, frame=frame)
-    box.notify("account/rateLimits/updated", shapes.rate_limits())
+    box.notify("account/rateLimits/updated", run.shapes.rate_limits())
 
 
 def user_message(box: Outbox, run: TurnRun, text: str) -> None:
     item_id = box.ids.uuid7(box.now_ms)
     now = box.now_ms
-    _item_started(box, run, shapes.user_message_item(item_id, text, now, None))
-    done = shapes.user_message_item(item_id, text, now, now)
+    _item_started(box, run, run.shapes.user_message_item(item_id, text, now, None))
+    done = run.shapes.user_message_item(item_id, text, now, now)
     _item_completed(box, run, done)
     run.history_items.append(done)
     box.trace("input_accepted", turn_id=run.turn_id)
@@ -117,9 +117,9 @@ def start_turn(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonI
     thread.turns.append(run.turn_id)
     if not thread.preview:
         thread.preview = text
-    box.respond(request_id, {"turn": shapes.turn(run.turn_id)})
-    set_status(box, thread, shapes.status_active([]))
-    turn = shapes.turn(run.turn_id, started_s=box.now_ms // 1000)
+    box.respond(request_id, {"turn": run.shapes.turn(run.turn_id)})
+    set_status(box, thread, run.shapes.status_active([]))
+    turn = run.shapes.turn(run.turn_id, started_s=box.now_ms // 1000)
     box.notify("turn/started", {"threadId": thread.thread_id, "turn": turn})
     box.trace("turn_started", thread_id=thread.thread_id, turn_id=run.turn_id, input=text)
     run.program = _turn_program(box, thread, run, text)
@@ -127,13 +127,13 @@ def start_turn(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonI
 
 
 #: From the answer to a steer (or a turn/start on the busy thread) to the next model request, while the
-#: model streams: 0.171.0 wrote the pending user messages 2-4 ms after the answer.
+#: model streams: the real server wrote the pending user messages 2-4 ms after the answer (every release recorded).
 PENDING_FLUSH_MS = 3
 
 
 def fold_input(box: Outbox, thread: ThreadState, run: TurnRun, text: str) -> None:
     """turn/start on a busy thread and turn/steer (answered at once by the caller): the input waits for
-    the next model request, as 0.171.0 times it (probes/pending_*.jsonl).
+    the next model request, as the real server times it (probes/pending_*.jsonl).
 
     While the model streams, that request comes at once: the in-flight stream is abandoned (its open
     items never complete, its usage is never reported) and every input pending by then is emitted
@@ -221,7 +221,7 @@ def _complete_late(box: Outbox, thread: ThreadState, run: TurnRun, late: Fault) 
 def history_turn(box: Outbox, run: TurnRun, status: str = "inProgress", error: Any = None) -> dict[str, Any]:
     """The turn as thread/resume shows it: every user and agent message so far (``itemsView: full``)."""
     ended = status != "inProgress"
-    turn = shapes.turn(
+    turn = run.shapes.turn(
         run.turn_id,
         status=status,
         started_s=run.started_ms // 1000,
@@ -237,7 +237,7 @@ def _turn_completed(box: Outbox, thread: ThreadState, run: TurnRun, status: str,
         return
     now = box.now_ms
     items = list(run.agent_messages) if status == "completed" else None
-    turn = shapes.turn(
+    turn = run.shapes.turn(
         run.turn_id,
         status=status,
         started_s=run.started_ms // 1000,
@@ -282,7 +282,7 @@ def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: Mod
     box.trace("inference_started", turn_id=run.turn_id, model=thread.model)
     if response.end == "http_error":
         box.trace("inference_ended", turn_id=run.turn_id, status="failed", error=f"http {response.http_status}")
-        message, info = shapes.http_failure(response.http_status, response.error)
+        message, info = run.shapes.http_failure(response.http_status, response.error)
         yield from _fail(box, thread, run, message, info)
         return False
     cut = response.end in ("failed", "disconnect")
@@ -315,7 +315,7 @@ def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: Mod
         usage, run.deferred_usage = run.deferred_usage, None
         emit_usage(box, thread, run, usage)
     if run.diff and not cancelled and run.profile.diff_after_tools:
-        box.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})  # 0.163.0, 0.169.0: once more here
+        box.notify("turn/diff/updated", {**_ids(run), "diff": run.diff})  # the release's switch: once more here
     if cancelled:
         yield from _finish(box, thread, run, "interrupted")
         return False
@@ -325,7 +325,7 @@ def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: Mod
 def _cut_stream(box: Outbox, thread: ThreadState, run: TurnRun, response: ModelResponse) -> Program:
     """A response that ended ``failed`` or ``disconnect``: a retry while retries last, else a failed turn."""
     if response.end == "failed":
-        box.notify("account/rateLimits/updated", shapes.rate_limits())
+        box.notify("account/rateLimits/updated", run.shapes.rate_limits())
         yield from _fail(box, thread, run, f"stream disconnected before completion: {response.error}", "other")
         return False
     limit = run.max_retries
@@ -333,7 +333,7 @@ def _cut_stream(box: Outbox, thread: ThreadState, run: TurnRun, response: ModelR
     info = {"responseStreamDisconnected": {"httpStatusCode": None}}
     if run.retries < limit:
         run.retries += 1
-        error = shapes.turn_error(f"Reconnecting... {run.retries}/{limit}", info, details)
+        error = run.shapes.turn_error(f"Reconnecting... {run.retries}/{limit}", info, details)
         box.notify("error", {"error": error, "willRetry": True, **_ids(run)})
         return True
     yield from _fail(box, thread, run, details, "other")
@@ -355,7 +355,7 @@ def _trace_tools(box: Outbox, thread: ThreadState, run: TurnRun) -> None:
 
 def _fail(box: Outbox, thread: ThreadState, run: TurnRun, message: str, info: Any) -> Program:
     yield from _point(box, run, "end")
-    error = shapes.turn_error(message, info)
+    error = run.shapes.turn_error(message, info)
     set_status(box, thread, {"type": "systemError"})
     box.notify("error", {"error": error, "willRetry": False, **_ids(run)})
     _read_state(box, thread, run)
@@ -385,7 +385,7 @@ def _stream_message(box: Outbox, run: TurnRun, item: MessageItem, *, complete: b
     item_id = item.id or box.next_id("msg-")
     run.last_message_id = item_id
     started = box.now_ms
-    _item_started(box, run, shapes.agent_message_item(item_id, "", started, None))
+    _item_started(box, run, run.shapes.agent_message_item(item_id, "", started, None))
     yield from _point(box, run, "item_started")
     for delta in item.deltas:
         if item.delay_ms:
@@ -393,7 +393,7 @@ def _stream_message(box: Outbox, run: TurnRun, item: MessageItem, *, complete: b
         box.notify("item/agentMessage/delta", {**_ids(run), "itemId": item_id, "delta": delta})
         yield from _point(box, run, "delta")
     if complete:
-        done = shapes.agent_message_item(item_id, item.text, started, box.now_ms)
+        done = run.shapes.agent_message_item(item_id, item.text, started, box.now_ms)
         _item_completed(box, run, done)
         run.agent_messages.append(done)
         run.history_items.append(done)
@@ -403,7 +403,7 @@ def _stream_message(box: Outbox, run: TurnRun, item: MessageItem, *, complete: b
 def _stream_reasoning(box: Outbox, run: TurnRun, item: ReasoningItem, *, complete: bool) -> Program:
     item_id = item.id or box.next_id("rs_")
     started = box.now_ms
-    _item_started(box, run, shapes.reasoning_item(item_id, [], started, None))
+    _item_started(box, run, run.shapes.reasoning_item(item_id, [], started, None))
     yield from _point(box, run, "item_started")
     box.notify("item/reasoning/summaryPartAdded", {**_ids(run), "itemId": item_id, "summaryIndex": 0})
     for delta in item.deltas:
@@ -412,7 +412,7 @@ def _stream_reasoning(box: Outbox, run: TurnRun, item: ReasoningItem, *, complet
         params = {**_ids(run), "itemId": item_id, "delta": delta, "summaryIndex": 0}
         box.notify("item/reasoning/summaryTextDelta", params)
     if complete:
-        _item_completed(box, run, shapes.reasoning_item(item_id, [item.summary], started, box.now_ms))
+        _item_completed(box, run, run.shapes.reasoning_item(item_id, [item.summary], started, box.now_ms))
         run.model_items.append(sse.output_item(item, item_id, _ROOT))
 
 
@@ -430,7 +430,7 @@ def _start_tool(box: Outbox, thread: ThreadState, run: TurnRun, item: CommandIte
     run.model_items.append(sse.output_item(item, item_id, PurePosixPath(thread.cwd)))
     if isinstance(item, CommandItem):
         # Observed: a command that runs at once is already a unified-exec process when it starts.
-        started = shapes.command_item(
+        started = run.shapes.command_item(
             item_id,
             item.command,
             thread.cwd,
@@ -441,7 +441,7 @@ def _start_tool(box: Outbox, thread: ThreadState, run: TurnRun, item: CommandIte
         )
         if item.approval:
             # Observed order for commands: the request id is taken and the status set before item/started.
-            params = shapes.command_approval_params(
+            params = run.shapes.command_approval_params(
                 run.thread_id, run.turn_id, item_id, item.command, thread.cwd, tool.started_ms, item.justification
             )
             request = _reserve_approval(box, thread, run, tool, "item/commandExecution/requestApproval", params)
@@ -453,12 +453,13 @@ def _start_tool(box: Outbox, thread: ThreadState, run: TurnRun, item: CommandIte
         yield from _point(box, run, "item_started")
         return
     path = _file_path(thread, item)
-    _item_started(
-        box, run, shapes.file_change_item(item_id, path, item.content, status="inProgress", started_ms=tool.started_ms)
+    started_item = run.shapes.file_change_item(
+        item_id, path, item.content, status="inProgress", started_ms=tool.started_ms
     )
+    _item_started(box, run, started_item)
     yield from _point(box, run, "item_started")
     if item.approval:
-        params = shapes.file_change_approval_params(run.thread_id, run.turn_id, item_id, tool.started_ms)
+        params = run.shapes.file_change_approval_params(run.thread_id, run.turn_id, item_id, tool.started_ms)
         request = _reserve_approval(box, thread, run, tool, "item/fileChange/requestApproval", params)
         yield from _send_approval(box, run, request.frame)
 
@@ -576,7 +577,7 @@ def _complete_tool(box: Outbox, thread: ThreadState, run: TurnRun, tool: Tool, d
                 "exit_code": item.exit_code,
                 "duration_ms": item.duration_ms,
             }
-        done = shapes.command_item(
+        done = run.shapes.command_item(
             tool.item_id,
             item.command,
             thread.cwd,
@@ -587,7 +588,7 @@ def _complete_tool(box: Outbox, thread: ThreadState, run: TurnRun, tool: Tool, d
         )
         _item_completed(box, run, done)
     else:
-        done = shapes.file_change_item(
+        done = run.shapes.file_change_item(
             tool.item_id,
             _file_path(thread, item),
             item.content,

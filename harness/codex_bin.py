@@ -60,7 +60,7 @@ def version_timeout() -> float:
 
 
 def codex_version(binary: str | os.PathLike[str], timeout: float | None = None) -> str:
-    """``codex --version`` → ``"0.171.0"``. Raises CodexNotFound with the reason when it cannot run.
+    """``codex --version`` → its release version (``"X.Y.Z"``). Raises CodexNotFound with the reason when it cannot run.
 
     Run like every start of a binary (:func:`run_binary`: confined, scrubbed, a temporary HOME); its output
     is read up to :data:`VERSION_OUTPUT_BYTES`. ``timeout``: default :func:`version_timeout`.

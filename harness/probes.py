@@ -183,7 +183,7 @@ async def _send_without_waiting(
     await _wait_for(session, since, sent, timeout_s, SENT_POLL_S, done)
 
 
-#: Requests whose answer is followed by a thread/started from another task (0.171.0).
+#: Requests whose answer is followed by a thread/started from another task (the real server).
 STARTS_A_THREAD: Final = frozenset({"thread/start", "thread/fork"})
 
 
@@ -236,7 +236,7 @@ async def run_probes(
     if state.failed:
         return thread_id
     if at == "thread" and plan.handshake and thread_id and plan.probes_at("thread"):
-        # 0.171.0 writes thread/started after its thread/start answer, from another task: under load it can
+        # The real server writes thread/started after its thread/start answer, from another task: under load it can
         # land after the first probe's answer instead of before it. Waiting for it (bounded) records one order.
         await _until(session, "thread/started", 0, plan.request_timeout_ms / 1000)
     # The requests sent without waiting are answered into this nursery: the point ends when they are (bounded).

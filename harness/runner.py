@@ -267,7 +267,7 @@ def _unresolved_requests(session: Any) -> set[Any]:
 
 
 async def _settle_resolved(session: Any, process: Any) -> None:
-    """0.171.0 writes ``serverRequest/resolved`` for an interrupted approval just after ``turn/completed``;
+    """The real server writes ``serverRequest/resolved`` for an interrupted approval just after ``turn/completed``;
     closing stdin at once can beat it on a loaded machine and lose it from the record. Bounded, and only
     while the server runs and something is unresolved (a fake that never resolves costs the bound)."""
     with trio.move_on_after(RESOLVED_SETTLE_S):

@@ -13,7 +13,7 @@ from fake_server.builder import command, message, response, scenario, turn, usag
 from fake_server.catalogue import load_builtin
 from fake_server.effects import Send, Wake
 from fake_server.engine import Engine
-from fake_server.methods import CLIENT_METHODS
+from fake_server.profiles import default as default_profile
 from fake_server.virtual import VirtualServer
 
 INIT = {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
@@ -61,7 +61,7 @@ def test_errors_before_and_after_initialize() -> None:
     assert code == -32600 and text.startswith(
         "Invalid request: unknown variant `no/such`, expected one of `initialize`"
     )
-    assert all(f"`{m}`" in text for m in CLIENT_METHODS)
+    assert all(f"`{m}`" in text for m in default_profile().methods.client)
     assert (
         error_of(server, {"id": 8, "method": "initialize", "params": {}})[1]
         == "Invalid request: missing field `clientInfo`"

@@ -24,7 +24,7 @@ from contracts.scenario import Scenario
 from contracts.skeleton import answer_skeleton, differences
 from contracts.validator import Validator
 from fake_server.catalogue import load_builtin
-from fake_server.methods import EXPERIMENTAL_METHODS
+from fake_server.profiles import default as default_profile
 
 # Probes whose notifications around each answer are compared too (not goal and thread_actions: there
 # 0.171.0 starts turns of its own after thread/goal/set, compact/start, review/start and shellCommand,
@@ -208,7 +208,7 @@ SKIP_IN_SWEEP = {"initialize", "thread/start", "turn/start", "turn/steer", "turn
 def test_every_method_gets_a_schema_valid_answer_or_a_real_error(experimental: bool, workdir: Path) -> None:
     bundle_methods = _stable_methods()
     if experimental:
-        bundle_methods = sorted(EXPERIMENTAL_METHODS)
+        bundle_methods = sorted(default_profile().methods.experimental)
     validator = Validator.for_release("0.171.0", experimental=True)
     server, thread_id = _session(workdir, experimental)
     problems = []

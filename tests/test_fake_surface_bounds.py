@@ -255,7 +255,7 @@ def test_wrong_param_types_are_refused_never_an_internal_error(tmp_path: Path) -
     never a handler crash (-32603 Internal error, a traceback on stderr) or silence."""
     from contracts import schema_store
     from contracts.protocol_index import Union, build_index
-    from fake_server.methods import CLIENT_METHODS
+    from fake_server.profiles import default as default_profile
     from fake_server.surface.schema_answer import _instance
 
     bundle = schema_store.load_bundle("0.171.0", True)
@@ -275,7 +275,7 @@ def test_wrong_param_types_are_refused_never_an_internal_error(tmp_path: Path) -
     thread_id = next(f for f in server.frames if f.get("id") == "s")["result"]["thread"]["id"]
     crashes = []
     n = 0
-    for method in CLIENT_METHODS:
+    for method in default_profile().methods.client:
         entry = index.get(method)
         if entry is None or method in ("initialize", "turn/start", "turn/steer"):
             continue

@@ -566,7 +566,7 @@ def test_show_a_file_that_fails_to_read_exits_3(capsys: pytest.CaptureFixture[st
 
 
 def test_schema_diff_on_bad_schema_dirs_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pin = REPO / "contracts" / "schema" / "codex-cli-0.171.0"
+    pin = REPO / "contracts" / "releases" / "codex-cli-0.171.0"
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()
     shutil.copy(pin / "meta.json", corrupt / "meta.json")

@@ -15,9 +15,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from contracts.releases import trace_formats as formats
 from contracts.trace import check_bundle, read_bundle
 from contracts.trace.errors import TraceInvalid
-from contracts.trace.format import FORMATS
 
 DATA = Path(__file__).resolve().parent / "data" / "real"
 RELEASES = {"0.163.0": 1, "0.169.0": 2, "0.171.0": 3}
@@ -44,7 +44,7 @@ def write_lines(path: Path, rows: list[bytes]) -> None:
 
 
 def test_every_release_has_a_format() -> None:
-    assert {f.release for f in FORMATS.values()} == set(RELEASES)
+    assert {f.schema: f.release for f in formats().values()} == {s: r for r, s in RELEASES.items()}
 
 
 @pytest.mark.parametrize(("release", "schema"), sorted(RELEASES.items()))
@@ -69,7 +69,7 @@ def test_older_releases_leave_the_pending_approvals_tool_call_open(release: str)
 @pytest.mark.parametrize("release", ["0.163.0", "0.169.0"])
 def test_a_planted_unclosed_bundle_is_unclosed(release: str, tmp_path: Path) -> None:
     path = copy(release, "command_approval", tmp_path)
-    closing = FORMATS[RELEASES[release]].closing_event
+    closing = formats()[RELEASES[release]].closing_event
     rows = lines(path)
     keep = [r for r in rows if orjson.loads(r)["payload"]["type"] != closing]
     assert len(keep) == len(rows) - 1

@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-SDK_VERSION = "0.163.0"
+#: The SDK release compared (``sdk.json``): it ships the codex release of the same number, which the fake plays.
+SDK_VERSION: str = json.loads((Path(__file__).resolve().parent / "sdk.json").read_text(encoding="utf-8"))["version"]
 ADAPTER = Path(__file__).resolve().parent / "openai_codex_sdk.py"
 INSTALL_TIMEOUT_S = 300.0
 

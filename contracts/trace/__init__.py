@@ -1,6 +1,7 @@
 """Rollout-trace bundles: writer, strict bounded reader (replay), closure checker.
 
-Format and semantics: ``shared/reference/rollout-trace.md`` (codex-cli 0.171.0, envelope schema 3).
+Format and semantics: ``shared/reference/rollout-trace.md`` (envelope schema 3); the formats of the releases: their
+folders' ``trace`` (:mod:`contracts.releases`).
 """
 
 from contracts.trace.closure import Problem, TraceVerdict, check_bundle, check_trace

@@ -6,7 +6,7 @@ from __future__ import annotations
 class TraceInvalid(Exception):
     """The bundle is rejected by replay (the reducer's verdict), or breaks a reading bound.
 
-    ``message`` stays close to the wording of ``codex debug trace-reduce`` (0.171.0).
+    ``message`` stays close to the wording of ``codex debug trace-reduce`` (of the default release).
     """
 
     def __init__(self, message: str, *, line: int | None = None, seq: int | None = None) -> None:

@@ -1,8 +1,10 @@
 """The rollout-trace bundle format: names, vocabulary, record framing, and the older schemas the reader takes.
 
-The writer writes what codex-cli 0.171.0 writes (envelope schema 3); the reader also replays the bundles of
-earlier releases (:data:`FORMATS`): the same events and closure rules, with the differences each release's
-own ``codex debug trace-reduce`` showed when fields were taken out of its real bundles one at a time.
+The vocabulary here is envelope schema :data:`SCHEMA_VERSION`'s (zstd payload shards, ``recording_completed`` closes),
+the newest the reader and writer know. Which schema a release writes, and what that schema leaves out, is data of the
+release's folder (``release.json``'s ``trace``, :mod:`contracts.releases`): the reader replays every format a release
+declares (:func:`contracts.releases.trace_formats`), with the same events and closure rules, and the differences each
+release's own ``codex debug trace-reduce`` showed when fields were taken out of its real bundles one at a time.
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ class BundleFormat:
     """One envelope schema as a release writes it."""
 
     schema: int
-    release: str  # the release whose real bundles this was learned from
+    release: str  # the release whose real bundles this was learned from ("": none, the vocabulary's own)
     #: Payloads as one JSON file each, referenced by ``path`` (schemas 1 and 2), not zstd shards (schema 3).
     payload_files: bool
     #: The event that ends a recording: schema 1 has no ``recording_completed``; its last event is
@@ -122,25 +124,11 @@ class BundleFormat:
         }
 
 
-FORMATS: Final[dict[int, BundleFormat]] = {
-    1: BundleFormat(
-        1,
-        "0.163.0",
-        payload_files=True,
-        closing_event="rollout_ended",
-        not_written=frozenset(
-            {("inference_started", "prepared_prompt_payload"), ("tool_call_runtime_started", "kind")}
-        ),
-    ),
-    2: BundleFormat(
-        2,
-        "0.169.0",
-        payload_files=True,
-        closing_event="recording_completed",
-        not_written=frozenset({("inference_started", "prepared_prompt_payload")}),
-    ),
-    3: BundleFormat(3, "0.171.0", payload_files=False, closing_event="recording_completed"),
-}
+#: Schema :data:`SCHEMA_VERSION` as the vocabulary above describes it, for when no release declares it
+#: (the formats the reader takes: :func:`contracts.releases.trace_formats`).
+NATIVE: Final = BundleFormat(SCHEMA_VERSION, "", payload_files=False, closing_event="recording_completed")
+
+
 #: The longest ``path`` a payload reference of schemas 1 and 2 may carry (``payloads/<n>.json``).
 MAX_PAYLOAD_PATH: Final = 256
 

@@ -26,7 +26,6 @@ from contracts.trace.format import (
     EVENT_LOG_NAME,
     EVENT_REQUIRED_FIELDS,
     EVENT_TYPES,
-    FORMATS,
     MANIFEST_FIELDS,
     MANIFEST_NAME,
     MAX_PAYLOAD_PATH,
@@ -257,8 +256,9 @@ def read_manifest(bundle: Path, limits: ReadLimits = ReadLimits(), *, dir_fd: in
     version = manifest["schema_version"]
     if type(version) is not int:
         raise TraceInvalid("parse manifest: invalid type for `schema_version`, expected u32")
-    if version not in FORMATS:
-        known = ", ".join(f"{f.schema} (codex {f.release})" for f in FORMATS.values())
+    readable = _trace_formats()
+    if version not in readable:
+        known = ", ".join(f"{f.schema} (codex {f.release})" if f.release else str(f.schema) for f in readable.values())
         raise TraceInvalid(f"unsupported manifest schema {version} (readable: {known}). {_RERUN_HINT}")
     for name in ("trace_id", "rollout_id", "root_thread_id", "raw_event_log", "payloads_dir"):
         if not isinstance(manifest[name], str):
@@ -292,6 +292,14 @@ def _started_at(bundle: Path) -> int:
     return started if isinstance(started, int) else 2**63
 
 
+def _format_of(trace: ReplayedTrace) -> BundleFormat:
+    """The format of a bundle whose manifest was read (its schema was readable then)."""
+    fmt = _trace_formats().get(trace.schema_version)
+    if fmt is None:  # the release declaring it left the store since the manifest was read
+        raise TraceInvalid(f"unsupported manifest schema {trace.schema_version}. {_RERUN_HINT}")
+    return fmt
+
+
 def _parse_error(line: int, detail: str) -> TraceInvalid:
     return TraceInvalid(f"parse trace event line {line}: {detail}", line=line)
 
@@ -319,7 +327,7 @@ class _Replay:
 
     def __init__(self, trace: ReplayedTrace) -> None:
         self.t = trace
-        self.fmt: BundleFormat = FORMATS[trace.schema_version]
+        self.fmt: BundleFormat = _format_of(trace)
         self.required = self.fmt.required_fields()
         self.rollout_id = trace.rollout_id
         self.expected_seq = 1
@@ -798,7 +806,7 @@ class _Replay:
         self.t.protocol_events.append(ProtocolEvent(seq, wall, str(p["event_type"]), rid))
 
     def _on_other(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
-        # 0.171.0 parses `other` but its reducer has no implementation for it (observed).
+        # The real reducer parses `other` but has no implementation for it (observed on every release).
         raise TraceInvalid("raw trace event has no reducer implementation", seq=seq)
 
 
@@ -897,7 +905,7 @@ def _read_bundle(bundle: Path, fd: int, limits: ReadLimits) -> ReplayedTrace:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a shape the checks above did not foresee
             raise _parse_error(number, f"invalid event shape: {exc}") from exc
-        # Schema 1 has no recording_completed: 0.163.0's reducer replays what follows rollout_ended too (a killed
+        # Schema 1 has no recording_completed: its release's reducer replays what follows rollout_ended too (a killed
         # command's runtime end can land after shutdown, observed), so only recording_completed ends the log.
         if trace.recording_completed_seq is not None and replay.fmt.closing_event == "recording_completed":
             completed = True
@@ -945,7 +953,7 @@ def _load_payload_files(trace: ReplayedTrace, bundle: Path, fd: int, limits: Rea
 
 
 def _load_payloads(trace: ReplayedTrace, bundle: Path, fd: int, limits: ReadLimits, *, closed: bool) -> None:
-    if FORMATS[trace.schema_version].payload_files:
+    if _format_of(trace).payload_files:
         _load_payload_files(trace, bundle, fd, limits)
         return
     payloads_dir = bundle / PAYLOADS_DIR_NAME
@@ -1013,3 +1021,10 @@ def _check_body(trace: ReplayedTrace, ref: PayloadRef, body: bytes) -> None:
             raise TraceInvalid(f"invalid payload {ref.raw_payload_id}: {exc}", seq=ref.seq) from exc
         if ref.kind == "protocol_event" and ref.slot == "event_payload":
             trace._bodies[ref.raw_payload_id] = body
+
+
+def _trace_formats() -> dict[int, BundleFormat]:
+    """The formats the release folders declare (imported here: the loader itself imports this package)."""
+    from contracts.releases import trace_formats
+
+    return trace_formats()

@@ -7,19 +7,19 @@ output's payload), or the output item's own id with its numbers as ``#`` (``msg-
 ``fc_call_echo``: the mock model's ids, counted over every request the mock served). Ids, times and
 payloads are left out.
 
-One race is read in one order. 0.171.0 accepts a streamed output item (and starts its tool call) as soon
+One race is read in one order. The real server accepts a streamed output item (and starts its tool call) as soon
 as the item is done, and ends the inference when the stream completes; which of the two it writes first
-varies from run to run (seen on ``steer``, ``experimental_unread`` and, on 0.169.0 and 0.163.0, the file
+varies from run to run (seen on ``steer``, ``experimental_unread`` and, on the older releases, the file
 change scenarios, whose ``apply_patch`` runtime starts with the call).
 An ``inference_completed`` written after such items is compared where the other order writes it: right
 after its ``inference_started``. And when two or more calls are settled together (``two_approvals``: the
 client answers both approvals at once), which call's events come first follows which answer the server
 read first; such a run of runtime, end and tool-output events is compared as a set. A command still
 running when its turn is aborted ends its runtime ``failed`` when its process is reaped: right after the
-``turn_aborted`` event, or (0.169.0, loaded) after the recording's ``rollout_ended``; it is compared right
+``turn_aborted`` event, or (an older release, loaded) after the recording's ``rollout_ended``; it is compared right
 after the ``turn_aborted``. A call's runtime end written after the call's own end or after its output was
-accepted (0.163.0 and, loaded, 0.171.0: the process is reaped after the call returned) is compared before
-them. Every other order is compared as written.
+accepted (the oldest release and, loaded, the default one: the process is reaped after the call returned) is
+compared before them. Every other order is compared as written.
 
 Pure apart from reading the event log (bounded as :func:`contracts.trace.reader.read_bundle` reads it).
 Used by the tests that hold the fake's bundles to the real binary's.

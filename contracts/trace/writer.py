@@ -1,8 +1,9 @@
 """Writer of rollout-trace bundles (envelope schema 3, replayable by ``codex debug trace-reduce``).
 
-``schema=1`` or ``schema=2`` writes what codex-cli 0.163.0 or 0.169.0 writes instead (the fake's release
-profiles): one JSON file per payload referenced by ``path``, the fields those releases leave out dropped,
-and for schema 1 no ``recording_completed`` (``rollout_ended`` closes); :data:`contracts.trace.format.FORMATS`.
+Another schema writes what the release declaring it writes instead (``fmt``, its folder's ``trace``, the
+fake's release profiles): with ``payload_files`` one JSON file per payload referenced by ``path``, the fields
+the format leaves out dropped, and with another closing event no ``recording_completed`` (``rollout_ended``
+closes); :func:`contracts.releases.trace_formats`.
 
 Ordering guarantees: ``seq`` 1..N is assigned under one :class:`threading.Lock`, wall time never decreases, a
 payload record is written (and flushed as a zstd block) before the event line that references it, and the
@@ -43,12 +44,12 @@ from contracts.trace.errors import WindowAlreadyEnded, WriterClosed
 from contracts.trace.format import (
     EVENT_LOG_NAME,
     EXECUTION_STATUSES,
-    FORMATS,
     MANIFEST_NAME,
     PAYLOAD_KINDS,
     PAYLOADS_DIR_NAME,
     ROLLOUT_STATUSES,
     SCHEMA_VERSION,
+    BundleFormat,
     encode_record,
     payload_id,
     shard_name,
@@ -95,14 +96,19 @@ class TraceWriter:
         compression_level: int = 3,
         on_event: Callable[[int], None] | None = None,
         schema: int = SCHEMA_VERSION,
+        fmt: BundleFormat | None = None,
     ) -> None:
         """``on_event(seq)`` runs under the writer lock after each event line is flushed (tests snapshot
-        the files there to cut a bundle exactly where a killed writer could have left it)."""
+        the files there to cut a bundle exactly where a killed writer could have left it). ``fmt``: the format
+        to write (a release's, which wins over ``schema``); else the one declared for ``schema``."""
         self.path = Path(bundle_dir)
-        if schema not in FORMATS:
-            raise ValueError(f"unknown trace schema {schema} (known: {', '.join(map(str, FORMATS))})")
-        self.schema = schema
-        self._format = FORMATS[schema]
+        if fmt is None:
+            known = _trace_formats()
+            if schema not in known:
+                raise ValueError(f"unknown trace schema {schema} (known: {', '.join(map(str, known))})")
+            fmt = known[schema]
+        self.schema = fmt.schema
+        self._format = fmt
         self._on_event = on_event
         self.rollout_id = rollout_id
         self.root_thread_id = root_thread_id or rollout_id
@@ -151,6 +157,7 @@ class TraceWriter:
         shard_max_bytes: int = DEFAULT_SHARD_MAX_BYTES,
         on_event: Callable[[int], None] | None = None,
         schema: int = SCHEMA_VERSION,
+        fmt: BundleFormat | None = None,
     ) -> TraceWriter:
         """A bundle at ``root/trace-<trace_id>-<root_thread_id>/``, as the real binary names it."""
         trace_id = trace_id or str(uuid.uuid4())
@@ -164,6 +171,7 @@ class TraceWriter:
             shard_max_bytes=shard_max_bytes,
             on_event=on_event,
             schema=schema,
+            fmt=fmt,
         )
 
     # -- state ---------------------------------------------------------------------------------------
@@ -298,7 +306,7 @@ class TraceWriter:
         thread_id: str | None = None,
         codex_turn_id: str | None = None,
     ) -> int:
-        """An ``other`` event. Caution: codex 0.171.0's reducer rejects any bundle holding one ("raw trace event
+        """An ``other`` event. Caution: the real reducer rejects any bundle holding one ("raw trace event
         has no reducer implementation"), and so does :func:`contracts.trace.reader.read_bundle`."""
         with self._lock:
             if self._closed:
@@ -731,9 +739,9 @@ class TerminalOperationWindow(_Window):
     def leak(self) -> None:
         """FAULT INJECTION ONLY: drop this runtime handle without a ``tool_call_runtime_ended``.
 
-        What 0.171.0 does to a cancelled patch's ``apply_patch`` runtime: the runtime stays open in the
-        bundle even after :meth:`TraceWriter.complete`, and the closure checker reports it. The handle
-        counts as consumed: a later end raises.
+        What the real binary does to a cancelled patch's ``apply_patch`` runtime (every release recorded): the
+        runtime stays open in the bundle even after :meth:`TraceWriter.complete`, and the closure checker
+        reports it. The handle counts as consumed: a later end raises.
         """
         self._claim()
 
@@ -744,3 +752,10 @@ class TerminalOperationWindow(_Window):
 # Runtime payloads the reducer parses (a terminal runtime start needs `command` as a list and `cwd`).
 _RUNTIME_START: dict[str, Any] = {"command": ["true"], "cwd": "/"}
 _RUNTIME_END: dict[str, Any] = {"exit_code": 0}
+
+
+def _trace_formats() -> dict[int, BundleFormat]:
+    """The formats the release folders declare (imported here: the loader itself imports this package)."""
+    from contracts.releases import trace_formats
+
+    return trace_formats()

@@ -1,11 +1,12 @@
-"""Every client request of codex-cli 0.171.0 beyond the turn core, answered as the real binary answers it offline.
+"""Every client request beyond the turn core, answered as the real binary answers it offline.
 
 One module per family holds a method table (``HANDLERS``: method -> handler(:class:`Call`) -> result):
 :mod:`.threads`, :mod:`.config_account`, :mod:`.fs_search`, :mod:`.plugins`, :mod:`.experimental`. A
 method no table holds gets the smallest answer its pinned response schema accepts
-(:mod:`.schema_answer`): those are the methods 0.171.0 only answers with a model, an account or the
-network. The engine calls :func:`dispatch` from one place, after its own checks (params present,
-initialized, experimental gate); params are checked against the schema first (:mod:`.params`).
+(:mod:`.schema_answer`): those are the methods the real binary only answers with a model, an account or
+the network. Recorded answers and the schema are the release's (its folder, :mod:`contracts.releases`).
+The engine calls :func:`dispatch` from one place, after its own checks (params present, initialized,
+experimental gate); params are checked against the schema first (:mod:`.params`).
 ``[[methods]]`` entries of the scenario take a request before all that (:mod:`.overrides`).
 
 Sans-IO like the engine, except that the fs methods read the session's work directory (bounded,
@@ -57,7 +58,7 @@ def answer(engine: Engine, method: str, params: Any) -> Call:
     call = Call(engine, method, params if isinstance(params, dict) else {})
     handler = HANDLERS.get(method)
     try:
-        call.result = handler(call) if handler is not None else minimal_result(method)
+        call.result = handler(call) if handler is not None else minimal_result(engine.profile.schema_release, method)
     except SurfaceError as err:
         # Kept without its traceback and the error it replaced: both hold the handler's frames, which hold
         # the call (its params, a write's data), a cycle only the collector frees, and it seldom runs when
@@ -74,7 +75,7 @@ def decorate_thread(engine: Engine, thread: Any, body: dict[str, Any]) -> dict[s
 def dispatch(engine: Engine, request: Any, params: Any) -> None:
     """Answer ``request`` (a method no engine handler holds): notifications before, the answer, those after."""
     box = engine.box
-    refused = params_problem(request.frame)
+    refused = params_problem(engine.profile.schema_release, request.frame)
     if refused is not None:
         box.respond_error(request.id, INVALID_REQUEST, refused)
         return

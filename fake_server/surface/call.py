@@ -1,6 +1,6 @@
 """One client request to a surface method: its params, the engine, and the notifications around the answer.
 
-0.171.0 writes some notifications before the answer (``thread/status/changed`` when archiving unloads
+The real server writes some notifications before the answer (``thread/status/changed`` when archiving unloads
 a thread) and some after it (``thread/archived``); a handler says which with :meth:`Call.before` and
 :meth:`Call.after` and returns the result (or raises :class:`~fake_server.surface.errors.SurfaceError`).
 """

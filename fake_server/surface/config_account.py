@@ -1,4 +1,4 @@
-"""Models, providers, config, features, permission profiles and the account, as 0.171.0 answers offline.
+"""Models, providers, config, features, permission profiles and the account, as the real binary answers offline.
 
 Offline with the mock provider there is no account: reads answer with nulls, and everything that
 needs an OpenAI account is refused with the real messages.
@@ -24,7 +24,7 @@ AUTH_REQUIRED = {
 
 
 def _static(call: Call, key: str) -> Any:
-    return static.answer(key, cwd=call.cwd, codex_home=call.codex_home)
+    return static.answer(call.engine.profile, key, cwd=call.cwd, codex_home=call.codex_home)
 
 
 def recorded(key: str | None = None) -> Any:
@@ -74,7 +74,7 @@ def provider_config_write(call: Call) -> dict[str, Any]:
         raise invalid("Invalid request: missing field `type`")
     from fake_server.surface.schema_answer import minimal_result
 
-    return minimal_result(call.method)
+    return minimal_result(call.engine.profile.schema_release, call.method)
 
 
 def provider_default_set(call: Call) -> dict[str, Any]:
@@ -146,7 +146,11 @@ def feedback_save(call: Call) -> dict[str, Any]:
 
 def model_provider_list(call: Call) -> dict[str, Any]:
     return static.answer(
-        "modelProvider/list", cwd=call.cwd, codex_home=call.codex_home, base_url="http://127.0.0.1:0/v1"
+        call.engine.profile,
+        "modelProvider/list",
+        cwd=call.cwd,
+        codex_home=call.codex_home,
+        base_url="http://127.0.0.1:0/v1",
     )
 
 

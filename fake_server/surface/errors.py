@@ -6,7 +6,7 @@ from typing import Any
 
 from contracts.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 
-INVALID_PARAMS = -32602  # 0.171.0 uses it for a few argument checks (sections, skills/config/write)
+INVALID_PARAMS = -32602  # the real server uses it for a few argument checks (sections, skills/config/write)
 
 
 class SurfaceError(Exception):
@@ -18,7 +18,7 @@ class SurfaceError(Exception):
 
 
 def invalid(message: str, data: Any = None) -> SurfaceError:
-    """-32600: what 0.171.0 answers for bad ids, unknown threads and most refusals."""
+    """-32600: what the real server answers for bad ids, unknown threads and most refusals."""
     return SurfaceError(INVALID_REQUEST, message, data)
 
 
@@ -27,7 +27,7 @@ def invalid_params(message: str) -> SurfaceError:
 
 
 def internal(message: str) -> SurfaceError:
-    """-32603: 0.171.0 answers host I/O errors (a missing file) with the OS message."""
+    """-32603: the real server answers host I/O errors (a missing file) with the OS message."""
     return SurfaceError(INTERNAL_ERROR, message)
 
 

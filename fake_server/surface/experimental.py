@@ -1,4 +1,4 @@
-"""Methods only the experimental schema has (behind ``experimentalApi``), as 0.171.0 answers them offline.
+"""Methods only the experimental schema has (behind ``experimentalApi``), as the real binary answers them offline.
 
 Recorded with the smallest params the schema allows (probes/experimental.jsonl): most refuse empty
 input with the real message, the rest answer with empty lists. Methods that would reach the network

@@ -1,4 +1,4 @@
-"""fs/*, fuzzyFileSearch and command/exec, answered like 0.171.0 but confined and without side effects.
+"""fs/*, fuzzyFileSearch and command/exec, answered like the real binary but confined and without side effects.
 
 Reads see the session's work directory only (``Engine.cwd``; a path outside it reads as missing),
 capped in size and count. Writes (writeFile, createDirectory, copy, remove) never touch the disk:
@@ -7,11 +7,11 @@ runs anything: it answers with the scripted result (``[[methods]]``), by default
 
 Everything a client can make the fake hold or do is capped. The overlay holds at most
 :data:`MAX_OVERLAY_ENTRIES` paths and :data:`MAX_OVERLAY_BYTES` of file data: past that a write is
-answered as 0.171.0 answers it on a full disk (observed with its work directory on a small tmpfs:
+answered as the real server answers it on a full disk (observed with its work directory on a small tmpfs:
 ``-32603 No space left on device (os error 28)``). ``fuzzyFileSearch`` takes its roots once each, as
-0.171.0 does (``/a`` and ``/a/`` are one root, ``/a/b/..`` another), looks at most
+the real server does (``/a`` and ``/a/`` are one root, ``/a/b/..`` another), looks at most
 :data:`MAX_SEARCH_FILES` entries over all of them and refuses more than :data:`MAX_SEARCH_ROOTS` distinct
-roots with a clear error (0.171.0 answered 2,000 without one; a real client sends a handful).
+roots with a clear error (the real server answered 2,000 without one; a real client sends a handful).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ MAX_OVERLAY_BYTES = 64 * 1024 * 1024  # file data written or copied in one sessi
 MAX_WATCHES = 1_000
 NOT_FOUND = "No such file or directory (os error 2)"
 NOT_A_DIRECTORY = "Not a directory (os error 20)"
-NO_SPACE = "No space left on device (os error 28)"  # 0.171.0 on a full disk, for writeFile
+NO_SPACE = "No space left on device (os error 28)"  # the real server on a full disk, for writeFile
 DIRECTORY = object()  # an overlay entry that is a directory
 DELETED = object()  # an overlay entry removed in this session
 
@@ -219,7 +219,7 @@ def remove(call: Call) -> dict[str, Any]:
     path = _abs(call.params.get("path"))
     if _kind(call, path) is not None:
         _overlay(call).put(path, DELETED)  # no new entry past what is written or on the disk: never refused
-    return {}  # 0.171.0 answers {} for a missing path too
+    return {}  # the real server answers {} for a missing path too
 
 
 def watch(call: Call) -> dict[str, Any]:
@@ -273,7 +273,7 @@ def _walk(call: Call, root: str, budget: list[int]) -> list[str]:
 
 
 def _root_key(root: str) -> str:
-    """When two roots are one (0.171.0 compares them as paths: ``/a``, ``/a/`` and ``/a//.`` are one root,
+    """When two roots are one (the real server compares them as paths: ``/a``, ``/a/`` and ``/a//.`` are one root,
     ``/a/b/..`` is another, nothing is resolved)."""
     parts = [p for p in root.split("/") if p not in ("", ".")]
     return ("/" if root.startswith("/") else "") + "/".join(parts)
@@ -299,7 +299,7 @@ def fuzzy_file_search(call: Call) -> dict[str, Any]:
             indices = _subsequence(query, rel) if query else None
             if indices is None:
                 continue
-            # Higher for tighter, earlier matches; 0.171.0's scores are of this order (65620 for a prefix).
+            # Higher for tighter, earlier matches; the real server's scores are of this order (65620 for a prefix).
             score = 65536 + 84 - (indices[-1] - indices[0]) - indices[0]
             files.append(
                 {

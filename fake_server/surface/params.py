@@ -1,26 +1,24 @@
 """Params of a surface method checked against the pinned schema before its handler runs.
 
-0.171.0 deserializes params with serde and refuses a wrong type with ``-32600 Invalid request:
+The real server deserializes params with serde and refuses a wrong type with ``-32600 Invalid request:
 invalid type: <what came>, expected <what it wanted>``. The fake checks the request against the
-pinned (experimental) schema on first use of each method and words the first violation that way
+pinned (experimental) schema of the release played on first use of each method and words the first violation that way
 (the ``expected`` part is the schema's wording, not serde's); the handlers then only see
 well-typed params. Loaded lazily, so ``fake-codex`` starts without the schema bundle.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
 from fake_server.serde_words import json_type
 
 
-@functools.cache
-def _validator() -> Any:
+def _validator(release: str) -> Any:
     from contracts.validator import Validator
 
-    return Validator.for_release("0.171.0", experimental=True)
+    return Validator.for_release(release, experimental=True)
 
 
 def _at(frame: Any, pointer: str) -> Any:
@@ -35,10 +33,10 @@ def _at(frame: Any, pointer: str) -> Any:
     return value
 
 
-def problem(frame: dict[str, Any]) -> str | None:
-    """The ``Invalid request: ...`` message for a request the schema rejects, or None."""
+def problem(release: str, frame: dict[str, Any]) -> str | None:
+    """The ``Invalid request: ...`` message for a request ``release``'s schema rejects, or None."""
     try:
-        violations = _validator().validate(frame, "c2s")
+        violations = _validator(release).validate(frame, "c2s")
     except Exception:  # no pinned schema: the fake is only less strict
         return None
     if not violations:

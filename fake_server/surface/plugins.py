@@ -1,4 +1,4 @@
-"""Skills, hooks, marketplaces, plugins, apps and MCP servers, as 0.171.0 answers them offline.
+"""Skills, hooks, marketplaces, plugins, apps and MCP servers, as the real binary answers them offline.
 
 The real session has the bundled system skills and nothing else installed; remote plugin features
 are off (the real target's network-off configuration), so they are refused with the real messages.
@@ -17,7 +17,7 @@ ONE_SOURCE = "{method} requires exactly one of marketplacePath or remoteMarketpl
 
 
 def _recorded(call: Call) -> Any:
-    return static.answer(call.method, cwd=call.cwd, codex_home=call.codex_home)
+    return static.answer(call.engine.profile, call.method, cwd=call.cwd, codex_home=call.codex_home)
 
 
 def skills_list(call: Call) -> dict[str, Any]:

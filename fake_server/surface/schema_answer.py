@@ -1,4 +1,4 @@
-"""A minimal answer the pinned schema accepts, for methods 0.171.0 only answers with a model or an account.
+"""A minimal answer the pinned schema accepts, for methods the real binary only answers with a model or an account.
 
 Built from the method's response schema on first use (the schema bundle is loaded lazily, so
 ``fake-codex`` starts without it): required properties only, ``null`` where the schema allows it,
@@ -14,10 +14,10 @@ _MAX_DEPTH = 24
 
 
 @functools.cache
-def _response_schema(method: str) -> dict[str, Any] | None:
+def _response_schema(release: str, method: str) -> dict[str, Any] | None:
     from fake_server.methods import pinned_client_requests
 
-    bundle, requests = pinned_client_requests("0.171.0")
+    bundle, requests = pinned_client_requests(release)
     entry = requests.get(method)
     if entry is None or entry.response_file is None:
         return None
@@ -25,9 +25,9 @@ def _response_schema(method: str) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) else None
 
 
-def minimal_result(method: str) -> Any:
-    """The smallest schema-valid result of ``method`` (``{}`` when the schema does not say)."""
-    schema = _response_schema(method)
+def minimal_result(release: str, method: str) -> Any:
+    """The smallest result of ``method`` that ``release``'s pinned schema accepts (``{}`` when it does not say)."""
+    schema = _response_schema(release, method)
     if schema is None:
         return {}
     return _instance(schema, schema.get("definitions", {}), 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PINNED_SECTION_ID = "01984de2-8f74-7c91-a3b2-5c5e937cf318"  # 0.171.0's built-in "Pinned" section
+PINNED_SECTION_ID = "01984de2-8f74-7c91-a3b2-5c5e937cf318"  # the real server's built-in "Pinned" section
 
 
 @dataclass(slots=True)

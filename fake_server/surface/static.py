@@ -1,43 +1,30 @@
-"""Answers 0.171.0 gives the same way to every offline session (model list, config, skills...).
+"""Answers the release played gives the same way to every offline session (model list, config, skills...).
 
-``data/answers.json`` holds them as recorded from the real binary (tests/data/real/0.171.0/probes),
-with the run's paths as ``${cwd}`` / ``${codex_home}`` / ``${base_url}``; they are filled in per
-session. Loaded on first use.
+Its folder's ``answers.json`` (:mod:`contracts.releases`) holds them as recorded from the real binary, with
+the run's paths as ``${cwd}`` / ``${codex_home}`` / ``${base_url}``; they are filled in per session
+(:func:`fake_server.shapes.fill`). Read on first use.
 """
 
 from __future__ import annotations
 
-import copy
-import functools
-import json
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from contracts.releases import ReleaseError
+from fake_server.shapes import fill
+
+if TYPE_CHECKING:
+    from fake_server.profiles import Profile
 
 
-@functools.cache
-def _answers() -> dict[str, Any]:
-    text = resources.files("fake_server.surface").joinpath("data/answers.json").read_text(encoding="utf-8")
-    return json.loads(text)
+def answer(
+    profile: Profile, key: str, *, cwd: str, codex_home: str, base_url: str = "http://127.0.0.1:0/v1"
+) -> Any:
+    """The recorded answer ``key`` of the release played, with this session's paths (a fresh copy each time)."""
+    answers = profile.answers()
+    if key not in answers:
+        raise ReleaseError(f"release {profile.release}: answers.json has no recorded answer {key!r}")
+    return fill(answers[key], {"cwd": cwd, "codex_home": codex_home, "base_url": base_url})
 
 
-def _fill(value: Any, tokens: dict[str, str]) -> Any:
-    if isinstance(value, str):
-        for token, replacement in tokens.items():
-            if token in value:
-                value = value.replace(token, replacement)
-        return value
-    if isinstance(value, list):
-        return [_fill(v, tokens) for v in value]
-    if isinstance(value, dict):
-        return {k: _fill(v, tokens) for k, v in value.items()}
-    return value
-
-
-def answer(key: str, *, cwd: str, codex_home: str, base_url: str = "http://127.0.0.1:0/v1") -> Any:
-    """The recorded answer ``key`` with this session's paths (a fresh copy each time)."""
-    recorded = copy.deepcopy(_answers()[key])
-    return _fill(recorded, {"${cwd}": cwd, "${codex_home}": codex_home, "${base_url}": base_url})
-
-
-def keys() -> frozenset[str]:
-    return frozenset(_answers())
+def keys(profile: Profile) -> frozenset[str]:
+    return frozenset(profile.answers())

@@ -1,4 +1,4 @@
-"""Thread methods beyond start/resume/turns, as 0.171.0 answers them offline.
+"""Thread methods beyond start/resume/turns, as the real binary answers them offline.
 
 Views of a thread, as observed: a *live* one (loaded: ``thread/read``, ``thread/fork``) with its
 environments and ``canAcceptDirectInput: true``; a *listed* one (``thread/list`` of a loaded thread)
@@ -13,7 +13,6 @@ import posixpath
 import time
 from typing import TYPE_CHECKING, Any
 
-from fake_server import shapes
 from fake_server.ids import uuid_error
 from fake_server.surface.call import Call
 from fake_server.surface.errors import invalid, invalid_params, not_supported
@@ -48,7 +47,7 @@ def _known(call: Call, thread_id: str) -> ThreadState | None:
 
 
 def _stored(call: Call, thread_id: Any) -> tuple[ThreadState, ThreadExtra]:
-    """A thread whose rollout can be found by id (else 0.171.0's 'no rollout found')."""
+    """A thread whose rollout can be found by id (else the real server's 'no rollout found')."""
     thread_id = _check_id(thread_id)
     thread = _known(call, thread_id)
     if thread is None or thread.ephemeral:
@@ -57,7 +56,7 @@ def _stored(call: Call, thread_id: Any) -> tuple[ThreadState, ThreadExtra]:
 
 
 def _loaded(call: Call, thread_id: Any) -> tuple[ThreadState, ThreadExtra]:
-    """A thread loaded in this server (else 0.171.0's 'thread not found')."""
+    """A thread loaded in this server (else the real server's 'thread not found')."""
     thread_id = _check_id(thread_id)
     thread = _known(call, thread_id)
     extra = call.state.extra(thread_id)
@@ -286,16 +285,16 @@ def thread_fork(call: Call) -> dict[str, Any]:
     extra.forked_from, extra.name, extra.materialised = source.thread_id, source_extra.name, True
     body = _live(call, fork)
     if not call.params.get("excludeTurns"):
-        call.before("deprecationNotice", shapes.FULL_HISTORY_DEPRECATION)
+        call.before("deprecationNotice", engine.shapes.full_history_deprecation())
         body["turns"] = [{**turn, "itemsView": "full"} for turn in fork.history]
-    result = shapes.thread_session_result(
+    result = engine.shapes.thread_session_result(
         body, model=fork.model, cwd=fork.cwd, approval_policy=fork.approval_policy, sandbox=fork.sandbox
     )
     if source.usage_frames:
         usage = dict(source.usage_frames[-1]["params"])
         call.after("thread/tokenUsage/updated", {**usage, "threadId": fork_id})
     call.after("thread/started", {"thread": {**body, "turns": []}})
-    # 0.171.0 writes the fork its own trace bundle (started, configured, closed at shutdown).
+    # The real server writes the fork its own trace bundle (started, configured, closed at shutdown).
     engine.box.trace("thread_started", thread_id=fork_id, model=fork.model, cwd=fork.cwd)
     return result
 
@@ -475,11 +474,12 @@ def needs_loaded(call: Call) -> Any:
 
 
 def review_start(call: Call) -> dict[str, Any]:
-    """The review turn's answer as 0.171.0 writes it; the review itself (a model turn) is not played."""
+    """The review turn's answer as the real server writes it; the review itself (a model turn) is not played."""
     thread, _extra = _loaded(call, call.params.get("threadId"))
     target = call.params.get("target") if isinstance(call.params.get("target"), dict) else {}
     review = "current changes" if target.get("type") == "uncommittedChanges" else str(target.get("type", "review"))
     turn_id = call.engine.ids.uuid7(call.engine.now_ms)
+    shapes = call.engine.shapes
     item = {**shapes.user_message_item(turn_id, review, 0, None), "startedAtMs": None}
     turn = {**shapes.turn(turn_id), "rootTurnId": None, "items": [item]}
     return {"turn": turn, "reviewThreadId": thread.thread_id}

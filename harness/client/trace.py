@@ -13,7 +13,7 @@ What the client records (documented in ``docs/client.md``):
   ``approval.opened`` / ``approval.answered`` / ``approval.resolved`` (paired by ``request_id``: one
   opened, at most one answered, exactly one resolved) and ``interrupt.sent`` / ``interrupt.answered``
   (paired by ``request_id``: exactly one answered per sent, ``outcome`` ok | error | timeout | no answer).
-  Not ``other`` events: codex 0.171.0's reducer rejects any bundle holding one ("raw trace event has no
+  Not ``other`` events: the real reducer rejects any bundle holding one ("raw trace event has no
   reducer implementation"), while protocol events of any type replay, so the bundle stays replayable by
   ``codex debug trace-reduce``;
 - ``recording_completed`` last, on every path: :meth:`ClientTrace.close` runs in the session's teardown.
@@ -88,7 +88,7 @@ class ClientTrace:
         self, bundle_dir: Path, *, now_ms: Callable[[], int] | None = None, marker_events: str = "protocol_event"
     ) -> None:
         """``marker_events``: how approval / interrupt steps are recorded, ``protocol_event`` (replayable) or
-        ``other`` (``other`` events with the same kinds; the 0.171.0 reducer rejects such a bundle)."""
+        ``other`` (``other`` events with the same kinds; the real reducer rejects such a bundle)."""
         if marker_events not in ("protocol_event", "other"):
             raise ValueError(f"marker_events must be protocol_event or other, not {marker_events!r}")
         self.marker_events = marker_events

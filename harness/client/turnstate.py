@@ -159,7 +159,8 @@ class TurnState:
         if isinstance(error, Mapping) and isinstance(error.get("message"), str):
             self.server_error = error["message"]
         if self.last_message is None:
-            # 0.171.0 carries the turn's agent messages on completion: a fallback when item/completed was opted out
+            # The real server carries the turn's agent messages on completion: a fallback when item/completed
+            # was opted out
             for item in turn.get("items") or ():
                 if not isinstance(item, Mapping) or item.get("type") != "agentMessage":
                     continue

@@ -15,6 +15,7 @@ import orjson
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.protocol_index import Union, build_index
+from contracts.releases import default_version
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
 from harness import confine
 from harness.bounded_run import OutputOverflow
@@ -57,8 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "diff",
         help="methods and fields added, removed and changed between two releases",
         description=(
-            "Compare two schemas; OLD and NEW are pinned versions (e.g. 0.171.0: the pins shipped with the "
-            "package, then your store) or directories (a pinned release directory, or what "
+            f"Compare two schemas; OLD and NEW are pinned versions (e.g. {default_version()}: the pins shipped with "
+            "the package, then your store) or directories (a pinned release directory, or what "
             "generate-json-schema --out wrote). Exit 1 when a change can break a client (removed method, field, "
             "enum value or variant; a type change; a newly required field in something the client sends), 0 "
             "otherwise, 3 when a side cannot be read."

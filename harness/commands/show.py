@@ -17,6 +17,7 @@ from contracts import paths, safe_read
 from contracts.checks import run_all
 from contracts.exitcodes import INVALID_INPUT, OK, UsageError
 from contracts.record import SessionRecord, WireEntry
+from contracts.releases import default_version
 from contracts.report import Report, judge
 from harness.timeline import render_lines
 from harness.wire_file import WireFileError, iter_wire
@@ -98,7 +99,7 @@ def _show(args: argparse.Namespace, path: Path) -> int:
     if not args.no_schema:
         from contracts.validator import Validator
 
-        release = record.schema_release if record else "0.171.0"
+        release = record.schema_release if record else default_version()
         try:
             validator = Validator.for_release(release, record.experimental_api if record else True)
         except Exception:  # an unpinned release still shows its timeline, unmarked

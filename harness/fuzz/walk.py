@@ -404,7 +404,7 @@ def _landing(steps: list[Step], j: int, t: int | None = None) -> Landing:
 def steerable(s: Step, at: int | None = None) -> bool:
     """A steer landing on ``s`` (at time ``at``; None: anywhere in a delay window's middle) has one outcome.
 
-    The fake (like 0.171.0) holds the input until the next model request: while the model streams
+    The fake (like the real server) holds the input until the next model request: while the model streams
     that comes :data:`~fake_server.turns.PENDING_FLUSH_MS` later, when the stream is abandoned, so the
     stream's wait must last past it; during a running command the input waits for the tool, which the
     walk does not model, so only streaming waits are steered.

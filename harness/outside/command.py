@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from contracts.exitcodes import UsageError
+from contracts.releases import default_version
 from contracts.scenario import Scenario
 from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
 from harness.report_dir import ReportDir
@@ -29,7 +30,8 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--release",
             metavar="X",
-            help="the release profile the fake plays for --client-cmd (default: the scenario's, else 0.171.0)",
+            help="the release profile the fake plays for --client-cmd (default: the scenario's, else "
+            f"{default_version()})",
         )
     except argparse.ArgumentError:
         pass

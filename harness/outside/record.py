@@ -22,6 +22,7 @@ import orjson
 
 from contracts import safe_read
 from contracts.record import Budgets, SessionRecord, WireEntry
+from contracts.releases import default_version
 from contracts.scenario import Scenario
 from contracts.trace.reader import bundles_under
 from fake_server.recording import END_REASONS, MAX_SERVERS, MAX_WIRE_BYTES, WRITE_FAILED_PREFIX
@@ -340,7 +341,7 @@ def server_record(
         record.wire = [replace(e, t=round(e.t - zero, 6)) for e in server.wire]
         record.server_trace = server.trace_bundle
         record.server_version = server.start.get("profile")
-        record.schema_release = str(server.start.get("profile") or "0.171.0")
+        record.schema_release = str(server.start.get("profile") or default_version())
         end = server.end
         record.server_exit = end.get("exit_code") if end else None
     return record

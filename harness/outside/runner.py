@@ -81,7 +81,7 @@ class ClientCannotStart(UsageError):
 class ClientSpec:
     argv: list[str]
     deadline_s: float | None = None
-    #: the release profile the shim answers and the fake plays; None: the scenario's ``release``, else 0.171.0
+    #: the release profile the shim answers and the fake plays; None: the scenario's ``release``, else the default
     profile: str | None = None
 
 

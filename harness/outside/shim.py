@@ -12,10 +12,11 @@ import os
 import shlex
 from pathlib import Path
 
+from contracts.releases import default_version
 from harness.targets.fake import fake_codex_argv
 
 #: The release profile played when neither ``--release`` nor the scenario names one (fake_server.profiles).
-DEFAULT_PROFILE = "0.171.0"
+DEFAULT_PROFILE = default_version()
 
 
 def write_shim(

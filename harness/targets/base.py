@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contracts.releases import default_version
+
 TARGET_NAMES: tuple[str, ...] = ("fake", "fake-process", "real")
 
 
@@ -20,7 +22,7 @@ class TargetRun:
     transport: Any  # contracts.transport.Transport: its stream, and its process (None: a socket, no process)
     virtual_time: bool
     trace_root: Path | None
-    schema_release: str = "0.171.0"
+    schema_release: str = field(default_factory=default_version)  # default: the default release
     server_version: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     #: the mock Responses API's traffic timeline (real target), live: the runner copies it into the record

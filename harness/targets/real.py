@@ -31,7 +31,7 @@ TARGET = "real"
 PROVIDER_ID = "mock_provider"
 APPROVAL_POLICIES = ("never", "on-request", "on-failure")
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
-#: What keeps a real run on this machine. codex-cli 0.171.0 syncs the curated plugin marketplace at
+#: What keeps a real run on this machine. The real binary syncs the curated plugin marketplace at
 #: start-up (``git ls-remote https://github.com/openai/plugins.git``, then api.github.com, then
 #: chatgpt.com); the ``plugins`` feature gates that sync and the remote plugin catalogue. Analytics and
 #: the update check are the other start-up calls home. ``tests/test_real_hermetic.py`` proves under
@@ -106,8 +106,8 @@ def effective_config(scenario: Scenario) -> ServerConfig:
         for item in response.items
     )
     if config.approval_policy == "untrusted":
-        # 0.171.0 refuses to start with it in config.toml (app-server-protocol.md §14.4).
-        raise RealTargetError('approval_policy "untrusted" is not accepted in config.toml by codex-cli 0.171.0')
+        # The real binary refuses to start with it in config.toml (app-server-protocol.md §14.4).
+        raise RealTargetError('approval_policy "untrusted" is not accepted in config.toml by the real binary')
     if config.approval_policy not in APPROVAL_POLICIES:
         raise RealTargetError(f"unknown approval_policy {config.approval_policy!r}")
     if config.sandbox not in SANDBOX_MODES:
