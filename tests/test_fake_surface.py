@@ -277,3 +277,36 @@ def test_the_docs_table_of_methods_is_current() -> None:
     assert "not supported yet" not in table.replace("list_turns is not supported yet", "").replace(
         "thread/items/list is not supported yet", ""
     )
+
+
+@pytest.mark.parametrize("release", ["0.163.0", "0.169.0", "0.171.0"])
+@pytest.mark.parametrize(
+    ("method", "params", "answer"),
+    [
+        # observed on 0.163.0 and 0.171.0: a variant without params (schema `null`, serde's unit) takes `{}`
+        ("account/logout", {}, {"result": {}}),
+        ("windowsSandbox/readiness", {}, {"result": {"status": "notConfigured"}}),
+        # ...and refuses any other value as not a unit, in serde's words
+        ("configRequirements/read", {"a": 1}, {"error": "Invalid request: invalid type: map, expected unit"}),
+        ("configRequirements/read", 5, {"error": "Invalid request: invalid type: integer `5`, expected unit"}),
+        ("configRequirements/read", [], {"error": "Invalid request: invalid type: sequence, expected unit"}),
+        ("configRequirements/read", "x", {"error": 'Invalid request: invalid type: string "x", expected unit'}),
+    ],
+)
+def test_a_method_without_params_takes_an_empty_map_as_the_real_server_does(
+    release: str, method: str, params: Any, answer: dict[str, Any], workdir: Path
+) -> None:
+    from fake_server import profiles
+    from fake_server.engine import Engine
+    from fake_server.virtual import VirtualServer
+
+    server = VirtualServer(_scenario())
+    server.engine = Engine(_scenario(), cwd=str(workdir), codex_home=str(workdir), profile=profiles.get(release))
+    server.send({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}})
+    server.send({"id": 1, "method": method, "params": params})
+    server.settle()
+    got = next(f for f in server.frames if f.get("id") == 1)
+    if "error" in answer:
+        assert got.get("error", {}).get("message") == answer["error"], got
+    else:
+        assert got.get("result") == answer["result"], got
