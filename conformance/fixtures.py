@@ -42,7 +42,7 @@ class FakeCodex:
         return self.argv[0]
 
     def release(self, release: str) -> FakeCodex:
-        """The same executable playing ``release`` (one of fake_server.profiles.PROFILES; checked here)."""
+        """The same executable playing ``release`` (one of fake_server.profiles.names(); checked here)."""
         from fake_server import profiles
 
         return dataclasses.replace(self, release_played=profiles.get(release).release)
