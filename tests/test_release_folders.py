@@ -281,7 +281,7 @@ def test_a_shape_field_the_engine_does_not_compute_is_written_and_one_left_out_i
     assert "preview" in next(f for f in session(profiles.default(), start) if f.get("id") == 1)["result"]["thread"]
 
 
-@pytest.mark.parametrize("kind", ["link", "fifo", "big", "not json"])
+@pytest.mark.parametrize("kind", ["link", "fifo", "big", "not json", "deep"])
 def test_release_json_is_read_bounded_never_through_a_link(store: Path, tmp_path: Path, kind: str) -> None:
     folder = learned(store)
     target = folder / "release.json"
@@ -294,12 +294,26 @@ def test_release_json_is_read_bounded_never_through_a_link(store: Path, tmp_path
         os.mkfifo(target)  # a read would block forever
     elif kind == "big":
         target.write_bytes(b" " * (releases.MAX_DATA_BYTES + 1) + body)
+    elif kind == "deep":
+        target.write_bytes(b"[" * 1000 + b"]" * 1000)  # orjson reads it; the fillers would recurse past Python's limit
     else:
         target.write_bytes(b"{not json")
     releases.clear_caches()
     with pytest.raises(ReleaseError) as info:
         profiles.get(NEW)
     assert str(target) in str(info.value)
+
+
+def test_deeply_nested_shapes_are_refused_when_read(store: Path) -> None:
+    folder = learned(store)
+    shapes = json.loads((folder / "shapes.json").read_text())
+    deep: Any = "${cwd}"
+    for _ in range(900):
+        deep = [deep]
+    shapes["frames"]["thread"]["extra"] = deep
+    (folder / "shapes.json").write_text(json.dumps(shapes))
+    with pytest.raises(ReleaseError, match="nests deeper than"):
+        profiles.get(NEW)
 
 
 def test_a_data_file_that_is_not_regular_is_refused(store: Path) -> None:

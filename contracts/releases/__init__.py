@@ -53,6 +53,8 @@ MAX_DATA_BYTES: Final = 16 * 1024 * 1024
 MAX_NAMES: Final = 10_000
 MAX_NAME_CHARS: Final = 256
 MAX_NOTE_CHARS: Final = 4096
+#: Nesting of a data file (the shipped ones reach 8): deeper would only exhaust the fillers' recursion.
+MAX_DEPTH: Final = 64
 
 
 class ReleaseError(UsageError):
@@ -197,9 +199,25 @@ def read_json(path: Path, what: str, limit: int = MAX_DATA_BYTES) -> Any:
     if size > limit:
         raise ReleaseError(f"{what}: {path} is larger than {limit} bytes")
     try:
-        return orjson.loads(b"".join(chunks))
+        value = orjson.loads(b"".join(chunks))
     except orjson.JSONDecodeError as exc:
         raise ReleaseError(f"{what}: {path} is not JSON: {exc}") from None
+    if _depth_over(value, MAX_DEPTH):
+        raise ReleaseError(f"{what}: {path} nests deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 def _regular(path: Path) -> bool:
