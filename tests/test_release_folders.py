@@ -335,3 +335,21 @@ def test_the_folder_is_what_a_tool_writes(store: Path) -> None:
         text = (folder / name).read_bytes()
         assert orjson.loads(orjson.dumps(orjson.loads(text))) == orjson.loads(text)
     assert profiles.get(NEW).release == NEW
+
+
+def test_a_tool_writes_a_release_folder_the_loader_reads(store: Path) -> None:
+    """What ``release learn`` will do: pin the schema, then write release.json and the data files."""
+    shipped = releases.default()
+    schema_store.write_release(NEW, shipped.bundle(False), shipped.bundle(True), store)
+    description = {**shipped.description, "release": NEW}
+    data = {name: shipped.data(name) for name in ("answers.json", "shapes.json")}
+    folder = releases.write(NEW, description, data)
+    assert folder == store / f"codex-cli-{NEW}"
+    assert profiles.get(NEW).version_line == f"codex-cli {NEW}" and NEW in profiles.names()
+    with pytest.raises(ReleaseError, match=r"release\.json: format"):
+        releases.write(NEW, {**description, "format": 9})
+    with pytest.raises(ReleaseError, match="never written"):
+        releases.write(shipped.version, shipped.description, root=schema_store.SHIPPED_ROOT)
+    with pytest.raises(ReleaseError, match="not a data file name"):
+        releases.write(NEW, description, {"../x.json": {}})
+    assert profiles.get(NEW).release == NEW  # a refused write left the folder as it was

@@ -40,6 +40,7 @@ import orjson
 
 from contracts import schema_store
 from contracts.exitcodes import UsageError
+from contracts.safe_dir import SafeDir, WriteError
 from contracts.trace.format import EVENT_TYPES, NATIVE, SCHEMA_VERSION, BundleFormat
 
 SHIPPED_ROOT: Final = schema_store.SHIPPED_ROOT
@@ -321,6 +322,47 @@ def _check_trace(trace: Any, version: str, path: Path) -> None:
     for etype, _name in _pairs(trace.get("not_written", []), version, path, "trace.not_written"):
         if etype not in EVENT_TYPES:
             raise _fail(version, path, "trace.not_written", f"[event type, field] pairs (not {etype!r})")
+
+
+# --- writing (a tool learning a release) -----------------------------------------------------------------
+
+
+def write(
+    version: str,
+    description: Mapping[str, Any],
+    data: Mapping[str, Any] | None = None,
+    root: Path | None = None,
+) -> Path:
+    """Write the folder's ``release.json`` (checked as the loader reads it) and its data files (``data``: file
+    name -> JSON value, e.g. ``answers.json``, ``shapes.json``) into ``root`` (default: the user's store) next
+    to the schema pin ``schema pin`` wrote. Each file is written whole or not at all; the shipped folders are
+    never written. Raises ReleaseError."""
+    root = root if root is not None else schema_store.user_store()
+    if schema_store.is_shipped(root):
+        raise ReleaseError(f"{root} holds the releases shipped with the package and is never written")
+    folder = schema_store.release_dir(version, root)
+    check_description(dict(description), version, folder / DESCRIPTION_FILE)
+    files = {DESCRIPTION_FILE: description, **(data or {})}
+    for name in files:
+        if "/" in name or not name.endswith(".json") or name == schema_store.META_FILE:
+            raise ReleaseError(f"release {version}: {name!r} is not a data file name of a release folder")
+    bodies = {}
+    for name, value in files.items():
+        try:
+            body = orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+        except TypeError as exc:
+            raise ReleaseError(f"release {version}: {name} is not JSON: {exc}") from None
+        if len(body) > MAX_DATA_BYTES or _depth_over(value, MAX_DEPTH):
+            raise ReleaseError(f"release {version}: {name} is larger or deeper than the loader reads")
+        bodies[name] = body
+    try:
+        with SafeDir.open(folder) as out:  # each file written whole, never through a link
+            for name, body in bodies.items():
+                out.write(name, body)
+    except WriteError as exc:
+        raise ReleaseError(f"release {version}: {exc}") from exc
+    clear_caches()
+    return folder
 
 
 # --- finding releases --------------------------------------------------------------------------------
