@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 import stat
@@ -135,6 +136,7 @@ def on_change(hook: Callable[[], None]) -> None:
 
 def _clear_caches() -> None:
     _load_bundle_cached.cache_clear()
+    _load_member_cached.cache_clear()
     for hook in _change_hooks:
         hook()
 
@@ -252,6 +254,10 @@ def _load_bundle_cached(version: str, experimental: bool, root: Path) -> Bundle:
 
 def read_bundle_file(path: Path) -> dict[str, Any]:
     """Decompress and parse one ``*.json.zst`` bundle, refusing more than MAX_BUNDLE_BYTES."""
+    return _parse_bundle(_decompressed(path), path)
+
+
+def _decompressed(path: Path) -> bytes:
     try:
         data = safe_read.read_bounded(path, MAX_BUNDLE_BYTES, follow=True)  # a pin of the user's or ours
     except OSError as exc:
@@ -260,13 +266,46 @@ def read_bundle_file(path: Path) -> dict[str, Any]:
         declared = zstandard.frame_content_size(data)
         if declared < 0 or declared > MAX_BUNDLE_BYTES:
             raise SchemaStoreError(f"{path}: declared size {declared} is unknown or above {MAX_BUNDLE_BYTES} bytes")
-        raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=MAX_BUNDLE_BYTES)
+        return zstandard.ZstdDecompressor().decompress(data, max_output_size=MAX_BUNDLE_BYTES)
+    except zstandard.ZstdError as exc:
+        raise SchemaStoreError(f"{path}: corrupt bundle: {exc}") from exc
+
+
+def _parse_bundle(raw: bytes, path: Path) -> dict[str, Any]:
+    try:
         bundle = orjson.loads(raw)
-    except (zstandard.ZstdError, orjson.JSONDecodeError) as exc:
+    except orjson.JSONDecodeError as exc:
         raise SchemaStoreError(f"{path}: corrupt bundle: {exc}") from exc
     if not isinstance(bundle, dict) or not all(isinstance(v, dict) for v in bundle.values()):
         raise SchemaStoreError(f"{path}: not a mapping of file paths to schemas")
     return bundle
+
+
+def load_bundle_member(version: str, experimental: bool, name: str, root: Path | None = None) -> Any:
+    """One schema file of a pinned bundle (``ClientRequest.json``; None: the bundle has none). Cached per release.
+
+    A bundle in the form :func:`encode_bundle` writes (compact, keys sorted) is only read up to the end of that
+    file's value, a few ms instead of parsing every schema file: ``fake-codex`` needs the method list at its
+    first request. Any other form is parsed whole.
+    """
+    return _load_member_cached(version, experimental, name, (root or release_root(version)).resolve())
+
+
+@functools.lru_cache(maxsize=16)
+def _load_member_cached(version: str, experimental: bool, name: str, root: Path) -> Any:
+    load_meta(version, root)
+    path = release_dir(version, root) / BUNDLE_FILES[experimental]
+    raw = _decompressed(path)
+    key = orjson.dumps(name) + b":"
+    at = raw.find(key)
+    if at > 0 and raw[at - 1 : at] in (b"{", b","):
+        try:
+            value, _end = json.JSONDecoder().raw_decode(raw[at + len(key) :].decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            value = None
+        if isinstance(value, dict):
+            return value
+    return _parse_bundle(raw, path).get(name)
 
 
 def read_bundle_dir(directory: Path) -> dict[str, Any]:

@@ -259,3 +259,27 @@ def test_validate_release_pins_into_the_users_store(
     assert report["schema"]["compared_with"] == "0.171.0"
     assert "RESULT: FAIL" in capsys.readouterr().out
     assert main([*argv, "--store", str(schema_store.SHIPPED_ROOT)]) == USAGE
+
+
+@pytest.mark.parametrize("experimental", [False, True])
+def test_one_schema_file_of_a_pin_is_read_without_the_others(experimental: bool) -> None:
+    """The method list at fake-codex's first request reads ClientRequest.json only: the same value as the
+    whole bundle's."""
+    for version in schema_store.shipped_releases():
+        whole = schema_store.load_bundle(version, experimental)
+        member = schema_store.load_bundle_member(version, experimental, "ClientRequest.json")
+        assert member == whole["ClientRequest.json"]
+        assert schema_store.load_bundle_member(version, experimental, "No/such.json") is None
+
+
+def test_a_bundle_in_another_form_is_parsed_whole(tmp_path: Path) -> None:
+    """Pretty-printed, keys unsorted, a decoy key inside a value: the member is still the top-level file's."""
+    bundle = {"Z.json": {"title": "z"}, "ClientRequest.json": {"oneOf": [{"title": "real"}]}}
+    schema_store.write_release("1.2.3", bundle, bundle, tmp_path)
+    path = tmp_path / "codex-cli-1.2.3" / "stable.json.zst"
+    decoy = {"A.json": {"x": {"ClientRequest.json ": {"title": "decoy"}}}, **bundle}
+    raw = orjson.dumps(decoy, option=orjson.OPT_INDENT_2)
+    path.write_bytes(zstandard.ZstdCompressor(write_content_size=True).compress(raw))
+    schema_store._clear_caches()
+    member = schema_store.load_bundle_member("1.2.3", False, "ClientRequest.json", tmp_path)
+    assert member == {"oneOf": [{"title": "real"}]}

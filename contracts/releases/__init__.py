@@ -127,13 +127,16 @@ class Release:
     def bundle(self, experimental: bool = False) -> schema_store.Bundle:
         return schema_store.load_bundle(self.version, experimental, self.root)
 
+    def _client_requests(self, experimental: bool) -> Any:
+        return schema_store.load_bundle_member(self.version, experimental, "ClientRequest.json", self.root)
+
     @functools.cached_property
     def methods(self) -> MethodTable:
         """The client methods: the pinned schema's ``ClientRequest`` variants, in order, with release.json's
         ``methods.beyond_schema`` put where the deserializer lists them. Raises ReleaseError."""
         try:
-            experimental = _variants(self.bundle(True))
-            stable = {name for name, _ in _variants(self.bundle(False))}
+            experimental = _variants(self._client_requests(True))
+            stable = {name for name, _ in _variants(self._client_requests(False))}
         except schema_store.SchemaStoreError as exc:
             raise ReleaseError(f"release {self.version}: {exc}") from exc
         order = [name for name, _ in experimental]
@@ -228,9 +231,8 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _variants(bundle: schema_store.Bundle) -> list[tuple[str, bool]]:
-    """(method, params required) of each ``ClientRequest`` variant, in the schema's (the declaration) order."""
-    request = bundle.get("ClientRequest.json")
+def _variants(request: Any) -> list[tuple[str, bool]]:
+    """(method, params required) of each variant of ``ClientRequest.json``, in the schema's (declaration) order."""
     variants = request.get("oneOf") or request.get("anyOf") if isinstance(request, dict) else None
     if not isinstance(variants, list):
         raise schema_store.SchemaStoreError("the pin has no ClientRequest.json with its variants")
