@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any, Final
 
 import orjson
 
-from contracts import schema_store
+from contracts import safe_read, schema_store
 from contracts.exitcodes import UsageError
 from contracts.safe_dir import SafeDir, WriteError
 from contracts.trace.format import EVENT_TYPES, NATIVE, SCHEMA_VERSION, BundleFormat
@@ -179,36 +178,21 @@ class Release:
 
 
 def read_json(path: Path, what: str, limit: int = MAX_DATA_BYTES) -> Any:
-    """The JSON document at ``path``: a regular file (not a link), at most ``limit`` bytes. Raises ReleaseError."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    """The JSON document at ``path``: a regular file (not a link), at most ``limit`` bytes, nested at most
+    :data:`MAX_DEPTH` levels (:mod:`contracts.safe_read`). Raises ReleaseError naming ``what`` and the file."""
     try:
-        fd = os.open(path, flags)
+        value = orjson.loads(safe_read.read_bounded(path, limit))
     except OSError as exc:
-        raise ReleaseError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ReleaseError(f"{what}: {path} is not a regular file")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise ReleaseError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise ReleaseError(f"{what}: {path} is larger than {limit} bytes")
-    try:
-        value = orjson.loads(b"".join(chunks))
+        raise ReleaseError(f"{what}: {safe_read.explain(path, exc)}") from None
     except orjson.JSONDecodeError as exc:
         raise ReleaseError(f"{what}: {path} is not JSON: {exc}") from None
     if _depth_over(value, MAX_DEPTH):
         raise ReleaseError(f"{what}: {path} nests deeper than {MAX_DEPTH} levels")
     return value
+
+
+def _regular(path: Path) -> bool:
+    return safe_read.is_regular(path)
 
 
 def _depth_over(value: Any, limit: int) -> bool:
@@ -222,13 +206,6 @@ def _depth_over(value: Any, limit: int) -> bool:
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
     return False
-
-
-def _regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _variants(request: Any) -> list[tuple[str, bool]]:
