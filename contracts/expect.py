@@ -29,6 +29,15 @@ class ExpectTurn:
     #: ``turn.status`` of the server's turn/completed (completed / interrupted / failed), or "none"
     #: when the server never sends one (crash, hang); None: not checked.
     server_status: str | None = None
+    #: other Result statuses a correct client may report (``also`` in the file): the truth is what any
+    #: correct client may do, not what one client does (after an unknown server request answered with an
+    #: error, one fails the turn, another lets it complete as the server says).
+    also: tuple[ResultStatus, ...] = ()
+
+    @property
+    def statuses(self) -> tuple[ResultStatus, ...]:
+        """Every Result status this turn may end with: ``status`` first."""
+        return (self.status, *(s for s in self.also if s != self.status))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +112,7 @@ class Expect:
                     status=t["status"],
                     usage=UsageBuckets.from_dict(t["usage"]) if t.get("usage") is not None else None,
                     server_status=t.get("server_status"),
+                    also=tuple(t.get("also", ())),
                 )
                 for t in data.get("turns", ())
             ),
@@ -126,4 +136,6 @@ def _turn_to_dict(turn: ExpectTurn) -> dict[str, Any]:
             data["usage"]["reasoning"] = u.reasoning
     if turn.server_status is not None:
         data["server_status"] = turn.server_status
+    if turn.also:
+        data["also"] = list(turn.also)
     return data

@@ -417,7 +417,9 @@ def _expect(r: _Reader) -> Expect:
         else:
             t.used.add("usage")
         server_status = t.get("server_status", str, None, "completed, interrupted, failed or none")
-        turns.append(ExpectTurn(t.str("status", None, RESULT_STATUSES), usage, server_status))  # type: ignore[arg-type]
+        status = t.str("status", None, RESULT_STATUSES)
+        also = tuple(s for s in dict.fromkeys(t.strs("also", RESULT_STATUSES)) if s != status)
+        turns.append(ExpectTurn(status, usage, server_status, also))  # type: ignore[arg-type]
         t.done()
     allow = []
     for a in r.tables("allow"):

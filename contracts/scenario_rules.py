@@ -189,7 +189,7 @@ def _check_expect(s: Scenario) -> None:
         key = f"expect.turns[{i}]"
         if turn.server_status is not None and turn.server_status not in SERVER_STATUSES:
             raise RuleBroken(f"{key}.server_status", "one of " + ", ".join(SERVER_STATUSES), turn.server_status)
-        if turn.status == "completed" and turn.server_status not in (None, "completed"):
+        if "completed" in turn.statuses and turn.server_status not in (None, "completed"):
             raise RuleBroken(
                 f"{key}.server_status", 'completed (a completed Result is a turn/completed "completed")',
                 turn.server_status,

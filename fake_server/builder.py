@@ -198,10 +198,15 @@ def buckets(
     return UsageBuckets(input, cache_read, cache_write, output, reasoning)
 
 
-def expect_turn(status: str, *, usage: UsageBuckets | None = None, server_status: str | None = None) -> ExpectTurn:
-    if status not in RESULT_STATUSES:
-        raise _err("expect.turns.status", f"one of {', '.join(RESULT_STATUSES)}", status)
-    return ExpectTurn(status, usage, server_status)  # type: ignore[arg-type]
+def expect_turn(
+    status: str, *, usage: UsageBuckets | None = None, server_status: str | None = None, also: tuple[str, ...] = ()
+) -> ExpectTurn:
+    """``also``: other statuses a correct client may report (docs/scenarios.md)."""
+    for key, value in [("status", status), *(("also", a) for a in also)]:
+        if value not in RESULT_STATUSES:
+            raise _err(f"expect.turns.{key}", f"one of {', '.join(RESULT_STATUSES)}", value)
+    kept = tuple(a for a in dict.fromkeys(also) if a != status)
+    return ExpectTurn(status, usage, server_status, kept)  # type: ignore[arg-type]
 
 
 def allow(contract: str, what: str, count: int | None = None, reason: str = "") -> Allowance:

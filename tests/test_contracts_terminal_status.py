@@ -93,3 +93,33 @@ def test_scenario_turn_count_from_the_runner_requires_results_without_expect() -
     record.meta["scenario_turns"] = 2
     got = statuses(record)
     assert got["turn 1 result"] == "fail" and got["turn 2 result"] == "fail"
+
+
+def test_a_status_the_truth_also_allows_passes_and_another_fails() -> None:
+    record = plain_record(1)
+    record.expect = dataclasses.replace(record.expect, turns=(ExpectTurn("failed", also=("completed",)),))
+    check = next(c for c in terminal_status.check(record) if c.name == "turn 1 status")
+    assert check.status == "pass" and "failed or completed" in check.detail
+    record.results[0].status = "aborted"
+    check = next(c for c in terminal_status.check(record) if c.name == "turn 1 status")
+    assert check.status == "fail" and "failed or completed" in check.detail
+
+
+def test_also_is_read_from_a_file_and_refused_when_not_a_status(tmp_path) -> None:
+    import pytest
+
+    from contracts.scenario_file import ScenarioError, dumps, load
+
+    text = (
+        'description = "d"\n[[turns]]\ninput = "x"\n[expect]\n[[expect.turns]]\nstatus = "failed"\n'
+        'also = ["completed", "failed", "completed"]\n'
+    )
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    scenario = load(path)
+    assert scenario.expect.turns[0].statuses == ("failed", "completed")
+    path.write_text(dumps(scenario))
+    assert load(path).expect.turns[0].also == ("completed",)
+    path.write_text(text.replace('"completed", "failed"', '"done"'))
+    with pytest.raises(ScenarioError, match=r"expect\.turns\[0\]\.also\[0\]"):
+        load(path)

@@ -426,3 +426,27 @@ def test_a_server_per_turn_follows_the_plan_and_show_agrees(
 
 def test_client_env_carries_the_tests_marker(client_env: dict[str, str], no_leaked_processes: str) -> None:
     assert client_env[procs.MARKER_ENV] == no_leaked_processes
+
+
+#: careful.py with one change of policy: an unknown server request is answered with an error (as careful does)
+#: and the turn then ends as the server says, instead of failing it.
+_COMPLETES_AFTER_UNKNOWN_REQUEST = (
+    f"sys.path.insert(0, {str(CLIENTS)!r})\n"
+    "import careful\n"
+    "_answer = careful.Client.answer\n"
+    "def answer(self, message, held):\n"
+    "    _answer(self, message, held)\n"
+    "    self.protocol_error = None\n"
+    "careful.Client.answer = answer\n"
+    "sys.exit(careful.main())\n"
+)
+
+
+def test_completing_the_turn_after_an_unknown_request_answered_with_an_error_passes(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The error answer is what the protocol asks; failing the turn too is our own client's rule (docs/client.md)."""
+    run = run_scenario("unknown_server_request", client=client_script(tmp_path, _COMPLETES_AFTER_UNKNOWN_REQUEST))
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    status = next(c for c in run.checks if c.contract == "terminal_status" and c.name == "turn 1 status")
+    assert status.status == "pass" and status.detail.startswith("Result completed"), status

@@ -63,13 +63,14 @@ def check(record: SessionRecord) -> list[Check]:
             checks.append(
                 make(f"{label} status", "skip", f"[expect] declares no status for {label} (got {result.status})")
             )
-        elif result.status != expected.status:
+        elif result.status not in expected.statuses:
             error = f" ({result.error})" if result.error else ""
-            checks.append(
-                make(f"{label} status", "fail", f"Result {result.status}{error}, [expect] declares {expected.status}")
-            )
+            declared = " or ".join(expected.statuses)
+            detail = f"Result {result.status}{error}, [expect] declares {declared}"
+            checks.append(make(f"{label} status", "fail", detail))
         else:
-            checks.append(make(f"{label} status", "pass", f"Result {result.status}"))
+            also = f" ([expect] declares {' or '.join(expected.statuses)})" if expected.also else ""
+            checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}"))
         if result.completed_consumed > 1:
             checks.append(
                 make(

@@ -90,6 +90,7 @@ class TurnTruth:
     #: completed | failed | interrupted (approval cancel) | timeout | dead (server gone or unreadable)
     outcome: str = "completed"
     status: str = "completed"  # the client's Result status
+    also: tuple[str, ...] = ()  # other statuses a correct client may report ([expect.turns] also)
     server_status: str | None = "completed"  # turn/completed status the client consumes; "none": none
     usage: tuple[Usage, ...] = ()  # usages that count for the turn
     usage_known: bool = True  # False: the truth is not certain; [expect] leaves usage unchecked
