@@ -123,3 +123,32 @@ def test_also_is_read_from_a_file_and_refused_when_not_a_status(tmp_path) -> Non
     path.write_text(text.replace('"completed", "failed"', '"done"'))
     with pytest.raises(ScenarioError, match=r"expect\.turns\[0\]\.also\[0\]"):
         load(path)
+
+
+def _completed_after_the_interrupt(reported: str):
+    """interrupted_record, but the server completed the turn ("completed") although the client interrupted it."""
+    record = interrupted_record()
+    for entry in record.wire:
+        if entry.frame and entry.frame.get("method") == "turn/completed":
+            entry.frame["params"]["turn"]["status"] = "completed"
+    record.results[0].status = reported
+    record.results[0].server_status = "completed"
+    record.results[0].cancel_at = None  # an outside client's Result: only the wire says it cancelled
+    return record
+
+
+def _status_check(record):
+    return next(c for c in terminal_status.check(record) if c.name == "turn 1 status")
+
+
+def test_a_turn_the_server_completed_after_a_cancel_may_be_reported_completed_or_aborted() -> None:
+    for reported in ("completed", "aborted"):
+        check = _status_check(_completed_after_the_interrupt(reported))
+        assert check.status == "pass" and "after the client's cancel" in check.detail, check
+    assert _status_check(_completed_after_the_interrupt("failed")).status == "fail"
+
+
+def test_a_completed_turn_without_a_cancel_is_not_excused_as_aborted() -> None:
+    record = plain_record(1)
+    record.results[0].status = "aborted"
+    assert statuses(record)["turn 1 status"] == "fail"
