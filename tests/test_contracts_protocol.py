@@ -39,6 +39,17 @@ def test_declared_unanswered_request_is_excused() -> None:
     assert by_name(record)["server requests answered"].status == "pass"
 
 
+def test_an_allowed_unanswered_request_may_be_answered_but_not_one_more_left_open() -> None:
+    """The allowance is a ceiling: answering a request the server never resolved is never wrong."""
+    record = approval_record(answer=True)
+    record.expect = dataclasses.replace(record.expect, allow=(allow("protocol", "unanswered_server_requests", 1),))
+    check = by_name(record)["server requests answered"]
+    assert check.status == "pass" and "up to 1" in check.detail, check
+    record = approval_record(answer=False)
+    record.expect = dataclasses.replace(record.expect, allow=(allow("protocol", "unanswered_server_requests", 0),))
+    assert by_name(record)["server requests answered"].status == "fail"
+
+
 def test_request_answered_twice_fails() -> None:
     record = approval_record()
     record.wire.append(WireEntry(50.0, "c2s", frame={"id": 0, "result": {"decision": "accept"}}))

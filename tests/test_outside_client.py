@@ -450,3 +450,35 @@ def test_completing_the_turn_after_an_unknown_request_answered_with_an_error_pas
     assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
     status = next(c for c in run.checks if c.contract == "terminal_status" and c.name == "turn 1 status")
     assert status.status == "pass" and status.detail.startswith("Result completed"), status
+
+
+#: careful.py, but the approval it holds for the plan's cancel is answered ``cancel`` right after the interrupt.
+_ANSWERS_THE_HELD_APPROVAL = (
+    f"sys.path.insert(0, {str(CLIENTS)!r})\n"
+    "import careful\n"
+    "held_ids = []\n"
+    "_answer = careful.Client.answer\n"
+    "def answer(self, message, held):\n"
+    "    if message['method'] in careful.APPROVALS and self.approvals_seen + 1 in held:\n"
+    "        held_ids.append(message['id'])\n"
+    "    _answer(self, message, held)\n"
+    "careful.Client.answer = answer\n"
+    "_request = careful.Server.request\n"
+    "def request(self, method, params):\n"
+    "    rid = _request(self, method, params)\n"
+    "    while method == 'turn/interrupt' and held_ids:\n"
+    "        self.send({'id': held_ids.pop(), 'result': {'decision': 'cancel'}})\n"
+    "    return rid\n"
+    "careful.Server.request = request\n"
+    "sys.exit(careful.main())\n"
+)
+
+
+def test_answering_an_approval_the_server_never_resolves_passes(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    """resolved_never allows the approval to stay unanswered (the interrupt cleared it); answering it is as correct."""
+    run = run_scenario("resolved_never", client=client_script(tmp_path, _ANSWERS_THE_HELD_APPROVAL))
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    answered = next(c for c in run.checks if c.contract == "protocol" and c.name == "server requests answered")
+    assert answered.status == "pass" and "0 unanswered_server_requests" in answered.detail, answered

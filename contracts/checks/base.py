@@ -132,13 +132,14 @@ class Maker:
 
 
 def judge_allowance(
-    record: SessionRecord, contract: str, what: str, observed: int
+    record: SessionRecord, contract: str, what: str, observed: int, *, at_most: bool = False
 ) -> tuple[bool, str, Allowance | None]:
     """Whether ``observed`` violations of kind ``what`` are excused by ``record.expect``.
 
     Returns (ok, why, allowance). Without an allowance only zero is ok; an allowance with a
     count excuses exactly that many (a fault that did not strike is also a finding); one
-    without a count excuses any number.
+    without a count excuses any number. ``at_most``: the count is a ceiling, for what the *client* may
+    leave undone but may as well do (an approval the server never resolved may still be answered).
     """
     allowance = record.expect.allowance(contract, what)
     if allowance is None:
@@ -148,4 +149,7 @@ def judge_allowance(
         return True, f"{observed} {what} allowed by [expect]{reason}", allowance
     if observed == allowance.count:
         return True, f"{observed} {what} as [expect] declares{reason}", allowance
-    return False, f"[expect] declares exactly {allowance.count} {what}{reason}, saw {observed}", allowance
+    if at_most and observed < allowance.count:
+        return True, f"{observed} {what}, [expect] allows up to {allowance.count}{reason}", allowance
+    bound = "up to" if at_most else "exactly"
+    return False, f"[expect] declares {bound} {allowance.count} {what}{reason}, saw {observed}", allowance

@@ -147,9 +147,10 @@ def _answered_after_resolved(make: Maker, index: WireIndex) -> Check:
         for key, r in index.server_requests.items()
         if key in resolved and any(pos > resolved[key] for pos, _, _ in r.answers)
     ]
+    # A recommendation, not a protocol rule: the real binary ignores an answer to a request it resolved.
     return make(
         "not answered after resolved",
-        "fail" if late else "pass",
+        "warn" if late else "pass",
         _summary(late) or f"{len(resolved)} resolved request(s), none answered afterwards",
     )
 

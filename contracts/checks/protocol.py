@@ -72,7 +72,10 @@ def _server_requests(make: Maker, record: SessionRecord, index: WireIndex) -> li
             late.append(f"{what}: open {min(ends) - request.t:.3f} s, over the request timeout {limit:.3f} s")
             open_at.append(request.pos)
     checks = []
-    ok, why, _ = judge_allowance(record, NAME, "unanswered_server_requests", len(unanswered) + len(late))
+    # Answering is never wrong: the allowance is a ceiling (the server may never resolve a request the client
+    # could still answer; the real binary ignores an answer it no longer waits for).
+    observed = len(unanswered) + len(late)
+    ok, why, _ = judge_allowance(record, NAME, "unanswered_server_requests", observed, at_most=True)
     problems = unanswered + late
     if problems or why:
         detail = (f"{why} — " if why else "") + (_summary(problems) or "none open")
