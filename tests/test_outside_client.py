@@ -482,3 +482,36 @@ def test_answering_an_approval_the_server_never_resolves_passes(
     assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
     answered = next(c for c in run.checks if c.contract == "protocol" and c.name == "server requests answered")
     assert answered.status == "pass" and "0 unanswered_server_requests" in answered.detail, answered
+
+
+#: careful.py that cannot do turn 1: it reports it unsupported and never starts it, then plays the others.
+_SKIPS_TURN_1 = (
+    f"sys.path.insert(0, {str(CLIENTS)!r})\n"
+    "import careful\n"
+    "_run = careful.Client.run_turn\n"
+    "def run_turn(self, number, spec):\n"
+    "    if number == 1:\n"
+    "        return {'turn': 1, 'status': 'unsupported', 'error': 'cannot do turn 1'}\n"
+    "    return _run(self, number, spec)\n"
+    "careful.Client.run_turn = run_turn\n"
+    "sys.exit(careful.main())\n"
+)
+
+
+@pytest.mark.parametrize("scenario", ["plain_two_turns", "resume", "experimental_unread"])
+def test_an_unsupported_turn_never_started_exempts_what_it_shifted(
+    run_scenario: Callable[..., Any], tmp_path: Path, scenario: str
+) -> None:
+    """The fake plays the scenario's turns in the order they start: after a turn the client never started, each
+    later turn got an earlier turn's script, so its status and usage are not judged; the plan (matched by the
+    turn ids the client reports) and the wire still are."""
+    run = run_scenario(scenario, client=client_script(tmp_path, _SKIPS_TURN_1))
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    turn_2 = [
+        c
+        for c in run.checks
+        if c.contract in ("terminal_status", "usage") and c.name.startswith("turn 2 ") and "server" not in c.name
+    ]
+    assert turn_2 and all(c.status == "skip" and "never started" in c.detail for c in turn_2), turn_2
+    passed = {(c.contract, c.name) for c in run.checks if c.status == "pass"}
+    assert {("client", "plan followed"), ("client", "reported statuses agree with the wire")} <= passed

@@ -89,6 +89,17 @@ def _keys(texts: list[str]) -> set[str]:
     return {_norm("".join(texts)), _norm(" ".join(texts))}
 
 
+def input_keys(items: Any) -> set[str]:
+    """The plan texts a ``turn/start`` input would carry (:func:`plan_key` of each); empty for no text input."""
+    texts, _ = _texts(items)
+    return _keys(texts) if texts is not None else set()
+
+
+def plan_key(text: str) -> str:
+    """A plan turn's input as :func:`input_keys` compares it."""
+    return _norm(text)
+
+
 def input_matches(items: Any, text: str) -> tuple[bool, str]:
     """Whether ``items`` carries the plan's ``text``, and what it carries when not."""
     texts, held = _texts(items)
@@ -275,6 +286,7 @@ class _Judge:
     def turns(self, plan_turns: list[dict[str, Any]], unsupported: set[int]) -> dict[int, _Start]:
         """Match the plan's turns to the wire's turn/starts in order; judge what was due and not sent."""
         matched: dict[int, _Start] = {}
+        claimed = reported_turn_ids(self.facts)
         cursor = 0
         ready: tuple[float, _Server | None] | str = (float("-inf"), None)
         for number, planned in ((_int(p.get("turn"), k + 1), p) for k, p in enumerate(plan_turns)):
@@ -282,6 +294,9 @@ class _Judge:
             same = self.by_text.get(_norm(text), [])
             k = bisect.bisect_left(same, cursor)
             found = same[k] if k < len(same) else None
+            owner = claimed.get(self.starts[found].turn_id or "", number) if found is not None else number
+            if number in unsupported and owner != number:
+                found = None  # the client says that turn/start is a later turn's (same input): this one never started
             if found is not None:
                 start = matched[number] = self.starts[found]
                 cursor = found + 1
@@ -478,6 +493,17 @@ def plan_numbers(facts: dict[str, Any]) -> set[int]:
     turns = facts.get("plan_turns")
     turns = turns if isinstance(turns, list) else []
     return {_int(t.get("turn"), k + 1) for k, t in enumerate(turns) if isinstance(t, dict)}
+
+
+def reported_turn_ids(facts: dict[str, Any]) -> dict[str, int]:
+    """turn id → the plan turn the client's result file says it is (for the turns that name their id)."""
+    result = facts.get("result")
+    reported = result.get("turns") if isinstance(result, dict) else None
+    out: dict[str, int] = {}
+    for t in reported if isinstance(reported, list) else []:
+        if isinstance(t, dict) and isinstance(t.get("turn_id"), str) and isinstance(t.get("turn"), int):
+            out.setdefault(t["turn_id"], t["turn"])
+    return out
 
 
 def unsupported_turns(facts: dict[str, Any]) -> set[int]:

@@ -292,9 +292,12 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
     index = WireIndex.build(record.wire)
     seen = wire_turns(index)
     wrong = []
+    by_id = {t["id"]: t for t in seen if t["id"]}
     for reported in result.get("turns", []):
         k = int(reported["turn"]) - 1
-        turn = seen[k] if 0 <= k < len(seen) else None
+        # The turn id the client reports names its turn; the plan's number is the wire's order only while the
+        # client started every turn (one it reported unsupported may never have been).
+        turn = by_id.get(reported.get("turn_id")) or (seen[k] if 0 <= k < len(seen) else None)
         interrupted = bool(turn and turn["id"] and index.interrupts(turn["id"]))
         if not _agrees(str(reported["status"]), turn, interrupted):
             says = "not started" if turn is None else (turn["status"] or "no turn/completed")

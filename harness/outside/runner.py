@@ -9,6 +9,7 @@ exited and a teardown budget of grace passed, everything still alive in its tree
 
 from __future__ import annotations
 
+import bisect
 import os
 import shutil
 import subprocess
@@ -249,13 +250,65 @@ def _adjust(check: Check, record: SessionRecord, facts: dict[str, Any]) -> Check
     return check
 
 
-def _unsupported(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
-    """Turns the client reported ``unsupported`` are not judged on status and usage: a skip with its reason."""
+def _never_started(record: SessionRecord, facts: dict[str, Any], unsupported: set[int]) -> int | None:
+    """The first turn reported ``unsupported`` that no ``turn/start`` carried (the plan's turns matched to the
+    wire's in order, by input), or None. The fake plays the scenario's turns in the order they start, so every
+    later turn got an earlier turn's script: their truth (status, usage) no longer holds."""
+    requests = sorted(WireIndex.build(record.wire).client_requests.values(), key=lambda r: r.pos)
+    starts = [r for r in requests if r.method == "turn/start"]
+    # A turn the client names by its id sits at its place on the wire: one further ahead than its number
+    # says follows a turn that never started.
+    wire_ids = [_answered_turn_id(r) for r in starts]
+    place = {turn_id: k for k, turn_id in reversed(list(enumerate(wire_ids))) if turn_id}
+    claimed = client_plan.reported_turn_ids(facts)
+    for turn_id, number in claimed.items():
+        if place.get(turn_id, number - 1) < number - 1:
+            before = [n for n in unsupported if n < number]
+            if before:
+                return min(before)
+    by_text: dict[str, list[int]] = {}  # indexed once: each plan turn finds its start by bisection
+    for k, request in enumerate(starts):
+        for key in client_plan.input_keys(request.params.get("input")):
+            by_text.setdefault(key, []).append(k)
+    cursor = 0
+    for planned in facts.get("plan_turns") or ():
+        if not isinstance(planned, dict) or not isinstance(planned.get("turn"), int):
+            continue
+        number, same = planned["turn"], by_text.get(client_plan.plan_key(str(planned.get("input", ""))), [])
+        j = bisect.bisect_left(same, cursor)
+        found = same[j] if j < len(same) else None
+        if found is not None and number in unsupported and claimed.get(wire_ids[found] or "", number) != number:
+            found = None
+        if found is not None:
+            cursor = found + 1
+        elif number in unsupported:
+            return int(number)
+    return None
+
+
+def _answered_turn_id(request: Any) -> str | None:
+    answer = request.answers[0][2] if request.answers else {}
+    result = answer.get("result") if isinstance(answer, dict) else None
+    turn = result.get("turn") if isinstance(result, dict) else None
+    turn_id = turn.get("id") if isinstance(turn, dict) else None
+    return turn_id if isinstance(turn_id, str) else None
+
+
+def _unsupported(checks: list[Check], facts: dict[str, Any], record: SessionRecord | None = None) -> list[Check]:
+    """Turns the client reported ``unsupported`` are not judged on status and usage: a skip with its reason. When
+    such a turn never reached the server (``record``: the one server's), the turns after it are not judged either:
+    the fake played them with the scripts of the turns before."""
     why = {
         int(t["turn"]): t.get("error") or "the client cannot do what the plan asks"
         for t in (facts.get("result") or {}).get("turns", [])
         if t.get("status") == "unsupported"
     }
+    skipped = _never_started(record, facts, set(why)) if record is not None and why else None
+    if skipped is not None:
+        shifted = f"turn {skipped} was reported unsupported and never started: the fake played the scenario's turns"
+        shifted += " in the order they started, so this turn got another's script and its truth does not hold"
+        numbers = {int(t["turn"]) for t in (facts.get("result") or {}).get("turns", [])}
+        why |= {n: shifted for n in numbers if n > skipped and n not in why}
     out = []
     for check in checks:
         turn = next((n for n in why if check.name.startswith(f"turn {n} ")), None)
@@ -278,7 +331,7 @@ def judge(records: list[SessionRecord]) -> list[Check]:
     many = len(records) > 1
     result_state = (facts.get("result") or {}).get("state", "absent")
     if result_state == "valid":
-        checks += _unsupported(run_all(primary, RESULT_CONTRACTS), facts)
+        checks += _unsupported(run_all(primary, RESULT_CONTRACTS), facts, None if many else primary)
     else:
         why = {"absent": "no result file", "invalid": "the result file is invalid"}.get(
             result_state, "the result file could not be judged"
