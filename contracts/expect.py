@@ -68,11 +68,28 @@ class Expect:
     #: ``[expect.release."X"]``: what differs on release X (the fake's profile or the real binary of X);
     #: only the trace verdicts and the server exit (RELEASE_KEYS), e.g. a bundle a release leaves unclosed.
     releases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``[[expect.or]]``: other courses the session may take with a correct client, each a whole truth of its
+    #: own (one client fails the turn on a 40 MiB line, another reads it whole and the turn completes). The
+    #: client's Result statuses select the course (:meth:`course_for`).
+    alternatives: tuple[Expect, ...] = ()
+    #: why this course is one a correct client may take (``why`` of an ``[[expect.or]]``; empty for the first)
+    why: str = ""
 
     def for_release(self, release: str | None) -> Expect:
         """This truth as it holds on ``release`` (its overrides applied; the same when it has none)."""
         overrides = self.releases.get(release or "")
-        return replace(self, **overrides) if overrides else self
+        alternatives = tuple(a.for_release(release) for a in self.alternatives)
+        if not overrides:
+            return replace(self, alternatives=alternatives) if alternatives != self.alternatives else self
+        return replace(self, **overrides, alternatives=alternatives)
+
+    def course_for(self, statuses: dict[int, str]) -> Expect:
+        """The course whose turns allow every reported status (turn index → Result status); this one first,
+        and this one when none does (its checks then say what differs)."""
+        for course in (self, *self.alternatives):
+            if all(i >= len(course.turns) or s in course.turns[i].statuses for i, s in statuses.items()):
+                return course
+        return self
 
     def allowance(self, contract: str, what: str) -> Allowance | None:
         for item in self.allow:
@@ -101,6 +118,10 @@ class Expect:
             data["notes"] = dict(self.notes)
         if self.releases:
             data["release"] = {k: dict(v) for k, v in self.releases.items()}
+        if self.alternatives:
+            data["or"] = [a.to_dict() for a in self.alternatives]
+        if self.why:
+            data["why"] = self.why
         return data
 
     @classmethod
@@ -124,6 +145,8 @@ class Expect:
             ),
             notes=dict(data.get("notes", {})),
             releases={str(k): dict(v) for k, v in data.get("release", {}).items()},
+            alternatives=tuple(cls.from_dict(a) for a in data.get("or", ())),
+            why=str(data.get("why", "")),
         )
 
 

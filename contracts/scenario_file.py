@@ -400,7 +400,13 @@ def _probe(r: _Reader) -> ClientProbe:
     return probe
 
 
-def _expect(r: _Reader) -> Expect:
+#: ``[[expect.or]]`` tables a scenario may hold (each a whole truth: a few courses, never a search)
+MAX_COURSES = 8
+
+
+def _expect(r: _Reader, nested: bool = False) -> Expect:
+    """``[expect]``, or (``nested``) one ``[[expect.or]]``: the same keys, a required ``why``, no ``or`` nor
+    ``release`` of its own (the release overrides of ``[expect]`` apply to every course)."""
     turns = []
     for t in r.tables("turns"):
         usage = None
@@ -427,6 +433,17 @@ def _expect(r: _Reader) -> Expect:
         allow.append(Allowance(a.str("contract", None), a.str("what", None), count, a.str("reason", "")))
         a.done()
     server_exit = r.get("server_exit", int, None, "an integer")
+    alternatives: tuple[Expect, ...] = ()
+    why = ""
+    if nested:
+        why = r.str("why", None)
+        if not why.strip() or len(why) > 500:
+            raise r.error("why", "one line saying why a correct client may take this course (1 to 500 characters)")
+    else:
+        courses = r.tables("or")
+        if len(courses) > MAX_COURSES:
+            raise r.error("or", f"at most {MAX_COURSES} [[expect.or]] courses", len(courses))
+        alternatives = tuple(_expect(c, nested=True) for c in courses)
     expect = Expect(
         turns=tuple(turns),
         server_trace=r.str("server_trace", "closed", TRACE_EXPECTATIONS),  # type: ignore[arg-type]
@@ -434,7 +451,9 @@ def _expect(r: _Reader) -> Expect:
         server_exit=server_exit,
         allow=tuple(allow),
         notes=r.get("notes", dict, {}, "a table"),
-        releases=_expect_releases(r.table("release")),
+        releases={} if nested else _expect_releases(r.table("release")),
+        alternatives=alternatives,
+        why=why,
     )
     r.done()
     return expect
@@ -549,6 +568,12 @@ def _check_consistency(s: Scenario, source: str) -> None:
         raise ScenarioError(
             source, "expect.turns", f"one [[expect.turns]] per [[turns]] ({len(s.turns)})", len(s.expect.turns)
         )
+    for i, course in enumerate(s.expect.alternatives):
+        if len(course.turns) != len(s.turns):
+            raise ScenarioError(
+                source, f"expect.or[{i}].turns", f"one [[expect.or.turns]] per [[turns]] ({len(s.turns)})",
+                len(course.turns),
+            )
 
 
 def check_unique_names(scenarios: list[Scenario]) -> list[Scenario]:

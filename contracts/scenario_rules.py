@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Final
 
+from contracts.expect import Expect
 from contracts.faults import POINTS, fake_only
 from contracts.scenario import (
     CommandItem,
@@ -184,9 +185,14 @@ def _check_ids(s: Scenario) -> None:
 
 
 def _check_expect(s: Scenario) -> None:
-    e = s.expect
+    _check_course(s, s.expect, "expect")
+    for i, course in enumerate(s.expect.alternatives):
+        _check_course(s, course, f"expect.or[{i}]")
+
+
+def _check_course(s: Scenario, e: Expect, prefix: str) -> None:
     for i, turn in enumerate(e.turns):
-        key = f"expect.turns[{i}]"
+        key = f"{prefix}.turns[{i}]"
         if turn.server_status is not None and turn.server_status not in SERVER_STATUSES:
             raise RuleBroken(f"{key}.server_status", "one of " + ", ".join(SERVER_STATUSES), turn.server_status)
         if "completed" in turn.statuses and turn.server_status not in (None, "completed"):
@@ -202,11 +208,11 @@ def _check_expect(s: Scenario) -> None:
         possible = [0, *SIGNAL_EXITS, *crashes]
         if e.server_exit not in possible:
             raise RuleBroken(
-                "expect.server_exit",
+                f"{prefix}.server_exit",
                 f"an exit status the scenario can produce: {', '.join(map(str, possible))} "
                 "(0, a kill, or a crash fault's exit_code)",
                 e.server_exit,
             )
     for i, allowance in enumerate(e.allow):
         if allowance.count is not None and allowance.count < 0:
-            raise RuleBroken(f"expect.allow[{i}].count", "an integer >= 0", allowance.count)
+            raise RuleBroken(f"{prefix}.allow[{i}].count", "an integer >= 0", allowance.count)

@@ -152,3 +152,40 @@ def test_a_completed_turn_without_a_cancel_is_not_excused_as_aborted() -> None:
     record = plain_record(1)
     record.results[0].status = "aborted"
     assert statuses(record)["turn 1 status"] == "fail"
+
+
+def test_the_results_select_the_course_of_the_truth() -> None:
+    from contracts.checks import run_all
+
+    record = plain_record(1)
+    failed_course = Expect(turns=(ExpectTurn("failed", server_status="none"),))
+    completed_course = dataclasses.replace(record.expect, why="the client read it whole")
+    record.expect = dataclasses.replace(failed_course, alternatives=(completed_course,))
+    checks = {c.name: c for c in run_all(record, ("terminal_status",))}
+    assert checks["turn 1 status"].status == "pass" and "read it whole" in checks["turn 1 status"].detail
+    record.results[0].status = "timeout"  # no course allows it: judged against the first, which says so
+    checks = {c.name: c for c in run_all(record, ("terminal_status",))}
+    assert checks["turn 1 status"].status == "fail" and "declares failed" in checks["turn 1 status"].detail
+
+
+def test_an_or_course_is_read_checked_and_written_back(tmp_path) -> None:
+    import pytest
+
+    from contracts.scenario_file import ScenarioError, dumps, load
+
+    course = '[[expect.or]]\nwhy = "reads it whole"\n[[expect.or.turns]]\nstatus = "completed"\n'
+    text = 'description = "d"\n[[turns]]\ninput = "x"\n[expect]\n[[expect.turns]]\nstatus = "failed"\n' + course
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    scenario = load(path)
+    assert [c.turns[0].status for c in scenario.expect.alternatives] == ["completed"]
+    path.write_text(dumps(scenario))
+    assert load(path).expect == scenario.expect
+    for bad, key in (
+        (course.replace('why = "reads it whole"\n', ""), r"expect\.or\[0\]\.why"),
+        (course + '[[expect.or.turns]]\nstatus = "completed"\n', r"expect\.or\[0\]\.turns"),
+        (course.replace('"completed"', '"completed"\nserver_status = "none"'), r"expect\.or\[0\]\.turns\[0\]"),
+    ):
+        path.write_text(text.replace(course, bad))
+        with pytest.raises(ScenarioError, match=key):
+            load(path)

@@ -515,3 +515,16 @@ def test_an_unsupported_turn_never_started_exempts_what_it_shifted(
     assert turn_2 and all(c.status == "skip" and "never started" in c.detail for c in turn_2), turn_2
     passed = {(c.contract, c.name) for c in run.checks if c.status == "pass"}
     assert {("client", "plan followed"), ("client", "reported statuses agree with the wire")} <= passed
+
+
+def test_reading_the_40_mib_line_whole_passes(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    """oversized_line has two correct courses ([[expect.or]]): the careful client's cap fails the turn cleanly, a
+    client that reads the (valid) line whole completes it; each is judged against its own truth."""
+    body = f"sys.path.insert(0, {str(CLIENTS)!r})\nimport careful\ncareful.MAX_LINE = 128 << 20\n"
+    body += "sys.exit(careful.main())\n"
+    run = run_scenario("oversized_line", client=client_script(tmp_path, body))
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    status = next(c for c in run.checks if c.contract == "terminal_status" and c.name == "turn 1 status")
+    assert status.status == "pass" and "read the 40 MiB line whole" in status.detail, status
+    usage = next(c for c in run.checks if c.contract == "usage" and c.name == "turn 1 usage")
+    assert usage.status == "pass" and "input 60" in usage.detail, usage

@@ -95,7 +95,8 @@ def check(record: SessionRecord) -> list[Check]:
                 checks.append(make(f"{label} status", "fail", detail))
             else:
                 also = f" ([expect] declares {declared}{why})" if len(allowed) > 1 else ""
-                checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}"))
+                course = f"; the course where {record.expect.why}" if record.expect.why else ""
+                checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}{course}"))
         if result.completed_consumed > 1:
             checks.append(
                 make(
