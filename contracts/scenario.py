@@ -63,6 +63,9 @@ class MessageItem:
     delay_ms: int = 0  # before each delta
     id: str | None = None  # Responses item id (msg-N when None)
     type: Literal["message"] = "message"
+    #: the file's ``repeat``: ``text`` is its ``text`` that many times (a large message in a small file);
+    #: kept so that writing the scenario back gives the small file again
+    repeat: int = 1
 
 
 @dataclass(frozen=True, slots=True)

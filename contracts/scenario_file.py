@@ -56,6 +56,9 @@ MAX_SCENARIO_BYTES = 4 * 1024 * 1024
 MAX_INT = 10**12
 #: Deltas of one message or reasoning item (``chunks``, or the ``deltas`` list).
 MAX_CHUNKS = 100_000
+#: An agent message built with ``repeat``: large frames are legal (a 16 MiB message is one), within the
+#: client's 32 MiB line cap and the fake's bound on a line built in memory.
+MAX_MESSAGE_BYTES = 24 * 1024 * 1024
 #: Reconnects of a cut stream (``[config] stream_max_retries``).
 MAX_RETRIES = 100
 T = TypeVar("T")
@@ -177,7 +180,14 @@ def _item(r: _Reader) -> ModelItem:
     if kind == "message":
         text = r.str("text", None)
         delay = r.int("delay_ms", 0, maximum=MAX_DELAY_MS)
-        item = MessageItem(text, _deltas(r, text), delay, r.get("id", str, None, "a string"))
+        repeat = r.int("repeat", 1, minimum=1, maximum=MAX_MESSAGE_BYTES)
+        if repeat > 1:
+            if len(text.encode()) * repeat > MAX_MESSAGE_BYTES:
+                raise r.error("repeat", f"text x repeat at most {MAX_MESSAGE_BYTES} bytes", repeat)
+            if "deltas" in r.data:
+                raise r.error("deltas", "chunks, not deltas, with repeat (the deltas would be the large text)")
+            text *= repeat
+        item = MessageItem(text, _deltas(r, text), delay, r.get("id", str, None, "a string"), repeat=repeat)
     elif kind == "reasoning":
         text = r.str("summary", None)
         delay = r.int("delay_ms", 0, maximum=MAX_DELAY_MS)
@@ -627,12 +637,16 @@ def _nondefault(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
 
 def _item_dict(item: ModelItem) -> dict[str, Any]:
     data: dict[str, Any] = {"type": item.type}
-    if isinstance(item, MessageItem | ReasoningItem):
+    if isinstance(item, MessageItem) and item.repeat > 1:
+        data["text"] = item.text[: len(item.text) // item.repeat]
+        data["chunks"] = len(item.deltas)
+        data.update(_nondefault(item, ("text", "deltas", "type")))
+    elif isinstance(item, MessageItem | ReasoningItem):
         data["text" if isinstance(item, MessageItem) else "summary"] = (
             item.text if isinstance(item, MessageItem) else item.summary
         )
         data["deltas"] = list(item.deltas)
-        data.update(_nondefault(item, ("text", "summary", "deltas", "type")))
+        data.update(_nondefault(item, ("text", "summary", "deltas", "type", "repeat")))
     else:
         data.update(_nondefault(item, ("type",)))
     return data

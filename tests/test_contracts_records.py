@@ -160,7 +160,8 @@ def plain_record(turns: int = 1) -> SessionRecord:
         b.delta(turn_id, "Hello ").delta(turn_id, "world")
         b.usage(turn_id, 100, 40, 20)
         b.complete(turn_id)
-        b.result(i, "completed", turn_id, started, usage={"mock-model": PLAIN_USAGE}, server_status="completed")
+        usage = {"mock-model": PLAIN_USAGE}
+        b.result(i, "completed", turn_id, started, usage=usage, server_status="completed", final_text="Hello world")
     b.note("stdin closed")
     expect = Expect(turns=tuple(ExpectTurn("completed", PLAIN_USAGE, "completed") for _ in range(turns)))
     return b.build(expect, teardown=[TeardownStep("close_stdin", b.t, b.t + 0.01, "done")])

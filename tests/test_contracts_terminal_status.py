@@ -189,3 +189,45 @@ def test_an_or_course_is_read_checked_and_written_back(tmp_path) -> None:
         path.write_text(text.replace(course, bad))
         with pytest.raises(ScenarioError, match=key):
             load(path)
+
+
+def _final_text(record) -> object:
+    return next(c for c in terminal_status.check(record) if c.name == "turn 2 final text")
+
+
+def test_the_final_text_is_one_the_servers_messages_of_that_turn_make() -> None:
+    from contracts.record import WireEntry
+
+    record = plain_record(2)
+    assert _final_text(record).status == "pass"
+    # Two deltas of turn 1 after its turn/completed, read into turn 2's text: a leak.
+    first = record.results[0].turn_id
+    at = next(i for i, e in enumerate(record.wire) if e.frame and e.frame.get("method") == "turn/completed") + 1
+    for text in ("late0", "late1"):
+        delta = {"threadId": "thr", "turnId": first, "itemId": "msg-1", "delta": text}
+        record.wire.insert(at, WireEntry(record.wire[at - 1].t, "s2c", frame={"method": "item/agentMessage/delta",
+                                                                            "params": delta}))
+    assert _final_text(record).status == "pass"  # the late deltas belong to no reported text
+    record.results[1].final_text = "late0late1Hello world"
+    check = _final_text(record)
+    assert check.status == "fail" and "another turn" in check.detail, check
+    record.results[1].final_text = "Hello"  # a completed turn's text cut short
+    assert _final_text(record).status == "fail"
+
+
+def test_a_message_of_item_completed_or_the_final_answer_is_the_final_text() -> None:
+    from contracts.record import WireEntry
+
+    record = plain_record(1)
+    turn_id = record.results[0].turn_id
+    done = next(i for i, e in enumerate(record.wire) if e.frame and e.frame.get("method") == "turn/completed")
+    for text, phase in (("Thinking…", None), ("Answer.", "final_answer")):
+        item = {"type": "agentMessage", "id": "m", "text": text, **({"phase": phase} if phase else {})}
+        frame = {"method": "item/completed", "params": {"threadId": "thr", "turnId": turn_id, "item": item}}
+        record.wire.insert(done, WireEntry(record.wire[done - 1].t, "s2c", frame=frame))
+        done += 1
+    for reported in ("Answer.", "Thinking…Answer.", "Thinking…\nAnswer.", "Hello world"):
+        record.results[0].final_text = reported
+        assert next(c for c in terminal_status.check(record) if c.name == "turn 1 final text").status == "pass"
+    record.results[0].final_text = "Thinking…"
+    assert next(c for c in terminal_status.check(record) if c.name == "turn 1 final text").status == "fail"

@@ -4,6 +4,7 @@ fault is observed on the wire or in the process."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -292,3 +293,26 @@ def test_pending_approval_interrupt_order_is_the_real_one() -> None:
         "turn/completed",
         "serverRequest/resolved",
     ]
+
+
+def test_a_large_message_is_a_small_file_read_and_written_back(tmp_path) -> None:
+    """``repeat`` builds a 16 MiB agent message from a 16-byte text; writing the scenario back keeps it small."""
+    import pytest
+
+    from contracts.scenario_file import MAX_MESSAGE_BYTES, ScenarioError, dumps, load
+
+    scenario = load_builtin("large_message_16mib")
+    item = scenario.turns[0].responses[0].items[0]
+    assert len(item.text) == 16 * 1024 * 1024 and item.deltas == (item.text,)
+    text = dumps(scenario)
+    assert len(text) < 4096
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    assert dataclasses.replace(load(path), source=None) == dataclasses.replace(scenario, source=None)
+    too_big = text.replace("repeat = 1048576", f"repeat = {MAX_MESSAGE_BYTES}")
+    path.write_text(too_big)
+    with pytest.raises(ScenarioError, match="repeat"):
+        load(path)
+    path.write_text(text.replace("chunks = 1", 'deltas = ["large frame 0123"]'))
+    with pytest.raises(ScenarioError, match="deltas"):
+        load(path)

@@ -6,7 +6,10 @@ A turn the server completed ("completed") although the client interrupted or can
 
 from __future__ import annotations
 
-from contracts.checks.base import Check
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.checks.base import Check, Maker
 from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
@@ -20,6 +23,7 @@ CONTRACT = Contract(
         "results",
         "turn N result",
         "turn N status",
+        "turn N final text",
         Rule("turn N turn/completed consumed", citation="client-behaviour.md §8.2"),
         Rule("turn N server status", citation="app-server-protocol.md §10"),
         Rule("server exit", citation="client-behaviour.md §10"),
@@ -56,6 +60,100 @@ def _completed_after_cancel(index: WireIndex, result: TurnResult) -> bool:
     return bool(index.interrupts(result.turn_id)) or result.cancel_at is not None
 
 
+@dataclass(slots=True)
+class _Texts:
+    """What the server sent of one turn's agent text: the completed messages, in order, and the deltas that came
+    before the turn's turn/completed (later ones belong to no turn a client reports)."""
+
+    messages: list[str] = field(default_factory=list)
+    final_answer: str | None = None
+    deltas: list[str] = field(default_factory=list)
+    ended: bool = False
+    on_completion: list[str] = field(default_factory=list)  # turn/completed's own agentMessage items (0.171.0)
+
+    def allowed(self) -> set[str]:
+        """Every final text a correct client may report for the turn: the last message (or the final answer),
+        all messages joined, or what streamed."""
+        messages = self.messages or self.on_completion
+        out = {"".join(self.deltas)}
+        if messages:
+            out |= {messages[-1], "".join(messages), "\n".join(messages), "\n\n".join(messages)}
+        if self.final_answer is not None:
+            out.add(self.final_answer)
+        return out
+
+
+def _agent_text(item: Any) -> tuple[str, str | None] | None:
+    if isinstance(item, dict) and item.get("type") == "agentMessage" and isinstance(item.get("text"), str):
+        return item["text"], item.get("phase") if isinstance(item.get("phase"), str) else None
+    return None
+
+
+def _turn_texts(record: SessionRecord) -> dict[str, _Texts]:
+    """turn id → what the server sent of its text, in one pass over the wire (linear in the session)."""
+    out: dict[str, _Texts] = {}
+    for entry in record.wire:
+        frame = entry.frame if entry.dir == "s2c" else None
+        method = frame.get("method") if isinstance(frame, dict) else None
+        params = frame.get("params") if isinstance(frame, dict) else None
+        if not isinstance(params, dict) or method not in _TEXT_METHODS:
+            continue
+        if method == "turn/completed":
+            turn = params.get("turn")
+            if isinstance(turn, dict) and isinstance(turn.get("id"), str):
+                texts = out.setdefault(turn["id"], _Texts())
+                texts.ended = True
+                for item in turn.get("items") or () if isinstance(turn.get("items"), list) else ():
+                    got = _agent_text(item)
+                    if got is not None:
+                        texts.on_completion.append(got[0])
+            continue
+        turn_id = params.get("turnId")
+        if not isinstance(turn_id, str):
+            continue
+        texts = out.setdefault(turn_id, _Texts())
+        if method == "item/agentMessage/delta" and isinstance(params.get("delta"), str) and not texts.ended:
+            texts.deltas.append(params["delta"])
+        elif method == "item/completed" and not texts.ended:
+            got = _agent_text(params.get("item"))
+            if got is not None:
+                texts.messages.append(got[0])
+                if got[1] == "final_answer":
+                    texts.final_answer = got[0]
+    return out
+
+
+_TEXT_METHODS = frozenset({"item/agentMessage/delta", "item/completed", "turn/completed"})
+_CLIP = 60
+
+
+def _clip(text: str) -> str:
+    return repr(text[:_CLIP] + ("…" if len(text) > _CLIP else "")) + f" ({len(text)} characters)"
+
+
+def _final_text(make: Maker, record: SessionRecord, result: TurnResult, texts: dict[str, _Texts]) -> Check:
+    """The reported final text is one the server's messages of that turn make (no other turn's text in it)."""
+    name = f"turn {result.index + 1} final text"
+    if not result.final_text and record.meta.get("outside") is not None:
+        return make(name, "skip", "the client reported no final text")
+    sent = texts.get(result.turn_id or "")
+    if sent is None:
+        return make(name, "skip", "no turn id, or no text of that turn on the wire, to judge the final text by")
+    allowed = sent.allowed()
+    if result.final_text in allowed:
+        return make(name, "pass", f"{_clip(result.final_text)}, as the server sent it")
+    streamed = "".join(sent.deltas)
+    if result.status != "completed" and streamed.startswith(result.final_text):
+        return make(name, "pass", f"{_clip(result.final_text)}: what streamed before the turn ended")
+    shown = _clip(max(allowed, key=len))
+    return make(
+        name,
+        "fail",
+        f"reported {_clip(result.final_text)}; the server's messages of this turn make {shown} (a text of another "
+        "turn, a delta after the turn ended, or a lost message)",
+    )
+
+
 @CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
     make = CONTRACT.maker(record)
@@ -64,6 +162,7 @@ def check(record: SessionRecord) -> list[Check]:
     index = WireIndex.build(record.wire)
     if turns == 0:
         checks.append(make("results", "skip", "the session started no turn and [expect] declares none"))
+    texts = _turn_texts(record)
     by_index: dict[int, list[TurnResult]] = {}  # grouped once: a lookup per turn keeps this linear
     for r in record.results:
         by_index.setdefault(r.index, []).append(r)
@@ -97,6 +196,7 @@ def check(record: SessionRecord) -> list[Check]:
                 also = f" ([expect] declares {declared}{why})" if len(allowed) > 1 else ""
                 course = f"; the course where {record.expect.why}" if record.expect.why else ""
                 checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}{course}"))
+        checks.append(_final_text(make, record, result, texts))
         if result.completed_consumed > 1:
             checks.append(
                 make(

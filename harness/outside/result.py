@@ -20,7 +20,8 @@ from contracts import safe_read
 from contracts.record import TurnResult
 from contracts.usage import UsageBuckets
 
-MAX_RESULT_BYTES = 4 * 1024 * 1024
+#: A turn's final text may be as large as a legal agent message (a 16 MiB one is a built-in scenario).
+MAX_RESULT_BYTES = 64 * 1024 * 1024
 SCHEMA_NAME = "result.schema.json"
 
 
