@@ -1,0 +1,74 @@
+"""conformance/clients/buggy.py: each bug class outside clients were found with fails a check of the scenario that
+catches it, and with no flag the client (careful.py underneath) passes those scenarios.
+
+The flags are the bugs of issue 24 (a 64 KiB line cap, dying on a garbage line, a dropped cancel at ``started``,
+late deltas leaking into the next turn, an empty result to an unknown server request, reasoning added to output,
+no turn timeout, waiting out the timeout after stdout EOF).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.scenario import Scenario
+from fake_server.catalogue import load_builtin
+
+BUGGY = [sys.executable, str(Path(__file__).resolve().parents[1] / "conformance" / "clients" / "buggy.py")]
+
+
+def _short_turns(name: str) -> Scenario:
+    """The built-in scenario with a 2 s turn timeout: a client that waits it out (or waits forever, to its
+    deadline) costs seconds, not the default minute."""
+    scenario = load_builtin(name)
+    client = dataclasses.replace(scenario.client, turn_timeout_ms=2000)
+    # Another name and no source file: the runner writes this scenario for the fake instead of the built-in file.
+    return dataclasses.replace(scenario, name=f"{name}_short", client=client, source=None)
+
+
+#: flag → (scenario, the check it fails): the check is a bug its authors would accept.
+CAUGHT: dict[str, tuple[str, tuple[str, str]]] = {
+    "--line-cap-64k": ("large_message_1mib", ("terminal_status", "turn 1 status")),
+    "--die-on-garbage": ("garbage_lines", ("terminal_status", "turn 1 status")),
+    "--drop-cancel-at-started": ("cancel_at_started", ("client", "plan followed")),
+    "--leak-late-deltas": ("late_events_next_turn", ("terminal_status", "turn 2 final text")),
+    "--empty-result-unknown-request": ("unknown_server_request", ("schema", "client_frames_invalid")),
+    "--reasoning-in-output": ("plain", ("usage", "turn 1 usage")),
+    "--no-turn-timeout": ("hang_alive", ("client", "deadline")),
+    "--wait-after-eof": ("stdout_closed", ("terminal_status", "turn 1 status")),
+}
+#: Scenarios played with a short turn timeout (the bug is waiting).
+SHORT = {"hang_alive", "stdout_closed"}
+
+
+def _scenario(name: str) -> str | Scenario:
+    return _short_turns(name) if name in SHORT else name
+
+
+def failed(run: Any) -> set[tuple[str, str]]:
+    return {(c.contract, c.name) for c in run.checks if c.status == "fail"}
+
+
+@pytest.mark.parametrize("flag", sorted(CAUGHT))
+def test_each_bug_fails_the_check_that_catches_it(run_scenario: Callable[..., Any], flag: str) -> None:
+    scenario, check = CAUGHT[flag]
+    run = run_scenario(_scenario(scenario), client=[*BUGGY, flag])
+    assert check in failed(run), [c for c in run.checks if c.status != "pass"]
+
+
+@pytest.mark.parametrize("scenario", sorted({s for s, _ in CAUGHT.values()}))
+def test_without_a_flag_it_passes_those_scenarios(run_scenario: Callable[..., Any], scenario: str) -> None:
+    run = run_scenario(_scenario(scenario), client=BUGGY)
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+
+
+def test_an_unknown_flag_is_refused(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run([*BUGGY, "--no-such-bug"], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert done.returncode == 2 and "--line-cap-64k" in done.stderr
