@@ -231,3 +231,20 @@ def test_a_message_of_item_completed_or_the_final_answer_is_the_final_text() -> 
         assert next(c for c in terminal_status.check(record) if c.name == "turn 1 final text").status == "pass"
     record.results[0].final_text = "Thinking…"
     assert next(c for c in terminal_status.check(record) if c.name == "turn 1 final text").status == "fail"
+
+
+def test_no_final_text_is_right_when_no_message_completed() -> None:
+    """A steer abandoned the stream after "Hel" and the turn completed with no message: '' is the final text
+    (the fuzzer found our client failed for it)."""
+    from contracts.record import WireEntry
+
+    record = plain_record(1)
+    assert any(e.frame and e.frame.get("method") == "item/agentMessage/delta" for e in record.wire)
+    record.results[0].final_text = ""
+    assert next(c for c in terminal_status.check(record) if c.name == "turn 1 final text").status == "pass"
+    done = next(i for i, e in enumerate(record.wire) if e.frame and e.frame.get("method") == "turn/completed")
+    item = {"type": "agentMessage", "id": "m", "text": "Hello world"}
+    params = {"threadId": "thr", "turnId": record.results[0].turn_id, "item": item}
+    frame = {"method": "item/completed", "params": params}
+    record.wire.insert(done, WireEntry(record.wire[done - 1].t, "s2c", frame=frame))
+    assert next(c for c in terminal_status.check(record) if c.name == "turn 1 final text").status == "fail"

@@ -78,6 +78,8 @@ class _Texts:
         out = {"".join(self.deltas)}
         if messages:
             out |= {messages[-1], "".join(messages), "\n".join(messages), "\n\n".join(messages)}
+        else:
+            out.add("")  # no message completed (a stream a steer abandoned, say): no final text is as right
         if self.final_answer is not None:
             out.add(self.final_answer)
         return out
