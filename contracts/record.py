@@ -131,13 +131,17 @@ class TurnResult:
     """
 
     index: int  # 0-based, in the order the session started turns
-    status: Literal["completed", "aborted", "failed", "timeout"]
+    #: ``unsupported`` only from an outside client's result file: it cannot do what the plan asks of the turn
+    status: Literal["completed", "aborted", "failed", "timeout", "unsupported"]
     error: str | None = None
     thread_id: str | None = None
     turn_id: str | None = None
     final_text: str = ""
     #: usage per model; empty when every bucket is zero
     usage: dict[str, UsageBuckets] = field(default_factory=dict)
+    #: why the usage is not judged (an outside client that reports none, or cannot); None: ``usage`` is what
+    #: the client reported, and empty means zero
+    usage_unjudged: str | None = None
     #: ``turn.status`` of the consumed turn/completed, None when none arrived
     server_status: str | None = None
     #: how many turn/completed notifications for this turn the client consumed (must be <= 1)

@@ -250,6 +250,44 @@ def test_unsupported_turns_are_skipped_not_failed(run_scenario: Callable[..., An
     assert turn and all(c.status == "skip" and "cannot answer" in c.detail for c in turn)
 
 
+def _writes_result(tmp_path: Path, result: dict[str, Any]) -> list[str]:
+    body = f"open(os.environ['CODEX_HARNESS_RESULT'], 'w').write({orjson.dumps(result).decode()!r})\n"
+    return client_script(tmp_path, body)
+
+
+@pytest.mark.parametrize(
+    ("turn", "reason"),
+    [
+        ({"usage": None}, "usage null"),
+        ({}, "no usage in the result file"),
+        ({"usage": "unsupported"}, "usage unsupported"),
+    ],
+)
+def test_usage_the_client_does_not_report_is_not_judged_as_zeros(
+    run_scenario: Callable[..., Any], tmp_path: Path, turn: dict[str, Any], reason: str
+) -> None:
+    """``plain`` declares usage 60/40/0/20: a client that reports none is not judged on it (not "input 0 != 60")."""
+    result = {"turns": [{"turn": 1, "status": "completed", **turn}]}
+    run = run_scenario("plain", client=_writes_result(tmp_path, result))
+    usage = [c for c in run.checks if c.contract == "usage"]
+    assert [(c.name, c.status) for c in usage] == [("turn 1 usage", "skip")], usage
+    assert reason in usage[0].detail and usage[0].detail.startswith("not judged"), usage[0].detail
+    assert next(c for c in run.checks if c.name == "turn 1 status").status == "pass"  # the status still is
+
+
+def test_status_alone_unsupported_keeps_the_reported_usage_judged(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    usage = {"input": 60, "cache_read": 40, "cache_write": 0, "output": 20, "reasoning": 5}
+    turn = {"turn": 1, "status": "unsupported", "error": "cannot answer with an error", "usage": usage}
+    turns = [turn, {"turn": 2, "status": "completed", "usage": "unsupported"}]
+    run = run_scenario("plain_two_turns", client=_writes_result(tmp_path, {"turns": turns}))
+    judged = {c.name: c.status for c in run.checks if c.contract == "usage"}
+    assert judged == {"turn 1 buckets consistent": "pass", "turn 1 usage": "pass", "turn 2 usage": "skip"}, judged
+    status = [c for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 1 ")]
+    assert status and all(c.status == "skip" and "cannot answer" in c.detail for c in status)
+
+
 _ALL_UNSUPPORTED = (
     "plan = json.load(open(os.environ['CODEX_HARNESS_PLAN']))\n"
     "turns = [{'turn': t['turn'], 'status': 'unsupported', 'error': 'cannot'} for t in plan['turns']]\n"

@@ -112,6 +112,10 @@ def check(record: SessionRecord) -> list[Check]:
     checks: list[Check] = []
     for result in sorted(record.results, key=lambda r: r.index):
         label = f"turn {result.index + 1}"
+        if result.usage_unjudged:
+            # An outside client that reports no usage has none to judge: zeros would fail it for silence.
+            checks.append(make(f"{label} usage", "skip", f"not judged: {result.usage_unjudged}"))
+            continue
         got = result.total_usage()
         problems = _consistency(got)
         for model, buckets in result.usage.items():

@@ -2,8 +2,10 @@
 
 ``result.schema.json`` (package data next to this module) is the contract: per turn the status the client
 reported (``completed|aborted|failed|timeout|unsupported``), its usage in the buckets of
-docs/scenarios.md, the final text and the error. ``unsupported`` says the client cannot do what the plan
-asks (a decision it has no way to send): that turn's status and usage are not judged.
+docs/scenarios.md, the final text and the error. A status ``unsupported`` says the client cannot do what the
+plan asks (a decision it has no way to send): that turn's status and plan are not judged. Usage is judged
+only where the client reported it: ``null`` (or no ``usage``) says the client reports none, ``"unsupported"``
+that it has no way to; either is not judged, with that reason, never taken as zeros.
 """
 
 from __future__ import annotations
@@ -85,13 +87,14 @@ def read_result(path: Path, *, parent_fd: int | None = None) -> ReadResult:
 
 
 def turn_results(read: ReadResult) -> list[TurnResult]:
-    """The reported turns as Results for the terminal-status and usage contracts (``unsupported`` left out)."""
+    """The reported turns as Results for the terminal-status and usage contracts.
+
+    A turn reported ``unsupported`` keeps that status (its status checks are not judged) and its usage when
+    it reported some; a usage the client did not report is marked not judged with the reason."""
     out = []
     for t in read.turns:
-        if t["status"] == "unsupported":
-            continue
         usage = t.get("usage")
-        buckets = {"reported": UsageBuckets.from_dict(usage)} if usage else {}
+        buckets = {"reported": UsageBuckets.from_dict(usage)} if isinstance(usage, dict) else {}
         out.append(
             TurnResult(
                 index=t["turn"] - 1,
@@ -100,6 +103,17 @@ def turn_results(read: ReadResult) -> list[TurnResult]:
                 turn_id=t.get("turn_id"),
                 final_text=t.get("final_text") or "",
                 usage={k: v for k, v in buckets.items() if not v.is_zero()},
+                usage_unjudged=None if isinstance(usage, dict) else _why_no_usage(t),
             )
         )
     return out
+
+
+def _why_no_usage(turn: dict[str, Any]) -> str:
+    if turn["status"] == "unsupported":
+        return f"reported unsupported: {turn.get('error') or 'the client cannot do what the plan asks'}"
+    if turn.get("usage") == "unsupported":
+        return "the client reported its usage unsupported (it has no way to report usage)"
+    if "usage" in turn:
+        return "the client reports no usage for this turn (usage null)"
+    return "the client reports no usage for this turn (no usage in the result file)"

@@ -295,31 +295,38 @@ def _answered_turn_id(request: Any) -> str | None:
 
 
 def _unsupported(checks: list[Check], facts: dict[str, Any], record: SessionRecord | None = None) -> list[Check]:
-    """Turns the client reported ``unsupported`` are not judged on status and usage: a skip with its reason. When
-    such a turn never reached the server (``record``: the one server's), the turns after it are not judged either:
-    the fake played them with the scripts of the turns before."""
+    """Turns the client reported ``unsupported`` are not judged on their status: a skip with its reason (their
+    usage is judged where reported: the usage contract reads each Result's ``usage_unjudged``). When such a turn
+    never reached the server (``record``: the one server's), the turns after it are not judged at all: the fake
+    played them with the scripts of the turns before."""
     why = {
         int(t["turn"]): t.get("error") or "the client cannot do what the plan asks"
         for t in (facts.get("result") or {}).get("turns", [])
         if t.get("status") == "unsupported"
     }
+    shifted: dict[int, str] = {}
     skipped = _never_started(record, facts, set(why)) if record is not None and why else None
     if skipped is not None:
-        shifted = f"turn {skipped} was reported unsupported and never started: the fake played the scenario's turns"
-        shifted += " in the order they started, so this turn got another's script and its truth does not hold"
+        reason = f"turn {skipped} was reported unsupported and never started: the fake played the scenario's turns"
+        reason += " in the order they started, so this turn got another's script and its truth does not hold"
         numbers = {int(t["turn"]) for t in (facts.get("result") or {}).get("turns", [])}
-        why |= {n: shifted for n in numbers if n > skipped and n not in why}
+        shifted = {n: reason for n in numbers if n > skipped and n not in why}
     out = []
     for check in checks:
         turn = next((n for n in why if check.name.startswith(f"turn {n} ")), None)
-        if check.contract == "terminal_status" and check.name.endswith(" server status"):
+        moved = next((n for n in shifted if check.name.startswith(f"turn {n} ")), None)
+        if moved is not None:
+            out.append(replace(check, status="skip", detail=f"not judged: {shifted[moved]}"))
+        elif check.contract != "terminal_status":
+            out.append(check)
+        elif turn is not None:
+            out.append(replace(check, status="skip", detail=f"reported unsupported: {why[turn]}"))
+        elif check.name.endswith(" server status"):
             # Which turn/completed the client consumed is not on the wire (the fake's side of it is).
             detail = "what the client consumed is not on the wire; the status it reported is judged"
             out.append(replace(check, status="skip", detail=detail))
-        elif turn is None:
-            out.append(check)
         else:
-            out.append(replace(check, status="skip", detail=f"reported unsupported: {why[turn]}"))
+            out.append(check)
     return out
 
 
