@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from contracts.checks import client_run
 from contracts.expect import Expect
 from contracts.record import SessionRecord, WireEntry
@@ -31,7 +33,10 @@ def record(wire: list[tuple[float, str, dict[str, Any]]], **facts: Any) -> Sessi
         "budgets": {"turn_timeout_ms": 4000},
     }
     base.update(facts)
-    entries = [WireEntry(t, d, frame=f) for t, d, f in wire]  # type: ignore[arg-type]
+    entries = [
+        WireEntry(t, d, note=f["note"]) if d == "note" else WireEntry(t, d, frame=f)  # type: ignore[arg-type]
+        for t, d, f in wire
+    ]
     return SessionRecord("s", "fake-process", Expect(), wire=entries, meta={"outside": base})
 
 
@@ -75,6 +80,31 @@ def test_server_ended_late_by_the_harness_or_by_itself() -> None:
     # A silent server: the budget counts from the turn deadline (turn/start + turn_timeout).
     silent = {"end": {"reason": "stdin_closed", "t": 4.1 + 2.0 + 3.0}}
     assert status(record(CONVERSATION[:2], server=silent), "server ended") == "pass"
+
+
+def detail(rec: SessionRecord, name: str) -> str:
+    return next(c.detail for c in client_run.check(rec) if c.name == name)
+
+
+@pytest.mark.parametrize(("note", "move"), [("signal SIGTERM", "sent SIGTERM"), ("stdin closed", "closed its stdin")])
+def test_server_ended_reads_the_recordings_notes_when_end_json_is_missing(note: str, move: str) -> None:
+    """A fake killed before it wrote end.json still noted the client's SIGTERM or stdin close on its wire."""
+    killed = {"end": None, "killed_by_harness": True}
+    rec = record([*CONVERSATION, (1.205, "note", {"note": note})], server=killed)
+    assert status(rec, "server ended") == "pass", detail(rec, "server ended")
+    assert detail(rec, "server ended").startswith(f"the client {move} +0.205 s after the last turn/completed")
+    assert "never closed" not in detail(rec, "server ended")
+    late = record([*CONVERSATION, (9.0, "note", {"note": note})], server=killed)
+    assert status(late, "server ended") == "fail"
+    said = detail(late, "server ended")
+    assert said.startswith(f"ended late: the client {move} +8.000 s"), said
+
+
+def test_server_ended_takes_the_clients_first_move() -> None:
+    """end.json says signal at 9 s, but stdin was closed at 1.5 s: the first move counts."""
+    end = {"reason": "signal", "signal": "SIGTERM", "t": 9.0, "stdin_closed_t": 1.5}
+    rec = record(CONVERSATION, server={"end": end})
+    assert status(rec, "server ended") == "pass" and "closed its stdin +0.500 s" in detail(rec, "server ended")
 
 
 def test_session_facts() -> None:

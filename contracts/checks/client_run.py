@@ -11,8 +11,10 @@ result file. Per server:
 - ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
   within the interrupt budget, or the client gave up and ended the server within budget;
 - ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
-  its last turn ended (``turn/completed``), or after the turn deadline when the server went silent; a
-  server that ended itself (crash, exit) needs nothing.
+  its last turn ended (``turn/completed``), or after the turn deadline when the server went silent ("ended
+  late" past it); a server that ended itself (crash, exit) needs nothing. The client's first move counts,
+  from every sign the recording holds: ``end.json`` and the wire's ``stdin closed`` / ``signal`` notes (all a
+  server killed before it wrote ``end.json`` leaves).
 
 Once per run (the record with ``primary``): ``server started``, ``deadline`` (``client/deadline``),
 ``nothing left running``, ``result file`` (absent: a skip, never a pass; invalid: a failure) and
@@ -28,7 +30,7 @@ from typing import Any
 from contracts.checks.base import Check, Maker
 from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex, id_key, shared
-from contracts.record import SessionRecord
+from contracts.record import SessionRecord, WireEntry
 
 NAME = "client"
 REFERENCE = "clients.md"
@@ -91,21 +93,50 @@ def wire_turns(index: WireIndex) -> list[dict[str, Any]]:
     return out
 
 
-def _ended(server: dict[str, Any], facts: dict[str, Any]) -> tuple[str, float | None]:
-    """How the server ended (``client`` / ``itself`` / ``harness`` / ``sigkill``) and when."""
+def _client_moves(server: dict[str, Any], wire: list[WireEntry]) -> list[tuple[float, str]]:
+    """Every sign the recording holds of the client ending the server, (t, what), earliest first: ``end.json``'s
+    reason and its ``stdin_closed_t``, and the ``stdin closed`` / ``signal NAME`` notes of the wire (all there is
+    when the process was killed before it could write ``end.json``)."""
+    moves: list[tuple[float, str]] = []
+    end = server.get("end") if isinstance(server.get("end"), dict) else {}
+    if end.get("reason") in ("stdin_closed", "signal") and _number(end.get("t")):
+        signal = str(end.get("signal") or "a signal")[:20]
+        what = "closed its stdin" if end["reason"] == "stdin_closed" else f"sent {signal}"
+        moves.append((float(end["t"]), what))
+    if _number(end.get("stdin_closed_t")):
+        moves.append((float(end["stdin_closed_t"]), "closed its stdin"))
+    for entry in wire:
+        if entry.dir != "note" or not entry.note:
+            continue
+        if entry.note == "stdin closed":
+            moves.append((entry.t, "closed its stdin"))
+        elif entry.note.startswith("signal "):
+            moves.append((entry.t, f"sent {entry.note.removeprefix('signal ')[:20]}"))
+    return sorted(moves)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _ended(server: dict[str, Any], facts: dict[str, Any], wire: list[WireEntry]) -> tuple[str, float | None, str]:
+    """How the server ended (``client`` / ``itself`` / ``harness`` / ``sigkill``), when, and the client's move."""
     end = server.get("end")
-    if end is None:
-        return ("harness", None) if server.get("killed_by_harness") else ("sigkill", facts.get("client_ended_t"))
-    if end.get("reason") in ("stdin_closed", "signal"):
-        return "client", end.get("t")
-    return "itself", end.get("t")
+    if isinstance(end, dict) and end.get("reason") not in ("stdin_closed", "signal"):
+        return "itself", end.get("t") if _number(end.get("t")) else None, ""
+    moves = _client_moves(server, wire)
+    if moves:
+        return "client", moves[0][0], moves[0][1]
+    if server.get("killed_by_harness"):
+        return "harness", None, ""
+    return "sigkill", facts.get("client_ended_t"), ""
 
 
 def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: dict[str, Any]) -> Check:
     server = facts["server"]
     budgets = facts.get("budgets") or {}
     teardown = record.budgets.teardown_s
-    how, at = _ended(server, facts)
+    how, at, move = _ended(server, facts, record.wire)
     if how == "itself":
         reason = (server.get("end") or {}).get("reason")
         return make("server ended", "pass", f"the server ended by itself ({reason}); nothing to end")
@@ -131,9 +162,13 @@ def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: d
     if at is None:
         return make("server ended", "skip", "the server was killed (SIGKILL) at a time the wire does not show")
     late = at - ref
-    verb = "signalled/closed" if how == "client" else "SIGKILLed (by the client's exit at the latest)"
+    verb = f"the client {move}" if how == "client" else "SIGKILLed (by the client's exit at the latest)"
     detail = f"{verb} {late:+.3f} s after {what}, budget {allowed:.3f} s"
-    return make("server ended", "pass" if late <= allowed + SLACK_S else "fail", detail)
+    if how == "client" and server.get("end") is None and server.get("killed_by_harness"):
+        detail += "; the server had not exited when the harness killed it (no end.json)"
+    if late > allowed + SLACK_S:
+        return make("server ended", "fail", f"ended late: {detail}")
+    return make("server ended", "pass", detail)
 
 
 def _answered_after_resolved(make: Maker, index: WireIndex) -> Check:
@@ -159,7 +194,7 @@ def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dic
     interrupts = [r for r in index.client_requests.values() if r.method == "turn/interrupt"]
     if not interrupts:
         return None
-    how, end_t = _ended(facts["server"], facts)
+    how, end_t, _ = _ended(facts["server"], facts, record.wire)
     budget = record.budgets.interrupt_s
     bad: list[str] = []
     for request in interrupts:
