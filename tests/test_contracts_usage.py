@@ -72,6 +72,21 @@ def test_undeclared_usage_is_judged_against_the_wire_as_a_warning() -> None:
     assert by_name(record)["turn 1 usage"].status == "warn"
 
 
+def test_a_result_without_turn_id_is_matched_to_the_wire_turn_by_order() -> None:
+    """An outside client that keeps no turn id: its usage is judged against the turn started at its position."""
+    record = plain_record(2)
+    record.expect = Expect(turns=(ExpectTurn("completed"), ExpectTurn("completed")))
+    for result in record.results:
+        result.turn_id = None
+    for name in ("turn 1 usage", "turn 2 usage"):
+        check = by_name(record)[name]
+        assert check.status == "pass", check.detail
+        assert "derived from the wire" in check.detail and "by order" in check.detail, check.detail
+    record.results[1].usage = {"m": UsageBuckets(input=100, cache_read=40, output=20)}
+    check = by_name(record)["turn 2 usage"]
+    assert check.status == "warn" and "input 100 != 60" in check.detail, check.detail
+
+
 def test_server_reporting_cached_above_input_warns() -> None:
     record = plain_record(1)
     b = RecordBuilder()

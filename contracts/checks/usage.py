@@ -2,7 +2,9 @@
 usage), and its buckets are consistent (reasoning inside output, counted once; nothing negative).
 
 When ``[expect]`` declares no usage for a turn, the documented accounting is replayed over the
-wire and a disagreement is a warning: derived truth is weaker than declared truth.
+wire and a disagreement is a warning: derived truth is weaker than declared truth. A Result without a turn
+id (an outside client that keeps none) is the turn started at its position on the wire. A Result whose usage
+was not reported (``usage_unjudged``) is a skip naming why, never zeros.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import fields
 from typing import Any
 
 from contracts.checks.base import Check
+from contracts.checks.client_run import wire_turns
 from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
@@ -80,6 +83,11 @@ def wire_usage(index: WireIndex, turn_id: str) -> UsageBuckets | None:
     return UsageBuckets.from_breakdown(counted)
 
 
+def _turn_by_order(turns: list[dict[str, Any]], index: int) -> str | None:
+    turn_id = turns[index]["id"] if 0 <= index < len(turns) else None
+    return turn_id if isinstance(turn_id, str) else None
+
+
 def _consistency(got: UsageBuckets) -> list[str]:
     problems = [f"{f.name} is negative ({getattr(got, f.name)})" for f in fields(got) if getattr(got, f.name) < 0]
     if got.reasoning > got.output:
@@ -109,6 +117,7 @@ def _wire_consistency(index: WireIndex) -> list[str]:
 def check(record: SessionRecord) -> list[Check]:
     make = CONTRACT.maker(record)
     index = WireIndex.build(record.wire)
+    turns_on_wire = wire_turns(index)
     checks: list[Check] = []
     for result in sorted(record.results, key=lambda r: r.index):
         label = f"turn {result.index + 1}"
@@ -141,7 +150,13 @@ def check(record: SessionRecord) -> list[Check]:
                     make(f"{label} reasoning", "warn", f"reasoning {got.reasoning} reported, [expect] declares none")
                 )
             continue
-        derived = wire_usage(index, result.turn_id) if result.turn_id else None
+        turn_id, matched = result.turn_id, ""
+        if not turn_id:
+            # A client that reports no turn id (many keep none) ran its turns in order: its Result is the turn
+            # started at the same position on the wire.
+            turn_id = _turn_by_order(turns_on_wire, result.index)
+            matched = f" (turn {result.index + 1} on the wire by order: the Result has no turn_id)" if turn_id else ""
+        derived = wire_usage(index, turn_id) if turn_id else None
         if derived is None:
             if got.is_zero():
                 checks.append(
@@ -149,7 +164,7 @@ def check(record: SessionRecord) -> list[Check]:
                 )
             else:
                 checks.append(
-                    make(f"{label} usage", "warn", f"usage {_show(got)} but no usage for this turn on the wire")
+                    make(f"{label} usage", "warn", f"usage {_show(got)} but none for this turn on the wire{matched}")
                 )
             continue
         diffs = _differences(got, derived)
@@ -158,7 +173,7 @@ def check(record: SessionRecord) -> list[Check]:
                 f"{label} usage",
                 "warn" if diffs else "pass",
                 f"{'; '.join(diffs) + ' — ' if diffs else ''}got {_show(got)}; derived from the wire {_show(derived)} "
-                "([expect] declares none)",
+                f"([expect] declares none){matched}",
             )
         )
     wire_problems = _wire_consistency(index)
