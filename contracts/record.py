@@ -144,8 +144,9 @@ class TurnResult:
     usage_unjudged: str | None = None
     #: ``turn.status`` of the consumed turn/completed, None when none arrived
     server_status: str | None = None
-    #: how many turn/completed notifications for this turn the client consumed (must be <= 1)
-    completed_consumed: int = 0
+    #: how many turn/completed notifications for this turn the client consumed (must be <= 1); None: not known
+    #: (an outside client: what it read is not on the wire)
+    completed_consumed: int | None = 0
     started_at: float = 0.0  # turn/start sent
     ended_at: float = 0.0  # Result delivered
     cancel_at: float | None = None  # cancellation requested (scope cancelled or turn.cancel())

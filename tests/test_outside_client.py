@@ -288,6 +288,37 @@ def test_status_alone_unsupported_keeps_the_reported_usage_judged(
     assert status and all(c.status == "skip" and "cannot answer" in c.detail for c in status)
 
 
+_NEVER_READS = (
+    "server = subprocess.Popen([os.environ['CODEX_BIN'], 'app-server'], stdin=subprocess.PIPE,\n"
+    "                          stdout=subprocess.PIPE)\n"
+    "def send(rid, method, params):\n"
+    "    server.stdin.write(json.dumps({'id': rid, 'method': method, 'params': params}).encode() + b'\\n')\n"
+    "    server.stdin.flush()\n"
+    "send(1, 'initialize', {'clientInfo': {'name': 'deaf', 'version': '0'}})\n"
+    "send(2, 'thread/start', {})\n"
+    "for line in server.stdout:\n"
+    "    message = json.loads(line)\n"
+    "    if message.get('id') == 2:\n"
+    "        thread = message['result']['thread']['id']\n"
+    "        break\n"
+    "send(3, 'turn/start', {'threadId': thread, 'input': [{'type': 'text', 'text': 'Say hello'}]})\n"
+    "time.sleep(1.5)  # the turn runs and completes; nothing of it is ever read\n"
+    "server.stdin.close()\n"
+    "server.wait(timeout=20)\n"
+    "result = {'turns': [{'turn': 1, 'status': 'completed', 'usage': None}]}\n"
+    "open(os.environ['CODEX_HARNESS_RESULT'], 'w').write(json.dumps(result))\n"
+)
+
+
+def test_turn_completed_consumed_is_not_passed_for_a_client_that_never_read(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Which turn/completed an outside client read is not on the wire: never a pass (it was "1 consumed")."""
+    run = run_scenario("plain", client=client_script(tmp_path, _NEVER_READS))
+    check = next(c for c in run.checks if c.name == "turn 1 turn/completed consumed")
+    assert check.status == "skip" and "not on the wire" in check.detail, check
+
+
 _ALL_UNSUPPORTED = (
     "plan = json.load(open(os.environ['CODEX_HARNESS_PLAN']))\n"
     "turns = [{'turn': t['turn'], 'status': 'unsupported', 'error': 'cannot'} for t in plan['turns']]\n"

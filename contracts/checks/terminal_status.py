@@ -199,7 +199,15 @@ def check(record: SessionRecord) -> list[Check]:
                 course = f"; the course where {record.expect.why}" if record.expect.why else ""
                 checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}{course}"))
         checks.append(_final_text(make, record, result, texts))
-        if result.completed_consumed > 1:
+        if result.completed_consumed is None:
+            checks.append(
+                make(
+                    f"{label} turn/completed consumed",
+                    "skip",
+                    "not judged: which turn/completed the client read is not on the wire (the server's sending is)",
+                )
+            )
+        elif result.completed_consumed > 1:
             checks.append(
                 make(
                     f"{label} turn/completed consumed",

@@ -104,6 +104,8 @@ def turn_results(read: ReadResult) -> list[TurnResult]:
                 final_text=t.get("final_text") or "",
                 usage={k: v for k, v in buckets.items() if not v.is_zero()},
                 usage_unjudged=None if isinstance(usage, dict) else _why_no_usage(t),
+                # What the client read is its own: the server having sent turn/completed says nothing of it.
+                completed_consumed=None,
             )
         )
     return out

@@ -476,7 +476,6 @@ def build_records(
         for result in records[0].results:
             turn = wire_turns[result.index] if result.index < len(wire_turns) else None
             result.server_status = turn["status"] if turn else None
-            result.completed_consumed = 1 if turn and turn["status"] else 0
     return records
 
 
