@@ -85,6 +85,30 @@ def test_the_record_keeps_the_clients_output_and_the_recording(
     assert ("client", "server started") in failed(run)
 
 
+def test_the_clients_output_is_kept_up_to_a_mebibyte(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    """A test runner's 300 KiB of output is kept whole (16 KiB were, and the run's first lines were lost)."""
+    body = "print('FIRST LINE'); [print(f'{i:07d}' + 'y' * 92) for i in range(3000)]\n"
+    body += "print('SUMMARY: 3 passed'); sys.exit(0)\n"
+    run = run_scenario("plain", client=client_script(tmp_path, body))
+    assert run.saved_to is not None
+    text = (run.saved_to / "client-stdout.txt").read_text()
+    assert text.startswith("FIRST LINE\n") and text.rstrip().endswith("SUMMARY: 3 passed"), text[:200]
+    assert len(text) > 300_000
+
+
+def test_the_clients_output_tail_is_bounded_and_says_what_it_cut() -> None:
+    from harness.outside.runner import TAIL_BYTES, _Tail
+
+    tail = _Tail()
+    for i in range(48):  # 3 MiB in 64 KiB reads
+        tail.add(bytes([ord("a") + i % 26]) * 65536)
+    assert tail.size <= TAIL_BYTES + 65536
+    text = tail.text()
+    head, _, kept = text.partition("\n")
+    assert head == f"[codex-harness: {48 * 65536 - TAIL_BYTES} earlier bytes not kept; the last {TAIL_BYTES} follow]"
+    assert len(kept) == TAIL_BYTES and kept.endswith("v" * 65536)
+
+
 def test_a_process_the_caller_already_had_is_never_swept(run_scenario: Callable[..., Any]) -> None:
     """Kill only what the run started: a child the caller started before the client survives its sweep."""
     import subprocess

@@ -53,7 +53,8 @@ TARGET = "fake-process"
 PLAN_ENV = "CODEX_HARNESS_PLAN"
 RESULT_ENV = "CODEX_HARNESS_RESULT"
 DEADLINE_EXTRA_S = 10.0
-TAIL_BYTES = 16 * 1024
+#: What is kept of the client's stdout and stderr each: the end of it (a test runner's summary comes last).
+TAIL_BYTES = 1024 * 1024
 #: How long the stdout/stderr drains may outlive the client (a leaked helper can hold the pipes).
 DRAIN_AFTER_EXIT_S = 0.3
 _POLL_S = 0.02
@@ -120,19 +121,26 @@ def deadline_for(scenario: Scenario, override: float | None) -> float:
 
 
 class _Tail:
+    """The last :data:`TAIL_BYTES` of a stream (at most one read more held), and how much came before."""
+
     def __init__(self) -> None:
         self.chunks: deque[bytes] = deque()
         self.size = 0
+        self.total = 0
 
     def add(self, data: bytes) -> None:
         self.chunks.append(data)
         self.size += len(data)
+        self.total += len(data)
         while self.size - len(self.chunks[0]) >= TAIL_BYTES:
             self.size -= len(self.chunks.popleft())
 
     def text(self) -> str:
         # Escaped (contracts.text): the client's bytes reach client-*.txt and any check quoting them inert.
-        return escape(b"".join(self.chunks)[-TAIL_BYTES:].decode("utf-8", "replace"), keep_newlines=True)
+        kept = b"".join(self.chunks)[-TAIL_BYTES:]
+        cut = self.total - len(kept)
+        head = f"[codex-harness: {cut} earlier bytes not kept; the last {len(kept)} follow]\n" if cut else ""
+        return head + escape(kept.decode("utf-8", "replace"), keep_newlines=True)
 
 
 async def _drain(stream: Any, tail: _Tail, done: list[int]) -> None:
