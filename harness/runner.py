@@ -22,7 +22,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from contracts.checks import CONTRACT_NAMES, Check, run_all
+from contracts.checks import CONTRACT_NAMES, Check, run_all, worst
 from contracts.checks import scenario as scenario_check
 from contracts.heap import collector_paused
 from contracts.jsonrpc import RpcError
@@ -66,11 +66,9 @@ class ScenarioRun:
 
     @property
     def status(self) -> str:
-        statuses = {c.status for c in self.checks}
-        for s in ("fail", "warn", "skip"):
-            if s in statuses:
-                return s
-        return "pass"
+        """What was judged (the progress line's word): a scenario whose judged checks all passed is a pass,
+        whatever it also skipped; ``skip`` only when nothing was judged."""
+        return worst([c.status for c in self.checks])
 
 
 # --- playing one scenario ---------------------------------------------------------------------------

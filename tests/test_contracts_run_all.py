@@ -39,8 +39,9 @@ def test_contracts_rerun_on_a_saved_record(tmp_path: Path) -> None:
     assert before == after
 
 
-def test_worst_orders_fail_warn_skip_pass() -> None:
-    assert worst(["pass", "skip"]) == "skip"
+def test_worst_shows_the_worst_judged_status_skip_only_when_nothing_was_judged() -> None:
+    assert worst(["pass", "skip"]) == "pass"
+    assert worst(["skip", "skip"]) == "skip"
     assert worst(["pass", "warn", "skip"]) == "warn"
     assert worst(["warn", "fail"]) == "fail"
     assert worst([]) == "skip"

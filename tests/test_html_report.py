@@ -331,3 +331,10 @@ def test_every_page_carries_a_policy_that_allows_exactly_its_own_scripts_and_sty
     root = Path(__file__).resolve().parents[1]
     writers = [p for p in (root / "harness").rglob("*.py") if re.search(r'<script|<style| style="', p.read_text())]
     assert writers == [root / "harness" / "html" / "page.py"]
+
+
+def test_the_html_cell_shows_what_was_judged() -> None:
+    record = _record(_session(2))
+    checks = [Check("unit", "fake", "usage", "turn 1 usage", "pass"), Check("unit", "fake", "usage", "x", "skip")]
+    html = render_index(checks, [record])
+    assert '<td class="pass">' in html and '<td class="skip">' not in html

@@ -118,3 +118,25 @@ def test_junit_counts_and_elements() -> None:
 def test_empty_run_says_so() -> None:
     assert render_table([]) == "no checks ran\n\nRESULT: NOTHING JUDGED\n"
     assert judge([]).exit_code == FAILED
+
+
+def test_a_cell_shows_what_was_judged_not_a_sub_check_that_skipped() -> None:
+    """A reported status judged and passed, its server-status sub-check skipped: the cell says pass."""
+    checks = [
+        C("plain", "terminal_status", "pass", "turn 1 status"),
+        C("plain", "terminal_status", "skip", "turn 1 server status", "not on the wire"),
+        C("hang", "terminal_status", "skip", "scenario", "fake only"),
+    ]
+    rows = {line.split()[0]: line for line in render_table(checks, ascii_only=True).splitlines()[2:4]}
+    assert rows["plain"].split()[1] == "ok", rows
+    assert rows["hang"].split()[1] == "skip", rows  # nothing judged: still a skip
+
+
+def test_a_scenario_whose_judged_checks_passed_is_a_pass_in_progress_lines() -> None:
+    from harness.runner import ScenarioRun
+
+    run = ScenarioRun("plain", "fake", [C("plain", "usage", "pass"), C("plain", "latency", "skip")])
+    assert run.status == "pass"
+    assert ScenarioRun("plain", "fake", [C("plain", "latency", "skip")]).status == "skip"
+    assert ScenarioRun("plain", "fake", [C("plain", "usage", "warn"), C("plain", "x", "skip")]).status == "warn"
+    assert ScenarioRun("plain", "fake", []).status == "skip"  # nothing judged is never a pass

@@ -16,8 +16,9 @@ LEVELS: tuple[Level, ...] = ("must", "should")
 #: At most this many locations per check: enough to mark the frames on a page, bounded on a flood.
 MAX_AT = 50
 STATUSES: tuple[str, ...] = ("pass", "fail", "skip", "warn")
-# Order of badness: a contract's cell in the table shows its worst check.
-_RANK = {"pass": 0, "skip": 1, "warn": 2, "fail": 3}
+# What a group of checks shows (a contract's cell, a scenario): its worst *judged* check. A skip judged nothing,
+# so it shows only where nothing was judged: one skipped sub-check does not hide the pass of the others.
+_RANK = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,8 @@ def wire_lines(positions: Iterable[int]) -> tuple[int, ...]:
 
 
 def worst(statuses: list[str] | tuple[str, ...]) -> str:
-    """The worst of ``statuses`` (fail > warn > skip > pass); ``skip`` for none."""
+    """What ``statuses`` show together: the worst judged one (fail > warn > pass); ``skip`` only when every one
+    (or none at all) is a skip."""
     return max(statuses, key=lambda s: _RANK[s]) if statuses else "skip"
 
 
