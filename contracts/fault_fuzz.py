@@ -54,7 +54,7 @@ class Effect:
 
     ``delay``/``never``/``exit`` name the parameters the course reads. ``kills``: the client must kill
     the server (it cannot read it any more). ``fails_turn``: the client answers the fault's server request
-    with an error, which fails a turn that would complete (client-behaviour.md §7). ``ends_session``: the
+    with an error, which fails a turn that would complete (docs/client-rules.md §3). ``ends_session``: the
     session cannot carry on past the turn, whatever the course. ``server_trace``: ``unjudged`` when the
     fake's shutdown after the fault is not pinned against the real binary (the server trace is not
     judged), ``violation`` when the fault breaks the server trace on purpose. ``allows``: what the fault

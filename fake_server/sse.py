@@ -3,7 +3,7 @@
 The mock Responses API (:mod:`fake_server.responses_api`) plays one :class:`ModelResponse` per
 request. This module turns it into what goes on the wire: a list of :class:`Chunk` (the bytes of
 one SSE event and how long to wait before sending it) and how the HTTP exchange ends. The event
-shapes are those codex-cli consumes (``app-server-protocol.md`` §14.3).
+shapes are those codex-cli consumes (``docs/real-binary.md``, "How scripted steps reach the wire").
 
 Ids: messages ``msg-N``, reasoning ``rs_N``, tool calls ``call_N`` unless the scenario names them;
 ``N`` counts items of that kind across the session (1-based), like the fake app-server does.

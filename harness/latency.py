@@ -1,6 +1,6 @@
 """The interrupt latency probe: cancel a running turn, measure on the wire and on the client's clock.
 
-Cases (``client-behaviour.md`` §6, the "real-binary probe"): ``long_stream`` is *generation* (cancel a
+Cases (``docs/client-rules.md`` §2; the real-binary probe): ``long_stream`` is *generation* (cancel a
 settle delay after the first message delta), ``running_command`` is *active_tool* (cancel once the
 command item has started), ``interrupt_pending_approval`` cancels while an approval is pending. Each
 sample runs on a fresh server process; warm-ups are discarded; percentiles are nearest-rank.

@@ -225,7 +225,7 @@ async def _play_session(
             await session.initialize()
             thread_id = await session.start_thread(cwd=WORKDIR)
         except (ClientError, RpcError) as exc:
-            # A failed handshake or thread start ends every turn of the task as failed (client-behaviour.md §7).
+            # A failed handshake or thread start ends every turn of the task as failed (docs/client-rules.md §3).
             record.meta["startup_failure"] = f"{type(exc).__name__}: {exc}"
             for i in range(len(scenario.turns)):
                 session.results.append(TurnResult(index=i, status="failed", error=f"startup failed: {exc}"))

@@ -28,26 +28,11 @@ from harness.runner import run_one
 from harness.scenario_lookup import builtin_names
 
 ROOT = Path(__file__).resolve().parents[1]
-#: A citation names a document by a path ending in .md (``client-behaviour.md §6``, ``docs/clients.md``).
+#: A citation names a document by a path ending in .md (``docs/client-rules.md §2``, ``docs/clients.md``).
 DOC = re.compile(r"[\w./-]+\.md")
-#: Citations of documents the repository does not contain (they were notes outside it). Issue 24 writes the
-#: rules into docs/ and cites those instead; this list then empties. A new citation of a missing file fails.
-NOT_SHIPPED = {
-    "app-server-protocol.md §1",
-    "app-server-protocol.md §10",
-    "app-server-protocol.md §10.2",
-    "app-server-protocol.md §2",
-    "app-server-protocol.md §9",
-    "client-behaviour.md §10",
-    "client-behaviour.md §4",
-    "client-behaviour.md §6",
-    "client-behaviour.md §6-7",
-    "client-behaviour.md §7",
-    "client-behaviour.md §8",
-    "client-behaviour.md §8.2",
-    "client-behaviour.md §8.3",
-    "rollout-trace.md §6",
-}
+#: Citations of documents the repository does not contain. Issue 24 wrote the rules into docs/ (protocol.md,
+#: client-rules.md, trace.md) and every check cites those: a new citation of a missing file fails.
+NOT_SHIPPED: set[str] = set()
 CLIENTS = ROOT / "conformance" / "clients"
 
 
@@ -127,7 +112,7 @@ def test_checks_carry_their_rule_into_every_output() -> None:
     known_ids = [c for c in checks if c.contract == "terminal_status" and c.name.endswith("server status")]
     for c in checks:
         assert (c.level, c.citation) == registry.get(c.contract).rule_for(c.name), c  # type: ignore[union-attr]
-    assert all(c.citation == "app-server-protocol.md §10" for c in known_ids)
+    assert all(c.citation == "docs/protocol.md §4" for c in known_ids)
     failed = next(c for c in checks if c.status == "fail" and c.contract == "protocol")
     assert failed.to_dict()["level"] == "must" and failed.to_dict()["citation"] == failed.to_dict()["reference"]
     root = ET.fromstring(junit_xml(checks))

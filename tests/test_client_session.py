@@ -232,7 +232,7 @@ async def test_cancel_after_delta_interrupts_and_keeps_usage(autojump_clock: tri
 async def test_completion_without_interrupt_answer_is_logged_and_not_killed(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    # client-behaviour §6: "wait for turn/completed (any status) -> info 'codex turn interrupted'" with the
+    # docs/client-rules.md §2: wait for turn/completed (any status), log "codex turn interrupted" with the
     # latency from the interrupt write; the answer that never comes is recorded, the healthy server is kept
     async def script(peer: ScriptedPeer) -> None:
         await turn_begin(peer, "t1")

@@ -1,4 +1,4 @@
-"""Usage accounting (client-behaviour.md section 8): worked examples and hypothesis properties."""
+"""Usage accounting (docs/client-rules.md §4): worked examples and hypothesis properties."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def test_good_records_pass() -> None:
         got = statuses(record)
         assert set(got.values()) == {"pass"}, got
         assert all(
-            c.reference.startswith("client-behaviour.md") or "§" in c.reference for c in terminal_status.check(record)
+            c.reference.startswith("docs/") and "§" in c.reference for c in terminal_status.check(record)
         )
 
 

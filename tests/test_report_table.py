@@ -22,7 +22,7 @@ from harness.report import (
 
 
 def C(scenario: str, contract: str, status: str, name: str = "n", detail: str = "d", target: str = "fake") -> Check:
-    return Check(scenario, target, contract, name, status, detail, "client-behaviour.md §7")  # type: ignore[arg-type]
+    return Check(scenario, target, contract, name, status, detail, "docs/client-rules.md §3")  # type: ignore[arg-type]
 
 
 CHECKS = [

@@ -39,7 +39,7 @@ from contracts.heap import collector_paused
 from contracts.record import SessionRecord
 
 NAME = "client"
-REFERENCE = "clients.md"
+REFERENCE = "docs/clients.md"
 CHECK = "plan followed"
 CLIENT.add(CHECK)  # judged over every server's record at once (not a judge of one record)
 #: Scheduling room on every wire-judged bound (as contracts.checks.client_run).

@@ -33,7 +33,7 @@ from contracts.checks.wire_index import WireIndex, id_key, shared
 from contracts.record import SessionRecord, WireEntry
 
 NAME = "client"
-REFERENCE = "clients.md"
+REFERENCE = "docs/clients.md"
 #: ``plan followed`` is declared by :mod:`contracts.checks.client_plan`; ``recording`` is the runner's (a
 #: recording fake-codex did not write); ``server N: …`` is a check of the N-th server the client started.
 CONTRACT = Contract(
@@ -42,12 +42,12 @@ CONTRACT = Contract(
     suite="outside",
     checks=(
         "played as given",
-        Rule("not answered after resolved", citation="app-server-protocol.md §9"),
-        Rule("interrupt -> turn/completed", citation="client-behaviour.md §6"),
+        Rule("not answered after resolved", citation="docs/protocol.md §3"),
+        Rule("interrupt -> turn/completed", citation="docs/client-rules.md §2"),
         "server ended",
         "server started",
         "deadline",
-        Rule("nothing left running", citation="client-behaviour.md §10"),
+        Rule("nothing left running", citation="docs/client-rules.md §5"),
         "result file",
         "reported statuses agree with the wire",
         "recording",

@@ -13,7 +13,7 @@ from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
 
 NAME = "latency"
-REFERENCE = "client-behaviour.md §6"
+REFERENCE = "docs/client-rules.md §2"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,

@@ -17,7 +17,7 @@ from contracts.record import SessionRecord
 from contracts.transport import CLOSED_NOTES
 
 NAME = "protocol"
-REFERENCE = "client-behaviour.md §4"
+REFERENCE = "docs/client-rules.md §1"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
@@ -25,10 +25,10 @@ CONTRACT = Contract(
         "server requests answered",
         "server requests answered once",
         "no request after close",
-        Rule("interrupt answer before turn/completed", citation="app-server-protocol.md §10.2"),
+        Rule("interrupt answer before turn/completed", citation="docs/protocol.md §4"),
         "no answer to an unknown id",
-        Rule("server answers known ids", citation="app-server-protocol.md §2"),
-        Rule("request ids unique", citation="app-server-protocol.md §2"),
+        Rule("server answers known ids", citation="docs/protocol.md §2"),
+        Rule("request ids unique", citation="docs/protocol.md §2"),
     ),
 )
 _SHOWN = 3

@@ -3,7 +3,7 @@
 A contract module declares its :class:`Contract` (name, default level, default citation, and the checks it
 yields, by name) and decorates its judge with it (as pytest-lsp's checks do)::
 
-    USAGE = Contract("usage", citation="client-behaviour.md §8", checks=("turn N usage", Rule("…", citation=…)))
+    USAGE = Contract("usage", citation="docs/client-rules.md §4", checks=("turn N usage", Rule("…", citation=…)))
 
     @USAGE.judge
     def check(record: SessionRecord) -> list[Check]:
@@ -16,7 +16,7 @@ So the registry knows every contract and, per check, what it holds the client (o
   ``should`` — a recommendation, robustness beyond the protocol. A failed ``should`` check warns and fails only
   under ``--strict`` (:func:`contracts.report.verdict.judge`).
 - ``citation``: where the rule comes from: a document that ships in this repository and its section
-  (``docs/clients.md §3``), or how it was observed on the real binary (``observed on the real binary: …``).
+  (``docs/client-rules.md §3``), or how it was observed on the real binary (``observed on the real binary: …``).
 
 A check name ``turn N …`` stands for one check per turn (``turn 1 status``, ``turn 2 status``, …), and
 ``server N: …`` is the check of the N-th server an outside client started. A name the contract does not

@@ -15,7 +15,7 @@ from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
 
 NAME = "schema"
-REFERENCE = "app-server-protocol.md §1"
+REFERENCE = "docs/protocol.md §1"
 CONTRACT = Contract(
     NAME, citation=REFERENCE, checks=("frames", "server_frames_invalid", "wire_errors", "client_frames_invalid")
 )

@@ -15,7 +15,7 @@ from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
 
 NAME = "terminal_status"
-REFERENCE = "client-behaviour.md §7"
+REFERENCE = "docs/client-rules.md §3"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
@@ -24,9 +24,9 @@ CONTRACT = Contract(
         "turn N result",
         "turn N status",
         "turn N final text",
-        Rule("turn N turn/completed consumed", citation="client-behaviour.md §8.2"),
-        Rule("turn N server status", citation="app-server-protocol.md §10"),
-        Rule("server exit", citation="client-behaviour.md §10"),
+        Rule("turn N turn/completed consumed", citation="docs/client-rules.md §3"),
+        Rule("turn N server status", citation="docs/protocol.md §4"),
+        Rule("server exit", citation="docs/client-rules.md §5"),
         "client errors",
     ),
 )

@@ -19,7 +19,7 @@ from contracts.record import SessionRecord
 from contracts.trace import TraceVerdict, check_bundle
 
 NAME = "trace_closure"
-REFERENCE = "rollout-trace.md §6"
+REFERENCE = "docs/trace.md §2"
 CONTRACT = Contract(NAME, citation=REFERENCE, checks=("client trace", "server trace", "other threads' server traces"))
 
 

@@ -20,12 +20,12 @@ from contracts.record import SessionRecord
 from contracts.usage import UsageBuckets
 
 NAME = "usage"
-REFERENCE = "client-behaviour.md §8"
+REFERENCE = "docs/client-rules.md §4"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
     checks=(
-        Rule("turn N buckets consistent", citation="client-behaviour.md §8.3"),
+        Rule("turn N buckets consistent", citation="docs/client-rules.md §4.3"),
         "turn N usage",
         "turn N reasoning",
         "server usage consistent",

@@ -1,7 +1,7 @@
 """Rollout-trace bundles: writer, strict bounded reader (replay), closure checker.
 
-Format and semantics: ``shared/reference/rollout-trace.md`` (envelope schema 3); the formats of the releases: their
-folders' ``trace`` (:mod:`contracts.releases`).
+Format and semantics: ``docs/trace.md`` (envelope schema 3); the formats of the releases: their folders'
+``trace`` (:mod:`contracts.releases`).
 """
 
 from contracts.trace.closure import Problem, TraceVerdict, check_bundle, check_trace

@@ -1,4 +1,4 @@
-"""Trace-closure checker: invariants 1–6 of rollout-trace.md §6, with the §7 allowances.
+"""Trace-closure checker: invariants 1–6 of docs/trace.md §2, with the §3 allowances.
 
 Two layers: replay-equivalent rejection first (:func:`contracts.trace.reader.read_bundle`, verdict
 ``invalid``), then the stricter closure rules on the raw end events and the replayed windows, because the
@@ -47,7 +47,7 @@ class Problem:
     time_unix_ms: int | None
     message: str
     # A problem every unfinished recording has (an open window, no rollout end): it does not make an
-    # unclosed recording a violation, because closure applies only after a graceful shutdown (§7).
+    # unclosed recording a violation, because closure applies only after a graceful shutdown (docs/trace.md §3).
     expected_while_unclosed: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -172,7 +172,7 @@ def _order(trace: ReplayedTrace, problems: list[Problem]) -> None:
 
 
 def _ends(trace: ReplayedTrace, problems: list[Problem]) -> None:
-    # Every window kind must end; terminal sessions are no window kind and may stay open (§7).
+    # Every window kind must end; terminal sessions are no window kind and may stay open (docs/trace.md §3).
     for kind in WINDOW_KINDS:
         start_name, end_name = _START_END_EVENTS[kind]
         for w in trace.windows_of(kind).values():
@@ -261,7 +261,7 @@ def _turn_of_protocol_event(trace: ReplayedTrace, payload_id: str | None) -> tup
 
 def _interrupts(trace: ReplayedTrace, problems: list[Problem]) -> None:
     # Invariant 5: an interrupted turn ends `cancelled`, after every tool call it started, and the
-    # protocol records `turn_aborted`. Terminal operations may end after the turn (§7).
+    # protocol records `turn_aborted`. Terminal operations may end after the turn (docs/trace.md §3).
     aborted_turns: dict[str, int] = {}
     anonymous_aborts: list[int] = []
     for ev in trace.protocol_events:

@@ -1,7 +1,7 @@
 """The state of one turn as the client sees it (sans-IO: notifications and times in, events out).
 
 Which notifications belong to the turn (the turn gate), which items are open, the turn error,
-the final text, and the terminal status of ``client-behaviour.md`` section 7. Only
+the final text, and the terminal status of ``docs/client-rules.md`` §3. Only
 ``turn/completed`` ends a turn; ``error``, idle status and a ``final_answer`` message do not.
 Usage is accounted by :mod:`harness.client.usage`; server requests by the session.
 """

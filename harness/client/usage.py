@@ -1,4 +1,4 @@
-"""Token usage accounting of one turn, exactly as ``client-behaviour.md`` section 8 says (pure, no I/O).
+"""Token usage accounting of one turn, exactly as ``docs/client-rules.md`` §4 says (pure, no I/O).
 
 - Attribution: the session accepts a ``thread/tokenUsage/updated`` for a turn only when its ``turnId``
   is the turn's id (see :class:`UsageLedger`); the last turn keeps accepting after its

@@ -21,7 +21,7 @@ from contracts.record import SessionRecord
 from contracts.scenario import Scenario
 
 NAME = "fuzz"
-REFERENCE = "client-behaviour.md §6-7"
+REFERENCE = "docs/client-rules.md §2-3"
 #: ``example played``: the runner or a contract raised on the example (harness.fuzz.driver).
 CONTRACT = Contract(
     NAME,

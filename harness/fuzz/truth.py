@@ -3,7 +3,7 @@
 :func:`derive` walks every turn (:mod:`harness.fuzz.walk`), applies the faults that strike and
 the client's cancel where it lands, then writes the truth as literal values:
 
-- status (client-behaviour.md §7): ``turn/completed`` completed → completed (failed when an
+- status (docs/client-rules.md §3): ``turn/completed`` completed → completed (failed when an
   unsupported server request was answered with an error in the turn, completed allowed too), failed → failed,
   interrupted → aborted; a client cancel → aborted whatever the server does; the turn deadline →
   timeout; the server gone or unreadable mid-turn → failed;
@@ -275,7 +275,7 @@ def derive(turns: tuple[TurnScript, ...], plan: ClientPlan) -> SessionTruth:
     initialize = next((f for f in turns[0].faults if f.at == "initialize"), None) if turns else None
     for number, script in enumerate(turns, start=1):
         if initialize is not None:
-            # A failed handshake fails every turn of the task (client-behaviour.md §7).
+            # A failed handshake fails every turn of the task (docs/client-rules.md §3).
             truth = TurnTruth(status="failed", server_status="none", outcome="dead")
             truth.fired = [initialize] if number == 1 else []
             if _gone(initialize):

@@ -1,8 +1,8 @@
 """The ground-truth model of a generated scenario: what the fake does, in order and in virtual time.
 
 The fuzzer never learns the truth from the client. It walks the scenario the way the fake
-app-server plays it (``app-server-protocol.md`` §6-10, ``fake_server/engine.py``) and applies the
-documented client rules (``client-behaviour.md`` §6-8) to get each turn's Result status, usage per
+app-server plays it (``docs/protocol.md`` §3-4, ``fake_server/engine.py``) and applies the
+documented client rules (``docs/client-rules.md`` §2-4) to get each turn's Result status, usage per
 bucket and the server's verdicts. Generation uses the same walk to place faults at points that are
 reached and client actions at points where the outcome does not depend on task scheduling.
 
@@ -114,7 +114,7 @@ _POINT_STEP = {"delta": "delta", "item_started": "item_started", "approval_pendi
 
 
 def usage_buckets(usages: tuple[Usage, ...] | list[Usage]) -> UsageBuckets:
-    """Buckets of the usages a turn counts (client-behaviour.md §8.3; cache writes are always 0 here)."""
+    """Buckets of the usages a turn counts (docs/client-rules.md §4.3; cache writes are always 0 here)."""
     total = UsageBuckets()
     for u in usages:
         total = total + UsageBuckets(

@@ -1,7 +1,7 @@
 """The ``real`` target: the real ``codex app-server`` driven offline through the mock Responses API.
 
 For one scenario, :func:`real_target` prepares an isolated run — a fresh ``CODEX_HOME`` whose
-``config.toml`` points at a mock Responses API on 127.0.0.1 (``app-server-protocol.md`` §14), a
+``config.toml`` points at a mock Responses API on 127.0.0.1 (``docs/real-binary.md``, "How a real run is set up"), a
 private ``TMPDIR`` and ``HOME``, a work directory, an environment scrubbed of ``OPENAI_*`` / ``CODEX_*`` — and
 yields the argv / env / cwd to start ``codex app-server --listen stdio://`` with, behind the confined
 launcher (:mod:`harness.confine`: it writes only in that run directory and its trace root; the process
@@ -106,7 +106,7 @@ def effective_config(scenario: Scenario) -> ServerConfig:
         for item in response.items
     )
     if config.approval_policy == "untrusted":
-        # The real binary refuses to start with it in config.toml (app-server-protocol.md §14.4).
+        # The real binary refuses to start with it in config.toml (docs/real-binary.md, "How a real run is set up").
         raise RealTargetError('approval_policy "untrusted" is not accepted in config.toml by the real binary')
     if config.approval_policy not in APPROVAL_POLICIES:
         raise RealTargetError(f"unknown approval_policy {config.approval_policy!r}")
