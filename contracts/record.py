@@ -148,7 +148,7 @@ class TurnResult:
     #: (an outside client: what it read is not on the wire)
     completed_consumed: int | None = 0
     started_at: float = 0.0  # turn/start sent
-    ended_at: float = 0.0  # Result delivered
+    ended_at: float | None = None  # Result delivered; None: not known (an outside client's result file has no times)
     cancel_at: float | None = None  # cancellation requested (scope cancelled or turn.cancel())
     interrupt_sent_at: float | None = None
     interrupt_answered_at: float | None = None

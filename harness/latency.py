@@ -47,7 +47,7 @@ def measure(record: SessionRecord) -> Sample:
         return Sample("none", None, None, "no Result")
     result = min(record.results, key=lambda r: r.index)
     cancel_to_result = None
-    if result.cancel_at is not None:
+    if result.cancel_at is not None and result.ended_at is not None:
         cancel_to_result = (result.ended_at - result.cancel_at) * 1000
     wire = None
     error = None

@@ -227,8 +227,11 @@ async def _play_session(
         except (ClientError, RpcError) as exc:
             # A failed handshake or thread start ends every turn of the task as failed (docs/client-rules.md §3).
             record.meta["startup_failure"] = f"{type(exc).__name__}: {exc}"
+            failed_at = session.now()  # on the wire's clock, so the Result is drawn where it happened
             for i in range(len(scenario.turns)):
-                session.results.append(TurnResult(index=i, status="failed", error=f"startup failed: {exc}"))
+                session.results.append(
+                    TurnResult(index=i, status="failed", error=f"startup failed: {exc}", ended_at=failed_at)
+                )
             return
     probe_thread = await run_probes(session, plan, "thread", thread_id or probe_thread, probes)
     for i, script in enumerate(scenario.turns if plan.play_turns else ()):

@@ -338,3 +338,20 @@ def test_the_html_cell_shows_what_was_judged() -> None:
     checks = [Check("unit", "fake", "usage", "turn 1 usage", "pass"), Check("unit", "fake", "usage", "x", "skip")]
     html = render_index(checks, [record])
     assert '<td class="pass">' in html and '<td class="skip">' not in html
+
+
+def test_a_result_the_client_reported_without_a_time_is_not_drawn_before_the_session() -> None:
+    """An outside client's Result (from its result file) has no time: it was drawn at the client's start,
+    -300 ms before the first frame; it goes last, its time said to be unknown."""
+    from dataclasses import replace as copy
+
+    from harness.outside.result import ReadResult, turn_results
+
+    wire = [copy(e, t=e.t + 0.3) for e in _session(2)]  # the client's start is 0; its first frame 300 ms later
+    record = _record(wire)
+    record.results = turn_results(ReadResult("valid", [], [{"turn": 1, "status": "completed"}]))
+    d = diagram.build(record)
+    result = d.rows[-1]
+    assert result.kind == "result" and "untimed" in result.css, [r.kind for r in d.rows]
+    svg = render_session_page(record, [])
+    assert "time not known" in svg and "-300.0 ms" not in svg

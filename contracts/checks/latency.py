@@ -94,8 +94,8 @@ def check(record: SessionRecord) -> list[Check]:
     bound = record.budgets.interrupt_s + record.budgets.teardown_s
     logs = _interrupt_logs(record)
     for result in record.results:
-        if result.cancel_at is None:
-            continue
+        if result.cancel_at is None or result.ended_at is None:
+            continue  # nothing cancelled, or no time for the Result (a record that does not have it)
         label = f"turn {result.index + 1}"
         elapsed = result.ended_at - result.cancel_at
         detail = (

@@ -478,13 +478,19 @@ def _model_rows(entries: Sequence[ModelEntry]) -> list[Row]:
 
 
 def _result_rows(record: SessionRecord) -> list[Row]:
-    """Each turn's Result, on the client lane when the client delivered it."""
+    """Each turn's Result, on the client lane when the client delivered it. A Result whose time is not known (an
+    outside client's result file has none) goes after everything else, its time shown as not known: a default
+    time would draw it before the session started."""
     rows = []
+    last = max([e.t for e in record.wire] + [m.t for m in record.model], default=0.0)
     for r in sorted(record.results, key=lambda r: r.index):
         why = f" — {r.error}" if r.error else ""
         label = _clip(f"Result turn {r.index + 1}: {r.status}{why}", 90)
-        css = ("result",)  # neutral: whether the status was the expected one is a check, marked in red
-        rows.append(Row("result", "client", "client", label, "", r.ended_at, r.ended_at, -1, -1, 0, css))
+        css: tuple[str, ...] = ("result",)  # neutral: whether the status was the expected one is a check
+        t = r.ended_at
+        if t is None:
+            t, css = last, ("result", "untimed")
+        rows.append(Row("result", "client", "client", label, "", t, t, -1, -1, 0, css))
     return rows
 
 

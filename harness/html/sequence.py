@@ -51,6 +51,8 @@ def height_of(diagram: Diagram) -> int:
 
 
 def _time(diagram: Diagram, row: Row) -> str:
+    if "untimed" in row.css:
+        return "time not known"
     ms = (row.t - diagram.t0) * 1000
     return f"{ms:,.1f} ms" if ms < 100_000 else f"{ms / 1000:,.1f} s"
 
