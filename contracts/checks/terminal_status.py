@@ -69,7 +69,7 @@ class _Texts:
     final_answer: str | None = None
     deltas: list[str] = field(default_factory=list)
     ended: bool = False
-    on_completion: list[str] = field(default_factory=list)  # turn/completed's own agentMessage items (0.171.0)
+    on_completion: list[str] = field(default_factory=list)  # turn/completed's own agentMessage items, where written
 
     def allowed(self) -> set[str]:
         """Every final text a correct client may report for the turn: the last message (or the final answer),
