@@ -16,7 +16,7 @@ from pathlib import Path
 
 LIFETIME_S = 120.0
 SCRIPT = Path(__file__).resolve()
-#: How long after the harness exits the heartbeat may still change (issue 20: within 1 s).
+#: How long after the harness exits the heartbeat may still change (within 1 s).
 STOPS_WITHIN_S = 1.0
 
 

@@ -1,9 +1,9 @@
 """conformance/clients/buggy.py: each bug class outside clients were found with fails a check of the scenario that
 catches it, and with no flag the client (careful.py underneath) passes those scenarios.
 
-The flags are the bugs of issue 24 (a 64 KiB line cap, dying on a garbage line, a dropped cancel at ``started``,
-late deltas leaking into the next turn, an empty result to an unknown server request, reasoning added to output,
-no turn timeout, waiting out the timeout after stdout EOF).
+The flags: a 64 KiB line cap, dying on a garbage line, a dropped cancel at ``started``, late deltas leaking into
+the next turn, an empty result to an unknown server request, reasoning added to output, no turn timeout, waiting
+out the timeout after stdout EOF.
 """
 
 from __future__ import annotations

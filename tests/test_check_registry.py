@@ -2,7 +2,7 @@
 
 What it holds: every contract module is registered (in the table's column order), every check a contract
 yields on the built-in catalogue is declared by it, levels are ``must`` or ``should``, every citation names a
-document that ships in this repository (the ones that do not are listed below, to be replaced: issue 24), and
+document that ships in this repository, and
 a check carries its level and citation into checks.json, junit.xml and the report.
 """
 
@@ -30,7 +30,7 @@ from harness.scenario_lookup import builtin_names
 ROOT = Path(__file__).resolve().parents[1]
 #: A citation names a document by a path ending in .md (``docs/client-rules.md §2``, ``docs/clients.md``).
 DOC = re.compile(r"[\w./-]+\.md")
-#: Citations of documents the repository does not contain. Issue 24 wrote the rules into docs/ (protocol.md,
+#: Citations of documents the repository does not contain: none. The rules are in docs/ (protocol.md,
 #: client-rules.md, trace.md) and every check cites those: a new citation of a missing file fails.
 NOT_SHIPPED: set[str] = set()
 CLIENTS = ROOT / "conformance" / "clients"
@@ -61,7 +61,7 @@ def test_levels_and_citations_are_declared_for_every_check() -> None:
     for e in entries:
         assert e.level in ("must", "should"), e
         assert e.citation.strip(), f"{e.contract} / {e.name} cites nothing"
-    # Nothing was given a level yet (issue 24 does): every check is must, as every verdict so far.
+    # No check is given the should level yet: every check is must, as every verdict so far.
     assert {e.level for e in entries} == {"must"}
 
 

@@ -96,7 +96,7 @@ def policy_for(scenario: Scenario) -> Any:
     return policy
 
 
-#: Scenarios whose [expect] contradicts issue 5's client requirement: a line over the cap loses a frame, so the
+#: Scenarios whose [expect] contradicts our client's rule: a line over the cap loses a frame, so the
 #: session fails with a typed error and the process group is killed (the scenario expects the turn to complete).
 LOST_FRAME = {"oversized_line"}
 

@@ -25,7 +25,7 @@ import pytest
 from contracts.exitcodes import FAILED, USAGE
 
 MiB = 1024 * 1024
-#: What a record may take on disk with /dev/zero planted, and the harness's peak RSS (issue 21 §1).
+#: What a record may take on disk with /dev/zero planted, and the harness's peak RSS.
 MAX_RECORD_BYTES = 65 * MiB
 MAX_RSS_MB = 300
 #: A run of one scenario takes a second; the old code on these inputs never ended.

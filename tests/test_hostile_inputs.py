@@ -69,7 +69,7 @@ def _hostile_cases() -> list[tuple[str, str, str]]:
     waits = "[client]\n" + '[[client.probe]]\nraw = "{}"\nwait_ms = 60000\n' * 3
     completed = '[[expect.turns]]\nstatus = "completed"\n'
     return [
-        # issue 12 section 4
+        # hostile scenario files
         ("name-traversal", f'name = "../../x"\n{_PLAIN_TURN}', "name: expected a safe name"),
         ("name-absolute", f'name = "/tmp/x"\n{_PLAIN_TURN}', "name: expected a safe name"),
         ("nested-arrays-500", deep_array + _PLAIN_TURN, "nested at most 32 deep"),
@@ -102,7 +102,7 @@ def _hostile_cases() -> list[tuple[str, str, str]]:
         ("completed-but-interrupted", expect(completed + 'server_status = "interrupted"'), "a completed Result is"),
         ("deltas-200000", items('{ type = "message", text = "", deltas = [' + '"",' * 200_000 + "] }"), "at most 100"),
         ("client-timeout-huge", f"{_PLAIN_TURN}[client]\nturn_timeout_ms = 99999999999\n", "turn_timeout_ms: expected"),
-        # issue 21 section 3: 200 steps of wait_ms = 60000 were a legal 3.3-hour run
+        # 200 steps of wait_ms = 60000 were a legal 3.3-hour run
         ("probe-waits-over-2-min", _PLAIN_TURN + waits, "wait_ms that add up to at most 120000 over all steps"),
     ]
 

@@ -142,7 +142,7 @@ def test_a_helper_that_escapes_by_setsid_and_a_clean_env_is_still_killed(
 def test_a_helper_that_setsids_and_changes_pid_every_ms_fails_the_check_and_dies_with_the_run(
     run_scenario: Callable[..., Any], tmp_path: Path
 ) -> None:
-    """Issue 20: the escaper (tests/escaper.py: no marker, its own session, a new pid every millisecond)
+    """The escaper (tests/escaper.py: no marker, its own session, a new pid every millisecond)
     outlived the harness and ``nothing left running`` passed. Its tree now holds it."""
     heartbeat = tmp_path / "heartbeat"
     body = (

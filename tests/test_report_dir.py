@@ -1,4 +1,4 @@
-"""The report directory is the run's alone (issue 20 §3).
+"""The report directory is the run's alone.
 
 The client runs in the harness's directory and can predict every path of ``--report``: a link it plants
 where a report file or a record goes is replaced, never written through. Two runs into one ``--report``

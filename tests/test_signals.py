@@ -287,7 +287,7 @@ def _raising(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
 def test_an_interrupt_anywhere_in_a_group_exits_130_without_a_traceback(
     exc: BaseException, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 20: a KeyboardInterrupt inside a trio exception group missed ``except KeyboardInterrupt``."""
+    """A KeyboardInterrupt inside a trio exception group missed ``except KeyboardInterrupt``."""
     from harness.cli import main
 
     _raising(monkeypatch, exc)
