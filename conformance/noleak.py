@@ -16,50 +16,16 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from harness.client.process import RUN_MARKER_ENV, set_run_marker
+from harness.client.process import set_run_marker
+from harness.proctree import procfs
 
 GRACE_S = 2.0
-_PROC = Path("/proc")
-
-
-def _state(pid: int) -> str:
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return "gone"
-    # the state follows the parenthesised command name, which may itself contain spaces or parens
-    return stat.rsplit(")", 1)[-1].split()[0]
-
-
 def marked_processes(marker: str) -> list[int]:
     """Live (non-zombie) processes of this user whose environment carries ``marker``."""
-    needle = f"{RUN_MARKER_ENV}={marker}".encode() + b"\0"
-    uid = os.getuid()
-    found: list[int] = []
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid != uid:
-                continue
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if (environ + b"\0").find(needle) >= 0 and _state(int(entry.name)) not in ("Z", "X", "gone"):
-            found.append(int(entry.name))
-    return found
-
-
-def _describe(pid: int) -> str:
-    try:
-        cmd = (_PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        cmd = "?"
-    return f"{pid} ({cmd[:120]})"
+    return sorted(procfs.marked(marker))
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +43,7 @@ def no_leaked_processes() -> Iterator[str]:
         time.sleep(0.02)  # real processes need real time to die; bounded by GRACE_S
         survivors = marked_processes(marker)
     if survivors:
-        described = [_describe(pid) for pid in survivors]
+        described = [procfs.describe(pid) for pid in survivors]
         for pid in survivors:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)

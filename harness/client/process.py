@@ -181,6 +181,10 @@ class ProcessTransport:
         self.killed = True
         if self.killed_at is None:
             self.killed_at = trio.current_time()
+        self.end_now()
+
+    def end_now(self) -> None:
+        """SIGKILL the group without touching the session's state (the signal path: :func:`proctree.end_all`)."""
         if self.tree is not None:
             self.tree.kill()
             return
@@ -196,19 +200,6 @@ class ProcessTransport:
         except PermissionError:
             with contextlib.suppress(ProcessLookupError, OSError):
                 self.child.kill()
-
-    def end_now(self) -> None:
-        """SIGKILL the group without touching the session's state (the signal path: :func:`proctree.end_all`)."""
-        if self.tree is not None:
-            self.tree.kill()
-            return
-        if self.child.returncode is not None and _PROC.is_dir():
-            for pid in self._marked_members():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, signal.SIGKILL)
 
     @property
     def exit_code(self) -> int | None:

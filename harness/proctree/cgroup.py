@@ -24,6 +24,7 @@ from typing import Any
 
 import trio
 
+from harness.confine_init import unescape  # the one mountinfo unescaper (that file imports only the stdlib)
 from harness.proctree import procfs
 from harness.proctree.base import (
     END_TIMEOUT_S,
@@ -41,19 +42,6 @@ _counter = itertools.count(1)
 FREEZE_WAIT_S = 0.5
 
 
-def _unescape(field: str) -> str:
-    """A mountinfo path field: spaces, tabs, newlines and backslashes come octal-escaped (``\\040``)."""
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
-
-
 def mounts(mountinfo: str) -> list[tuple[str, str, str, str]]:
     """(fstype, root, mount point, super options) of every line of a ``/proc/self/mountinfo`` text."""
     out = []
@@ -61,7 +49,7 @@ def mounts(mountinfo: str) -> list[tuple[str, str, str, str]]:
         left, sep, right = line.partition(" - ")
         fields, tail = left.split(), right.split()
         if sep and len(fields) >= 5 and len(tail) >= 3:
-            out.append((tail[0], _unescape(fields[3]), _unescape(fields[4]), tail[2]))
+            out.append((tail[0], unescape(fields[3]), unescape(fields[4]), tail[2]))
     return out
 
 
