@@ -248,3 +248,13 @@ def test_no_final_text_is_right_when_no_message_completed() -> None:
     frame = {"method": "item/completed", "params": params}
     record.wire.insert(done, WireEntry(record.wire[done - 1].t, "s2c", frame=frame))
     assert next(c for c in terminal_status.check(record) if c.name == "turn 1 final text").status == "fail"
+
+
+def test_a_final_text_trimmed_of_surrounding_whitespace_is_the_same_text() -> None:
+    """A client (or its UI) may strip the text it reports: that is the server's text, not another one."""
+    record = plain_record(2)
+    sent = record.results[1].final_text
+    record.results[1].final_text = f"\n  {sent}  \n"
+    assert _final_text(record).status == "pass"
+    record.results[1].final_text = f"{sent} world"  # more than whitespace: a different text
+    assert _final_text(record).status == "fail"
