@@ -15,12 +15,9 @@ the loader enforces. A kind whose effect needs a new word adds it here and teach
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
-
-if TYPE_CHECKING:
-    from contracts.faults import FaultSpec, Param
+from typing import Any, Final, Literal, Protocol, get_args
 
 #: What a fault does to the course of its turn, in the fuzzer's model:
 #:
@@ -127,6 +124,46 @@ class Place:
     @property
     def at_interrupt(self) -> bool:
         return self.where == ("interrupt",)
+
+
+class Param(Protocol):
+    """What the checks read of a parameter (``contracts.faults.Param``; named here, not imported: the table
+    imports this module to check its entries as it is built)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> type: ...
+    @property
+    def min(self) -> int | None: ...
+    @property
+    def max(self) -> int | None: ...
+    @property
+    def choices(self) -> tuple[str, ...]: ...
+    @property
+    def required(self) -> bool: ...
+    def problem(self, value: Any) -> str | None: ...
+
+
+class FaultSpec(Protocol):
+    """What the checks read of a fault kind's entry (``contracts.faults.FaultSpec``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def points(self) -> tuple[str, ...]: ...
+    @property
+    def params(self) -> tuple[Param, ...]: ...
+    @property
+    def param_map(self) -> Mapping[str, Param]: ...
+    @property
+    def effect(self) -> Effect | None: ...
+    @property
+    def fuzz(self) -> tuple[Place, ...]: ...
+    @property
+    def not_fuzzed(self) -> str: ...
+    @property
+    def slow(self) -> str: ...
 
 
 class FaultTableError(ValueError):
