@@ -24,12 +24,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # support: the headless-Chromium driver of the tests
+
+from support import browser  # noqa: E402
 
 from bench._common import Row, arg_parser, finish  # noqa: E402
 from contracts.expect import Expect  # noqa: E402
 from contracts.record import SessionRecord, WireEntry  # noqa: E402
 from harness import scenario_lookup  # noqa: E402
-from harness.html import browser  # noqa: E402
 from harness.html.page import e, page  # noqa: E402
 from harness.html.report import render_index, render_session_page  # noqa: E402
 from harness.report import render_table  # noqa: E402

@@ -16,11 +16,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # support: the headless-Chromium driver of the tests
+
+from support import browser  # noqa: E402
 
 from bench.report_html import delta_session  # noqa: E402
 from contracts.record import SessionRecord  # noqa: E402
 from harness import scenario_lookup  # noqa: E402
-from harness.html import browser  # noqa: E402
 from harness.html.report import write_session_html  # noqa: E402
 from harness.runner import run_one  # noqa: E402
 

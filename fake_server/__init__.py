@@ -8,6 +8,8 @@
 - :mod:`fake_server.cli` — the ``fake-codex`` executable (stdio), on :mod:`fake_server.runtime`;
 - :mod:`contracts.scenario`, :mod:`contracts.scenario_file`, :mod:`fake_server.builder`,
   :mod:`fake_server.catalogue` — scenarios, their TOML format, the Python builder, the built-in catalogue;
-- :mod:`fake_server.server_trace` — the server's rollout trace bundle;
-- :mod:`fake_server.virtual`, :mod:`fake_server.replay`, :mod:`fake_server.plan` — self-checks on a virtual clock.
+- :mod:`fake_server.server_trace` — the server's rollout trace bundle.
+
+The fake's self-checks on a virtual clock (the engine without trio, transcript replay, a plan player on raw
+frames) are test code: ``tests/support/``.
 """

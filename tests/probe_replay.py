@@ -168,8 +168,9 @@ def _answered(get_frames: Callable[[], list[Frame]], pending: set[Any]) -> Calla
 
 
 def play_fake(probe: Probe, scenario: Scenario, workdir: Path) -> Replay:
+    from support.virtual import VirtualServer
+
     from fake_server.engine import Engine
-    from fake_server.virtual import VirtualServer
 
     codex_home = str(workdir.parent / "codex_home")
     tmp = str(workdir.parent / "tmp")

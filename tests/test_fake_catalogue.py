@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
+from support.plan import PlanRun, play
 
 from contracts.messages import Message
 from contracts.scenario import FAULT_KINDS
@@ -18,7 +19,6 @@ from contracts.scenario_file import ScenarioError
 from contracts.validator import Validator
 from contracts.wire import LineDecoder, WireError, WireErrorKind
 from fake_server.catalogue import builtin_names, load_builtin, resolve
-from fake_server.plan import PlanRun, play
 
 REQUIRED = [
     "plain",

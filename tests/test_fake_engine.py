@@ -8,13 +8,13 @@ from typing import Any
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.virtual import VirtualServer
 
 from fake_server.builder import command, message, response, scenario, turn, usage
 from fake_server.catalogue import load_builtin
 from fake_server.effects import Send, Wake
 from fake_server.engine import Engine
 from fake_server.profiles import default as default_profile
-from fake_server.virtual import VirtualServer
 
 INIT = {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
 SLOW = scenario(

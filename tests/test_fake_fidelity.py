@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.replay import replay
 from test_reference_set import reference, replayable_set, transcript
 
 from contracts.fidelity import Difference, diff_server_sides, render, shape
 from contracts.validator import Validator
-from fake_server.replay import replay
 
 NAMES = sorted(r.name for r in replayable_set())
 

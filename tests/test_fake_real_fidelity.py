@@ -12,11 +12,11 @@ from typing import Any
 import orjson
 import pytest
 import trio
+from support.virtual import VirtualServer
 
 from contracts.fidelity import diff_server_sides, render
 from contracts.scenario import Scenario
 from fake_server.builder import message, response, scenario, turn, usage
-from fake_server.virtual import VirtualServer
 
 Frame = dict[str, Any]
 #: A script step: ("send", frame with THREAD/TURN placeholders) or ("wait", predicate over all frames so far).

@@ -179,8 +179,9 @@ def _minimal_params(method: str, thread_id: str, cwd: str) -> dict[str, Any]:
 
 
 def _session(workdir: Path, experimental: bool) -> tuple[Any, str]:
+    from support.virtual import VirtualServer
+
     from fake_server.engine import Engine
-    from fake_server.virtual import VirtualServer
 
     server = VirtualServer(_scenario())
     server.engine = Engine(_scenario(), cwd=str(workdir), codex_home=str(workdir.parent / "codex_home"))
@@ -296,9 +297,10 @@ def test_the_docs_table_of_methods_is_current() -> None:
 def test_a_method_without_params_takes_an_empty_map_as_the_real_server_does(
     release: str, method: str, params: Any, answer: dict[str, Any], workdir: Path
 ) -> None:
+    from support.virtual import VirtualServer
+
     from fake_server import profiles
     from fake_server.engine import Engine
-    from fake_server.virtual import VirtualServer
 
     server = VirtualServer(_scenario())
     server.engine = Engine(_scenario(), cwd=str(workdir), codex_home=str(workdir), profile=profiles.get(release))

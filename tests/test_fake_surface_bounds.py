@@ -13,12 +13,12 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.virtual import VirtualServer
 
 from contracts.skeleton import answer_skeleton, differences, skeleton
 from fake_server.catalogue import load_builtin
 from fake_server.engine import Engine
 from fake_server.surface import fs_search
-from fake_server.virtual import VirtualServer
 
 
 def _server(workdir: Path) -> VirtualServer:

@@ -12,13 +12,13 @@ import orjson
 import pytest
 import trio
 import trio.testing
+from support.plan import play
 
 from contracts.messages import Response
 from contracts.trace.closure import check_bundle
 from contracts.wire import LineDecoder
 from fake_server.catalogue import builtin_names, load_builtin
 from fake_server.inprocess import serve_in_process
-from fake_server.plan import play
 from fake_server.runtime import VIRTUAL_EPOCH_MS
 from fake_server.server_trace import ServerTrace
 

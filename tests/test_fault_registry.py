@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.plan import play
 
 from contracts import faults as registry
 from contracts.faults import FAULTS, POINTS, FaultProblem, check_fault
@@ -31,7 +32,6 @@ from contracts.scenario_rules import point_bounds
 from fake_server import builder
 from fake_server import faults as fake_faults
 from fake_server.catalogue import builtin_names, load_builtin
-from fake_server.plan import play
 from harness.fuzz.strategies import turn_scripts
 
 ROOT = Path(__file__).resolve().parent.parent

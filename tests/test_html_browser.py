@@ -12,8 +12,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from support import browser
 
-from harness.html import browser, write_index_html
+from harness.html import write_index_html
 from harness.html.page import sha256 as page_sha256
 from harness.runner import run_many
 from harness.scenario_lookup import resolve

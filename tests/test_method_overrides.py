@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.virtual import VirtualServer
 
 from contracts import scenario_file
 from contracts.scenario_file import ScenarioError
-from fake_server.virtual import VirtualServer
 
 HEAD = 'name = "m"\ndescription = "x"\n[[turns]]\ninput = "hi"\n'
 

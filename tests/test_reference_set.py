@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.replay import load_transcript
 
 from contracts.fidelity import diff_server_sides, render, server_frames
 from contracts.scenario import Scenario
-from fake_server.replay import load_transcript
 from harness import scenario_lookup
 
 REPO = Path(__file__).resolve().parents[1]

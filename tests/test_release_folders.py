@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
+from support.virtual import VirtualServer
 
 from contracts import releases, schema_store
 from contracts.releases import ReleaseError
@@ -25,7 +26,6 @@ from contracts.validator import Validator
 from fake_server import profiles
 from fake_server.catalogue import load_builtin
 from fake_server.engine import Engine
-from fake_server.virtual import VirtualServer
 from harness.targets.fake import fake_codex_argv
 
 #: the folders under contracts/releases/ (at least the three re-expressed from the old profiles)

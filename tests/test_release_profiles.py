@@ -13,12 +13,12 @@ from typing import Any
 
 import orjson
 import pytest
+from support.virtual import VirtualServer
 
 from contracts.scenario_file import ScenarioError, dumps, loads
 from contracts.trace import check_bundle
 from fake_server import profiles
 from fake_server.catalogue import load_builtin
-from fake_server.virtual import VirtualServer
 from harness.commands.diff import profile_for
 from harness.runner import play, run_one
 from harness.targets.fake import fake_codex_argv

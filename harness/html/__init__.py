@@ -5,8 +5,9 @@ inline CSS and SVG, no network.
 
 Modules: :mod:`.diagram` (a record as diagram rows, sans-IO), :mod:`.sequence` (rows as SVG),
 :mod:`.histogram` (a latency distribution as SVG), :mod:`.page` (the shared shell), :mod:`.report`
-(index and session pages), :mod:`.latency`, :mod:`.release` and :mod:`.matrix` (those commands' pages),
-:mod:`.browser` (headless Chromium for tests, benchmarks and screenshots).
+(index and session pages), :mod:`.latency`, :mod:`.release` and :mod:`.matrix` (those commands' pages).
+The headless-Chromium driver of the browser test, the report benchmark and the screenshots is test code
+(``tests/support/browser.py``).
 """
 
 from harness.html.report import render_index, render_session_page, write_index_html, write_session_html

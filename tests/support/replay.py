@@ -17,7 +17,7 @@ import orjson
 
 from contracts.fidelity import Difference, diff_server_sides, shape
 from contracts.scenario import Scenario
-from fake_server.virtual import VirtualServer
+from support.virtual import VirtualServer
 
 MAX_CATCH_UP_MS = 120_000
 SETTLE_MS = 5_000

@@ -14,7 +14,7 @@ from typing import Any
 from contracts.scenario import ClientAction, Scenario
 from contracts.triggers import ActionSchedule, Moment
 from contracts.wire import DEFAULT_MAX_LINE
-from fake_server.virtual import Frame, VirtualServer
+from support.virtual import Frame, VirtualServer
 
 APPROVAL_METHODS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 
