@@ -153,6 +153,8 @@ def _check_faults(s: Scenario) -> None:
 def _check_actions(s: Scenario) -> None:
     """The client's counted triggers must come: a cancel at delta 99 of a 4-delta turn never fires."""
     for i, action in enumerate(s.client.actions):
+        if action.at == "started" and action.n > 1:
+            raise RuleBroken(f"client.actions[{i}].n", "1: turn/started comes once a turn", action.n)
         if action.at not in ("delta", "item_started", "approval_pending") or action.turn > len(s.turns):
             continue
         if _steered(s, action.turn):

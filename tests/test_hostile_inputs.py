@@ -94,6 +94,7 @@ def _hostile_cases() -> list[tuple[str, str, str]]:
         ("fake-only-on-real-only", 'targets = ["real"]\n' + fault('kind = "hang"'), "targets: expected fake or"),
         ("duplicate-call-id", items(two_calls), "unique within a turn"),
         ("action-never-fires", _PLAIN_TURN + cancel_at_99, "this action would never fire"),
+        ("action-started-n-2", _PLAIN_TURN + cancel_at_99.replace('delta", n = 99', 'started", n = 2'), "once a turn"),
         ("item-delay-huge", items('{ type = "message", text = "hi", delay_ms = 10000000000 }'), f"delay_ms: {between}"),
         ("http-status-99", items("", 'end = "http_error"\nhttp_status = 99\n'), f"http_status: {between} 100 and 599"),
         ("retries-1000", f"[config]\nstream_max_retries = 1000\n{_PLAIN_TURN}", f"stream_max_retries: {between}"),
