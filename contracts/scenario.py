@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contracts import triggers
 from contracts.expect import Expect
 from contracts.faults import FAULT_DEFAULT_POINT as FAULT_DEFAULT_POINT  # re-exported
 from contracts.faults import FAULT_KINDS, fake_only
@@ -262,7 +263,7 @@ class ClientPlan:
 
     def decision(self, index: int) -> str:
         """The decision for the ``index``-th (0-based) approval request of the session."""
-        return self.approvals[index] if index < len(self.approvals) else self.approval
+        return triggers.decision(index, self.approvals, self.approval)
 
     def actions_for(self, turn: int) -> tuple[ClientAction, ...]:
         return tuple(a for a in self.actions if a.turn == turn)

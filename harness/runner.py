@@ -12,6 +12,7 @@ targets on the real clock.
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -32,7 +33,7 @@ from contracts.safe_dir import Slot
 from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.reader import bundles_under
-from contracts.triggers import ActionSchedule, Moment
+from contracts.triggers import ActionSchedule, Moment, held_approvals, resumes
 from harness import workdirs
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
@@ -123,9 +124,7 @@ class PlanPolicy:
         self.turn, self.in_turn = number, 0
 
     def held(self, n: int) -> bool:
-        return any(
-            a.do == "cancel" and a.at == "approval_pending" and a.n == n for a in self.plan.actions_for(self.turn)
-        )
+        return n in held_approvals(self.plan.actions_for(self.turn))
 
     def siblings_end(self, n: int) -> int:
         """How many approvals of this turn are asked up to the end of the response that asks the ``n``-th."""
@@ -171,18 +170,42 @@ def moment_of(event: TurnEvent) -> Moment | None:
     return _MOMENTS.get(type(event))
 
 
-async def _play_turn(
+class _Timers:
+    """Rings the turn's waiting actions when the plan's interpreter says they are due (trio does the waiting)."""
+
+    def __init__(self, schedule: ActionSchedule[ClientAction], ring: Callable[[ClientAction], None]) -> None:
+        self.schedule, self.ring = schedule, ring
+        self._changed = trio.Event()
+
+    def changed(self) -> None:
+        """The schedule may wait for an earlier time now."""
+        self._changed.set()
+
+    async def run(self) -> None:
+        while True:
+            wake = self.schedule.next_wake()
+            with trio.move_on_at(math.inf if wake is None else wake) as due:
+                await self._changed.wait()
+            if not due.cancelled_caught:
+                self._changed = trio.Event()
+                continue
+            for action in self.schedule.wake(trio.current_time()):
+                self.ring(action)
+
+
+async def play_turn(
     session: Any,
     text: str,
-    actions: tuple[ClientAction, ...],
-    cancel_trigger: tuple[CancelTrigger, float] | None,
+    actions: Sequence[ClientAction],
+    cancel_trigger: tuple[CancelTrigger, float] | None = None,
 ) -> TurnResult | None:
-    """One turn, acting on its events; returns the Result (None only if the client gave none)."""
+    """One turn, acting on its events as the plan says (:mod:`contracts.triggers`); returns the Result (None
+    only if the client gave none). ``cancel_trigger``: the latency probe's own cancel, after a delay."""
     turn = session.turn(text)
-    schedule = ActionSchedule(actions)
+    schedule: ActionSchedule[ClientAction] = ActionSchedule(actions)
     with trio.CancelScope() as caller:  # cancelling the caller's scope is how a user cancels
 
-        async def act(action: ClientAction | None, delay_s: float) -> None:
+        async def act(action: ClientAction | None, delay_s: float = 0.0) -> None:
             if delay_s > 0:
                 await trio.sleep(delay_s)
             if action is None or action.do == "cancel":
@@ -194,16 +217,32 @@ async def _play_turn(
                     session.note(f"runner: steer failed: {exc}")
 
         async with turn, trio.open_nursery() as nursery:
-            for action in schedule.timed():
-                nursery.start_soon(act, action, action.delay_ms / 1000)
+
+            def fire(action: ClientAction) -> None:
+                nursery.start_soon(act, action)
+
+            def ring(action: ClientAction) -> None:  # on time: a cancel at once, a steer as its own task
+                if action.do == "cancel":
+                    caller.cancel()
+                else:
+                    fire(action)
+
+            timers = _Timers(schedule, ring) if schedule.waits else None
+            if timers is not None:
+                nursery.start_soon(timers.run)
+            for action in schedule.start(trio.current_time()):
+                fire(action)
             async for event in turn:
                 moment = moment_of(event)
-                fired = schedule.observe(moment, getattr(event, "n", None)) if moment is not None else ()
-                for action in fired:
-                    nursery.start_soon(act, action, action.delay_ms / 1000)
+                if moment is not None:
+                    for action in schedule.observe(moment, now=trio.current_time(), n=getattr(event, "n", None)):
+                        fire(action)
+                    if timers is not None:
+                        timers.changed()
                 if cancel_trigger is not None and cancel_trigger[0](event):
                     nursery.start_soon(act, None, cancel_trigger[1])
                     cancel_trigger = None
+            schedule.end()
             nursery.cancel_scope.cancel()  # actions still waiting for a later trigger are moot
     return turn.result
 
@@ -236,7 +275,7 @@ async def _play_session(
     probe_thread = await run_probes(session, plan, "thread", thread_id or probe_thread, probes)
     for i, script in enumerate(scenario.turns if plan.play_turns else ()):
         actions = plan.actions_for(i + 1)
-        if any(a.do == "resume" for a in actions):
+        if resumes(actions):
             try:
                 thread_id = await session.resume_thread(thread_id, cwd=WORKDIR)
             except (ClientError, RpcError) as exc:
@@ -244,7 +283,7 @@ async def _play_session(
         if isinstance(policy, PlanPolicy):
             policy.start_turn(i + 1)
         probe = cancel_trigger if i == 0 else None
-        await _play_turn(session, script.input, tuple(a for a in actions if a.do != "resume"), probe)
+        await play_turn(session, script.input, actions, probe)
     await run_probes(session, plan, "end", thread_id or probe_thread, probes)
 
 

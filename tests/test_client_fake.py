@@ -15,15 +15,15 @@ import trio
 import trio.testing
 
 from contracts.jsonrpc import RpcError
-from contracts.scenario import ClientAction, Scenario
+from contracts.scenario import Scenario
 from contracts.trace import check_bundle, read_bundle
-from contracts.triggers import ActionSchedule
+from contracts.triggers import held_approvals, resumes
 from fake_server.inprocess import serve_in_process
 from harness.client.approvals import ApprovalRequest
 from harness.client.errors import ClientError
 from harness.client.process import spawn_process
 from harness.client.session import Session, SessionOptions, open_session
-from harness.runner import moment_of
+from harness.runner import play_turn
 from harness.scenario_lookup import builtin_names, load_builtin
 from harness.targets.fake import fake_codex_argv
 
@@ -46,31 +46,6 @@ def options_for(scenario: Scenario, trace_dir: Path | None = None) -> SessionOpt
     )
 
 
-async def play_turn(session: Session, text: str, actions: list[ClientAction]) -> None:
-    turn = session.turn(text)
-    with trio.CancelScope() as caller:
-
-        async def act(action: ClientAction) -> None:
-            await trio.sleep(action.delay_ms / 1000)
-            if action.do == "cancel":
-                caller.cancel()
-            elif action.do == "steer":
-                try:
-                    await turn.steer(action.text)
-                except (ClientError, RpcError):
-                    pass
-
-        async with turn, trio.open_nursery() as nursery:
-            schedule = ActionSchedule(actions)
-            for action in schedule.timed():
-                nursery.start_soon(act, action)
-            async for event in turn:
-                moment = moment_of(event)
-                for action in schedule.observe(moment, getattr(event, "n", None)) if moment else ():
-                    nursery.start_soon(act, action)
-            nursery.cancel_scope.cancel()
-
-
 async def play(session: Session, scenario: Scenario) -> None:
     try:
         await session.initialize()
@@ -78,18 +53,17 @@ async def play(session: Session, scenario: Scenario) -> None:
     except (ClientError, RpcError):
         return
     for i, script in enumerate(scenario.turns):
-        actions = list(scenario.client.actions_for(i + 1))
-        if any(a.do == "resume" for a in actions):
+        actions = scenario.client.actions_for(i + 1)
+        if resumes(actions):
             thread_id = await session.resume_thread(thread_id, cwd=WORKDIR)
-        await play_turn(session, script.input, [a for a in actions if a.do != "resume"])
+        await play_turn(session, script.input, actions)  # the runner's turn player: the plan's one interpreter
 
 
 def policy_for(scenario: Scenario) -> Any:
     """The plan's decisions in order; a request a cancel action waits for stays pending until the cancel."""
-    held = {(a.turn, a.n) for a in scenario.client.actions if a.do == "cancel" and a.at == "approval_pending"}
-
     async def policy(request: ApprovalRequest) -> Any:
-        if request.turn_index is not None and (request.turn_index + 1, request.n) in held:
+        turn = None if request.turn_index is None else request.turn_index + 1
+        if turn is not None and request.n in held_approvals(scenario.client.actions_for(turn)):
             await trio.sleep_forever()
         return scenario.client.decision(request.index)
 

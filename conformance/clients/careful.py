@@ -2,7 +2,10 @@
 """A careful outside client, standard library only: the reference for ``run --client-cmd``.
 
 It follows the plan (``CODEX_HARNESS_PLAN``): answers each approval with the plan's decision, interrupts
-and steers at the plan's triggers, resumes the thread where the plan says. It gives up on a silent server
+and steers at the plan's triggers, resumes the thread where the plan says. What the plan means (which
+frame is which trigger, when an action is due, which decision an approval gets, which one a cancel holds)
+is the project's one interpreter, ``contracts/triggers.py`` (sans-IO, standard library only too): an adapter
+in Python may import it the same way; one in another language follows docs/clients.md. It gives up on a silent server
 after the turn timeout (interrupt, then the interrupt budget), always ends the server it started (close
 stdin, wait the teardown budget, SIGTERM, SIGKILL, then the server's whole process group) and writes
 what it saw per turn to ``CODEX_HARNESS_RESULT``. Usage: ``codex-harness run --client-cmd "python
@@ -19,10 +22,18 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
+# The interpreter of the tree this file ships in (a clone, or the installed package's site-packages), so the
+# rules are this client's own version whatever else the Python running it has installed.
+_TREE = Path(__file__).resolve().parents[2]
+if (_TREE / "contracts" / "triggers.py").is_file():
+    sys.path.insert(0, str(_TREE))
+from contracts import triggers  # noqa: E402
+
 MAX_LINE = 32 * 1024 * 1024  # a longer line ends the session, as on EOF (bounded input)
-APPROVALS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
+APPROVALS = triggers.APPROVAL_METHODS
 WIRE_USAGE = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
 
 
@@ -101,9 +112,8 @@ class Client:
 
     def decision(self) -> str:
         """The plan's decision for the approval just counted (``approvals_seen`` is 1-based)."""
-        order = self.plan["approvals"]["in_order"]
-        n = self.approvals_seen - 1
-        return order[n] if n < len(order) else self.plan["approvals"]["default"]
+        rules = self.plan["approvals"]
+        return triggers.decision(self.approvals_seen - 1, rules["in_order"], rules["default"])
 
     def pump(self, deadline: float, on_message: Any) -> bool:
         """Handle messages until ``on_message`` returns True (True) or the deadline / EOF (False)."""
@@ -147,7 +157,8 @@ class Client:
     def run_turn(self, number: int, spec: dict[str, Any]) -> dict[str, Any]:
         if not self.alive:
             return {"turn": number, "status": "failed", "error": "the server is gone"}
-        if any(a["do"] == "resume" for a in spec["actions"]):
+        planned = [triggers.Action.from_json(a) for a in spec["actions"]]
+        if triggers.resumes(planned):
             answer = self.call("thread/resume", {"threadId": self.thread_id, "excludeTurns": True})
             thread = ((answer or {}).get("result") or {}).get("thread") or {}
             self.thread_id = thread.get("id") or self.thread_id
@@ -158,76 +169,64 @@ class Client:
         turn_id = turn.get("id")
         if turn_id is None:
             return {"turn": number, "status": "failed", "error": f"turn/start failed: {answer}"}
-        actions = [a for a in spec["actions"] if a["do"] in ("cancel", "steer")]
-        base = self.approvals_seen
-        held = {base + a["n"] for a in actions if a["do"] == "cancel" and a["at"] == "approval_pending"}
-        counts = {"started": 0, "delta": 0, "item_started": 0, "approval_pending": 0}
-        fired: set[int] = set()
-        due: list[tuple[float, dict[str, Any]]] = []
-        started = time.monotonic()
-        for a in actions:
-            if a["at"] == "delay":
-                due.append((started + a["delay_ms"] / 1000, a))
+        actions = [a for a in planned if a.do in ("cancel", "steer")]
+        schedule = triggers.ActionSchedule(actions)  # what to do when (times: time.monotonic())
+        held = {self.approvals_seen + n for n in triggers.held_approvals(actions)}  # by the session's count
         state: dict[str, Any] = {"usage": [], "text": [], "completed": None, "interrupted_at": None}
 
-        def act(action: dict[str, Any]) -> None:
-            if action["do"] == "cancel" and state["interrupted_at"] is None:
+        def act(action: triggers.Action) -> None:
+            if action.do == "cancel" and state["interrupted_at"] is None:
                 state["interrupted_at"] = time.monotonic()
                 self.server.request("turn/interrupt", {"threadId": self.thread_id, "turnId": turn_id})
-            elif action["do"] == "steer":
-                steer_input = [{"type": "text", "text": action.get("text", "")}]
+            elif action.do == "steer":
+                steer_input = [{"type": "text", "text": action.text}]
                 params = {"threadId": self.thread_id, "input": steer_input, "expectedTurnId": turn_id}
                 self.server.request("turn/steer", params)
 
         def on_message(m: dict[str, Any]) -> bool:
             method = m.get("method")
             params = m.get("params") or {}
+            moment = triggers.frame_moment(m, turn_id)
             if method and "id" in m:
                 self.answer(m, held)
-                if method in APPROVALS:
-                    counts["approval_pending"] += 1
-            elif method == "turn/started":
-                counts["started"] += 1
             elif method == "item/agentMessage/delta" and params.get("turnId") == turn_id:
-                counts["delta"] += 1
                 state["text"].append(params.get("delta", ""))
-            elif method == "item/started" and params.get("turnId") == turn_id:
-                counts["item_started"] += 1
             elif method == "thread/tokenUsage/updated" and params.get("turnId") == turn_id:
                 state["usage"].append(params.get("tokenUsage") or {})
             elif method == "turn/completed" and (params.get("turn") or {}).get("id") == turn_id:
                 state["completed"] = params["turn"]
                 return True
-            replan = False
-            for i, a in enumerate(actions):
-                if i not in fired and a["at"] != "delay" and counts.get(a["at"], 0) >= a["n"]:
-                    fired.add(i)
-                    replan = True  # a new deadline (a delayed action, the interrupt budget): wait again
-                    if a["delay_ms"]:
-                        due.append((time.monotonic() + a["delay_ms"] / 1000, a))
-                    else:
-                        act(a)
-            return replan
+            if moment is None:
+                return False
+            wake = schedule.next_wake()
+            due = schedule.observe(moment, now=time.monotonic())
+            for action in due:
+                act(action)
+            # A new deadline (a delayed action, the interrupt budget): wait again.
+            return bool(due) or schedule.next_wake() != wake
+
+        started = time.monotonic()
+        for action in schedule.start(started):
+            act(action)
 
         turn_deadline = started + self.budgets["turn_timeout_ms"] / 1000
         budget = self.budgets["interrupt_budget_ms"] / 1000
         while state["completed"] is None and self.alive:
-            now = time.monotonic()
-            waits = [turn_deadline] + [t for t, _ in due]
+            wake = schedule.next_wake()
+            waits = [turn_deadline] + ([] if wake is None else [wake])
             if state["interrupted_at"] is not None:
                 waits.append(state["interrupted_at"] + budget)
             self.pump(min(waits), on_message)
             if state["completed"] is not None:
                 break
             now = time.monotonic()
-            for entry in [d for d in due if d[0] <= now]:
-                due.remove(entry)
-                act(entry[1])
+            for action in schedule.wake(now):
+                act(action)
             if state["interrupted_at"] is not None and now >= state["interrupted_at"] + budget:
                 self.alive = False  # the interrupt went unanswered: give up on this server
                 return self.result(number, "aborted", state, turn_id, "interrupt not honoured within budget")
             if now >= turn_deadline and state["interrupted_at"] is None:
-                act({"do": "cancel"})
+                act(triggers.Action("cancel"))
                 if not self.pump(time.monotonic() + budget, on_message):
                     self.alive = False
                 return self.result(number, "timeout", state, turn_id, "turn timeout")

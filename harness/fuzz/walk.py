@@ -348,6 +348,14 @@ def trigger_index(steps: list[Step], action: ClientAction) -> int | None:
 
     The client counts triggers per turn as it sees them: every item/started (the input's userMessage
     included), every agentMessage delta, every approval request of the turn.
+
+    This is a second, independent reading of the trigger rules, kept on purpose: every plan player (the
+    runner our client is driven by, the fake's self-check player, the careful outside client) uses the one
+    interpreter, ``contracts.triggers``, and the fuzzer checks the runner's results against this truth. An
+    oracle built on the interpreter it checks would move its prediction with every bug of that interpreter
+    (an action counted one moment late, a userMessage item not counted, an approval held that should be
+    answered) and pass it. Only the rules are shared, as written in docs/scenarios.md; that the two readings
+    agree is tested (tests/test_triggers.py).
     """
     if action.at == "started":
         return next((i for i, s in enumerate(steps) if s.kind == "started"), None)

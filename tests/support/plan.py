@@ -3,7 +3,8 @@
 A minimal, deterministic stand-in for a client, independent of the client under development: it
 lets the fake check itself (every built-in scenario's frames validate, each fault shows on the wire,
 the server side of ``[expect]`` holds). It answers approvals as the plan says, cancels (interrupt,
-then kill when the budget runs out) and steers at the plan's triggers, resumes when asked.
+then kill when the budget runs out) and steers at the plan's triggers, resumes when asked: the plan's one
+interpreter (:mod:`contracts.triggers`) says what to do when, on the virtual clock's milliseconds.
 """
 
 from __future__ import annotations
@@ -12,11 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.scenario import ClientAction, Scenario
-from contracts.triggers import ActionSchedule, Moment
+from contracts.triggers import APPROVAL_METHODS, ActionSchedule, frame_moment, resumes
 from contracts.wire import DEFAULT_MAX_LINE
 from support.virtual import Frame, VirtualServer
-
-APPROVAL_METHODS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 
 
 @dataclass(slots=True)
@@ -119,9 +118,9 @@ class _Client:
         thread_id = answer["result"]["thread"]["id"]
         for number, script in enumerate(self.scenario.turns, start=1):
             actions = plan.actions_for(number)
-            if any(a.do == "resume" for a in actions):
+            if resumes(actions):
                 self.wait_response(self.request("thread/resume", {"threadId": thread_id}), plan.request_timeout_ms)
-            status = self.play_turn(thread_id, script.input, [a for a in actions if a.do != "resume"])
+            status = self.play_turn(thread_id, script.input, actions)
             self.run.server_statuses.append(status)
             if not self._alive() or self.run.killed:
                 break
@@ -139,15 +138,14 @@ class _Client:
                 self.kill()
         return self.run
 
-    def play_turn(self, thread_id: str, text: str, actions: list[ClientAction]) -> str:
+    def play_turn(self, thread_id: str, text: str, actions: tuple[ClientAction, ...]) -> str:
         plan = self.plan
         rid = self.request("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": text}]})
         turn_id: str | None = None
-        schedule = ActionSchedule(actions)
+        schedule: ActionSchedule[ClientAction] = ActionSchedule(actions, per_second=1000)  # virtual milliseconds
         started_at = self.server.now_ms
         deadline = started_at + plan.turn_timeout_ms
         interrupt_deadline: int | None = None
-        delayed: list[tuple[int, ClientAction]] = []
 
         interrupt_ids: list[int] = []
 
@@ -166,20 +164,13 @@ class _Client:
                     },
                 )
 
-        def trigger(moment: Moment) -> None:
-            for action in schedule.observe(moment):
-                if action.delay_ms:
-                    delayed.append((self.server.now_ms + action.delay_ms, action))
-                else:
-                    fire(action)
-
         while True:
-            limit = min(deadline, interrupt_deadline or deadline, *(t for t, _ in delayed))
+            wake = schedule.next_wake()
+            limit = min(deadline, interrupt_deadline or deadline, deadline if wake is None else int(wake))
             if self.server.now_ms >= limit:
-                due = [d for d in delayed if d[0] <= self.server.now_ms]
-                for item in due:
-                    delayed.remove(item)
-                    fire(item[1])
+                due = schedule.wake(self.server.now_ms)
+                for action in due:
+                    fire(action)
                 if due:
                     continue
                 if interrupt_deadline is not None and self.server.now_ms >= interrupt_deadline:
@@ -202,19 +193,20 @@ class _Client:
                         return "none"
                     if frame.get("id") == rid and "result" in frame and turn_id is None:
                         turn_id = frame["result"]["turn"]["id"]
-                        delayed += [(started_at + action.delay_ms, action) for action in schedule.timed()]
+                        for action in schedule.start(started_at):
+                            fire(action)
                     continue
-                if method == "turn/started":
+                if method == "turn/started" and turn_id is None:
                     turn_id = params["turn"]["id"]
-                    trigger("started")
-                elif method == "item/agentMessage/delta":
-                    trigger("delta")
-                elif method == "item/started":
-                    trigger("item_started")
-                elif method in APPROVAL_METHODS and "id" in frame:
-                    if not schedule.waits_for("approval_pending"):  # an action due here holds the answer
+                moment = frame_moment(frame, turn_id)
+                if moment == "approval_pending":
+                    if not schedule.holds_approval(schedule.count(moment) + 1):  # a cancel waits for it pending
                         self.answer_approval(frame)
-                    trigger("approval_pending")
+                if moment is not None:
+                    for action in schedule.observe(moment, now=self.server.now_ms):
+                        fire(action)
+                elif method in APPROVAL_METHODS and "id" in frame:
+                    self.answer_approval(frame)  # another turn's request (none in practice): answered as planned
                 elif "id" in frame:
                     self.on_side_frame(frame)
                 elif method == "turn/completed" and params.get("turn", {}).get("id") == turn_id:
