@@ -3,8 +3,9 @@
 - ``fake_codex``: the ``fake-codex`` executable, with the argv / environment that make it serve a
   scenario, for a client under test in any language; ``fake_codex.release("X.Y.Z")`` plays that release.
 - ``codex_session``: an open, initialized client :class:`~harness.client.session.Session` against the
-  in-process fake (async; pick the scenario with ``@pytest.mark.codex_scenario("NAME")``, default
-  ``plain``, and the release with ``@pytest.mark.codex_release("X.Y.Z")``; use pytest-trio's
+  in-process fake (a trio fixture: an ``async def`` test that takes it runs under trio without any
+  configuration of yours, ``trio_mode`` or not; pick the scenario with ``@pytest.mark.codex_scenario("NAME")``,
+  default ``plain``, and the release with ``@pytest.mark.codex_release("X.Y.Z")``; use pytest-trio's
   ``autojump_clock`` to run on virtual time).
 - ``client_env``: ``os.environ`` with the test's run marker, for starting an outside client by hand.
 - ``run_scenario``: plays a scenario (built-in name, file path or :class:`Scenario`) on a target
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pytest_trio import trio_fixture
 
 from contracts.scenario import Scenario
 from harness import scenario_lookup
@@ -71,7 +73,13 @@ def _scenario(spec: str | os.PathLike[str] | Scenario) -> Scenario:
     return spec if isinstance(spec, Scenario) else scenario_lookup.resolve(os.fspath(spec))
 
 
-@pytest.fixture
+#: The fixtures that only a trio test can take; the plugin runs an ``async def`` test that takes one under trio.
+TRIO_FIXTURES = ("codex_session",)
+
+
+# trio_fixture, not pytest.fixture: pytest-trio handles it even in a project without ``trio_mode = true``
+# (a plain async fixture there is "an async fixture with no plugin that handled it").
+@trio_fixture
 async def codex_session(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
     from fake_server.inprocess import serve_in_process
     from harness.client.session import open_session

@@ -7,12 +7,13 @@ With ``CODEX_HARNESS_REQUIRE_REAL=1`` a missing binary is a failure, not a skip.
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 
 import pytest
 
-from conformance.fixtures import client_env, codex_session, fake_codex, run_scenario
+from conformance.fixtures import TRIO_FIXTURES, client_env, codex_session, fake_codex, run_scenario
 from conformance.noleak import no_leaked_processes  # noqa: F401  (autouse: registers the no-leak check)
 from harness.codex_bin import CodexNotFound, find_codex
 
@@ -47,6 +48,7 @@ def _selected_codex(config: pytest.Config) -> tuple[Path | None, str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _run_under_trio(items)
     path, reason = _selected_codex(config)
     if path is not None:
         return
@@ -55,6 +57,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("real_codex"):
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _run_under_trio(items: list[pytest.Item]) -> None:
+    """An ``async def`` test taking one of :data:`TRIO_FIXTURES` runs under trio, as if marked ``trio``.
+
+    The client is trio code; a project that does not use pytest-trio's ``trio_mode`` (or marks nothing) would
+    otherwise see its test refused, or never awaited.
+    """
+    for item in items:
+        function = getattr(item, "obj", None)
+        takes = set(getattr(item, "fixturenames", ())) & set(TRIO_FIXTURES)
+        if takes and inspect.iscoroutinefunction(function) and item.get_closest_marker("trio") is None:
+            item.add_marker(pytest.mark.trio)
 
 
 def _model_level_scenarios() -> list[str]:

@@ -5,7 +5,8 @@
 - a failed check fails the run, unless a **baseline** lists it (a known failure); a failed ``should`` check
   (a recommendation, :mod:`contracts.checks.registry`) is a warning, and fails only under ``--strict``;
 - a baseline entry that matches checks which ran and none failed is **stale** and fails the run, so a
-  baseline cannot rot;
+  baseline cannot rot (``stale_fails=False``, ``--stale warn``: it is listed and does not fail, for a CI job
+  that fails only on new failures);
 - under ``--strict`` a skip or a warning not in the baseline fails too;
 - a part's failed finding fails (a breaking schema change, a failed pin, a fidelity difference, a latency
   sample that was not aborted, a matrix column that does not hold);
@@ -65,6 +66,7 @@ class Verdict:
     failed_findings: list[Finding] = field(default_factory=list)  # what the report's parts found failing
     nothing_judged: bool = False  # no check passed or failed and no part judged anything
     strict: bool = False
+    stale_fails: bool = True  # a stale baseline entry fails the run (else it is only listed)
     exit_code: int = OK
 
     @property
@@ -100,14 +102,26 @@ def findings(report: Report) -> list[Finding]:
 
 
 def judge(
-    subject: Report | Sequence[Check], *, strict: bool = False, baseline: Sequence[BaselineEntry] = ()
+    subject: Report | Sequence[Check],
+    *,
+    strict: bool = False,
+    baseline: Sequence[BaselineEntry] = (),
+    stale_fails: bool = True,
 ) -> Verdict:
     """The verdict of ``subject`` (a report, or bare checks as a report of a run)."""
     report = subject if isinstance(subject, Report) else Report(checks=list(subject))
     checks = report.checks
-    verdict = Verdict(strict=strict)
+    verdict = Verdict(strict=strict, stale_fails=stale_fails)
+    # Entries by (scenario, target, contract): each check looks at its own few, so judging stays linear.
+    by_key: dict[tuple[str, str, str], list[BaselineEntry]] = {}
+    for entry in baseline:
+        by_key.setdefault((entry.scenario, entry.target, entry.contract), []).append(entry)
+    matched: dict[BaselineEntry, list[Check]] = {}
     for check in checks:
-        listed = any(entry.matches(check) for entry in baseline)
+        entries = [e for e in by_key.get((check.scenario, check.target, check.contract), ()) if e.matches(check)]
+        for entry in entries:
+            matched.setdefault(entry, []).append(check)
+        listed = bool(entries)
         if check.status == "fail":
             if listed:
                 verdict.known.append(check)
@@ -117,9 +131,8 @@ def judge(
                 verdict.failures.append(check)
         elif strict and check.status in ("skip", "warn") and not listed:
             verdict.strict_failures.append(check)
-    for entry in baseline:
-        matching = [c for c in checks if entry.matches(c)]
-        ran = [c for c in matching if c.status != "skip"]
+    for entry in dict.fromkeys(baseline):
+        ran = [c for c in matched.get(entry, ()) if c.status != "skip"]
         if ran and not any(c.status == "fail" for c in ran):
             verdict.stale.append(entry)
     found = findings(report)
@@ -129,7 +142,7 @@ def judge(
     verdict.nothing_judged = not judged
     bad = (
         verdict.failures
-        or verdict.stale
+        or (stale_fails and verdict.stale)
         or verdict.strict_failures
         or (strict and verdict.should_failures)
         or verdict.failed_findings

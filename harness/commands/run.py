@@ -51,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--strict", action="store_true", help="skips and warnings fail the run too")
     parser.add_argument("--baseline", metavar="FILE", help="known failures (JSON list; a previous checks.json works)")
+    parser.add_argument(
+        "--stale",
+        choices=("fail", "warn"),
+        default="fail",
+        help="a baseline entry that no longer fails: fail the run (default: a baseline cannot rot) or only list it"
+        " (a CI job that fails on new failures only)",
+    )
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
     confine.add_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -142,7 +149,7 @@ def _report(
     model = Report(
         checks=[c for r in runs for c in r.checks], records=[r.record for r in runs if r.record is not None]
     )
-    verdict = judge(model, strict=args.strict, baseline=baseline)
+    verdict = judge(model, strict=args.strict, baseline=baseline, stale_fails=args.stale == "fail")
     print(render_table(model, verdict, ascii_only=args.ascii), end="")
     if report is not None:  # each file written whole through the held directory, never through a link
         report.write("checks.json", checks_json(model.checks))

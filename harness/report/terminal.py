@@ -96,7 +96,8 @@ def render_table(
         out += ["", "Known failures (in the baseline):"]
         out += [check_line(c) for c in verdict.known]
     if verdict.stale:
-        out += ["", "Stale baseline entries (listed as failing, now passing; remove them):"]
+        fails = "" if verdict.stale_fails else "; --stale warn: they do not fail the run"
+        out += ["", f"Stale baseline entries (listed as failing, now passing; remove them{fails}):"]
         out += [f"  {one_line(e.describe(), _DETAIL_WIDTH)}" for e in verdict.stale]
     warnings = report.of_status("warn")
     if warnings:

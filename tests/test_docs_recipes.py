@@ -1,0 +1,146 @@
+"""The recipes a team copies work as written, from the built wheel in a fresh venv, in an empty project.
+
+- docs/pytest.md's test file runs under a plain ``pytest`` (no configuration of the project's own): the
+  outside-client contracts pass with ``assert_passed``, and ``codex_session`` works in an ``async def`` test.
+- docs/ci.md's shell script runs end to end: exit 0 with the careful reference client, ``junit.xml`` and
+  ``index.html`` in the report; exit 1 on a client with a new must failure; that failure accepted by a
+  baseline, and a fixed failure with ``--stale warn``, exit 0.
+
+Each block is read out of the document itself, so the document cannot drift from what is tested.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import orjson
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: Building the wheel and installing it with its dependencies (pip's cache or the registry) is bounded.
+INSTALL_TIMEOUT_S = 600.0
+RUN_TIMEOUT_S = 600.0
+CI_SCENARIOS = ["plain", "command_approval"]
+
+pytestmark = pytest.mark.xdist_group("docs_recipes")
+
+
+def doc_block(doc: str, marker: str, language: str) -> str:
+    """The fenced ``language`` block right after the HTML comment containing ``marker`` in docs/``doc``."""
+    text = (REPO / "docs" / doc).read_text(encoding="utf-8")
+    found = re.search(rf"<!--[^>]*{re.escape(marker)}[^>]*-->\n```{language}\n(.*?)```", text, re.S)
+    assert found, f"docs/{doc} has no {language} block after a comment naming {marker}"
+    return found.group(1)
+
+
+def run(
+    cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = RUN_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new venv (outside the repository) with codex-harness installed from its wheel, as a user gets it."""
+    root = tmp_path_factory.mktemp("fresh")
+    env = clean_env(root)
+    wheels = root / "wheel"
+    built = run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)],
+        root,
+        env,
+        INSTALL_TIMEOUT_S,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = wheels.glob("codex_harness-*.whl")
+    venv = root / "venv"
+    made = run([sys.executable, "-m", "venv", str(venv)], root, env)
+    assert made.returncode == 0, made.stderr
+    installed = run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)], root, env, INSTALL_TIMEOUT_S
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    return venv
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    """The caller's environment without this repository on any path: the new project sees the wheel only."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PYTEST"))}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(REPO)))
+    env["XDG_DATA_HOME"] = str(home / "xdg")
+    return env
+
+
+def test_the_pytest_file_of_docs_pytest_md_passes_in_a_fresh_project(fresh_venv: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_codex_contracts.py").write_text(doc_block("pytest.md", "test file", "python"))
+    done = run(
+        [str(fresh_venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        project,
+        clean_env(tmp_path),
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert re.search(r"\b5 passed\b", done.stdout), done.stdout[-2000:]
+    assert "requested an async fixture" not in done.stdout
+
+
+def test_the_failure_message_names_the_failed_check_and_the_session(fresh_venv: Path, tmp_path: Path) -> None:
+    # The same fixture and helper on a client with a known bug: the test fails, and says why.
+    project = tmp_path / "project"
+    project.mkdir()
+    buggy = REPO / "conformance" / "clients" / "buggy.py"
+    (project / "test_buggy.py").write_text(
+        "import sys\nfrom conformance import assert_passed\n\n"
+        "def test_buggy(run_scenario):\n"
+        f"    assert_passed(run_scenario('plain', client=[sys.executable, {str(buggy)!r}, '--reasoning-in-output']))\n"
+    )
+    done = run(
+        [str(fresh_venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        project,
+        clean_env(tmp_path),
+    )
+    assert done.returncode == 1, done.stdout[-4000:]
+    assert "plain [fake-process]: FAIL" in done.stdout
+    assert re.search(r"usage / turn 1 usage \[must\]: .*docs/", done.stdout), done.stdout[-4000:]
+    assert "codex-harness show " in done.stdout
+    assert "Traceback" not in done.stdout
+
+
+def test_the_shell_recipe_of_docs_ci_md_fails_only_on_new_must_failures(fresh_venv: Path, tmp_path: Path) -> None:
+    script = tmp_path / "codex-contracts.sh"
+    script.write_text(doc_block("ci.md", "the script", "bash"))
+    env = clean_env(tmp_path)
+    env.update(
+        CODEX_HARNESS=str(next((fresh_venv.parent / "wheel").glob("*.whl"))),
+        VENV=str(fresh_venv),
+        SCENARIOS=" ".join(f"--scenario {s}" for s in CI_SCENARIOS),
+    )
+    careful = REPO / "conformance" / "clients" / "careful.py"
+    ok = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": f"python3 {careful}", "OUT": "out-careful"})
+    assert ok.returncode == 0, ok.stdout[-4000:] + ok.stderr[-2000:]
+    assert orjson.loads((tmp_path / "known-failures.json").read_bytes()) == []  # the first run made it
+    suites = ET.parse(tmp_path / "out-careful" / "junit.xml").getroot()
+    assert {s.get("name", "").split("[")[0].strip() for s in suites.iter("testsuite")} >= set(CI_SCENARIOS)
+    assert (tmp_path / "out-careful" / "index.html").is_file()
+
+    # A new must failure fails the job, and the report still says why.
+    buggy = f"python3 {REPO / 'conformance' / 'clients' / 'buggy.py'} --reasoning-in-output"
+    bad = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": buggy, "OUT": "out-buggy"})
+    assert bad.returncode == 1, bad.stdout[-4000:] + bad.stderr[-2000:]
+    failed = [c for c in orjson.loads((tmp_path / "out-buggy" / "checks.json").read_bytes()) if c["status"] == "fail"]
+    assert failed and all(c["level"] == "must" for c in failed)
+
+    # Accepted in the baseline, it no longer fails the job; fixed (the careful client again), it is stale:
+    # listed, and with --stale warn the job still passes.
+    (tmp_path / "known-failures.json").write_bytes(orjson.dumps(failed))
+    accepted = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": buggy, "OUT": "out-accepted"})
+    assert accepted.returncode == 0, accepted.stdout[-4000:]
+    fixed = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": f"python3 {careful}", "OUT": "out-fixed"})
+    assert fixed.returncode == 0, fixed.stdout[-4000:]
+    assert "Stale baseline entries" in fixed.stdout
