@@ -52,20 +52,39 @@ class Report:
         os.replace(tmp, self.path)
 
 
-def buckets(usage: Any) -> dict[str, int] | None:
-    """The SDK's ``TurnResult.usage`` is the turn's last ``ThreadTokenUsage``; a caller bills its ``last``."""
-    if usage is None:
-        return None
-    last = usage.last
-    cached = last.cached_input_tokens or 0
-    write = last.cache_write_input_tokens or 0
-    return {
-        "input": max(0, (last.input_tokens or 0) - cached - write),
-        "cache_read": cached,
-        "cache_write": write,
-        "output": last.output_tokens or 0,
-        "reasoning": last.reasoning_output_tokens or 0,
-    }
+_FIELDS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
+
+
+class TurnUsage:
+    """The turn's usage from what the SDK documents: ``TurnResult.usage`` is the turn's last ``ThreadTokenUsage``
+    (README: "token usage"; its ``total`` is the thread's running total, its ``last`` the last model request
+    only). A caller's turn is what the thread's ``total`` grew by since the previous turn; ``last`` alone drops
+    every model request of a tool round trip but the final one."""
+
+    def __init__(self) -> None:
+        self.before: dict[str, int] = dict.fromkeys(_FIELDS, 0)
+
+    def buckets(self, usage: Any) -> dict[str, int] | None:
+        if usage is None:
+            return None
+        total = {f: getattr(usage.total, f, 0) or 0 for f in _FIELDS}
+        # a field that went down is a counter reset: its new value is the turn's
+        grown = {f: total[f] - self.before[f] if total[f] >= self.before[f] else total[f] for f in _FIELDS}
+        self.before = total
+        cached, write = grown["cached_input_tokens"], grown["cache_write_input_tokens"]
+        return {
+            "input": max(0, grown["input_tokens"] - cached - write),
+            "cache_read": cached,
+            "cache_write": write,
+            "output": grown["output_tokens"],
+            "reasoning": grown["reasoning_output_tokens"],
+        }
 
 
 class Approvals:
@@ -108,7 +127,9 @@ class Approvals:
         return {"decision": decision}
 
 
-def play_turn(thread: Any, number: int, spec: dict[str, Any], approvals: Approvals) -> dict[str, Any]:
+def play_turn(
+    thread: Any, number: int, spec: dict[str, Any], approvals: Approvals, usage_of: TurnUsage
+) -> dict[str, Any]:
     actions = [a for a in spec["actions"] if a["do"] in ("cancel", "steer")]
     approvals.start_turn(actions)
     handle = thread.turn(spec["input"])
@@ -132,7 +153,7 @@ def play_turn(thread: Any, number: int, spec: dict[str, Any], approvals: Approva
         if not stream_actions:
             result = handle.run()  # the high-level path: the SDK collects the turn
             entry.update(status=STATUS.get(result.status.value, "failed"), final_text=result.final_response)
-            entry["usage"] = buckets(result.usage)
+            entry["usage"] = usage_of.buckets(result.usage)
             entry["error"] = result.error.message if result.error else None
             return entry
         counts = {"started": 0, "delta": 0, "item_started": 0}
@@ -158,7 +179,7 @@ def play_turn(thread: Any, number: int, spec: dict[str, Any], approvals: Approva
                         threading.Timer(a["delay_ms"] / 1000, act, (a,)).start()
                     else:
                         act(a)
-        entry.update(status=STATUS.get(str(status), "failed"), final_text="".join(text), usage=buckets(usage))
+        entry.update(status=STATUS.get(str(status), "failed"), final_text="".join(text), usage=usage_of.buckets(usage))
         return entry
     except Exception as exc:  # the SDK raises on a failed turn and on a broken transport
         entry.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
@@ -175,6 +196,7 @@ def main() -> int:
     approvals = Approvals(plan, plan["budgets"])
     config = CodexConfig(codex_bin=os.environ["CODEX_BIN"], experimental_api=plan["experimental_api"])
     remaining = list(plan["turns"])
+    usage_of = TurnUsage()
     try:
         with Codex(config) as codex:
             codex._client._approval_handler = approvals  # the low-level client's hook (no public one)
@@ -185,7 +207,7 @@ def main() -> int:
                 if any(a["do"] == "resume" for a in spec["actions"]):
                     thread = codex.thread_resume(thread.id)
                 approvals.unsupported = None
-                entry = play_turn(thread, spec["turn"], spec, approvals)
+                entry = play_turn(thread, spec["turn"], spec, approvals, usage_of)
                 why = approvals.unsupported or (
                     "the SDK has no optOutNotificationMethods option" if plan["opt_out_notifications"] else None
                 )
