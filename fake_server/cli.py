@@ -49,6 +49,8 @@ from fake_server.server_trace import ServerTrace
 SCENARIO_ENV = "FAKE_CODEX_SCENARIO"
 TRACE_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 READ_CHUNK = 65536
+#: How long a graceful shutdown on SIGTERM may take before the server ends anyway (see ``serve_stdio``).
+SIGTERM_GRACE_S = 1.0
 
 
 class _StdioIo:
@@ -146,6 +148,12 @@ async def serve_stdio(
                     await io.stdin.aclose()
                     if engine.hung:
                         nursery.cancel_scope.cancel()  # a silent server still dies on SIGTERM
+                        return
+                    # A server blocked writing a line its client no longer reads never ends gracefully. The real
+                    # binary (0.171.0, reader stalled in a 16 MiB delta) exits 0 within 1-2.5 s of SIGTERM,
+                    # its group empty (docs/real-binary.md): give the graceful path as long, then end.
+                    await trio.sleep(SIGTERM_GRACE_S)
+                    nursery.cancel_scope.cancel()
                     return
 
             nursery.start_soon(on_sigterm)

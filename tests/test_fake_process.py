@@ -284,3 +284,22 @@ async def test_sigterm_is_graceful() -> None:
         with trio.fail_after(STEP_TIMEOUT):
             assert await child.process.wait() == 0
         await finish(child, nursery)
+
+
+def _agent_message_started(item: Any) -> bool:
+    params = getattr(item, "params", None) or {}
+    return getattr(item, "method", None) == "item/started" and (params.get("item") or {}).get("type") == "agentMessage"
+
+
+async def test_sigterm_ends_a_server_blocked_writing_a_long_line() -> None:
+    """The real binary (0.171.0, its stdout reader stalled in a 16 MiB agent-message delta) exits 0 within
+    1–2.5 s of SIGTERM, leaving nothing in its process group; the fake did not exit while blocked writing."""
+    async with trio.open_nursery() as nursery:
+        child = await spawn(nursery, "app-server", "--scenario", "large_message_16mib")
+        await _start_turn(child)
+        # The line before the 16 MiB delta; reading stops here, so the fake blocks on the full pipe.
+        assert await child.until(lambda items: any(_agent_message_started(i) for i in items))
+        child.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(10):
+            assert await child.process.wait() == 0
+        await finish(child, nursery)
