@@ -120,3 +120,29 @@ def test_wire_derivation_sums_responses_once_whatever_the_duplicates(
     for inp, cached, out in responses:
         expected = expected + UsageBuckets.from_breakdown(breakdown(inp, cached, out))
     assert derived == expected
+
+
+def _completed_after_the_interrupt(reported_usage: UsageBuckets | None) -> object:
+    """interrupted_record, but the server completed the turn although the client interrupted it, and [expect]
+    declares the aborted course's usage (nothing): the client reports the turn completed, with ``reported_usage``
+    (None: what the server's usage updates of the turn add up to)."""
+    record = interrupted_record()
+    for entry in record.wire:
+        if entry.frame and entry.frame.get("method") == "turn/completed":
+            entry.frame["params"]["turn"]["status"] = "completed"
+    result = record.results[0]
+    result.status, result.server_status, result.cancel_at = "completed", "completed", None
+    derived = usage.wire_usage(WireIndex.build(record.wire), result.turn_id)
+    assert derived is not None and not derived.is_zero()
+    result.usage = {"m": derived if reported_usage is None else reported_usage}
+    record.expect = Expect(turns=(ExpectTurn("aborted", UsageBuckets()),))
+    return record
+
+
+def test_a_turn_completed_after_a_cancel_and_reported_completed_is_judged_by_its_wire_usage() -> None:
+    # A correct client may report such a turn completed (terminal_status allows it); its usage is then the
+    # completed turn's, which the server's updates say, not the aborted course's that [expect] declares.
+    check = by_name(_completed_after_the_interrupt(None))["turn 1 usage"]
+    assert check.status == "pass" and "completed after the client's cancel" in check.detail, check
+    check = by_name(_completed_after_the_interrupt(UsageBuckets(input=1, output=1)))["turn 1 usage"]
+    assert check.status == "fail" and "completed after the client's cancel" in check.detail, check

@@ -45,7 +45,7 @@ def _turns_started(record: SessionRecord) -> int:
     return max(started, highest)
 
 
-def _completed_after_cancel(index: WireIndex, result: TurnResult) -> bool:
+def completed_after_cancel(index: WireIndex, result: TurnResult) -> bool:
     """The client asked to interrupt this turn (or cancelled it) and the server still completed it ("completed"):
     a correct client may report the turn ``completed`` (what the server says) or ``aborted`` (what it asked)."""
     if not result.turn_id:
@@ -186,7 +186,7 @@ def check(record: SessionRecord) -> list[Check]:
             )
         else:
             allowed = expected.statuses
-            raced = _completed_after_cancel(index, result)
+            raced = completed_after_cancel(index, result)
             if raced:
                 allowed = (*allowed, *(s for s in ("completed", "aborted") if s not in allowed))
             declared = " or ".join(allowed)

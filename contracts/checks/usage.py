@@ -15,6 +15,7 @@ from typing import Any
 from contracts.checks.base import Check
 from contracts.checks.client_run import wire_turns
 from contracts.checks.registry import Contract, Rule
+from contracts.checks.terminal_status import completed_after_cancel
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
 from contracts.usage import UsageBuckets
@@ -136,7 +137,27 @@ def check(record: SessionRecord) -> list[Check]:
                 "; ".join(problems) if problems else _show(got),
             )
         )
-        expected = record.expect.turns[result.index].usage if result.index < len(record.expect.turns) else None
+        declared = record.expect.turns[result.index] if result.index < len(record.expect.turns) else None
+        expected = declared.usage if declared is not None else None
+        if (
+            declared is not None
+            and expected is not None
+            and result.status not in declared.statuses
+            and completed_after_cancel(index, result)
+        ):
+            # The server completed the turn after the client's cancel and the client says so (terminal_status
+            # allows it): the declared usage is the aborted course's; the completed turn's is what the wire says.
+            derived = wire_usage(index, result.turn_id) if result.turn_id else None
+            truth = derived or UsageBuckets()
+            diffs = _differences(got, truth)
+            detail = (
+                f"got {_show(got)}; the server's usage of this turn {_show(truth)} (it completed after the "
+                f"client's cancel, reported {result.status}; [expect] declares {_show(expected)} for "
+                f"{' or '.join(declared.statuses)})"
+            )
+            verdict = ("; ".join(diffs) + " — " if diffs else "") + detail
+            checks.append(make(f"{label} usage", "fail" if diffs else "pass", verdict))
+            continue
         if expected is not None:
             diffs = _differences(got, expected)
             detail = f"got {_show(got)}; [expect] {_show(expected)}"
