@@ -107,6 +107,30 @@ def test_server_ended_takes_the_clients_first_move() -> None:
     assert status(rec, "server ended") == "pass" and "closed its stdin +0.500 s" in detail(rec, "server ended")
 
 
+def test_what_the_server_saw_after_the_harness_killed_the_client_is_not_the_clients_move() -> None:
+    """A client killed at its deadline (73.331 s) closes the server's stdin by dying: the note at 73.355 s is the
+    harness's doing, never "the client closed its stdin ... ended late"."""
+    killed = {"end": None, "killed_by_harness": True}
+    for server in (killed, {"end": {"reason": "stdin_closed", "t": 73.355}}):
+        rec = record(
+            [*CONVERSATION, (73.355, "note", {"note": "stdin closed"})],
+            server=server,
+            deadline_hit=True,
+            client_ended_t=73.331,
+        )
+        said = detail(rec, "server ended")
+        assert status(rec, "server ended") == "fail" and said.startswith("the client never closed"), said
+        assert "hit its deadline" in said
+    # A move before the kill is still the client's own.
+    rec = record(
+        [*CONVERSATION, (1.2, "note", {"note": "stdin closed"})],
+        server=killed,
+        deadline_hit=True,
+        client_ended_t=73.331,
+    )
+    assert status(rec, "server ended") == "pass"
+
+
 def test_session_facts() -> None:
     none = record([], servers=[])
     none.meta["outside"]["server"] = None

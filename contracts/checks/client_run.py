@@ -125,6 +125,13 @@ def _ended(server: dict[str, Any], facts: dict[str, Any], wire: list[WireEntry])
     if isinstance(end, dict) and end.get("reason") not in ("stdin_closed", "signal"):
         return "itself", end.get("t") if _number(end.get("t")) else None, ""
     moves = _client_moves(server, wire)
+    killed_at = facts.get("client_ended_t") if facts.get("deadline_hit") else None
+    if _number(killed_at):
+        # The harness killed the client at its deadline: a stdin the server then saw close (the client died), or a
+        # signal it got from the harness's kill, is the harness's doing, not a move of the client's.
+        moves = [m for m in moves if m[0] < killed_at]
+        if not moves:
+            return "harness", None, ""
     if moves:
         return "client", moves[0][0], moves[0][1]
     if server.get("killed_by_harness"):
