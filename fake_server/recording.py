@@ -263,8 +263,9 @@ class Recorder:
         }
         self._write_json("end.json", end)
         if self._fd is not None:
+            fd, self._fd = self._fd, None  # a signal after this (close stdin, then SIGTERM) writes nothing
             try:
-                os.close(self._fd)
+                os.close(fd)
             except OSError:
                 pass
 

@@ -202,3 +202,17 @@ def test_a_forged_play_identity_is_refused(tmp_path: Path, play: object) -> None
     (folder / "start.json").write_bytes(orjson.dumps({**start, "play": play}))
     with pytest.raises(RecordingError, match="play"):
         read_recording(folder)
+
+
+def test_a_signal_after_end_json_leaves_the_recording_whole(tmp_path: Path) -> None:
+    """A client that closes stdin and then sends SIGTERM may signal a server that already wrote end.json and
+    closed wire.jsonl: the late note must not write to the closed descriptor (EBADF, "recording could not be
+    written", a false runner / recording failure)."""
+    folder = tmp_path / "1-1"
+    folder.mkdir()
+    rec = recording.Recorder(folder, load_builtin("plain"), "plain", "0.171.0")
+    rec.on_stdin_eof()
+    rec.finish(0, False)
+    rec.on_signal("SIGTERM")
+    assert rec.failure is None
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(recording.WRITE_FAILED_PREFIX)]
