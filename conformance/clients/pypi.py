@@ -51,6 +51,7 @@ class PypiClient:
     deps: tuple[str, ...]  # installed after the package; with ``no_deps`` the package's own are skipped
     no_deps: bool
     why: str
+    suite: bool  # judged in the test suite against its baseline (conformance/test_clients_pypi.py)
 
     @property
     def baseline(self) -> Path:
@@ -122,6 +123,7 @@ def clients() -> dict[str, PypiClient]:
             deps=tuple(e.get("deps", ())),
             no_deps=bool(e.get("no_deps", False)),
             why=e.get("why", ""),
+            suite=bool(e.get("suite", False)),
         )
         for e in raw["clients"]
     }
