@@ -146,3 +146,16 @@ def test_a_turn_completed_after_a_cancel_and_reported_completed_is_judged_by_its
     assert check.status == "pass" and "completed after the client's cancel" in check.detail, check
     check = by_name(_completed_after_the_interrupt(UsageBuckets(input=1, output=1)))["turn 1 usage"]
     assert check.status == "fail" and "completed after the client's cancel" in check.detail, check
+
+
+def test_a_turn_reported_as_the_server_ended_it_is_judged_by_its_wire_usage_even_against_expect() -> None:
+    """A client that dropped its cancel reports the turn completed, as the server ended it: terminal_status and
+    plan followed fail that; its usage is the completed turn's, right, not the aborted course's [expect]."""
+    record = _completed_after_the_interrupt(None)
+    record.wire = [e for e in record.wire if not (e.frame and e.frame.get("method") == "turn/interrupt")]
+    assert not WireIndex.build(record.wire).interrupts(record.results[0].turn_id)
+    check = by_name(record)["turn 1 usage"]
+    assert check.status == "pass" and "it ended completed, as reported" in check.detail, check
+    # A status the wire does not say is judged against [expect], as before.
+    record.results[0].status = "failed"
+    assert by_name(record)["turn 1 usage"].status == "fail"

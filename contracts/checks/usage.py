@@ -89,6 +89,21 @@ def _turn_by_order(turns: list[dict[str, Any]], index: int) -> str | None:
     return turn_id if isinstance(turn_id, str) else None
 
 
+#: turn/completed's status on the wire -> the Result status that reports it
+_REPORTS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
+
+
+def _outcome_on_wire(index: WireIndex, turn_id: str | None) -> str | None:
+    """The Result status that says what the server's (first) turn/completed of the turn says; None without one."""
+    completions = index.turn_completions(turn_id) if turn_id else []
+    if not completions:
+        return None
+    frame = completions[0][1].frame or {}
+    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    turn = params.get("turn") if isinstance(params, dict) else None
+    return _REPORTS.get(turn.get("status")) if isinstance(turn, dict) else None
+
+
 def _consistency(got: UsageBuckets) -> list[str]:
     problems = [f"{f.name} is negative ({getattr(got, f.name)})" for f in fields(got) if getattr(got, f.name) < 0]
     if got.reasoning > got.output:
@@ -139,21 +154,23 @@ def check(record: SessionRecord) -> list[Check]:
         )
         declared = record.expect.turns[result.index] if result.index < len(record.expect.turns) else None
         expected = declared.usage if declared is not None else None
+        taken = _outcome_on_wire(index, result.turn_id or _turn_by_order(turns_on_wire, result.index))
         if (
             declared is not None
             and expected is not None
             and result.status not in declared.statuses
-            and completed_after_cancel(index, result)
+            and result.status == taken
         ):
-            # The server completed the turn after the client's cancel and the client says so (terminal_status
-            # allows it): the declared usage is the aborted course's; the completed turn's is what the wire says.
-            derived = wire_usage(index, result.turn_id) if result.turn_id else None
-            truth = derived or UsageBuckets()
+            # The client reports the outcome the server gave the turn, not the one [expect] declares (terminal_status
+            # judges that, and allows it where the server completed the turn after the client's cancel): the
+            # declared usage is the other course's; the usage of the turn that happened is what the wire says.
+            turn_id = result.turn_id or _turn_by_order(turns_on_wire, result.index)
+            truth = (wire_usage(index, turn_id) if turn_id else None) or UsageBuckets()
             diffs = _differences(got, truth)
+            raced = " after the client's cancel" if completed_after_cancel(index, result) else ""
             detail = (
-                f"got {_show(got)}; the server's usage of this turn {_show(truth)} (it completed after the "
-                f"client's cancel, reported {result.status}; [expect] declares {_show(expected)} for "
-                f"{' or '.join(declared.statuses)})"
+                f"got {_show(got)}; the server's usage of this turn {_show(truth)} (it ended {taken}{raced}, as "
+                f"reported; [expect] declares {_show(expected)} for {' or '.join(declared.statuses)})"
             )
             verdict = ("; ".join(diffs) + " — " if diffs else "") + detail
             checks.append(make(f"{label} usage", "fail" if diffs else "pass", verdict))
