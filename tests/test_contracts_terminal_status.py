@@ -258,3 +258,15 @@ def test_a_final_text_trimmed_of_surrounding_whitespace_is_the_same_text() -> No
     assert _final_text(record).status == "pass"
     record.results[1].final_text = f"{sent} world"  # more than whitespace: a different text
     assert _final_text(record).status == "fail"
+
+
+def test_a_result_missing_because_the_harness_killed_the_client_at_its_deadline_is_not_a_second_failure() -> None:
+    """A client killed at its deadline (client / deadline fails) never wrote the Results of the turns it had not
+    ended: each is that one hang, not a failure more of its own."""
+    record = plain_record(2)
+    record.results.pop()
+    record.meta["outside"] = {"deadline_hit": True}
+    check = next(c for c in terminal_status.check(record) if c.name == "turn 2 result")
+    assert check.status == "skip" and "client / deadline" in check.detail, check
+    record.meta["outside"] = {"deadline_hit": False}  # a client that exited without reporting it: its own bug
+    assert statuses(record)["turn 2 result"] == "fail"

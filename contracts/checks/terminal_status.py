@@ -169,9 +169,21 @@ def check(record: SessionRecord) -> list[Check]:
     by_index: dict[int, list[TurnResult]] = {}  # grouped once: a lookup per turn keeps this linear
     for r in record.results:
         by_index.setdefault(r.index, []).append(r)
+    outside = record.meta.get("outside")
+    killed_at_deadline = isinstance(outside, dict) and outside.get("deadline_hit") is True
     for i in range(turns):
         label = f"turn {i + 1}"
         results = by_index.get(i, [])
+        if not results and killed_at_deadline:
+            # The harness killed the client before it reported this turn: that hang fails client / deadline once.
+            checks.append(
+                make(
+                    f"{label} result",
+                    "skip",
+                    f"not judged: the client was killed at its deadline before it reported {label} (client / deadline)",
+                )
+            )
+            continue
         if len(results) != 1:
             what = "no Result" if not results else f"{len(results)} Results"
             checks.append(make(f"{label} result", "fail", f"{what} for {label}; every turn gets exactly one"))
