@@ -10,26 +10,37 @@ runs the SDK over the catalogue. The SDK is never a dependency of this project.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shlex
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from conformance.clients import pypi
+from conformance.clients.pypi import ClientUnavailable as SdkUnavailable  # the SDK cannot be installed here
+from conformance.clients.pypi import baseline_from_runs
+
+__all__ = ["BASELINE", "SDK_VERSION", "SdkUnavailable", "baseline_from_runs", "client_cmd", "ensure_sdk", "markdown"]
 
 #: The SDK release compared (``sdk.json``): it ships the codex release of the same number, which the fake plays.
 SDK_VERSION: str = json.loads((Path(__file__).resolve().parent / "sdk.json").read_text(encoding="utf-8"))["version"]
 ADAPTER = Path(__file__).resolve().parent / "openai_codex_sdk.py"
-INSTALL_TIMEOUT_S = 300.0
-
-
-class SdkUnavailable(Exception):
-    """The SDK cannot be installed here (no network, no pip); ``str()`` says why."""
+INSTALL_TIMEOUT_S = pypi.INSTALL_TIMEOUT_S
+#: How the SDK is installed: --no-deps, for it pins openai-codex-cli-bin (the real binary, ~100 MB) and the
+#: harness brings the server; then what it imports.
+SDK = pypi.PypiClient(
+    name="openai_codex_sdk",
+    package="openai-codex",
+    version=SDK_VERSION,
+    probe="import openai_codex, pydantic",
+    adapter=ADAPTER,
+    release=SDK_VERSION,
+    deps=("pydantic>=2.12", "packaging"),
+    no_deps=True,
+    why="the official Python SDK",
+    suite=False,  # conformance/test_clients_sdk.py judges it
+)
 
 
 def default_venv() -> Path:
@@ -38,51 +49,9 @@ def default_venv() -> Path:
 
 
 def ensure_sdk(venv: Path | None = None, timeout: float = INSTALL_TIMEOUT_S) -> Path:
-    """The venv's python with ``openai_codex`` importable; created on first use.
-
-    Under a lock beside the venv: pytest workers (the SDK suite, the benchmark smoke test) may ask at once,
-    and two pip runs into one venv break it. The wait for the lock is bounded by ``timeout`` too.
-    """
-    venv = venv or default_venv()
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(venv.parent / f"{venv.name}.lock", timeout):
-        return _ensure_sdk(venv, timeout)
-
-
-@contextlib.contextmanager
-def _locked(path: Path, timeout: float) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise SdkUnavailable(f"another process holds {path} for more than {timeout:g} s") from None
-                time.sleep(0.2)  # another worker is installing: bounded by the deadline above
-        yield
-    finally:
-        os.close(fd)
-
-
-def _ensure_sdk(venv: Path, timeout: float) -> Path:
-    python = venv / "bin" / "python"
-    probe = [str(python), "-c", "import openai_codex, pydantic"]
-    try:
-        if python.exists() and subprocess.run(probe, capture_output=True, timeout=timeout).returncode == 0:
-            return python
-        quiet = {"check": True, "timeout": timeout, "capture_output": True}
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], **quiet)  # type: ignore[call-overload]
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        # --no-deps: the SDK pins openai-codex-cli-bin (the real binary, ~100 MB); the harness brings the server.
-        subprocess.run([*pip, "--no-deps", f"openai-codex=={SDK_VERSION}"], **quiet)  # type: ignore[call-overload]
-        subprocess.run([*pip, "pydantic>=2.12", "packaging"], **quiet)  # type: ignore[call-overload]
-        subprocess.run(probe, **quiet)  # type: ignore[call-overload]
-    except (subprocess.SubprocessError, OSError) as exc:
-        raise SdkUnavailable(f"openai-codex {SDK_VERSION} is not installable here: {exc}") from None
-    return python
+    """The venv's python with ``openai_codex`` importable; created on first use, under a lock beside the venv
+    (pytest workers may ask at once; the wait is bounded by ``timeout`` too)."""
+    return SDK.ensure(venv or default_venv(), timeout)
 
 
 def client_cmd(venv: Path | None = None) -> list[str]:
@@ -92,51 +61,9 @@ def client_cmd(venv: Path | None = None) -> list[str]:
 BASELINE = Path(__file__).resolve().parent / "openai_codex_sdk.baseline.json"
 
 
-def _key(check: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (check["scenario"], check["target"], check["contract"], check["name"])
-
-
-def baseline_from_runs(runs: list[list[dict[str, Any]]], explained: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Baseline entries from several runs' checks.json: a check failing in every run is ``fail``; one that both
-    passed and failed is ``flaky`` (listed, never baselined as a known failure). Each keeps its ``why``."""
-    why = {_key(e): e.get("why", "") for e in explained}
-    outcomes: dict[tuple[str, str, str, str], set[str]] = {}
-    for checks in runs:
-        for c in checks:
-            outcomes.setdefault(_key(c), set()).add(c["status"])
-    entries = []
-    for key, seen in sorted(outcomes.items()):
-        if "fail" not in seen:
-            continue
-        status = "fail" if seen == {"fail"} and all(key in {_key(c) for c in run} for run in runs) else "flaky"
-        scenario, target, contract, name = key
-        entry = {"scenario": scenario, "target": target, "contract": contract, "name": name, "status": status}
-        entries.append(entry | {"why": why.get(key) or "TODO: explain in one line"})
-    return entries
-
-
-_CELL = {"pass": "pass", "fail": "**FAIL**", "skip": "skip", "warn": "warn"}
-_ORDER = {"pass": 0, "skip": 1, "warn": 2, "fail": 3}
-
-
 def markdown(checks: list[dict[str, Any]], entries: list[dict[str, Any]]) -> str:
     """The verdict table (scenario x contract, worst status) and the known-failures table of docs/clients.md."""
-    # latency and trace_closure are always skips for an outside client (docs/clients.md, "What is judged")
-    contracts = ["terminal_status", "usage", "schema", "protocol", "client"]
-    rows: dict[str, dict[str, str]] = {}
-    for c in checks:
-        cells = rows.setdefault(c["scenario"], {})
-        old = cells.get(c["contract"])
-        if old is None or _ORDER[c["status"]] > _ORDER[old]:
-            cells[c["contract"]] = c["status"]
-    out = ["| scenario | " + " | ".join(contracts) + " |", "|---" * (len(contracts) + 1) + "|"]
-    for scenario, cells in sorted(rows.items()):
-        out.append(f"| {scenario} | " + " | ".join(_CELL.get(cells.get(k, ""), "") for k in contracts) + " |")
-    out += ["", "| scenario | check | status | why | reproduce |", "|---|---|---|---|---|"]
-    for e in entries:
-        repro = f'`codex-harness run --client-cmd "$CMD" --release {SDK_VERSION} --scenario {e["scenario"]}`'
-        out.append(f"| `{e['scenario']}` | {e['contract']} / {e['name']} | {e['status']} | {e['why']} | {repro} |")
-    return "\n".join(out) + "\n"
+    return pypi.markdown(checks, entries, f'codex-harness run --client-cmd "$CMD" --release {SDK_VERSION}')
 
 
 def main(argv: list[str] | None = None) -> int:
