@@ -150,7 +150,7 @@ async def serve_stdio(
                         nursery.cancel_scope.cancel()  # a silent server still dies on SIGTERM
                         return
                     # A server blocked writing a line its client no longer reads never ends gracefully. The real
-                    # binary (0.171.0, reader stalled in a 16 MiB delta) exits 0 within 1-2.5 s of SIGTERM,
+                    # binary (its reader stalled in a 16 MiB delta) exits 0 within 1-2.5 s of SIGTERM,
                     # its group empty (docs/real-binary.md): give the graceful path as long, then end.
                     await trio.sleep(SIGTERM_GRACE_S)
                     nursery.cancel_scope.cancel()
