@@ -37,14 +37,16 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
 from contracts.text import escaped_output
 from contracts.transport import LineStream
+from contracts.websocket import WsStream
 from contracts.wire import Incoming
-from fake_server import ledger, profiles
+from fake_server import ledger, profiles, ws_auth, ws_http
 from fake_server.catalogue import builtin_names, resolve
 from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
 from fake_server.recording import RECORD_ENV, Recorder, RecordingIo, open_recorder
-from fake_server.runtime import run_engine
+from fake_server.runtime import default_clock_ms, run_engine
 from fake_server.server_trace import ServerTrace
+from fake_server.ws_serve import ConnectionIo, UnixPathError, announce, serve_listener, write_stderr
 
 SCENARIO_ENV = "FAKE_CODEX_SCENARIO"
 TRACE_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
@@ -158,6 +160,105 @@ async def serve_stdio(
     return code, crashed
 
 
+def _codex_home() -> str:
+    return os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+
+
+def _auth_flags(args: argparse.Namespace) -> ws_auth.AuthFlags:
+    return ws_auth.AuthFlags(
+        mode=args.ws_auth,
+        token_file=args.ws_token_file,
+        token_sha256=args.ws_token_sha256,
+        shared_secret_file=args.ws_shared_secret_file,
+        issuer=args.ws_issuer,
+        audience=args.ws_audience,
+        max_clock_skew_seconds=args.ws_max_clock_skew_seconds,
+    )
+
+
+async def serve_socket(
+    listen: ws_http.Listen,
+    policy: ws_auth.Policy,
+    scenario: Scenario,
+    spec: str | None,
+    profile: profiles.Profile,
+    sources: dict[str, str],
+    record_root: str | None,
+) -> tuple[int, bool]:
+    """Serve ``ws://`` or ``unix://`` until SIGTERM (exit 0, every connection dropped, as the real binary does)
+    or a crash fault (its exit code). Each connection is one session: its own engine, trace and recording."""
+    trace_env = os.environ.get(TRACE_ENV)
+    clock = default_clock_ms()
+
+    async def session(ws: WsStream, n: int) -> tuple[int, bool] | None:
+        recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
+        root = str(recorder.trace_root) if recorder is not None else trace_env
+        trace = ServerTrace.for_profile(Path(root), profile) if root else None
+        engine = Engine(
+            scenario,
+            profile=profile,
+            cwd=os.getcwd(),
+            codex_home=_codex_home(),
+            hostname=socket.gethostname(),
+        )
+        io: Any = ConnectionIo(ws, write_stderr, trace.on_event if trace else (lambda _e: None), _ledger_append)
+        if recorder is not None:
+            recorder.note(f"connection {n} over {listen.scheme}")
+            io = RecordingIo(io, recorder)
+        outcome = await run_engine(engine, io, clock)
+        if trace is not None and not outcome.crash:
+            trace.finish(graceful=True)
+        if recorder is not None:
+            recorder.finish(outcome.code, outcome.crash)
+        return (outcome.code, True) if outcome.crash else None
+
+    result: list[tuple[int, bool]] = []
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+                result.append(await serve_listener(listen, policy, session, clock, task_status=task_status))
+                nursery.cancel_scope.cancel()
+
+            async def on_signal() -> None:
+                async for _signum in signals:
+                    nursery.cancel_scope.cancel()  # every connection drops, no close frame; exit 0
+                    return
+
+            port = await nursery.start(serve)
+            announce(listen, port)
+            nursery.start_soon(on_signal)
+    return result[0] if result else (0, False)
+
+
+def _ledger_append(effect: FaultStruck) -> None:
+    path = os.environ.get(ledger.FAULT_LEDGER_ENV)
+    if path:
+        ledger.append(path, effect)
+
+
+def _serve_socket(
+    listen: ws_http.Listen,
+    policy: ws_auth.Policy,
+    scenario: Scenario,
+    spec: str | None,
+    profile: profiles.Profile,
+    sources: dict[str, str],
+    record_root: str | None,
+) -> int:
+    try:
+        code, crashed = trio.run(serve_socket, listen, policy, scenario, spec, profile, sources, record_root)
+    except UnixPathError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # the address is taken, not ours, not here
+        print(f"Error: {exc.strerror or exc} (os error {exc.errno})", file=sys.stderr)
+        return 1
+    if crashed:
+        os._exit(code & 0xFF)
+    return code
+
+
 def _get_blocking(fd: int) -> bool | None:
     try:
         return os.get_blocking(fd)
@@ -192,7 +293,19 @@ def _parser() -> ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     app = sub.add_parser("app-server", help="serve one app-server session on stdio")
     app.add_argument("--scenario", help=f"built-in scenario name or scenario file (default: ${SCENARIO_ENV} or plain)")
-    app.add_argument("--listen", default="stdio://", help="only stdio:// is served")
+    app.add_argument(
+        "--listen",
+        default="stdio://",
+        help="stdio:// (default), unix://, unix://PATH or ws://IP:PORT (one connection, one session; see "
+        "docs/transports.md)",
+    )
+    app.add_argument("--ws-auth", choices=ws_auth.MODES, help="auth of websocket upgrades (as the real binary)")
+    app.add_argument("--ws-token-file", metavar="PATH")
+    app.add_argument("--ws-token-sha256", metavar="HEX")
+    app.add_argument("--ws-shared-secret-file", metavar="PATH")
+    app.add_argument("--ws-issuer", metavar="ISSUER")
+    app.add_argument("--ws-audience", metavar="AUDIENCE")
+    app.add_argument("--ws-max-clock-skew-seconds", metavar="SECONDS", type=int)
     app.add_argument("--record", metavar="DIR", help=f"record the session into DIR/<n>-<pid>/ (or ${RECORD_ENV})")
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
@@ -251,9 +364,16 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command != "app-server":
         parser.print_help()
         return 3
-    if args.listen != "stdio://":
-        print(f"fake-codex: only --listen stdio:// is supported, not {args.listen}", file=sys.stderr)
-        return 2
+    try:
+        listen = ws_http.parse_listen(args.listen, _codex_home())
+        policy = ws_auth.policy_from_flags(_auth_flags(args))
+        ws_http.check_listener(listen, policy)
+    except ws_http.ListenUsageError as exc:  # the real binary's argument parser: exit 2
+        print(exc, file=sys.stderr)
+        return INVALID_INPUT
+    except (ws_http.ListenRefused, ws_auth.AuthConfigError) as exc:  # refused at start: exit 1
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
     spec = args.scenario or os.environ.get(SCENARIO_ENV) or None
     try:
         _require_readable(spec)
@@ -269,6 +389,8 @@ def _main(argv: Sequence[str] | None) -> int:
     # The variable wins over the flag: a wrapper that records every server (the --client-cmd shim) must not lose
     # one to a client that passes --record.
     record_root = os.environ.get(RECORD_ENV) or args.record or args.record_top
+    if listen.scheme != "stdio":
+        return _serve_socket(listen, policy, scenario, spec, profile, sources, record_root)
     recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
     if recorder is not None:
         recorder.keep_signals()

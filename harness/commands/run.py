@@ -21,6 +21,7 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
 from harness import confine, scenario_lookup
 from harness import report_dir as report_dir_check
+from harness.client.sockets import TRANSPORTS
 from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
@@ -36,6 +37,13 @@ STDERR_LINES = 10  # of a server that did not start, shown on the terminal
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", choices=TARGET_NAMES, default=None, help="where the server runs (default: fake)")
+    parser.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="stdio",
+        help="how our client reaches the server: stdio (default), ws (the server listens on ws://127.0.0.1:0) or "
+        "unix (on a unix socket of the run); see docs/transports.md",
+    )
     parser.add_argument(
         "--scenario",
         metavar="NAME|PATH",
@@ -133,7 +141,12 @@ def run(args: argparse.Namespace) -> int:
             describe(runs)
         else:
             runs = run_many(
-                scenarios, [args.target], codex=codex, report_dir=report, progress=None if args.quiet else _progress
+                scenarios,
+                [args.target],
+                codex=codex,
+                report_dir=report,
+                progress=None if args.quiet else _progress,
+                transport=args.transport,
             )
         _startup_failures(runs)
         with collector_paused():  # the records are only read from here on (contracts.heap)

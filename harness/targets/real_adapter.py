@@ -53,12 +53,18 @@ def preflight(codex: Path | None, *, require_pinned_schema: bool = True) -> tupl
 
 
 @asynccontextmanager
-async def real(scenario: Scenario, *, work_dir: Path, codex: Path | None) -> AsyncIterator[TargetRun]:
+async def real(
+    scenario: Scenario, *, work_dir: Path, codex: Path | None, transport: str = "stdio"
+) -> AsyncIterator[TargetRun]:
     try:
         from harness.targets.real import RealTargetError, real_target
     except ImportError as exc:
         raise TargetUnavailable(f"the real target is not available: {exc}") from exc
     from harness.client.process import spawn_process
+    from harness.client.sockets import ConnectFailed, listen_arg, open_socket_transport
+
+    if transport not in ("stdio", "ws", "unix"):
+        raise TargetUnavailable(f"the real target is reached over stdio, ws or unix, not {transport}")
 
     binary = select_codex(codex)
     trace_root = work_dir / "server-trace-root"
@@ -66,19 +72,31 @@ async def real(scenario: Scenario, *, work_dir: Path, codex: Path | None) -> Asy
     async with AsyncExitStack() as stack:
         try:
             target = await stack.enter_async_context(
-                real_target(scenario, binary, trace_root=trace_root, base_dir=work_dir)
+                real_target(
+                    scenario,
+                    binary,
+                    trace_root=trace_root,
+                    base_dir=work_dir,
+                    listen=listen_arg(transport, Path("{run}")),  # the socket in the run's folder, where it writes
+                )
             )
         except RealTargetError as exc:
             raise TargetUnavailable(str(exc)) from exc
-        transport = await stack.enter_async_context(spawn_process(target.argv, cwd=target.cwd, env=target.env))
+        process = await stack.enter_async_context(spawn_process(target.argv, cwd=target.cwd, env=target.env))
+        connection = process
+        if transport != "stdio":
+            try:
+                connection = await open_socket_transport(transport, process, target.codex_home.parent)
+            except ConnectFailed as exc:
+                raise TargetUnavailable(str(exc)) from exc
         yield TargetRun(
             "real",
-            transport,
+            connection,
             virtual_time=False,
             trace_root=trace_root,
             schema_release=target.schema_release or target.version,
             server_version=target.version,
-            meta={"codex": str(binary), "confinement": target.confinement},
+            meta={"codex": str(binary), "confinement": target.confinement, "transport": transport},
             model_traffic=target.mock.traffic,
             workdir=target.workdir,
         )

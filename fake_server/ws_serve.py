@@ -1,0 +1,252 @@
+"""The fake served over a websocket: each connection upgraded as 0.171.0 does, and an engine session per connection.
+
+:func:`upgrade` answers one connection's HTTP (:mod:`fake_server.ws_http`) and returns the websocket stream, or
+None when it answered something else (``/readyz``, a refusal). :class:`ConnectionIo` is the engine's
+:class:`~fake_server.runtime.Io` on that stream: what the engine sends goes out one text frame per message,
+``CloseStdout`` drops the connection without a close frame, and the transport faults
+(``fake_server.faults``' ``ws_*`` kinds) act on the frames. :func:`serve_listener` is ``fake-codex app-server
+--listen ws://…|unix://…``: it listens, prints the banner, serves each connection with its own engine (and its
+own recording), and leaves on SIGTERM with 0 after dropping every connection, as the real binary does; a crash
+fault takes the whole process down.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import stat
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+import trio
+from wsproto import ConnectionType
+from wsproto.connection import Connection
+
+from contracts.websocket import SERVER_MAX_FRAME, SERVER_MAX_MESSAGE, WsStream
+from contracts.wire import Incoming
+from fake_server.effects import FaultStruck, TraceEvent
+from fake_server.ws_auth import Policy
+from fake_server.ws_http import Listen, answer, bad_request, http_date, read_request
+
+#: How long a connection may take to send its request head before it is dropped.
+UPGRADE_TIMEOUT_S: Final = 10.0
+#: 0.171.0 answers each ping twice (its socket layer and the server each send a pong).
+PONGS_PER_PING: Final = 2
+MAX_UNIX_PATH: Final = 107
+MAX_CONNECTIONS: Final = 256
+
+
+@dataclass(slots=True)
+class Upgrade:
+    """The transport faults a scenario asks of the upgrade (``ws_refuse_upgrade``): status and body."""
+
+    refuse_status: int | None = None
+    refuse_body: str = ""
+
+
+async def upgrade(
+    stream: trio.abc.Stream,
+    *,
+    unix: bool,
+    policy: Policy,
+    clock_ms: Callable[[], int],
+    refuse: Upgrade | None = None,
+) -> WsStream | None:
+    """Answer one connection's HTTP; the websocket on 101, else None (the caller closes the stream)."""
+    head = await read_request(stream)
+    now_ms = clock_ms()
+    if head.request is None:
+        if head.garbage and not unix:
+            await _send(stream, bad_request(http_date(now_ms)))
+        return None
+    reply = answer(head.request, head.leftover, unix=unix, policy=policy, now_s=now_ms // 1000, date=http_date(now_ms))
+    if reply.upgraded and refuse is not None and refuse.refuse_status is not None:
+        body = refuse.refuse_body.encode()
+        data = (
+            f"HTTP/1.1 {refuse.refuse_status} Refused\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        ).encode() + body
+        await _send(stream, data)
+        return None
+    if not await _send(stream, reply.data) or not reply.upgraded:
+        return None
+    conn = Connection(ConnectionType.SERVER)
+    return WsStream(
+        stream,
+        conn,
+        reply.leftover,
+        max_message=SERVER_MAX_MESSAGE,
+        max_frame=SERVER_MAX_FRAME,
+        pongs=PONGS_PER_PING,
+        quiet=True,
+    )
+
+
+async def _send(stream: trio.abc.Stream, data: bytes) -> bool:
+    if not data:
+        return False
+    try:
+        await stream.send_all(data)
+        return True
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        return False
+
+
+@dataclass
+class ConnectionIo:
+    """The engine's I/O on one websocket connection (a :class:`fake_server.runtime.Io`)."""
+
+    ws: WsStream
+    stderr: Callable[[str], None]
+    on_trace: Callable[[TraceEvent], None] = lambda _e: None
+    on_fault: Callable[[FaultStruck], None] = lambda _e: None
+    stdout_closed: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    async def read(self) -> list[Incoming]:
+        return await self.ws.receive()
+
+    async def write(self, messages: list[bytes], torn: bytes = b"") -> None:
+        if self.stdout_closed:
+            return
+        await self.ws.send(messages, torn)
+        if torn:  # a message begun and never finished: the connection drops under it
+            await self.close_stdout()
+
+    async def close_stdout(self) -> None:
+        """The server's output ends: the connection drops without a close frame."""
+        if not self.stdout_closed:
+            self.stdout_closed = True
+            await self.ws.close_raw()
+
+    def write_stderr(self, text: str) -> None:
+        self.stderr(text)
+
+    async def spawn_grandchild(self, hold_ms: int) -> None:
+        """A grandchild holding stdout has nothing to hold on a socket (the connection is the server's own)."""
+        self.notes.append(f"grandchild_holds_stdout: nothing to hold on a websocket ({hold_ms} ms)")
+
+    def trace(self, event: TraceEvent) -> None:
+        self.on_trace(event)
+
+    def fault_struck(self, effect: FaultStruck) -> None:
+        self.on_fault(effect)
+
+
+def write_stderr(text: str) -> None:
+    data = text.encode("utf-8", "replace")
+    try:
+        while data:
+            data = data[os.write(2, data) :]
+    except OSError:
+        pass
+
+
+class UnixPathError(Exception):
+    """The unix socket's path cannot be served: ``str()`` is 0.171.0's words (``Error: …``, exit 1)."""
+
+
+def bind_unix(path: str) -> socket.socket:
+    """A listening unix socket at ``path`` (its folder made private, a stale socket replaced), as 0.171.0 does;
+    UnixPathError when another server holds it or something else is there."""
+    if len(os.fsencode(path)) > MAX_UNIX_PATH:
+        raise UnixPathError(f"app-server control socket path is too long ({len(path)} bytes): {path}")
+    parent = os.path.dirname(path)
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None:
+        if not stat.S_ISSOCK(mode):
+            raise UnixPathError(f"app-server control socket path exists and is not a socket: {path}")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(path)
+        except OSError as exc:
+            if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+                raise UnixPathError(f"app-server control socket at {path}: {exc.strerror}") from None
+            os.unlink(path)  # stale: nobody listens
+        else:
+            raise UnixPathError(f"app-server control socket is already in use at {path}")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+        os.chmod(path, 0o600)
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+SessionFn = Callable[[WsStream, int], Awaitable[tuple[int, bool] | None]]
+
+
+async def serve_listener(
+    listen: Listen,
+    policy: Policy,
+    session: SessionFn,
+    clock_ms: Callable[[], int],
+    *,
+    refuse: Upgrade | None = None,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> tuple[int, bool]:
+    """Serve ``listen`` until cancelled or a session crashes the process: returns (exit code, crashed).
+
+    ``session(ws, n)`` plays connection ``n`` (from 1) and returns (code, crashed) when its engine crashed the
+    process, else None."""
+    outcome: list[tuple[int, bool]] = []
+    unix = listen.scheme == "unix"
+    if unix:
+        sock = bind_unix(listen.path)
+        listeners: list[trio.SocketListener] = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+        port = 0
+    else:
+        listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
+        port = listeners[0].socket.getsockname()[1]
+    count = 0
+    live = trio.CapacityLimiter(MAX_CONNECTIONS)
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def handle(stream: trio.abc.Stream) -> None:
+                nonlocal count
+                async with live:
+                    ws = None
+                    with trio.move_on_after(UPGRADE_TIMEOUT_S):
+                        ws = await upgrade(stream, unix=unix, policy=policy, clock_ms=clock_ms, refuse=refuse)
+                    if ws is None:
+                        await trio.aclose_forcefully(stream)
+                        return
+                    count += 1
+                    try:
+                        crashed = await session(ws, count)
+                    finally:
+                        await trio.aclose_forcefully(stream)
+                    if crashed is not None:
+                        outcome.append(crashed)
+                        nursery.cancel_scope.cancel()
+
+            nursery.start_soon(trio.serve_listeners, handle, listeners)
+            task_status.started(port)
+    finally:
+        if unix:
+            try:
+                os.unlink(listen.path)
+            except OSError:
+                pass
+    return outcome[0] if outcome else (0, False)
+
+
+def announce(listen: Listen, port: int) -> None:
+    """The banner on stderr, once the listener listens (nothing for a unix socket)."""
+    from fake_server.ws_http import banner
+
+    text = banner(listen, port)
+    if text:
+        write_stderr(text)

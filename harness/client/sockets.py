@@ -1,0 +1,173 @@
+"""Our client over ``ws://`` and ``unix://``: connect, upgrade, and a transport for the session.
+
+A server started with ``--listen ws://127.0.0.1:0`` says where it listens on stderr (``listening on:
+ws://127.0.0.1:PORT``, :func:`wait_for_port`); one started with ``--listen unix://PATH`` makes ``PATH``
+(:func:`wait_for_path`). :func:`connect_ws` / :func:`connect_unix` open the socket and upgrade it
+(:func:`contracts.websocket.client_handshake`: an ``Authorization: Bearer`` header when a token is given).
+
+:class:`SocketTransport` is a :class:`contracts.transport.Transport`: the websocket is its stream, and the process
+that listens, when we started it, its process, wrapped in :class:`Listener`: a listening server does not exit
+when its connection ends (it serves the next one), so after the session's connection is closed the listener is
+asked to stop (SIGTERM, as a user stops the real binary; it exits 0) before the session waits for its exit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from contracts.websocket import HandshakeFailed, UpgradeRefused, WsStream, client_handshake
+
+#: What a ``ws://`` listener prints once it listens (0.171.0 and fake-codex alike).
+LISTENING: Final = re.compile(r"listening on: ws://(\[[0-9a-fA-F:.]+\]|[0-9.]+):(\d+)")
+POLL_S: Final = 0.02
+START_TIMEOUT_S: Final = 30.0
+CONNECT_TIMEOUT_S: Final = 10.0
+TRANSPORTS: Final = ("stdio", "ws", "unix")
+
+
+class ConnectFailed(Exception):
+    """The server could not be reached or refused the upgrade; ``str()`` says why."""
+
+
+@dataclass
+class Listener:
+    """The :class:`~contracts.transport.ProcessHandle` of a listening server: the process's, plus
+    :meth:`stop_after_close` (the session's teardown calls it once the connection is closed)."""
+
+    inner: Any  # the process transport's handle
+
+    async def wait_exit(self) -> int:
+        return int(await self.inner.wait_exit())
+
+    def kill(self) -> None:
+        self.inner.kill()
+
+    @property
+    def exit_code(self) -> int | None:
+        code = self.inner.exit_code
+        return None if code is None else int(code)
+
+    def stderr_tail(self) -> str:
+        return str(self.inner.stderr_tail())
+
+    @property
+    def pid(self) -> int | None:
+        return self.inner.pid
+
+    def group_alive(self) -> bool:
+        alive = getattr(self.inner, "group_alive", None)
+        return bool(alive()) if callable(alive) else False
+
+    def stop_after_close(self) -> None:
+        """SIGTERM the listener (the real binary drops its connections and exits 0)."""
+        if self.exit_code is not None:
+            return
+        pid = self.pid
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@dataclass
+class SocketTransport:
+    """A websocket to a server: ``stream`` the connection, ``process`` the listener we started (or None)."""
+
+    stream: WsStream
+    process: Any = None
+    url: str = ""
+
+
+async def wait_for_port(process: Any, timeout: float = START_TIMEOUT_S) -> tuple[str, int]:
+    """The host and port a ``ws://`` listener printed on stderr; ConnectFailed when it exits or says nothing in
+    ``timeout`` seconds."""
+    with trio.move_on_after(timeout):
+        while True:
+            found = LISTENING.search(process.stderr_tail())
+            if found:
+                return found.group(1).strip("[]"), int(found.group(2))
+            if process.exit_code is not None:
+                raise ConnectFailed(f"the server exited ({process.exit_code}) before it listened")
+            await trio.sleep(POLL_S)
+    raise ConnectFailed(f"the server did not say where it listens within {timeout:g} s")
+
+
+async def wait_for_path(process: Any, path: Path, timeout: float = START_TIMEOUT_S) -> None:
+    with trio.move_on_after(timeout):
+        while not os.path.lexists(path):
+            if process.exit_code is not None:
+                raise ConnectFailed(f"the server exited ({process.exit_code}) before it made {path}")
+            await trio.sleep(POLL_S)
+        return
+    raise ConnectFailed(f"the server did not make its socket {path} within {timeout:g} s")
+
+
+async def _upgrade(stream: trio.abc.Stream, what: str, token: str | None, max_message: int | None) -> WsStream:
+    kwargs = {} if max_message is None else {"max_message": max_message}
+    try:
+        with trio.fail_after(CONNECT_TIMEOUT_S):
+            return await client_handshake(stream, token=token, **kwargs)
+    except UpgradeRefused as exc:
+        await trio.aclose_forcefully(stream)
+        raise ConnectFailed(f"{what}: {exc}") from exc
+    except (HandshakeFailed, trio.TooSlowError) as exc:
+        await trio.aclose_forcefully(stream)
+        raise ConnectFailed(f"{what}: the websocket upgrade failed: {exc or 'timed out'}") from exc
+
+
+async def connect_ws(host: str, port: int, *, token: str | None = None, max_message: int | None = None) -> WsStream:
+    try:
+        with trio.fail_after(CONNECT_TIMEOUT_S):
+            stream = await trio.open_tcp_stream(host, port)
+    except (OSError, trio.TooSlowError) as exc:
+        raise ConnectFailed(f"cannot connect to ws://{host}:{port}: {exc}") from exc
+    return await _upgrade(stream, f"ws://{host}:{port}", token, max_message)
+
+
+async def connect_unix(path: Path, *, token: str | None = None, max_message: int | None = None) -> WsStream:
+    try:
+        with trio.fail_after(CONNECT_TIMEOUT_S):
+            stream = await trio.open_unix_socket(os.fspath(path))
+    except (OSError, trio.TooSlowError) as exc:
+        raise ConnectFailed(f"cannot connect to unix://{path}: {exc}") from exc
+    return await _upgrade(stream, f"unix://{path}", token, max_message)
+
+
+def listen_arg(transport: str, run_dir: Path) -> str:
+    """The ``--listen`` value a server we start is given for ``transport`` (loopback, port 0; a socket in the
+    run's own folder)."""
+    if transport == "ws":
+        return "ws://127.0.0.1:0"
+    if transport == "unix":
+        return f"unix://{socket_path(run_dir)}"
+    return "stdio://"
+
+
+def socket_path(run_dir: Path) -> Path:
+    return run_dir / "app-server.sock"
+
+
+async def open_socket_transport(transport: str, process: Any, run_dir: Path) -> SocketTransport:
+    """Connect to the listener ``process`` was started as (:func:`listen_arg` of ``run_dir``)."""
+    if transport == "ws":
+        host, port = await wait_for_port(process)
+        ws = await connect_ws(host, port)
+        url = f"ws://{host}:{port}"
+    else:
+        path = socket_path(run_dir)
+        await wait_for_path(process, path)
+        ws = await connect_unix(path)
+        url = f"unix://{path}"
+    return SocketTransport(ws, Listener(process), url)

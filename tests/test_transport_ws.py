@@ -1,0 +1,170 @@
+"""The websocket transports pass the seam's check (``tests/transport_check.py``) before anything else: wsproto
+over the in-process bounded byte stream (upgraded as a ``ws://`` and as a ``unix://`` listener), and over real
+loopback TCP and unix sockets with the fake's own upgrade. Then whole sessions over them are judged as stdio
+sessions are, frame for frame."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from transport_check import Connect, check_transport, serve_echo
+
+from contracts.checks import run_all
+from contracts.checks import scenario as scenario_check
+from contracts.record import SessionRecord
+from contracts.transport import MessageStream, ProcessHandle, Transport
+from contracts.websocket import WsStream, client_handshake
+from fake_server.catalogue import resolve
+from fake_server.runtime import default_clock_ms
+from fake_server.ws_auth import Policy
+from fake_server.ws_pipe import WsPipe
+from fake_server.ws_serve import upgrade
+from harness.runner import play
+
+
+@dataclass
+class Connection:
+    stream: MessageStream
+    process: ProcessHandle | None = None
+
+
+def ws_pipe_transport(unix: bool) -> Connect:
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Transport]:
+        pipe = WsPipe(unix=unix)
+
+        async def exit(code: int) -> None:
+            pipe.close_server_output()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_echo, pipe.server, exit)
+            await pipe.connect()
+            yield Connection(pipe.client)
+            nursery.cancel_scope.cancel()
+
+    return connect
+
+
+def socket_transport(kind: str, tmp: Path) -> Connect:
+    """The fake's upgrade on an accepted loopback socket, the echo peer behind it, our client's upgrade in front."""
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Transport]:
+        async with trio.open_nursery() as nursery:
+            if kind == "tcp":
+                listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            else:
+                sock = trio.socket.socket(trio.socket.AF_UNIX)
+                path = tmp / f"s{id(nursery)}.sock"
+                await sock.bind(str(path))
+                sock.listen(4)
+                listeners = [trio.SocketListener(sock)]
+
+            async def handle(stream: trio.abc.Stream) -> None:
+                ws = await upgrade(stream, unix=kind == "unix", policy=Policy(), clock_ms=default_clock_ms())
+                assert ws is not None
+
+                async def exit(code: int) -> None:
+                    await ws.close_raw()
+
+                await serve_echo(ws, exit)
+
+            nursery.start_soon(trio.serve_listeners, handle, listeners)
+            if kind == "tcp":
+                port = listeners[0].socket.getsockname()[1]
+                stream: trio.abc.Stream = await trio.open_tcp_stream("127.0.0.1", port)
+            else:
+                stream = await trio.open_unix_socket(str(path))
+            ws = await client_handshake(stream)
+            yield Connection(ws)
+            ws.abort()
+            nursery.cancel_scope.cancel()
+
+    return connect
+
+
+async def test_the_in_process_websocket(autojump_clock: trio.testing.MockClock) -> None:
+    await check_transport(ws_pipe_transport(unix=False))
+
+
+async def test_the_in_process_unix_flavoured_websocket(autojump_clock: trio.testing.MockClock) -> None:
+    await check_transport(ws_pipe_transport(unix=True))
+
+
+async def test_a_websocket_on_a_loopback_tcp_socket(tmp_path: Path) -> None:
+    await check_transport(socket_transport("tcp", tmp_path))
+
+
+async def test_a_websocket_on_a_unix_socket(tmp_path: Path) -> None:
+    await check_transport(socket_transport("unix", tmp_path))
+
+
+async def test_fragments_reassemble_and_pings_are_answered_twice(autojump_clock: trio.testing.MockClock) -> None:
+    """A message split across frames is one message to the reader; a ping gets 0.171.0's two pongs."""
+    pipe = WsPipe()
+    async with trio.open_nursery() as nursery:
+
+        async def echo() -> None:
+            await serve_echo(pipe.server, lambda code: trio.lowlevel.checkpoint())
+
+        nursery.start_soon(echo)
+        client = await pipe.connect()
+        client.frame_size = 7
+        await client.send([b'{"split":"across many frames"}'])
+        with trio.fail_after(5):
+            assert await client.receive() == [b'{"split":"across many frames"}']
+        server_ws = await pipe.server_ws()
+        assert server_ws is not None and server_ws.stats.fragments == [5]
+        await client.ping(b"p")
+        await client.send([b'{"after":"ping"}'])
+        with trio.fail_after(5):
+            assert await client.receive() == [b'{"after":"ping"}']
+        assert client.stats.pongs_received == 2
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_binary_message_is_its_typed_error(autojump_clock: trio.testing.MockClock) -> None:
+    from wsproto.events import BytesMessage
+
+    pipe = WsPipe()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pipe.server_ws)
+        client = await pipe.connect()
+        server_ws = await pipe.server_ws()
+        assert isinstance(server_ws, WsStream)
+        await server_ws._write(server_ws._conn.send(BytesMessage(data=b'{"id":1}')))
+        with trio.fail_after(5):
+            got = await client.receive()
+        assert [(e.kind.value, e.size) for e in got] == [("binary_frame", 8)]  # type: ignore[union-attr]
+        nursery.cancel_scope.cancel()
+
+
+# --- whole sessions ----------------------------------------------------------------------------------
+
+
+def _frames(record: SessionRecord) -> list[tuple[str, object]]:
+    return [(e.dir, e.frame) for e in record.wire if e.dir != "note"]
+
+
+@pytest.mark.parametrize("transport", ["ws", "unix"])
+@pytest.mark.parametrize("name", ["plain", "long_stream", "interrupt_ignored", "command_approval"])
+def test_a_websocket_session_is_judged_as_a_stdio_one(name: str, transport: str, tmp_path: Path) -> None:
+    """The in-process fake and our client over a websocket: every check as on stdio, the same frames, and the
+    connection's teardown steps."""
+    scenario = resolve(name)
+    records = {t: play(scenario, "fake", work_dir=tmp_path / t, transport=t) for t in ("stdio", transport)}
+    checks = run_all(records[transport]) + scenario_check.check(records[transport])
+    assert checks and [c for c in checks if c.status == "fail"] == []
+    assert {(c.contract, c.name, c.status) for c in checks} == {
+        (c.contract, c.name, c.status) for c in run_all(records["stdio"]) + scenario_check.check(records["stdio"])
+    }
+    assert _frames(records[transport]) == _frames(records["stdio"])
+    assert records[transport].meta["transport"] == transport
+    steps = [s.name for s in records[transport].teardown]
+    assert steps == ["close_connection", "wait_connection_eof", "wait_exit", "kill"]
