@@ -83,7 +83,8 @@ class WsStream:
     """One end of a websocket connection (a :class:`~contracts.transport.MessageStream`).
 
     ``conn``: a wsproto connection past its handshake. ``answer_pings``: reply to a ping with a pong (``pongs``
-    of them: 0.171.0 answers each ping twice). ``frame_size``: split every payload into frames of at most this
+    of them: 0.171.0 answers each ping twice). ``close_reply``: answer a close frame with one (RFC 6455; 0.171.0
+    drops the connection instead). ``frame_size``: split every payload into frames of at most this
     many bytes (a fault of the fake: fragmentation). ``max_frame``: drop the connection on a frame larger than
     this (the server's limit; None: no limit). ``quiet``: sending after the peer is gone drops the messages
     instead of raising (the fake's end)."""
@@ -101,6 +102,7 @@ class WsStream:
         answer_pings: bool = True,
         pongs: int = 1,
         quiet: bool = False,
+        close_reply: bool = True,
     ) -> None:
         self._stream = stream
         self._conn = conn
@@ -112,6 +114,7 @@ class WsStream:
         self.frame_size: int | None = None
         self.stats = FrameStats()
         self._quiet = quiet
+        self.close_reply = close_reply
         self._parts: list[bytes] = []
         self._size = 0  # bytes of the message being received
         self._frame = 0  # bytes of the frame being received
@@ -271,7 +274,7 @@ class WsStream:
                 self.stats.pongs_received += 1
             elif isinstance(event, CloseConnection):
                 self.stats.close_code = event.code
-                if self._conn.state is ConnectionState.REMOTE_CLOSING:
+                if self.close_reply and self._conn.state is ConnectionState.REMOTE_CLOSING:
                     replies += self._conn.send(event.response())
                 self._ended = True
                 self.send_closed = True

@@ -77,8 +77,9 @@ def _read_secret(path: str) -> str:
         raw = safe_read.read_bounded(path, MAX_SECRET_BYTES, follow=True)
     except safe_read.Refused as exc:
         raise AuthConfigError(f"failed to read websocket auth secret {path}: {exc.reason}") from None
-    except OSError as exc:
-        raise AuthConfigError(f"failed to read websocket auth secret {path}: {safe_read.describe(exc)}") from None
+    except OSError as exc:  # in the real binary's words (Rust's io::Error)
+        why = f"{os.strerror(exc.errno)} (os error {exc.errno})" if exc.errno else safe_read.describe(exc)
+        raise AuthConfigError(f"failed to read websocket auth secret {path}: {why}") from None
     try:
         text = raw.decode("utf-8").strip()
     except UnicodeDecodeError:

@@ -13,6 +13,7 @@ fault takes the whole process down.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import socket
 import stat
@@ -34,7 +35,6 @@ from fake_server.ws_http import Listen, answer, bad_request, http_date, read_req
 UPGRADE_TIMEOUT_S: Final = 10.0
 #: 0.171.0 answers each ping twice (its socket layer and the server each send a pong).
 PONGS_PER_PING: Final = 2
-MAX_UNIX_PATH: Final = 107
 MAX_CONNECTIONS: Final = 256
 
 
@@ -81,6 +81,7 @@ async def upgrade(
         max_frame=SERVER_MAX_FRAME,
         pongs=PONGS_PER_PING,
         quiet=True,
+        close_reply=False,  # 0.171.0 drops the connection on a close frame, without one of its own
     )
 
 
@@ -148,23 +149,31 @@ class UnixPathError(Exception):
     """The unix socket's path cannot be served: ``str()`` is 0.171.0's words (``Error: …``, exit 1)."""
 
 
+def socket_home() -> str:
+    """Where 0.171.0 binds its unix sockets: a private folder of the user's in ``/tmp``."""
+    return f"/tmp/codex-daemon-{os.getuid()}"
+
+
 def bind_unix(path: str) -> socket.socket:
-    """A listening unix socket at ``path`` (its folder made private, a stale socket replaced), as 0.171.0 does;
-    UnixPathError when another server holds it or something else is there."""
-    if len(os.fsencode(path)) > MAX_UNIX_PATH:
-        raise UnixPathError(f"app-server control socket path is too long ({len(path)} bytes): {path}")
+    """A listening unix socket reached at ``path``, as 0.171.0 makes it: the socket itself is
+    ``/tmp/codex-daemon-<uid>/<sha256 of path>`` (mode 0600, its folder 0700; a path of any length fits) and
+    ``path`` is a link to it (in a folder made 0700). A stale socket is replaced; UnixPathError when another
+    server holds it or something else is there."""
     parent = os.path.dirname(path)
     os.makedirs(parent, mode=0o700, exist_ok=True)
+    home = socket_home()
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    physical = os.path.join(home, hashlib.sha256(os.fsencode(path)).hexdigest())
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         mode = None
+    if mode is not None and not (stat.S_ISLNK(mode) or stat.S_ISSOCK(mode)):
+        raise UnixPathError(f"app-server control socket path exists and is not a socket: {path}")
     if mode is not None:
-        if not stat.S_ISSOCK(mode):
-            raise UnixPathError(f"app-server control socket path exists and is not a socket: {path}")
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            probe.connect(path)
+            probe.connect(physical if stat.S_ISLNK(mode) else path)
         except OSError as exc:
             if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
                 raise UnixPathError(f"app-server control socket at {path}: {exc.strerror}") from None
@@ -173,15 +182,27 @@ def bind_unix(path: str) -> socket.socket:
             raise UnixPathError(f"app-server control socket is already in use at {path}")
         finally:
             probe.close()
+    if os.path.lexists(physical):
+        os.unlink(physical)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.bind(path)
-        os.chmod(path, 0o600)
+        sock.bind(physical)
+        os.chmod(physical, 0o600)
+        os.symlink(physical, path)
         sock.listen(64)
     except OSError:
         sock.close()
         raise
     return sock
+
+
+def unbind_unix(path: str) -> None:
+    """Remove the socket and the link to it (the server is leaving)."""
+    for name in (os.path.join(socket_home(), hashlib.sha256(os.fsencode(path)).hexdigest()), path):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
 
 
 SessionFn = Callable[[WsStream, int], Awaitable[tuple[int, bool] | None]]
@@ -236,10 +257,7 @@ async def serve_listener(
             task_status.started(port)
     finally:
         if unix:
-            try:
-                os.unlink(listen.path)
-            except OSError:
-                pass
+            unbind_unix(listen.path)
     return outcome[0] if outcome else (0, False)
 
 

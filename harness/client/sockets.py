@@ -30,6 +30,7 @@ POLL_S: Final = 0.02
 START_TIMEOUT_S: Final = 30.0
 CONNECT_TIMEOUT_S: Final = 10.0
 TRANSPORTS: Final = ("stdio", "ws", "unix")
+MAX_SOCKET_PATH: Final = 107
 
 
 class ConnectFailed(Exception):
@@ -137,9 +138,12 @@ async def connect_ws(host: str, port: int, *, token: str | None = None, max_mess
 
 
 async def connect_unix(path: Path, *, token: str | None = None, max_message: int | None = None) -> WsStream:
+    name = os.fspath(path)
+    if len(os.fsencode(name)) > MAX_SOCKET_PATH:  # a socket address holds 107 bytes: reach it through its link
+        name = os.path.realpath(name)
     try:
         with trio.fail_after(CONNECT_TIMEOUT_S):
-            stream = await trio.open_unix_socket(os.fspath(path))
+            stream = await trio.open_unix_socket(name)
     except (OSError, trio.TooSlowError) as exc:
         raise ConnectFailed(f"cannot connect to unix://{path}: {exc}") from exc
     return await _upgrade(stream, f"unix://{path}", token, max_message)
