@@ -106,12 +106,17 @@ class WsStream:
     ) -> None:
         self._stream = stream
         self._conn = conn
-        self._client = bool(getattr(conn, "client", False))
         self.framing = MessageFraming(max_message)
         self.max_frame = max_frame
         self.answer_pings = answer_pings
         self.pongs = pongs
         self.frame_size: int | None = None
+        #: seconds without any byte from the peer before we ping it (None: never), and how long its pong may take
+        #: before the connection counts as dead (``dead`` says why; the stream then ends)
+        self.keepalive: float | None = None
+        self.pong_timeout: float = 5.0
+        self.dead: str | None = None
+        self._ping_at: float | None = None
         self.stats = FrameStats()
         self._quiet = quiet
         self.close_reply = close_reply
@@ -151,8 +156,10 @@ class WsStream:
     def _frames_of(self, payload: bytes, finished: bool = True) -> bytes:
         try:
             text = payload.decode("utf-8")
-        except UnicodeDecodeError:  # a fault's invalid UTF-8: wsproto writes only valid text frames
-            return self._raw_text_frame(payload, finished)
+        except UnicodeDecodeError:
+            # A text frame must be UTF-8 (RFC 6455 §8.1: the reader fails the connection). Bytes that are not (the
+            # fake's invalid_utf8 fault) go as a binary message: the reader's binary_frame error, and it goes on.
+            return self._conn.send(BytesMessage(data=payload, message_finished=finished))
         size = self.frame_size
         if size is None or len(payload) <= size:
             return self._conn.send(TextMessage(data=text, message_finished=finished))
@@ -162,21 +169,6 @@ class WsStream:
             last = start + size >= len(text)
             out += self._conn.send(TextMessage(data=piece, message_finished=finished and last))
         return bytes(out)
-
-    def _raw_text_frame(self, payload: bytes, finished: bool) -> bytes:
-        """A text frame holding bytes that are not UTF-8 (the fake's ``invalid_utf8`` fault): written by hand, as
-        wsproto refuses to. Unmasked, so only a server sends it; a client replaces what is not UTF-8."""
-        if self._client:
-            return self._conn.send(TextMessage(data=payload.decode("utf-8", "replace"), message_finished=finished))
-        head = bytes([(0x80 if finished else 0) | 0x1])
-        size = len(payload)
-        if size < 126:
-            head += bytes([size])
-        elif size < 1 << 16:
-            head += bytes([126]) + size.to_bytes(2, "big")
-        else:
-            head += bytes([127]) + size.to_bytes(8, "big")
-        return head + payload
 
     async def send(self, messages: Sequence[bytes], torn: bytes = b"") -> None:
         try:
@@ -207,7 +199,19 @@ class WsStream:
         """Drop the connection without a close frame (what a dying server, or the real on a close frame, does)."""
         self.send_closed = True
         self._ended = True
-        await self._stream.aclose()
+        try:
+            await self._stream.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+    async def close_with_frame(self, code: int = 1001) -> None:
+        """Send a close frame and drop the connection without waiting for the answer (a server going away)."""
+        try:
+            if self._conn.state is ConnectionState.OPEN:
+                await self._write(self._conn.send(CloseConnection(code=code)))
+        except (TransportClosed, LocalProtocolError):
+            pass
+        await self.close_raw()
 
     async def ping(self, payload: bytes = b"") -> None:
         await self._write(self._conn.send(Ping(payload=payload)))
@@ -239,19 +243,41 @@ class WsStream:
                 return out
             if self._ended:
                 return self._at_end()
-            try:
-                data = await self._stream.receive_some(READ_CHUNK)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                data = b""
+            data = await self._read()
+            if data is None:  # a ping went out, or the peer answered none: go round
+                continue
             if not data:
                 self._ended = True
                 continue
+            self._ping_at = None  # the peer is alive
             try:
                 self._conn.receive_data(data)
             except (LocalProtocolError, RemoteProtocolError):
                 self._ended = True
                 continue
             await self._take_events()
+
+    async def _read(self) -> bytes | None:
+        """The next bytes (``b""``: the end); None when the keepalive pinged, or declared the peer dead."""
+        try:
+            if self.keepalive is None:
+                return bytes(await self._stream.receive_some(READ_CHUNK))
+            now = trio.current_time()
+            wait = self.keepalive if self._ping_at is None else self._ping_at + self.pong_timeout - now
+            with trio.move_on_after(max(0.0, wait)):
+                return bytes(await self._stream.receive_some(READ_CHUNK))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return b""
+        if self._ping_at is None:
+            self._ping_at = trio.current_time()
+            try:
+                await self.ping(b"keepalive")
+            except TransportClosed:
+                return b""
+            return None
+        self.dead = f"no pong within {self.pong_timeout:g} s of a ping (after {self.keepalive:g} s of silence)"
+        self.abort()
+        return b""
 
     def _at_end(self) -> list[Incoming]:
         if self._parts or self._size:

@@ -46,7 +46,14 @@ from fake_server.engine import Engine
 from fake_server.recording import RECORD_ENV, Recorder, RecordingIo, open_recorder
 from fake_server.runtime import default_clock_ms, run_engine
 from fake_server.server_trace import ServerTrace
-from fake_server.ws_serve import ConnectionIo, UnixPathError, announce, serve_listener, write_stderr
+from fake_server.ws_serve import (
+    ConnectionIo,
+    UnixPathError,
+    announce,
+    refusal_of,
+    serve_listener,
+    write_stderr,
+)
 
 SCENARIO_ENV = "FAKE_CODEX_SCENARIO"
 TRACE_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
@@ -216,8 +223,15 @@ async def serve_socket(
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
 
+            refuse = refusal_of(scenario)
+            if refuse is not None:  # struck as soon as the server serves: every upgrade is refused
+                index = next(i for i, f in enumerate(scenario.turns[0].faults) if f.kind == "ws_refuse_upgrade")
+                _ledger_append(FaultStruck(0, index, "ws_refuse_upgrade", "initialize", 1))
+
             async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-                result.append(await serve_listener(listen, policy, session, clock, task_status=task_status))
+                result.append(
+                    await serve_listener(listen, policy, session, clock, refuse=refuse, task_status=task_status)
+                )
                 nursery.cancel_scope.cancel()
 
             async def on_signal() -> None:
@@ -247,7 +261,15 @@ def _serve_socket(
     record_root: str | None,
 ) -> int:
     try:
-        code, crashed = trio.run(serve_socket, listen, policy, scenario, spec, profile, sources, record_root)
+        try:
+            code, crashed = trio.run(serve_socket, listen, policy, scenario, spec, profile, sources, record_root)
+        except BaseExceptionGroup as group:  # raised inside the server's nursery: the one cause
+            leaves = group.exceptions
+            while len(leaves) == 1 and isinstance(leaves[0], BaseExceptionGroup):
+                leaves = leaves[0].exceptions
+            if len(leaves) != 1:
+                raise
+            raise leaves[0] from None
     except UnixPathError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1

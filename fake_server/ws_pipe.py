@@ -18,8 +18,9 @@ import trio
 from contracts.transport import CONNECTION_WORDS
 from contracts.websocket import WsStream, client_handshake
 from contracts.wire import Incoming
+from fake_server.effects import TransportFault
 from fake_server.ws_auth import Policy
-from fake_server.ws_serve import Upgrade, upgrade
+from fake_server.ws_serve import Upgrade, carry_out, upgrade
 
 CHUNKS: Final = 64  # chunks in flight each way (a socket buffer's worth of 64 KiB writes)
 
@@ -148,6 +149,11 @@ class WsPipe:
             self._upgraded.set()
         await self._upgraded.wait()
         return None if self.output_closed else self._ws
+
+    async def transport_fault(self, effect: TransportFault) -> None:
+        ws = await self.server_ws()
+        if ws is not None and await carry_out(ws, effect):
+            self.output_closed = True
 
     def close_server_input(self) -> None:
         """The process is gone: the connection drops (no close frame)."""

@@ -19,7 +19,7 @@ import socket
 import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import trio
 from wsproto import ConnectionType
@@ -27,7 +27,7 @@ from wsproto.connection import Connection
 
 from contracts.websocket import SERVER_MAX_FRAME, SERVER_MAX_MESSAGE, WsStream
 from contracts.wire import Incoming
-from fake_server.effects import FaultStruck, TraceEvent
+from fake_server.effects import FaultStruck, TraceEvent, TransportFault
 from fake_server.ws_auth import Policy
 from fake_server.ws_http import Listen, answer, bad_request, http_date, read_request
 
@@ -35,6 +35,7 @@ from fake_server.ws_http import Listen, answer, bad_request, http_date, read_req
 UPGRADE_TIMEOUT_S: Final = 10.0
 #: 0.171.0 answers each ping twice (its socket layer and the server each send a pong).
 PONGS_PER_PING: Final = 2
+GOING_AWAY: Final = 1001
 MAX_CONNECTIONS: Final = 256
 
 
@@ -44,6 +45,7 @@ class Upgrade:
 
     refuse_status: int | None = None
     refuse_body: str = ""
+    refused: int = 0  # upgrades refused so far
 
 
 async def upgrade(
@@ -69,6 +71,7 @@ async def upgrade(
             f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
         ).encode() + body
         await _send(stream, data)
+        refuse.refused += 1
         return None
     if not await _send(stream, reply.data) or not reply.upgraded:
         return None
@@ -125,6 +128,10 @@ class ConnectionIo:
     def write_stderr(self, text: str) -> None:
         self.stderr(text)
 
+    async def transport_fault(self, effect: TransportFault) -> None:
+        if await carry_out(self.ws, effect):
+            self.stdout_closed = True
+
     async def spawn_grandchild(self, hold_ms: int) -> None:
         """A grandchild holding stdout has nothing to hold on a socket (the connection is the server's own)."""
         self.notes.append(f"grandchild_holds_stdout: nothing to hold on a websocket ({hold_ms} ms)")
@@ -134,6 +141,30 @@ class ConnectionIo:
 
     def fault_struck(self, effect: FaultStruck) -> None:
         self.on_fault(effect)
+
+
+async def carry_out(ws: WsStream, effect: TransportFault) -> bool:
+    """Do a websocket fault to ``ws``; True when the connection is gone after it."""
+    if effect.kind == "ws_close":
+        if effect.params.get("frame"):
+            await ws.close_with_frame(GOING_AWAY)
+        else:
+            await ws.close_raw()
+        return True
+    if effect.kind == "ws_ping_silent":
+        ws.answer_pings = False
+    elif effect.kind == "ws_fragment":
+        ws.frame_size = max(1, int(effect.params.get("size", 16)))
+    return False
+
+
+def refusal_of(scenario: Any) -> Upgrade | None:
+    """The ``ws_refuse_upgrade`` fault of a scenario's first turn (at ``initialize``), as the upgrade's answer."""
+    turns = getattr(scenario, "turns", ())
+    for fault in turns[0].faults if turns else ():
+        if fault.kind == "ws_refuse_upgrade":
+            return Upgrade(int(fault.param("status")), str(fault.param("body")))
+    return None
 
 
 def write_stderr(text: str) -> None:

@@ -25,6 +25,7 @@ import trio.testing
 
 from contracts.checks import CONTRACT_NAMES, Check, run_all, worst
 from contracts.checks import scenario as scenario_check
+from contracts.faults import transport_problem
 from contracts.heap import collector_paused
 from contracts.jsonrpc import RpcError
 from contracts.method_overrides import LEDGER_TURN
@@ -468,6 +469,10 @@ def run_one(
     swapped in whole (a report's :class:`Slot`, or a directory); a record that cannot be written (a full disk)
     is a :class:`~contracts.safe_dir.WriteError`, exit 3."""
     outcome = unsupported_run(scenario, target)
+    why = transport_problem({f.kind for f in scenario.faults}, transport)
+    if why and not outcome.skipped:
+        outcome.skipped = why
+        outcome.checks = skipped_checks(scenario.name, target, why)
     if outcome.skipped:
         return outcome
     if not is_safe_name(scenario.name):  # built in Python, past the loader: it names files and folders

@@ -5,6 +5,7 @@ sessions are, frame for frame."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ def socket_transport(kind: str, tmp: Path) -> Connect:
                 listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
             else:
                 sock = trio.socket.socket(trio.socket.AF_UNIX)
-                path = tmp / f"s{id(nursery)}.sock"
+                path = Path(tempfile.mkdtemp(prefix="ws-", dir="/tmp")) / "s.sock"  # a socket address is short
                 await sock.bind(str(path))
                 sock.listen(4)
                 listeners = [trio.SocketListener(sock)]
@@ -168,3 +169,33 @@ def test_a_websocket_session_is_judged_as_a_stdio_one(name: str, transport: str,
     assert records[transport].meta["transport"] == transport
     steps = [s.name for s in records[transport].teardown]
     assert steps == ["close_connection", "wait_connection_eof", "wait_exit", "kill"]
+
+
+WS_SCENARIOS = ["ws_close_mid_turn", "ws_close_frame_mid_turn", "ws_fragment", "ws_refuse_upgrade", "ws_ping_silent"]
+
+
+@pytest.mark.parametrize("transport", ["ws", "unix"])
+@pytest.mark.parametrize("name", [*WS_SCENARIOS, "slow_reader"])
+def test_the_websocket_fault_scenarios_judge_our_client(name: str, transport: str, tmp_path: Path) -> None:
+    """Each websocket fault struck, and our client met it as the scenario's [expect] says (no check fails)."""
+    record = play(resolve(name), "fake", work_dir=tmp_path, transport=transport)
+    checks = run_all(record) + scenario_check.check(record)
+    assert [c for c in checks if c.status == "fail"] == []
+    assert record.meta["faults_struck"], "the fault never struck"
+    if name == "ws_refuse_upgrade":
+        assert "HTTP 503" in record.meta["connect_failure"]
+
+
+@pytest.mark.parametrize("name", ["ws_close_frame_mid_turn", "ws_refuse_upgrade", "ws_fragment"])
+def test_the_websocket_faults_act_on_fake_codex_too(name: str, tmp_path: Path) -> None:
+    record = play(resolve(name), "fake-process", work_dir=tmp_path, transport="ws")
+    checks = run_all(record) + scenario_check.check(record)
+    assert [c for c in checks if c.status == "fail"] == []
+    assert record.meta["faults_struck"]
+
+
+def test_a_websocket_scenario_over_stdio_is_skipped_saying_why(tmp_path: Path) -> None:
+    from harness.runner import run_one
+
+    run = run_one(resolve("ws_fragment"), "fake", work_root=tmp_path)
+    assert run.skipped == "fault ws_fragment acts on a websocket: run it with --transport ws or unix"

@@ -22,7 +22,9 @@ from typing import Any, Final
 
 import trio
 
+from contracts.transport import CONNECTION_WORDS, TransportClosed
 from contracts.websocket import HandshakeFailed, UpgradeRefused, WsStream, client_handshake
+from contracts.wire import DEFAULT_MAX_LINE
 
 #: What a ``ws://`` listener prints once it listens (0.171.0 and fake-codex alike).
 LISTENING: Final = re.compile(r"listening on: ws://(\[[0-9a-fA-F:.]+\]|[0-9.]+):(\d+)")
@@ -31,6 +33,9 @@ START_TIMEOUT_S: Final = 30.0
 CONNECT_TIMEOUT_S: Final = 10.0
 TRANSPORTS: Final = ("stdio", "ws", "unix")
 MAX_SOCKET_PATH: Final = 107
+#: Our client pings a server silent this long, and counts it gone when the pong does not come within as long
+#: (0.171.0 answers pings at once, even mid-turn; docs/transports.md).
+KEEPALIVE_S: Final = 5.0
 
 
 class ConnectFailed(Exception):
@@ -82,13 +87,40 @@ class Listener:
         return getattr(self.inner, name)
 
 
+class NoConnection:
+    """The stream of a connection that never opened (the server refused the upgrade, never listened, or could not
+    be reached): nothing to read, every send fails with ``reason``. The session then fails its start-up as it does
+    on a server that exits at once, and the record says why (``TargetRun.meta["connect_failure"]``)."""
+
+    words = CONNECTION_WORDS
+    max_message = DEFAULT_MAX_LINE
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def send(self, messages: Any, torn: bytes = b"") -> None:
+        await trio.lowlevel.checkpoint()
+        raise TransportClosed(self.reason)
+
+    async def receive(self) -> list[Any]:
+        await trio.lowlevel.checkpoint()
+        return []
+
+    async def send_eof(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    def abort(self) -> None:
+        pass
+
+
 @dataclass
 class SocketTransport:
     """A websocket to a server: ``stream`` the connection, ``process`` the listener we started (or None)."""
 
-    stream: WsStream
+    stream: WsStream | NoConnection
     process: Any = None
     url: str = ""
+    failure: str | None = None  # why no connection opened (the stream is then a NoConnection)
 
 
 async def wait_for_port(process: Any, timeout: float = START_TIMEOUT_S) -> tuple[str, int]:
@@ -119,7 +151,7 @@ async def _upgrade(stream: trio.abc.Stream, what: str, token: str | None, max_me
     kwargs = {} if max_message is None else {"max_message": max_message}
     try:
         with trio.fail_after(CONNECT_TIMEOUT_S):
-            return await client_handshake(stream, token=token, **kwargs)
+            return keepalive(await client_handshake(stream, token=token, **kwargs))
     except UpgradeRefused as exc:
         await trio.aclose_forcefully(stream)
         raise ConnectFailed(f"{what}: {exc}") from exc
@@ -149,6 +181,13 @@ async def connect_unix(path: Path, *, token: str | None = None, max_message: int
     return await _upgrade(stream, f"unix://{path}", token, max_message)
 
 
+def keepalive(ws: WsStream) -> WsStream:
+    """Our client's pings (:data:`KEEPALIVE_S`)."""
+    ws.keepalive = KEEPALIVE_S
+    ws.pong_timeout = KEEPALIVE_S
+    return ws
+
+
 def listen_arg(transport: str, run_dir: Path) -> str:
     """The ``--listen`` value a server we start is given for ``transport`` (loopback, port 0; a socket in the
     run's own folder)."""
@@ -164,14 +203,19 @@ def socket_path(run_dir: Path) -> Path:
 
 
 async def open_socket_transport(transport: str, process: Any, run_dir: Path) -> SocketTransport:
-    """Connect to the listener ``process`` was started as (:func:`listen_arg` of ``run_dir``)."""
-    if transport == "ws":
-        host, port = await wait_for_port(process)
-        ws = await connect_ws(host, port)
-        url = f"ws://{host}:{port}"
-    else:
-        path = socket_path(run_dir)
-        await wait_for_path(process, path)
-        ws = await connect_unix(path)
-        url = f"unix://{path}"
+    """Connect to the listener ``process`` was started as (:func:`listen_arg` of ``run_dir``). A connection that
+    does not open is a transport too (:class:`NoConnection`): the session judges it as a server that failed."""
+    url = f"{transport}://"
+    try:
+        if transport == "ws":
+            host, port = await wait_for_port(process)
+            url = f"ws://{host}:{port}"
+            ws = await connect_ws(host, port)
+        else:
+            path = socket_path(run_dir)
+            url = f"unix://{path}"
+            await wait_for_path(process, path)
+            ws = await connect_unix(path)
+    except ConnectFailed as exc:
+        return SocketTransport(NoConnection(str(exc)), Listener(process), url, failure=str(exc))
     return SocketTransport(ws, Listener(process), url)

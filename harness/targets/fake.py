@@ -40,7 +40,9 @@ async def in_process(
     if transport == "messages":
         pipe = MessagePipe()
     elif transport in ("ws", "unix"):
-        pipe = WsPipe(unix=transport == "unix")
+        from fake_server.ws_serve import refusal_of
+
+        pipe = WsPipe(unix=transport == "unix", refuse=refusal_of(scenario))
     trace_root = work_dir / "server-trace-root"
     trace_root.mkdir(parents=True, exist_ok=True)
     # The engine's cwd is virtual unless the scenario puts files in it: then a real folder of the run's.
@@ -48,31 +50,44 @@ async def in_process(
     async with serve_in_process(
         scenario, trace_root=trace_root, release=release, pipe=pipe, **({"cwd": str(cwd)} if cwd else {})
     ) as server:
+        connection: Any = server
+        failure = None
         if isinstance(pipe, WsPipe):
-            await _connect_in_process(pipe)
+            failure = await _connect_in_process(pipe, server)
+            if failure is not None:
+                from harness.client.sockets import NoConnection, SocketTransport
+
+                connection = SocketTransport(NoConnection(failure), server, failure=failure)
         # The release profile played ($FAKE_CODEX_RELEASE, else the scenario's): its schema judges the frames.
         release = server.profile.release
         run = TargetRun(
             "fake",
-            server,
+            connection,
             virtual_time=True,
             trace_root=trace_root,
             schema_release=release,
             server_version=release,
-            meta={"transport": transport},
+            meta={"transport": transport, **({"connect_failure": failure} if failure else {})},
         )
         run.workdir = cwd or Path(server.engine.cwd)
         run.faults_struck = lambda: [(f.turn, f.index, f.sent, f.received) for f in server.faults_struck]
         yield run
 
 
-async def _connect_in_process(pipe: Any) -> None:
+async def _connect_in_process(pipe: Any, server: Any) -> str | None:
+    """Our client's upgrade; what went wrong when it did not open (a refusal is the scenario's fault: struck)."""
     from contracts.websocket import HandshakeFailed, UpgradeRefused
+    from fake_server.effects import FaultStruck
+    from harness.client.sockets import keepalive
 
     try:
-        await pipe.connect()
+        keepalive(await pipe.connect())
     except (UpgradeRefused, HandshakeFailed) as exc:
-        raise TargetUnavailable(f"the in-process fake refused the websocket: {exc}") from exc
+        if pipe.refuse is not None:
+            index = next(i for i, f in enumerate(server.scenario.turns[0].faults) if f.kind == "ws_refuse_upgrade")
+            server.faults_struck.append(FaultStruck(0, index, "ws_refuse_upgrade", "initialize", 1))
+        return str(exc)
+    return None
 
 
 def fake_codex_argv() -> list[str]:
@@ -123,8 +138,11 @@ async def fake_process(
     # run killed by SIGKILL (harness.proctree).
     async with spawn_process(argv, cwd=cwd, env=env, confine=proctree.confinement()) as process:
         connection: Any = process
+        meta = {"argv": argv, "transport": transport}
         if transport != "stdio":
-            connection = await _open_socket(open_socket_transport, transport, process, work_dir)
+            connection = await open_socket_transport(transport, process, work_dir)
+            if connection.failure:
+                meta["connect_failure"] = connection.failure
         yield TargetRun(
             "fake-process",
             connection,
@@ -132,18 +150,8 @@ async def fake_process(
             trace_root=trace_root,
             schema_release=release,
             server_version=release,
-            meta={"argv": argv, "transport": transport},
+            meta=meta,
             faults_struck=lambda: ledger.read(fault_ledger),
             workdir=cwd,
         )
 
-
-async def _open_socket(open_socket_transport: Any, transport: str, process: Any, run_dir: Path) -> Any:
-    """The websocket to a listener we started; a server that never listens is not a target that can run."""
-    from harness.client.sockets import ConnectFailed
-
-    try:
-        return await open_socket_transport(transport, process, run_dir)
-    except ConnectFailed as exc:
-        tail = process.stderr_tail().strip().splitlines()[-3:]
-        raise TargetUnavailable(f"{exc}" + (f" (stderr: {' | '.join(tail)})" if tail else "")) from exc

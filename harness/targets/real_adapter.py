@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from contracts.scenario import Scenario
 from harness import confine
@@ -61,7 +62,7 @@ async def real(
     except ImportError as exc:
         raise TargetUnavailable(f"the real target is not available: {exc}") from exc
     from harness.client.process import spawn_process
-    from harness.client.sockets import ConnectFailed, listen_arg, open_socket_transport
+    from harness.client.sockets import listen_arg, open_socket_transport
 
     if transport not in ("stdio", "ws", "unix"):
         raise TargetUnavailable(f"the real target is reached over stdio, ws or unix, not {transport}")
@@ -83,12 +84,12 @@ async def real(
         except RealTargetError as exc:
             raise TargetUnavailable(str(exc)) from exc
         process = await stack.enter_async_context(spawn_process(target.argv, cwd=target.cwd, env=target.env))
-        connection = process
+        connection: Any = process
+        meta = {"codex": str(binary), "confinement": target.confinement, "transport": transport}
         if transport != "stdio":
-            try:
-                connection = await open_socket_transport(transport, process, target.codex_home.parent)
-            except ConnectFailed as exc:
-                raise TargetUnavailable(str(exc)) from exc
+            connection = await open_socket_transport(transport, process, target.codex_home.parent)
+            if connection.failure:
+                meta["connect_failure"] = connection.failure
         yield TargetRun(
             "real",
             connection,
@@ -96,7 +97,7 @@ async def real(
             trace_root=trace_root,
             schema_release=target.schema_release or target.version,
             server_version=target.version,
-            meta={"codex": str(binary), "confinement": target.confinement, "transport": transport},
+            meta=meta,
             model_traffic=target.mock.traffic,
             workdir=target.workdir,
         )
