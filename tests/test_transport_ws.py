@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import pytest
 import trio
 import trio.testing
@@ -199,3 +200,34 @@ def test_a_websocket_scenario_over_stdio_is_skipped_saying_why(tmp_path: Path) -
 
     run = run_one(resolve("ws_fragment"), "fake", work_root=tmp_path)
     assert run.skipped == "fault ws_fragment acts on a websocket: run it with --transport ws or unix"
+
+
+async def test_fake_codex_records_each_websocket_connection_on_its_own(tmp_path: Path) -> None:
+    """An outside client that starts ``fake-codex app-server --listen ws://…`` (as it would ``$CODEX_BIN``) and
+    connects twice: two recordings, one per connection, each the whole session as on stdio."""
+    from harness.client.process import spawn_process
+    from harness.client.session import SessionOptions, open_session
+    from harness.client.sockets import Listener, SocketTransport, connect_ws, wait_for_port
+    from harness.targets.fake import fake_codex_argv
+
+    record = tmp_path / "rec"
+    argv = [*fake_codex_argv(), "app-server", "--listen", "ws://127.0.0.1:0", "--record", str(record)]
+    with trio.fail_after(60):
+        async with spawn_process(argv, cwd=tmp_path) as process:
+            _, port = await wait_for_port(process)
+            for _ in range(2):
+                ws = await connect_ws("127.0.0.1", port)
+                async with open_session(SocketTransport(ws, None), SessionOptions()) as session:
+                    await session.start_thread(cwd=str(tmp_path))
+                    async with session.turn("hi") as turn:
+                        await turn.wait()
+                    assert turn.result is not None and turn.result.status == "completed"
+            Listener(process).stop_after_close()
+            assert await process.wait_exit() == 0
+    folders = sorted(p.name for p in record.iterdir() if not p.name.startswith("."))
+    assert len(folders) == 2 and [f.split("-")[0] for f in folders] == ["1", "2"]
+    for folder in folders:
+        wire = [orjson.loads(line) for line in (record / folder / "wire.jsonl").read_bytes().splitlines()]
+        methods = [e["msg"].get("method") for e in wire if e["dir"] == "c2s"]
+        assert methods[:3] == ["initialize", "initialized", "thread/start"] and "turn/start" in methods
+        assert (record / folder / "end.json").exists()
