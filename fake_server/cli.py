@@ -228,10 +228,18 @@ async def serve_socket(
                 index = next(i for i, f in enumerate(scenario.turns[0].faults) if f.kind == "ws_refuse_upgrade")
                 _ledger_append(FaultStruck(0, index, "ws_refuse_upgrade", "initialize", 1))
 
+            def refused(n: int) -> None:
+                """A refused upgrade is recorded too: an outside client's judge sees the server it started refuse it."""
+                recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
+                if recorder is not None and refuse is not None:
+                    recorder.note(f"websocket upgrade {n} refused: HTTP {refuse.refuse_status}")
+                    recorder.finish(0, False)
+
             async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-                result.append(
-                    await serve_listener(listen, policy, session, clock, refuse=refuse, task_status=task_status)
+                outcome = await serve_listener(
+                    listen, policy, session, clock, refuse=refuse, on_refused=refused, task_status=task_status
                 )
+                result.append(outcome)
                 nursery.cancel_scope.cancel()
 
             async def on_signal() -> None:

@@ -246,12 +246,13 @@ async def serve_listener(
     clock_ms: Callable[[], int],
     *,
     refuse: Upgrade | None = None,
+    on_refused: Callable[[int], None] | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> tuple[int, bool]:
     """Serve ``listen`` until cancelled or a session crashes the process: returns (exit code, crashed).
 
     ``session(ws, n)`` plays connection ``n`` (from 1) and returns (code, crashed) when its engine crashed the
-    process, else None."""
+    process, else None. ``on_refused(n)``: the ``n``-th upgrade the scenario's ``ws_refuse_upgrade`` refused."""
     outcome: list[tuple[int, bool]] = []
     unix = listen.scheme == "unix"
     if unix:
@@ -270,10 +271,13 @@ async def serve_listener(
                 nonlocal count
                 async with live:
                     ws = None
+                    refused_before = refuse.refused if refuse is not None else 0
                     with trio.move_on_after(UPGRADE_TIMEOUT_S):
                         ws = await upgrade(stream, unix=unix, policy=policy, clock_ms=clock_ms, refuse=refuse)
                     if ws is None:
                         await trio.aclose_forcefully(stream)
+                        if refuse is not None and refuse.refused > refused_before and on_refused is not None:
+                            on_refused(refuse.refused)
                         return
                     count += 1
                     try:
