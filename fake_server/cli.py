@@ -5,8 +5,10 @@
 :func:`fake_server.profiles.names`; an unknown release exits 3 and lists them.
 ``fake-codex app-server [--scenario NAME|PATH]`` plays a built-in scenario or a scenario file
 (``FAKE_CODEX_SCENARIO`` when no flag, ``plain`` when neither), so a client that spawns ``codex app-server``
-with fixed arguments can point its codex path here. Real-binary flags
-(``--listen stdio://``, ``-c key=value``) are accepted. ``--record DIR`` records the session
+with fixed arguments can point its codex path here. Real-binary flags (``-c key=value``) are accepted.
+``--listen ws://IP:PORT`` / ``unix://[PATH]`` serve as ``codex app-server`` does (its banner, ``/readyz`` and
+``/healthz``, ``--ws-auth``, one session per connection until SIGTERM: :mod:`fake_server.ws_serve`,
+``docs/transports.md``). ``--record DIR`` records the session
 (:mod:`fake_server.recording`); ``FAKE_CODEX_RECORD`` wins over the flag.
 
 Process faults are real here: a crash flushes what the fault says (half a frame for mid-line) and
@@ -167,6 +169,13 @@ async def serve_stdio(
     return code, crashed
 
 
+def _seconds(value: str) -> int:
+    """A number of seconds, 0 or more (the real binary's u64)."""
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid digit found in string: {value!r}")
+    return int(value)
+
+
 def _codex_home() -> str:
     return os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
 
@@ -321,7 +330,7 @@ def _parser() -> ArgumentParser:
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="accepted, ignored")
     parser.add_argument("--record", dest="record_top", metavar="DIR", help="as app-server --record")
     sub = parser.add_subparsers(dest="command")
-    app = sub.add_parser("app-server", help="serve one app-server session on stdio")
+    app = sub.add_parser("app-server", help="serve app-server sessions on stdio, a websocket or a unix socket")
     app.add_argument("--scenario", help=f"built-in scenario name or scenario file (default: ${SCENARIO_ENV} or plain)")
     app.add_argument(
         "--listen",
@@ -335,7 +344,7 @@ def _parser() -> ArgumentParser:
     app.add_argument("--ws-shared-secret-file", metavar="PATH")
     app.add_argument("--ws-issuer", metavar="ISSUER")
     app.add_argument("--ws-audience", metavar="AUDIENCE")
-    app.add_argument("--ws-max-clock-skew-seconds", metavar="SECONDS", type=int)
+    app.add_argument("--ws-max-clock-skew-seconds", metavar="SECONDS", type=_seconds)
     app.add_argument("--record", metavar="DIR", help=f"record the session into DIR/<n>-<pid>/ (or ${RECORD_ENV})")
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
