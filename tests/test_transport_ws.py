@@ -231,3 +231,35 @@ async def test_fake_codex_records_each_websocket_connection_on_its_own(tmp_path:
         methods = [e["msg"].get("method") for e in wire if e["dir"] == "c2s"]
         assert methods[:3] == ["initialize", "initialized", "thread/start"] and "turn/start" in methods
         assert (record / folder / "end.json").exists()
+
+
+async def test_keepalive_pings_a_silent_server_and_gives_up_without_a_pong(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Our client pings after its keepalive of silence; a server that answers (0.171.0 does, twice) keeps the
+    connection, one that does not is gone a pong timeout later."""
+    for answers in (True, False):
+        pipe = WsPipe()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pipe.server_ws)
+            client = await pipe.connect()
+            client.keepalive, client.pong_timeout = 5.0, 5.0
+            server_ws = await pipe.server_ws()
+            assert server_ws is not None
+            server_ws.answer_pings = answers
+
+            async def pump(ws: WsStream) -> None:
+                while await ws.receive():
+                    pass
+
+            nursery.start_soon(pump, server_ws)
+            start = trio.current_time()
+            with trio.move_on_after(30):
+                got = await client.receive()
+            if answers:
+                assert trio.current_time() - start == pytest.approx(30) and client.dead is None
+                assert client.stats.pongs_received >= 2
+            else:
+                assert got == [] and trio.current_time() - start == pytest.approx(10)
+                assert client.dead == "no pong within 5 s of a ping (after 5 s of silence)"
+            nursery.cancel_scope.cancel()
