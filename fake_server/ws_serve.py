@@ -219,8 +219,8 @@ def bind_unix(path: str) -> socket.socket:
     try:
         sock.bind(physical)
         os.chmod(physical, 0o600)
-        os.symlink(physical, path)
         sock.listen(64)
+        os.symlink(physical, path)  # last: a client that sees the path can connect
     except OSError:
         sock.close()
         raise
