@@ -316,8 +316,8 @@ class WsStream:
             self._binary = True
         self._frame += len(data)
         self._size += len(data)
-        if self.max_frame is not None and self._frame > self.max_frame:
-            self._over_limit()
+        if self.max_frame is not None and (self._frame > self.max_frame or self._size > self.framing.max_line):
+            self._over_limit()  # a server's limits (0.171.0: 16 MiB a frame, 64 MiB a message) drop the connection
             return
         if self._size <= self.framing.max_line:
             self._parts.append(data)
