@@ -171,12 +171,22 @@ async def connect_ws(host: str, port: int, *, token: str | None = None, max_mess
 
 async def connect_unix(path: Path, *, token: str | None = None, max_message: int | None = None) -> WsStream:
     name = os.fspath(path)
+    last: OSError | None = None
     if len(os.fsencode(name)) > MAX_SOCKET_PATH:  # a socket address holds 107 bytes: reach it through its link
         name = os.path.realpath(name)
     try:
         with trio.fail_after(CONNECT_TIMEOUT_S):
-            stream = await trio.open_unix_socket(name)
-    except (OSError, trio.TooSlowError) as exc:
+            while True:
+                try:
+                    stream = await trio.open_unix_socket(name)
+                    break
+                except (ConnectionRefusedError, FileNotFoundError) as exc:
+                    # the path can appear a moment before the socket listens: retried, within the bound
+                    last = exc
+                    await trio.sleep(POLL_S)
+    except trio.TooSlowError:
+        raise ConnectFailed(f"cannot connect to unix://{path}: {last}") from None
+    except OSError as exc:
         raise ConnectFailed(f"cannot connect to unix://{path}: {exc}") from exc
     return await _upgrade(stream, f"unix://{path}", token, max_message)
 
