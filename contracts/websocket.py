@@ -1,6 +1,6 @@
 """A websocket connection as a :class:`~contracts.transport.MessageStream`: one JSON-RPC message per text frame.
 
-What ``codex app-server --listen ws://IP:PORT`` and ``--listen unix://PATH`` speak (observed on 0.171.0, see
+What ``codex app-server --listen ws://IP:PORT`` and ``--listen unix://PATH`` speak (observed on the real binary, see
 ``docs/transports.md``): an HTTP/1.1 upgrade, then RFC 6455 frames, one JSON-RPC message per *text message*
 (a message may come in several frames; the server reassembles them). Binary messages are dropped, pings are
 answered, a close frame ends the connection. The frames are wsproto's (sans-IO, h11's sibling): this module
@@ -45,7 +45,7 @@ from contracts.wire import SAMPLE_BYTES as _SAMPLE
 READ_CHUNK: Final = 65536
 #: The biggest HTTP response head and body a client reads while upgrading (a refusal's body is a line).
 MAX_UPGRADE_RESPONSE: Final = 64 * 1024
-#: What the real server (0.171.0) accepts: a frame of at most 16 MiB, a message of at most 64 MiB; past either it
+#: What the real server accepts: a frame of at most 16 MiB, a message of at most 64 MiB; past either it
 #: drops the connection without a close frame.
 SERVER_MAX_FRAME: Final = 16 * 1024 * 1024
 SERVER_MAX_MESSAGE: Final = 64 * 1024 * 1024
@@ -83,8 +83,8 @@ class WsStream:
     """One end of a websocket connection (a :class:`~contracts.transport.MessageStream`).
 
     ``conn``: a wsproto connection past its handshake. ``answer_pings``: reply to a ping with a pong (``pongs``
-    of them: 0.171.0 answers each ping twice). ``close_reply``: answer a close frame with one (RFC 6455; 0.171.0
-    drops the connection instead). ``frame_size``: split every payload into frames of at most this
+    of them: the real binary answers each ping twice). ``close_reply``: answer a close frame with one (RFC 6455;
+    the real binary drops the connection instead). ``frame_size``: split every payload into frames of at most this
     many bytes (a fault of the fake: fragmentation). ``max_frame``: drop the connection on a frame larger than
     this (the server's limit; None: no limit). ``quiet``: sending after the peer is gone drops the messages
     instead of raising (the fake's end)."""
@@ -317,7 +317,7 @@ class WsStream:
         self._frame += len(data)
         self._size += len(data)
         if self.max_frame is not None and (self._frame > self.max_frame or self._size > self.framing.max_line):
-            self._over_limit()  # a server's limits (0.171.0: 16 MiB a frame, 64 MiB a message) drop the connection
+            self._over_limit()  # a server's limits (the real one: 16 MiB a frame, 64 MiB a message) drop it
             return
         if self._size <= self.framing.max_line:
             self._parts.append(data)
@@ -343,7 +343,7 @@ class WsStream:
             self._pending.append(message)
 
     def _over_limit(self) -> None:
-        """A frame over the server's limit: the connection is dropped, no close frame (as 0.171.0 does)."""
+        """A frame over the server's limit: the connection is dropped, no close frame (as the real binary does)."""
         self._parts, self._size = [], 0
         self._ended = True
         self.send_closed = True

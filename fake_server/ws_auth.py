@@ -1,6 +1,6 @@
-"""``--ws-auth``: the two ways 0.171.0 authenticates a websocket upgrade, with its flags, messages and statuses.
+"""``--ws-auth``: the two ways the real binary authenticates a websocket upgrade, with its flags, messages and statuses.
 
-Observed on the real binary (``tests/data/real/0.171.0/transports/``, ``docs/transports.md``):
+Observed on the real binary (``tests/data/real/<release>/transports/``, ``docs/transports.md``):
 
 - ``capability-token``: ``--ws-token-file PATH`` (absolute; the file's content, trimmed) or ``--ws-token-sha256
   HEX`` (its SHA-256, 64 hex digits; the two are mutually exclusive). The client sends
@@ -91,12 +91,12 @@ def _read_secret(path: str) -> str:
 
 
 def _absolute(path: str) -> str:
-    """A relative path is resolved against the working directory, as 0.171.0 does (its help says absolute)."""
+    """A relative path is resolved against the working directory, as the real binary does (its help says absolute)."""
     return os.path.abspath(path)
 
 
 def policy_from_flags(flags: AuthFlags) -> Policy:
-    """The policy the flags set, reading the secret files now (as 0.171.0 does at start); AuthConfigError else."""
+    """The policy the flags set, reading the secret files now (as the real binary does); AuthConfigError else."""
     signed_only = (flags.shared_secret_file, flags.issuer, flags.audience, flags.max_clock_skew_seconds)
     if flags.mode is None:
         if flags.token_file or flags.token_sha256 or any(v is not None for v in signed_only):
@@ -152,7 +152,7 @@ def policy_from_flags(flags: AuthFlags) -> Policy:
 
 
 def refusal(policy: Policy, authorization: bytes | None, now_s: int) -> str | None:
-    """None when the upgrade may go on, else the 401 body 0.171.0 answers with."""
+    """None when the upgrade may go on, else the 401 body the real binary answers with."""
     if policy.mode is None:
         return None
     if authorization is None:

@@ -1,7 +1,7 @@
 """The fake's ``--listen``: the URL rules, the start-up banner, and the HTTP side of a websocket listener.
 
-Everything here copies what 0.171.0 does (``docs/transports.md``; the recorded observations are
-``tests/data/real/0.171.0/transports/``):
+Everything here copies what the real binary does (``docs/transports.md``; the recorded observations are
+``tests/data/real/<release>/transports/``):
 
 - ``--listen`` takes ``stdio://``, ``unix://`` (``$CODEX_HOME/app-server-control/app-server-control.sock``),
   ``unix://PATH``, ``ws://IP:PORT`` (an IP literal, ``[::1]`` for IPv6, a port, no path) or ``off``. A URL of
@@ -44,7 +44,7 @@ HEALTH_PATHS: Final = ("/readyz", "/healthz")
 DEFAULT_UNIX_DIR: Final = "app-server-control"
 DEFAULT_UNIX_NAME: Final = "app-server-control.sock"
 VERSION_MISSING: Final = "`Sec-WebSocket-Version` header did not include '13'"
-#: What every scheme error says is expected (clap's value error of 0.171.0).
+#: What every scheme error says is expected (clap's value error of the real binary).
 EXPECTED: Final = "expected `stdio://`, `unix://`, `unix://PATH`, `ws://IP:PORT`, or `off`"
 
 
@@ -118,7 +118,7 @@ def parse_listen(value: str, codex_home: str) -> Listen:
 
 
 def check_listener(listen: Listen, policy: Policy) -> None:
-    """0.171.0 refuses a non-loopback websocket listener without auth (it allows one with it)."""
+    """the real binary refuses a non-loopback websocket listener without auth (it allows one with it)."""
     if listen.scheme == "ws" and not listen.loopback and policy.mode is None:
         host = f"[{listen.host}]" if ":" in listen.host else listen.host
         raise ListenRefused(
@@ -187,7 +187,7 @@ def _header_has(headers: dict[bytes, list[bytes]], name: bytes, token: bytes) ->
 
 
 def answer(request: h11.Request, leftover: bytes, *, unix: bool, policy: Policy, now_s: int, date: str) -> Answer:
-    """0.171.0's answer to one request on a ``ws://`` port (``unix``: on a unix socket)."""
+    """the real binary's answer to one request on a ``ws://`` port (``unix``: on a unix socket)."""
     headers: dict[bytes, list[bytes]] = {}
     for name, value in request.headers:
         headers.setdefault(name.lower(), []).append(value)
@@ -267,7 +267,7 @@ async def read_request(stream: trio.abc.Stream) -> Head:
 
 
 def bad_request(date: str) -> bytes:
-    """0.171.0's answer to bytes that are not an HTTP request."""
+    """the real binary's answer to bytes that are not an HTTP request."""
     return BAD_REQUEST_HEAD + f"date: {date}\r\n\r\n".encode()
 
 

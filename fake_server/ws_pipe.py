@@ -3,7 +3,7 @@
 :class:`ByteStream` is one end of a pair of bounded memory channels of byte chunks (a
 :class:`trio.abc.HalfCloseableStream`, as a socket is: a reader that never reads stalls the writer).
 :class:`WsPipe` is an :class:`fake_server.inprocess.Pipe`: the server's end upgrades the connection the first
-time the engine reads (answering as a ``ws://`` or ``unix://`` listener of 0.171.0 would), the client's end is
+time the engine reads (answering as a ``ws://`` or ``unix://`` listener of the real binary would), the client's end is
 made by :meth:`WsPipe.connect` (our client's upgrade, :func:`contracts.websocket.client_handshake`). Between
 them go real websocket frames, so the in-process run is the process run's wire, byte for byte, on virtual time.
 """

@@ -1,4 +1,4 @@
-"""The fake served over a websocket: each connection upgraded as 0.171.0 does, and an engine session per connection.
+"""The fake served over a websocket: each connection upgraded as the real binary does, one engine session each.
 
 :func:`upgrade` answers one connection's HTTP (:mod:`fake_server.ws_http`) and returns the websocket stream, or
 None when it answered something else (``/readyz``, a refusal). :class:`ConnectionIo` is the engine's
@@ -33,7 +33,7 @@ from fake_server.ws_http import Listen, answer, bad_request, http_date, read_req
 
 #: How long a connection may take to send its request head before it is dropped.
 UPGRADE_TIMEOUT_S: Final = 10.0
-#: 0.171.0 answers each ping twice (its socket layer and the server each send a pong).
+#: the real binary answers each ping twice (its socket layer and the server each send a pong).
 PONGS_PER_PING: Final = 2
 GOING_AWAY: Final = 1001
 MAX_CONNECTIONS: Final = 256
@@ -84,7 +84,7 @@ async def upgrade(
         max_frame=SERVER_MAX_FRAME,
         pongs=PONGS_PER_PING,
         quiet=True,
-        close_reply=False,  # 0.171.0 drops the connection on a close frame, without one of its own
+        close_reply=False,  # the real binary drops the connection on a close frame, without one of its own
     )
 
 
@@ -177,16 +177,16 @@ def write_stderr(text: str) -> None:
 
 
 class UnixPathError(Exception):
-    """The unix socket's path cannot be served: ``str()`` is 0.171.0's words (``Error: …``, exit 1)."""
+    """The unix socket's path cannot be served: ``str()`` is the real binary's words (``Error: …``, exit 1)."""
 
 
 def socket_home() -> str:
-    """Where 0.171.0 binds its unix sockets: a private folder of the user's in ``/tmp``."""
+    """Where the real binary binds its unix sockets: a private folder of the user's in ``/tmp``."""
     return f"/tmp/codex-daemon-{os.getuid()}"
 
 
 def bind_unix(path: str) -> socket.socket:
-    """A listening unix socket reached at ``path``, as 0.171.0 makes it: the socket itself is
+    """A listening unix socket reached at ``path``, as the real binary makes it: the socket itself is
     ``/tmp/codex-daemon-<uid>/<sha256 of path>`` (mode 0600, its folder 0700; a path of any length fits) and
     ``path`` is a link to it (in a folder made 0700). A stale socket is replaced; UnixPathError when another
     server holds it or something else is there."""

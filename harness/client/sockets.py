@@ -26,7 +26,7 @@ from contracts.transport import CONNECTION_WORDS, TransportClosed
 from contracts.websocket import HandshakeFailed, UpgradeRefused, WsStream, client_handshake
 from contracts.wire import DEFAULT_MAX_LINE
 
-#: What a ``ws://`` listener prints once it listens (0.171.0 and fake-codex alike).
+#: What a ``ws://`` listener prints once it listens (the real binary and fake-codex alike).
 LISTENING: Final = re.compile(r"listening on: ws://(\[[0-9a-fA-F:.]+\]|[0-9.]+):(\d+)")
 POLL_S: Final = 0.02
 START_TIMEOUT_S: Final = 30.0
@@ -34,7 +34,7 @@ CONNECT_TIMEOUT_S: Final = 10.0
 TRANSPORTS: Final = ("stdio", "ws", "unix")
 MAX_SOCKET_PATH: Final = 107
 #: Our client pings a server silent this long, and counts it gone when the pong does not come within as long
-#: (0.171.0 answers pings at once, even mid-turn; docs/transports.md).
+#: (the real binary answers pings at once, even mid-turn; docs/transports.md).
 KEEPALIVE_S: Final = 5.0
 
 

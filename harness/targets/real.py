@@ -144,7 +144,7 @@ def server_argv(codex: Path, listen: str = "stdio://") -> tuple[str, ...]:
 
 
 def socket_dirs(argv: tuple[str, ...]) -> list[Path]:
-    """Where a ``--listen unix://PATH`` server puts its socket: 0.171.0 binds it in ``/tmp/codex-daemon-<uid>/``
+    """Where a ``--listen unix://PATH`` server puts its socket: the real binary binds it in ``/tmp/codex-daemon-<uid>/``
     (named by the SHA-256 of PATH) and links PATH to it. The confined binary's ``/tmp`` is its own, so that folder
     is shared (made private, 0700, as the binary makes it) for the link to lead somewhere we can connect."""
     if not any(a.startswith("unix://") for a in argv):
