@@ -73,7 +73,8 @@ SOCKET_TRANSPORTS = ("ws", "unix")
 
 def _outlived_connection(make: Maker, record: SessionRecord, server: Check) -> Check:
     """Over a websocket the server's thread is not the connection's: the real binary keeps it running when the
-    connection closes and leaves its trace unclosed when stopped with SIGTERM (docs/transports.md). An ``unclosed`` verdict
+    connection closes and leaves its trace unclosed when stopped with SIGTERM (docs/transports.md). An ``unclosed``
+    verdict
     where ``closed`` is expected (or ``violation``, the unclosed tool, which the open thread then hides) is not
     judged, with why; anything else still is."""
     transport = record.meta.get("transport")
