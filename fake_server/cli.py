@@ -20,6 +20,7 @@ process group so a group kill takes it down. stdin EOF and SIGTERM shut down gra
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import socket
@@ -39,23 +40,14 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
 from contracts.text import escaped_output
 from contracts.transport import LineStream
-from contracts.websocket import WsStream
 from contracts.wire import Incoming
-from fake_server import ledger, profiles, ws_auth, ws_http
+from fake_server import ledger, profiles
 from fake_server.catalogue import builtin_names, resolve
 from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
 from fake_server.recording import RECORD_ENV, Recorder, RecordingIo, open_recorder
 from fake_server.runtime import default_clock_ms, run_engine
 from fake_server.server_trace import ServerTrace
-from fake_server.ws_serve import (
-    ConnectionIo,
-    UnixPathError,
-    announce,
-    refusal_of,
-    serve_listener,
-    write_stderr,
-)
 
 SCENARIO_ENV = "FAKE_CODEX_SCENARIO"
 TRACE_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
@@ -180,8 +172,10 @@ def _codex_home() -> str:
     return os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
 
 
-def _auth_flags(args: argparse.Namespace) -> ws_auth.AuthFlags:
-    return ws_auth.AuthFlags(
+def _auth_flags(args: argparse.Namespace) -> Any:
+    from fake_server.ws_auth import AuthFlags
+
+    return AuthFlags(
         mode=args.ws_auth,
         token_file=args.ws_token_file,
         token_sha256=args.ws_token_sha256,
@@ -193,8 +187,8 @@ def _auth_flags(args: argparse.Namespace) -> ws_auth.AuthFlags:
 
 
 async def serve_socket(
-    listen: ws_http.Listen,
-    policy: ws_auth.Policy,
+    listen: Any,
+    policy: Any,
     scenario: Scenario,
     spec: str | None,
     profile: profiles.Profile,
@@ -203,10 +197,12 @@ async def serve_socket(
 ) -> tuple[int, bool]:
     """Serve ``ws://`` or ``unix://`` until SIGTERM (exit 0, every connection dropped, as the real binary does)
     or a crash fault (its exit code). Each connection is one session: its own engine, trace and recording."""
+    from fake_server.ws_serve import ConnectionIo, announce, refusal_of, serve_listener, write_stderr
+
     trace_env = os.environ.get(TRACE_ENV)
     clock = default_clock_ms()
 
-    async def session(ws: WsStream, n: int) -> tuple[int, bool] | None:
+    async def session(ws: Any, n: int) -> tuple[int, bool] | None:
         recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
         root = str(recorder.trace_root) if recorder is not None else trace_env
         trace = ServerTrace.for_profile(Path(root), profile) if root else None
@@ -269,14 +265,16 @@ def _ledger_append(effect: FaultStruck) -> None:
 
 
 def _serve_socket(
-    listen: ws_http.Listen,
-    policy: ws_auth.Policy,
+    listen: Any,
+    policy: Any,
     scenario: Scenario,
     spec: str | None,
     profile: profiles.Profile,
     sources: dict[str, str],
     record_root: str | None,
 ) -> int:
+    from fake_server.ws_serve import UnixPathError
+
     try:
         try:
             code, crashed = trio.run(serve_socket, listen, policy, scenario, spec, profile, sources, record_root)
@@ -338,7 +336,9 @@ def _parser() -> ArgumentParser:
         help="stdio:// (default), unix://, unix://PATH or ws://IP:PORT (one connection, one session; see "
         "docs/transports.md)",
     )
-    app.add_argument("--ws-auth", choices=ws_auth.MODES, help="auth of websocket upgrades (as the real binary)")
+    app.add_argument(
+        "--ws-auth", choices=("capability-token", "signed-bearer-token"), help="auth of websocket upgrades"
+    )
     app.add_argument("--ws-token-file", metavar="PATH")
     app.add_argument("--ws-token-sha256", metavar="HEX")
     app.add_argument("--ws-shared-secret-file", metavar="PATH")
@@ -403,16 +403,23 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command != "app-server":
         parser.print_help()
         return 3
-    try:
-        listen = ws_http.parse_listen(args.listen, _codex_home())
-        policy = ws_auth.policy_from_flags(_auth_flags(args))
-        ws_http.check_listener(listen, policy)
-    except ws_http.ListenUsageError as exc:  # the real binary's argument parser: exit 2
-        print(exc, file=sys.stderr)
-        return INVALID_INPUT
-    except (ws_http.ListenRefused, ws_auth.AuthConfigError) as exc:  # refused at start: exit 1
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
+    listen = policy = None
+    auth = _auth_flags(args)
+    if args.listen != "stdio://" or any(v is not None for v in dataclasses.astuple(auth)):
+        # Imported only for a listener (wsproto and h11 are a tenth of a second on a loaded machine: stdio starts
+        # within its clients' handshake timeouts without them).
+        from fake_server import ws_auth, ws_http
+
+        try:
+            listen = ws_http.parse_listen(args.listen, _codex_home())
+            policy = ws_auth.policy_from_flags(auth)
+            ws_http.check_listener(listen, policy)
+        except ws_http.ListenUsageError as exc:  # the real binary's argument parser: exit 2
+            print(exc, file=sys.stderr)
+            return INVALID_INPUT
+        except (ws_http.ListenRefused, ws_auth.AuthConfigError) as exc:  # refused at start: exit 1
+            print(f"Error: {exc}", file=sys.stderr)
+            return 1
     spec = args.scenario or os.environ.get(SCENARIO_ENV) or None
     try:
         _require_readable(spec)
@@ -428,7 +435,7 @@ def _main(argv: Sequence[str] | None) -> int:
     # The variable wins over the flag: a wrapper that records every server (the --client-cmd shim) must not lose
     # one to a client that passes --record.
     record_root = os.environ.get(RECORD_ENV) or args.record or args.record_top
-    if listen.scheme != "stdio":
+    if listen is not None and listen.scheme != "stdio":
         return _serve_socket(listen, policy, scenario, spec, profile, sources, record_root)
     recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
     if recorder is not None:

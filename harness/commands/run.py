@@ -86,9 +86,7 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario]:
         # not skipped one by one (a skip fails --strict).
         every = [scenario_lookup.resolve(spec) for spec in specs]
         kept = [s for s in every if transport_problem({f.kind for f in s.faults}, args.transport) is None]
-        if len(kept) < len(every) and not args.quiet:
-            names = ", ".join(s.name for s in every if s not in kept)
-            print(f"codex-harness run: left out over {args.transport} (websocket faults): {names}", file=sys.stderr)
+        args.left_out = [s.name for s in every if s not in kept]  # said once the run is sure to go on
         return check_unique_names(kept)
     return check_unique_names([scenario_lookup.resolve(spec) for spec in specs])
 
@@ -140,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
             codex, _ = preflight(codex)
         except TargetUnavailable as exc:
             raise UsageError(f"--target real: {exc}") from None
+    left_out = getattr(args, "left_out", [])
+    if left_out and not args.quiet:
+        names = ", ".join(left_out)
+        print(f"codex-harness run: left out over {args.transport} (websocket faults): {names}", file=sys.stderr)
     # Every path the run will write, checked before anything is played; then held and locked to the end.
     report = None
     if args.report:
