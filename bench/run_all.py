@@ -32,6 +32,7 @@ SCRIPTS: tuple[tuple[str, str, bool], ...] = (
     ("ingest", "ingest.py", True),
     ("sdk", "sdk_compare.py", True),
     ("interrupt", "interrupt.py", True),
+    ("ws", "ws.py", True),
     ("validate", "validate.py", False),
     ("trace", "trace.py", False),
     ("suite", "suite.py", True),
@@ -41,7 +42,7 @@ QUICK_ARGS: dict[str, tuple[str, ...]] = {
     "validate.py": ("--seconds", "0.3"),
     "trace.py": ("--turns", "20", "--seconds", "0.3"),
 }
-GATED: frozenset[str] = frozenset({"ingest", "interrupt"})  # run --runs times, medians reported
+GATED: frozenset[str] = frozenset({"ingest", "interrupt", "ws"})  # run --runs times, medians reported
 SCRIPT_TIMEOUT = 150.0  # each should take under a minute; the SDK venv is built on first use
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 

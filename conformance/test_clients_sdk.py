@@ -44,7 +44,15 @@ def sdk_cmd() -> list[str]:
         pytest.skip(str(exc))
 
 
-@pytest.mark.parametrize("scenario", builtin_names())
+def over_stdio(names: list[str]) -> list[str]:
+    """The catalogue a stdio client plays (its websocket scenarios need a client that speaks ws)."""
+    from contracts.faults import transport_problem
+    from fake_server.catalogue import load_builtin
+
+    return [n for n in names if transport_problem({f.kind for f in load_builtin(n).faults}, "stdio") is None]
+
+
+@pytest.mark.parametrize("scenario", over_stdio(builtin_names()))
 def test_sdk_fails_only_its_known_checks(scenario: str, run_scenario: Callable[..., Any], sdk_cmd: list[str]) -> None:
     run = run_scenario(scenario, client=sdk_cmd, release=SDK_VERSION)  # the SDK's own release profile
     mine = [e for e in baseline() if e["scenario"] == scenario]

@@ -185,6 +185,8 @@ class FaultSpec:
     fuzz: tuple[Place, ...] = ()
     not_fuzzed: str = ""
     slow: str = ""
+    #: the transports it acts on (``run --transport``); a scenario with it is skipped on the others
+    transports: tuple[str, ...] = ("stdio", "ws", "unix")
     param_map: Mapping[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -208,6 +210,8 @@ _CRASH_DRAWS: Final = (
     Draw("exit_code", "failure statuses (0 reads as a clean exit); three stand for the range", values=(1, 2, 101)),
 )
 _KNOWN_NAME: Final = "another name could be a method the client knows, which the truth does not model"
+_SOCKETS: Final = ("ws", "unix")
+_TRANSPORT_ONLY: Final = "a websocket fault; the fuzzer plays stdio"
 
 FAULTS: Final[dict[str, FaultSpec]] = {
     s.kind: s
@@ -503,6 +507,55 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             not_fuzzed="a fault of a `[[methods]]` entry's request; generated scenarios script no `[[methods]]`",
         ),
         FaultSpec(
+            "slow_reader",
+            "start",
+            _ALL,
+            "the server reads nothing for `pause_ms` (what the client writes backs up: backpressure); "
+            "it still writes",
+            (_delay("pause_ms", 2000, why="real time on a process target"),),
+            not_fuzzed="its outcome depends on how much the client writes while it waits, which the walk does not "
+            "model; `slow_reader` covers it on every transport",
+        ),
+        FaultSpec(
+            "ws_close",
+            "delta",
+            _ANYWHERE,
+            "the websocket connection ends here: a close frame (`frame`, code 1001) or a drop without one; the "
+            "server process stays up",
+            (Param("frame", bool, False),),
+            not_fuzzed=_TRANSPORT_ONLY,
+            transports=_SOCKETS,
+        ),
+        FaultSpec(
+            "ws_ping_silent",
+            "initialize",
+            _ANYWHERE,
+            "from here on the server answers no ping (the real binary answers each twice)",
+            not_fuzzed=_TRANSPORT_ONLY,
+            transports=_SOCKETS,
+        ),
+        FaultSpec(
+            "ws_fragment",
+            "initialize",
+            _ANYWHERE,
+            "from here on every message goes out in frames of `size` bytes (continuation frames)",
+            (Param("size", int, 16, 1, 16 * MIB, why="bytes per frame (the real binary reads frames up to 16 MiB)"),),
+            not_fuzzed=_TRANSPORT_ONLY,
+            transports=_SOCKETS,
+        ),
+        FaultSpec(
+            "ws_refuse_upgrade",
+            "initialize",
+            ("initialize",),
+            "the websocket upgrade is answered `status` with `body`, never 101: no session starts",
+            (
+                Param("status", int, 503, 400, 599, why="an HTTP refusal"),
+                Param("body", str, "refused by the scenario", 0, 1024, why="one line"),
+            ),
+            not_fuzzed=_TRANSPORT_ONLY,
+            transports=_SOCKETS,
+        ),
+        FaultSpec(
             "trace_unclosed_tool",
             "interrupt",
             ("start", "delta", "item_started", "approval_pending", "interrupt"),
@@ -515,6 +568,15 @@ FAULTS: Final[dict[str, FaultSpec]] = {
 #: kind -> {parameter: default} (None: required), in table order.
 FAULT_KINDS: Final[dict[str, dict[str, Any]]] = {k: s.defaults for k, s in FAULTS.items()}
 FAULT_DEFAULT_POINT: Final[dict[str, str]] = {k: s.default_point for k, s in FAULTS.items()}
+
+
+def transport_problem(kinds: Any, transport: str) -> str | None:
+    """Why faults of ``kinds`` cannot act over ``transport`` (None: they all can)."""
+    off = sorted({k for k in kinds if k in FAULTS and transport not in FAULTS[k].transports})
+    if not off:
+        return None
+    where = ", ".join(FAULTS[off[0]].transports)
+    return f"fault {', '.join(off)} acts on a websocket: run it with --transport {where.replace(', ', ' or ')}"
 
 
 def fake_only(kind: str) -> bool:

@@ -27,6 +27,7 @@ from contracts.messages import Message, classify
 
 DEFAULT_MAX_LINE: Final = 32 * 1024 * 1024
 _SAMPLE: Final = 120  # bytes of a bad line kept for the report
+SAMPLE_BYTES: Final = _SAMPLE
 
 
 class WireErrorKind(StrEnum):
@@ -37,6 +38,7 @@ class WireErrorKind(StrEnum):
     NOT_AN_OBJECT = "not_an_object"
     NOT_A_MESSAGE = "not_a_message"
     TRUNCATED_AT_EOF = "truncated_at_eof"
+    BINARY_FRAME = "binary_frame"  # a websocket binary message: app-server messages are text frames
 
 
 #: The kinds a framing reports for a message over its cap.
@@ -331,9 +333,12 @@ class MessageFraming:
         return [self.oversized(m) if len(m) > cap else m for m in messages]
 
     def oversized(self, message: bytes) -> WireError:
-        size = len(message)
+        return self.oversized_size(len(message), message)
+
+    def oversized_size(self, size: int, sample: bytes) -> WireError:
+        """A message of ``size`` bytes over the cap, of which ``sample`` is the start (a reader keeps no more)."""
         detail = f"message of {size} bytes exceeds the cap of {self.max_line}"
-        return WireError(WireErrorKind.OVERSIZED_MESSAGE, detail, size, bytes(message[:_SAMPLE]))
+        return WireError(WireErrorKind.OVERSIZED_MESSAGE, detail, size, bytes(sample[:_SAMPLE]))
 
     @staticmethod
     def torn(message: bytes) -> WireError:

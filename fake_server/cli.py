@@ -5,8 +5,10 @@
 :func:`fake_server.profiles.names`; an unknown release exits 3 and lists them.
 ``fake-codex app-server [--scenario NAME|PATH]`` plays a built-in scenario or a scenario file
 (``FAKE_CODEX_SCENARIO`` when no flag, ``plain`` when neither), so a client that spawns ``codex app-server``
-with fixed arguments can point its codex path here. Real-binary flags
-(``--listen stdio://``, ``-c key=value``) are accepted. ``--record DIR`` records the session
+with fixed arguments can point its codex path here. Real-binary flags (``-c key=value``) are accepted.
+``--listen ws://IP:PORT`` / ``unix://[PATH]`` serve as ``codex app-server`` does (its banner, ``/readyz`` and
+``/healthz``, ``--ws-auth``, one session per connection until SIGTERM: :mod:`fake_server.ws_serve`,
+``docs/transports.md``). ``--record DIR`` records the session
 (:mod:`fake_server.recording`); ``FAKE_CODEX_RECORD`` wins over the flag.
 
 Process faults are real here: a crash flushes what the fault says (half a frame for mid-line) and
@@ -18,6 +20,7 @@ process group so a group kill takes it down. stdin EOF and SIGTERM shut down gra
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import socket
@@ -43,7 +46,7 @@ from fake_server.catalogue import builtin_names, resolve
 from fake_server.effects import FaultStruck, TraceEvent
 from fake_server.engine import Engine
 from fake_server.recording import RECORD_ENV, Recorder, RecordingIo, open_recorder
-from fake_server.runtime import run_engine
+from fake_server.runtime import default_clock_ms, run_engine
 from fake_server.server_trace import ServerTrace
 
 SCENARIO_ENV = "FAKE_CODEX_SCENARIO"
@@ -166,6 +169,141 @@ async def serve_stdio(
     return code, crashed
 
 
+def _seconds(value: str) -> int:
+    """A number of seconds, 0 or more (the real binary's u64)."""
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid digit found in string: {value!r}")
+    return int(value)
+
+
+def _codex_home() -> str:
+    return os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+
+
+def _auth_flags(args: argparse.Namespace) -> Any:
+    from fake_server.ws_auth import AuthFlags
+
+    return AuthFlags(
+        mode=args.ws_auth,
+        token_file=args.ws_token_file,
+        token_sha256=args.ws_token_sha256,
+        shared_secret_file=args.ws_shared_secret_file,
+        issuer=args.ws_issuer,
+        audience=args.ws_audience,
+        max_clock_skew_seconds=args.ws_max_clock_skew_seconds,
+    )
+
+
+async def serve_socket(
+    listen: Any,
+    policy: Any,
+    scenario: Scenario,
+    spec: str | None,
+    profile: profiles.Profile,
+    sources: dict[str, str],
+    record_root: str | None,
+) -> tuple[int, bool]:
+    """Serve ``ws://`` or ``unix://`` until SIGTERM (exit 0, every connection dropped, as the real binary does)
+    or a crash fault (its exit code). Each connection is one session: its own engine, trace and recording."""
+    from fake_server.ws_serve import ConnectionIo, announce, refusal_of, serve_listener, write_stderr
+
+    trace_env = os.environ.get(TRACE_ENV)
+    clock = default_clock_ms()
+
+    async def session(ws: Any, n: int) -> tuple[int, bool] | None:
+        recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
+        root = str(recorder.trace_root) if recorder is not None else trace_env
+        trace = ServerTrace.for_profile(Path(root), profile) if root else None
+        engine = Engine(
+            scenario,
+            profile=profile,
+            cwd=os.getcwd(),
+            codex_home=_codex_home(),
+            hostname=socket.gethostname(),
+        )
+        io: Any = ConnectionIo(ws, write_stderr, trace.on_event if trace else (lambda _e: None), _ledger_append)
+        if recorder is not None:
+            recorder.note(f"connection {n} over {listen.scheme}")
+            io = RecordingIo(io, recorder)
+        outcome = await run_engine(engine, io, clock)
+        if trace is not None and not outcome.crash:
+            trace.finish(graceful=True)
+        if recorder is not None:
+            recorder.finish(outcome.code, outcome.crash)
+        return (outcome.code, True) if outcome.crash else None
+
+    result: list[tuple[int, bool]] = []
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            refuse = refusal_of(scenario)
+            if refuse is not None:  # struck as soon as the server serves: every upgrade is refused
+                index = next(i for i, f in enumerate(scenario.turns[0].faults) if f.kind == "ws_refuse_upgrade")
+                _ledger_append(FaultStruck(0, index, "ws_refuse_upgrade", "initialize", 1))
+
+            def refused(n: int) -> None:
+                """A refused upgrade is recorded too: an outside client's judge sees the server it started refuse it."""
+                recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
+                if recorder is not None and refuse is not None:
+                    recorder.note(f"websocket upgrade {n} refused: HTTP {refuse.refuse_status}")
+                    recorder.finish(0, False)
+
+            async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+                outcome = await serve_listener(
+                    listen, policy, session, clock, refuse=refuse, on_refused=refused, task_status=task_status
+                )
+                result.append(outcome)
+                nursery.cancel_scope.cancel()
+
+            async def on_signal() -> None:
+                async for _signum in signals:
+                    nursery.cancel_scope.cancel()  # every connection drops, no close frame; exit 0
+                    return
+
+            port = await nursery.start(serve)
+            announce(listen, port)
+            nursery.start_soon(on_signal)
+    return result[0] if result else (0, False)
+
+
+def _ledger_append(effect: FaultStruck) -> None:
+    path = os.environ.get(ledger.FAULT_LEDGER_ENV)
+    if path:
+        ledger.append(path, effect)
+
+
+def _serve_socket(
+    listen: Any,
+    policy: Any,
+    scenario: Scenario,
+    spec: str | None,
+    profile: profiles.Profile,
+    sources: dict[str, str],
+    record_root: str | None,
+) -> int:
+    from fake_server.ws_serve import UnixPathError
+
+    try:
+        try:
+            code, crashed = trio.run(serve_socket, listen, policy, scenario, spec, profile, sources, record_root)
+        except BaseExceptionGroup as group:  # raised inside the server's nursery: the one cause
+            leaves = group.exceptions
+            while len(leaves) == 1 and isinstance(leaves[0], BaseExceptionGroup):
+                leaves = leaves[0].exceptions
+            if len(leaves) != 1:
+                raise
+            raise leaves[0] from None
+    except UnixPathError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # the address is taken, not ours, not here
+        print(f"Error: {exc.strerror or exc} (os error {exc.errno})", file=sys.stderr)
+        return 1
+    if crashed:
+        os._exit(code & 0xFF)
+    return code
+
+
 def _get_blocking(fd: int) -> bool | None:
     try:
         return os.get_blocking(fd)
@@ -198,9 +336,23 @@ def _parser() -> ArgumentParser:
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="accepted, ignored")
     parser.add_argument("--record", dest="record_top", metavar="DIR", help="as app-server --record")
     sub = parser.add_subparsers(dest="command")
-    app = sub.add_parser("app-server", help="serve one app-server session on stdio")
+    app = sub.add_parser("app-server", help="serve app-server sessions on stdio, a websocket or a unix socket")
     app.add_argument("--scenario", help=f"built-in scenario name or scenario file (default: ${SCENARIO_ENV} or plain)")
-    app.add_argument("--listen", default="stdio://", help="only stdio:// is served")
+    app.add_argument(
+        "--listen",
+        default="stdio://",
+        help="stdio:// (default), unix://, unix://PATH or ws://IP:PORT (one connection, one session; see "
+        "docs/transports.md)",
+    )
+    app.add_argument(
+        "--ws-auth", choices=("capability-token", "signed-bearer-token"), help="auth of websocket upgrades"
+    )
+    app.add_argument("--ws-token-file", metavar="PATH")
+    app.add_argument("--ws-token-sha256", metavar="HEX")
+    app.add_argument("--ws-shared-secret-file", metavar="PATH")
+    app.add_argument("--ws-issuer", metavar="ISSUER")
+    app.add_argument("--ws-audience", metavar="AUDIENCE")
+    app.add_argument("--ws-max-clock-skew-seconds", metavar="SECONDS", type=_seconds)
     app.add_argument("--record", metavar="DIR", help=f"record the session into DIR/<n>-<pid>/ (or ${RECORD_ENV})")
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
@@ -259,9 +411,23 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command != "app-server":
         parser.print_help()
         return 3
-    if args.listen != "stdio://":
-        print(f"fake-codex: only --listen stdio:// is supported, not {args.listen}", file=sys.stderr)
-        return 2
+    listen = policy = None
+    auth = _auth_flags(args)
+    if args.listen != "stdio://" or any(v is not None for v in dataclasses.astuple(auth)):
+        # Imported only for a listener (wsproto and h11 are a tenth of a second on a loaded machine: stdio starts
+        # within its clients' handshake timeouts without them).
+        from fake_server import ws_auth, ws_http
+
+        try:
+            listen = ws_http.parse_listen(args.listen, _codex_home())
+            policy = ws_auth.policy_from_flags(auth)
+            ws_http.check_listener(listen, policy)
+        except ws_http.ListenUsageError as exc:  # the real binary's argument parser: exit 2
+            print(exc, file=sys.stderr)
+            return INVALID_INPUT
+        except (ws_http.ListenRefused, ws_auth.AuthConfigError) as exc:  # refused at start: exit 1
+            print(f"Error: {exc}", file=sys.stderr)
+            return 1
     spec = args.scenario or os.environ.get(SCENARIO_ENV) or None
     try:
         _require_readable(spec)
@@ -277,6 +443,8 @@ def _main(argv: Sequence[str] | None) -> int:
     # The variable wins over the flag: a wrapper that records every server (the --client-cmd shim) must not lose
     # one to a client that passes --record.
     record_root = os.environ.get(RECORD_ENV) or args.record or args.record_top
+    if listen is not None and listen.scheme != "stdio":
+        return _serve_socket(listen, policy, scenario, spec, profile, sources, record_root)
     recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
     if recorder is not None:
         recorder.keep_signals()

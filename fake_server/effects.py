@@ -80,6 +80,32 @@ class FaultStruck:
     received: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class PauseInput:
+    """Read nothing for ``ms`` milliseconds (a slow reader: what the client writes backs up); writing goes on."""
+
+    ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransportFault:
+    """A websocket fault (``ws_close``, ``ws_ping_silent``, ``ws_fragment``) for the deployment's connection to
+    carry out; ``params`` as the fault table declares them."""
+
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
 Effect: TypeAlias = (
-    Send | SendBytes | Wake | WriteStderr | CloseStdout | Exit | SpawnGrandchild | TraceEvent | FaultStruck
+    Send
+    | SendBytes
+    | Wake
+    | WriteStderr
+    | CloseStdout
+    | Exit
+    | SpawnGrandchild
+    | TraceEvent
+    | FaultStruck
+    | PauseInput
+    | TransportFault
 )

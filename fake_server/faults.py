@@ -250,6 +250,25 @@ def _no_answer(hit: Hit, fault: Fault) -> None:
     """Nothing to write: the [[methods]] request it struck is left unanswered (fake_server.surface.overrides)."""
 
 
+@strikes("slow_reader")
+def _slow_reader(hit: Hit, fault: Fault) -> None:
+    hit.box.pause_input(int(fault.param("pause_ms")))
+
+
+def _transport(hit: Hit, fault: Fault) -> None:
+    """Carried out by the deployment's connection (fake_server.ws_serve); refused at run time on stdio."""
+    hit.box.transport_fault(fault.kind, {p: fault.param(p) for p in FAULTS[fault.kind].param_map})
+
+
+for _kind in ("ws_close", "ws_ping_silent", "ws_fragment"):
+    strikes(_kind)(_transport)
+
+
+@strikes("ws_refuse_upgrade")
+def _refuse_upgrade(hit: Hit, fault: Fault) -> None:
+    """Nothing here: the upgrade is refused before any message (fake_server.ws_serve.refusal_of)."""
+
+
 @strikes("overload")
 def _overload(hit: Hit, fault: Fault) -> None:
     hit.box.overload_left += int(fault.param("count"))

@@ -30,7 +30,7 @@ from contracts.scenario import Scenario
 from contracts.transport import LineStream, MessageStream, TransportClosed
 from contracts.wire import Incoming
 from fake_server import profiles
-from fake_server.effects import FaultStruck, TraceEvent
+from fake_server.effects import FaultStruck, TraceEvent, TransportFault
 from fake_server.engine import Engine
 from fake_server.runtime import default_clock_ms, run_engine
 from fake_server.server_trace import ServerTrace
@@ -232,6 +232,13 @@ class InProcessServer:
 
     async def close_stdout(self) -> None:
         self.pipe.close_server_output()
+
+    async def transport_fault(self, effect: TransportFault) -> None:
+        carry_out = getattr(self.pipe, "transport_fault", None)
+        if carry_out is None:
+            self.write_stderr(f"fake-codex: fault {effect.kind} acts on a websocket, not on this connection\n")
+        else:
+            await carry_out(effect)
 
     def write_stderr(self, text: str) -> None:
         self._stderr.append(text)

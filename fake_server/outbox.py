@@ -23,10 +23,12 @@ from fake_server.effects import (
     Effect,
     Exit,
     FaultStruck,
+    PauseInput,
     Send,
     SendBytes,
     SpawnGrandchild,
     TraceEvent,
+    TransportFault,
     Wake,
     WriteStderr,
 )
@@ -173,6 +175,13 @@ class Outbox:
 
     def spawn_grandchild(self, hold_ms: int) -> None:
         self._out.append(SpawnGrandchild(hold_ms))
+
+    def pause_input(self, ms: int) -> None:
+        self._out.append(PauseInput(ms))
+
+    def transport_fault(self, kind: str, params: dict[str, Any]) -> None:
+        if self.exited is None:
+            self._out.append(TransportFault(kind, dict(params)))
 
     # --- timers -------------------------------------------------------------------------------
 

@@ -24,10 +24,12 @@ from fake_server.effects import (
     Effect,
     Exit,
     FaultStruck,
+    PauseInput,
     Send,
     SendBytes,
     SpawnGrandchild,
     TraceEvent,
+    TransportFault,
     Wake,
     WriteStderr,
 )
@@ -80,10 +82,12 @@ async def run_engine(
     now = clock_ms or default_clock_ms()
     timers: dict[int, float] = {}
     eof = False
+    paused_until = -math.inf  # a slow reader: nothing is read before then
     if on_started is not None:
         on_started()
 
     async def apply(effects: list[Effect]) -> Outcome | None:
+        nonlocal paused_until
         # Frames are batched per call: one write per engine step keeps a pipe's syscalls few.
         batch: list[bytes] = []
         for effect in effects:
@@ -112,6 +116,14 @@ async def run_engine(
                 io.trace(effect)
             elif isinstance(effect, FaultStruck):
                 io.fault_struck(effect)
+            elif isinstance(effect, PauseInput):
+                paused_until = max(paused_until, trio.current_time() + effect.ms / 1000)
+            elif isinstance(effect, TransportFault):
+                carry_out = getattr(io, "transport_fault", None)
+                if carry_out is None:  # refused before the run (contracts.faults.transport_problem); said if not
+                    io.write_stderr(f"fake-codex: fault {effect.kind} acts on a websocket, not on this connection\n")
+                else:
+                    await carry_out(effect)
             elif isinstance(effect, Exit):
                 return Outcome(effect.code, effect.crash)
         if batch:
@@ -124,6 +136,8 @@ async def run_engine(
         messages: list[Incoming] | None = None
         if eof:
             await trio.sleep_until(deadline) if deadline != math.inf else await trio.sleep_forever()
+        elif paused_until > trio.current_time():
+            await trio.sleep_until(min(deadline, paused_until))
         else:
             with trio.move_on_at(deadline):
                 messages = await io.read()

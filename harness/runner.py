@@ -25,6 +25,7 @@ import trio.testing
 
 from contracts.checks import CONTRACT_NAMES, Check, run_all, worst
 from contracts.checks import scenario as scenario_check
+from contracts.faults import transport_problem
 from contracts.heap import collector_paused
 from contracts.jsonrpc import RpcError
 from contracts.method_overrides import LEDGER_TURN
@@ -460,6 +461,7 @@ def run_one(
     work_root: Path | None = None,
     contracts: tuple[str, ...] = CONTRACT_NAMES,
     release: str | None = None,
+    transport: str = "stdio",
 ) -> ScenarioRun:
     """Play and judge one (scenario, target). Never raises for a scenario: a broken run is a failed check.
 
@@ -467,6 +469,10 @@ def run_one(
     swapped in whole (a report's :class:`Slot`, or a directory); a record that cannot be written (a full disk)
     is a :class:`~contracts.safe_dir.WriteError`, exit 3."""
     outcome = unsupported_run(scenario, target)
+    why = transport_problem({f.kind for f in scenario.faults}, transport)
+    if why and not outcome.skipped:
+        outcome.skipped = why
+        outcome.checks = skipped_checks(scenario.name, target, why)
     if outcome.skipped:
         return outcome
     if not is_safe_name(scenario.name):  # built in Python, past the loader: it names files and folders
@@ -476,7 +482,7 @@ def run_one(
     started = time.perf_counter()
     try:
         with workdirs.work_dir(f"codex-harness-{scenario.name}-", work_root) as work_dir:
-            _play_and_judge(outcome, scenario, target, work_dir, codex, save_dir, contracts, release)
+            _play_and_judge(outcome, scenario, target, work_dir, codex, save_dir, contracts, release, transport)
     finally:
         outcome.wall_s = time.perf_counter() - started
     return outcome
@@ -491,10 +497,13 @@ def _play_and_judge(
     save_dir: Path | None,
     contracts: tuple[str, ...],
     release: str | None,
+    transport: str = "stdio",
 ) -> None:
     try:
         with collector_paused():  # no full collections while the record grows (contracts.heap)
-            record = play(scenario, target, work_dir=work_dir / "run", codex=codex, release=release)
+            record = play(
+                scenario, target, work_dir=work_dir / "run", codex=codex, release=release, transport=transport
+            )
     except TargetUnavailable as exc:
         outcome.skipped = f"target {target} not available: {exc}"
         outcome.checks = skipped_checks(scenario.name, target, outcome.skipped)
@@ -520,16 +529,17 @@ def run_many(
     codex: Path | None = None,
     report_dir: Path | ReportDir | None = None,
     progress: Callable[[ScenarioRun, int, int], None] | None = None,
+    transport: str = "stdio",
 ) -> list[ScenarioRun]:
     """Every (scenario, target); ``report_dir``: the records go to its ``sessions/<target>/<scenario>/`` (a path
-    is prepared and locked here, for this call)."""
+    is prepared and locked here, for this call). ``transport``: how our client reaches each server."""
     pairs = [(s, t) for t in targets for s in scenarios]
     if isinstance(report_dir, Path):
         from harness.report_dir import prepare
 
         with prepare(report_dir, [(t, s.name) for s, t in pairs]) as report:
-            return _run_pairs(pairs, codex, report, progress)
-    return _run_pairs(pairs, codex, report_dir, progress)
+            return _run_pairs(pairs, codex, report, progress, transport)
+    return _run_pairs(pairs, codex, report_dir, progress, transport)
 
 
 def _run_pairs(
@@ -537,11 +547,12 @@ def _run_pairs(
     codex: Path | None,
     report: ReportDir | None,
     progress: Callable[[ScenarioRun, int, int], None] | None,
+    transport: str = "stdio",
 ) -> list[ScenarioRun]:
     runs = []
     for n, (scenario, target) in enumerate(pairs, 1):
         save = report.slot(target, scenario.name) if report is not None else None
-        run = run_one(scenario, target, codex=codex, save_dir=save)
+        run = run_one(scenario, target, codex=codex, save_dir=save, transport=transport)
         runs.append(run)
         if progress is not None:
             progress(run, n, len(pairs))

@@ -14,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+from contracts.faults import transport_problem
 from contracts.jsonrpc import RpcError
 from contracts.scenario import Scenario
 from contracts.trace import check_bundle, read_bundle
@@ -29,7 +30,8 @@ from harness.targets.fake import fake_codex_argv
 
 WORKDIR = "/RUN/workdir"
 SLACK_S = 0.25  # real processes: scheduling slack on a loaded machine (0 under MockClock in practice)
-BUILTINS = builtin_names()
+#: The catalogue as played over stdio (its websocket scenarios run in tests/test_transport_ws.py).
+BUILTINS = [n for n in builtin_names() if transport_problem({f.kind for f in load_builtin(n).faults}, "stdio") is None]
 
 
 def options_for(scenario: Scenario, trace_dir: Path | None = None) -> SessionOptions:

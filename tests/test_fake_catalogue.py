@@ -13,6 +13,7 @@ import orjson
 import pytest
 from support.plan import PlanRun, play
 
+from contracts.faults import transport_problem
 from contracts.messages import Message
 from contracts.scenario import FAULT_KINDS
 from contracts.scenario_file import ScenarioError
@@ -97,8 +98,13 @@ def test_resolve_names_paths_and_errors(tmp_path: Any) -> None:
         resolve(str(tmp_path / "missing.toml"))
 
 
-@pytest.mark.parametrize("name", builtin_names())
+def _over_stdio(name: str) -> bool:
+    return transport_problem({f.kind for f in load_builtin(name).faults}, "stdio") is None
+
+
+@pytest.mark.parametrize("name", [n for n in builtin_names() if _over_stdio(n)])
 def test_server_side_of_expect_holds(name: str) -> None:
+    """Over stdio (the websocket scenarios' server side is judged in tests/test_transport_ws.py)."""
     scenario = load_builtin(name)
     run = played(name)[0]
     expected = [t.server_status for t in scenario.expect.turns]

@@ -412,7 +412,15 @@ def test_an_unknown_release_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     assert "profiles:" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("scenario", builtin_names())
+def over_stdio(names: list[str]) -> list[str]:
+    """The catalogue a stdio client plays (its websocket scenarios need a client that speaks ws)."""
+    from contracts.faults import transport_problem
+    from fake_server.catalogue import load_builtin
+
+    return [n for n in names if transport_problem({f.kind for f in load_builtin(n).faults}, "stdio") is None]
+
+
+@pytest.mark.parametrize("scenario", over_stdio(builtin_names()))
 def test_the_careful_reference_client_passes_the_catalogue(run_scenario: Callable[..., Any], scenario: str) -> None:
     """No false positives: a client that does everything right fails no check on any built-in scenario."""
     run = run_scenario(scenario, client=CAREFUL)

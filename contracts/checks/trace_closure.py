@@ -60,10 +60,34 @@ def check(record: SessionRecord) -> list[Check]:
     client = _judge(make, "client trace", record.client_trace, record.expect.client_trace, checker, "fail")
     # A target that writes no server trace (it was not asked to) is not the client's fault.
     server = _judge(make, "server trace", record.server_trace, record.expect.server_trace, checker, "skip")
+    server = _outlived_connection(make, record, server)
     if server.status == "skip" and record.server_trace is None and record.expect.server_trace != "none":
         server = make("server trace", "skip", f"the {record.target} target wrote no server trace bundle")
     others = _others(make, record, checker)
     return [client, server] + ([others] if others is not None else [])
+
+
+#: Transports where a thread outlives the connection that started it (contracts.transport: a socket).
+SOCKET_TRANSPORTS = ("ws", "unix")
+
+
+def _outlived_connection(make: Maker, record: SessionRecord, server: Check) -> Check:
+    """Over a websocket the server's thread is not the connection's: the real binary keeps it running when the
+    connection closes and leaves its trace unclosed when stopped with SIGTERM (docs/transports.md). An ``unclosed``
+    verdict
+    where ``closed`` is expected (or ``violation``, the unclosed tool, which the open thread then hides) is not
+    judged, with why; anything else still is."""
+    transport = record.meta.get("transport")
+    expected = record.expect.server_trace
+    if transport not in SOCKET_TRANSPORTS or server.status != "fail" or expected not in ("closed", "violation"):
+        return server
+    if not server.detail.startswith("verdict unclosed"):
+        return server
+    why = (
+        f"over {transport} the thread outlives the connection: the server was stopped with the thread still "
+        f"running, so its trace is unclosed (docs/transports.md); {server.detail}"
+    )
+    return make("server trace", "skip", why)
 
 
 def _others(make: Maker, record: SessionRecord, checker: Any) -> Check | None:

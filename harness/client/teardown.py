@@ -46,6 +46,9 @@ async def run_teardown(session: Session) -> None:
     reader_done, exited = session.reader_done, session.exited
     await step(session, words.eof_step, reader_done.wait(), start + total * 0.45, done_already=reader_done.is_set())
     if process is not None:
+        stop = getattr(process, "stop_after_close", None)  # a listener serves on after its connection: stop it
+        if callable(stop) and not exited.is_set():
+            stop()
         await step(session, "wait_exit", exited.wait(), start + total * 0.9, done_already=exited.is_set())
         group_alive = getattr(process, "group_alive", None)
         need_kill = not exited.is_set() or not reader_done.is_set() or (callable(group_alive) and group_alive())

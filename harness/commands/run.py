@@ -15,12 +15,14 @@ import sys
 from pathlib import Path
 
 from contracts.exitcodes import INVALID_INPUT, UsageError
+from contracts.faults import transport_problem
 from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
 from harness import confine, scenario_lookup
 from harness import report_dir as report_dir_check
+from harness.client.sockets import TRANSPORTS
 from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
@@ -36,6 +38,13 @@ STDERR_LINES = 10  # of a server that did not start, shown on the terminal
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", choices=TARGET_NAMES, default=None, help="where the server runs (default: fake)")
+    parser.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="stdio",
+        help="how our client reaches the server: stdio (default), ws (the server listens on ws://127.0.0.1:0) or "
+        "unix (on a unix socket of the run); see docs/transports.md",
+    )
     parser.add_argument(
         "--scenario",
         metavar="NAME|PATH",
@@ -73,6 +82,12 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario]:
         specs = scenario_lookup.builtin_names()
         if not specs:
             raise UsageError(f"no built-in scenarios found in {scenario_lookup.BUILTIN_DIR}")
+        # The catalogue's websocket scenarios run with --transport ws|unix; elsewhere they are left out (said once),
+        # not skipped one by one (a skip fails --strict).
+        every = [scenario_lookup.resolve(spec) for spec in specs]
+        kept = [s for s in every if transport_problem({f.kind for f in s.faults}, args.transport) is None]
+        args.left_out = [s.name for s in every if s not in kept]  # said once the run is sure to go on
+        return check_unique_names(kept)
     return check_unique_names([scenario_lookup.resolve(spec) for spec in specs])
 
 
@@ -123,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
             codex, _ = preflight(codex)
         except TargetUnavailable as exc:
             raise UsageError(f"--target real: {exc}") from None
+    left_out = getattr(args, "left_out", [])
+    if left_out and not args.quiet:
+        names = ", ".join(left_out)
+        print(f"codex-harness run: left out over {args.transport} (websocket faults): {names}", file=sys.stderr)
     # Every path the run will write, checked before anything is played; then held and locked to the end.
     report = None
     if args.report:
@@ -133,7 +152,12 @@ def run(args: argparse.Namespace) -> int:
             describe(runs)
         else:
             runs = run_many(
-                scenarios, [args.target], codex=codex, report_dir=report, progress=None if args.quiet else _progress
+                scenarios,
+                [args.target],
+                codex=codex,
+                report_dir=report,
+                progress=None if args.quiet else _progress,
+                transport=args.transport,
             )
         _startup_failures(runs)
         with collector_paused():  # the records are only read from here on (contracts.heap)

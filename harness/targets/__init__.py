@@ -30,23 +30,25 @@ async def open_target(
     transport: str = "stdio",
 ) -> AsyncIterator[TargetRun]:
     """``release``: the profile a fake plays (fake_server.profiles) before its other sources; None: theirs.
-    ``transport``: how the client reaches the server (the in-process fake also serves ``messages``)."""
+    ``transport``: how the client reaches the server: ``stdio``, ``ws`` or ``unix`` (the server is started with
+    ``--listen ws://127.0.0.1:0`` or ``--listen unix://PATH`` and our client connects); the in-process fake also
+    serves ``messages``."""
     if name == "fake":
         from harness.targets.fake import in_process
 
         async with in_process(scenario, work_dir=work_dir, release=release, transport=transport) as run:
             yield run
-    elif transport != "stdio":
-        raise TargetUnavailable(f"target {name} is reached over stdio only, not {transport}")
     elif name == "fake-process":
         from harness.targets.fake import fake_process
 
-        async with fake_process(scenario, work_dir=work_dir, scenario_file=scenario_file, release=release) as run:
+        async with fake_process(
+            scenario, work_dir=work_dir, scenario_file=scenario_file, release=release, transport=transport
+        ) as run:
             yield run
     elif name == "real":
         from harness.targets.real_adapter import real
 
-        async with real(scenario, work_dir=work_dir, codex=codex) as run:
+        async with real(scenario, work_dir=work_dir, codex=codex, transport=transport) as run:
             yield run
     else:
         raise TargetUnavailable(f"unknown target {name!r} (known: {', '.join(TARGET_NAMES)})")

@@ -7,6 +7,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
@@ -16,8 +17,11 @@ from harness.targets.base import TargetRun, TargetUnavailable, write_files
 TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 
 
-#: The in-process fake's connections: newline-delimited as stdio, or one payload per message (no newline).
-IN_PROCESS_TRANSPORTS: tuple[str, ...] = ("stdio", "messages")
+#: The in-process fake's connections: newline-delimited as stdio, one payload per message (no newline), or a
+#: websocket (wsproto over a bounded in-memory stream) upgraded as a ``ws://`` or a ``unix://`` listener.
+IN_PROCESS_TRANSPORTS: tuple[str, ...] = ("stdio", "messages", "ws", "unix")
+#: What ``fake-codex`` serves as a process (``--listen``).
+PROCESS_TRANSPORTS: tuple[str, ...] = ("stdio", "ws", "unix")
 
 
 @asynccontextmanager
@@ -27,11 +31,18 @@ async def in_process(
     try:
         from fake_server.inprocess import LinePipe, serve_in_process
         from fake_server.message_pipe import MessagePipe
+        from fake_server.ws_pipe import WsPipe
     except ImportError as exc:
         raise TargetUnavailable(f"the in-process fake is not available: {exc}") from exc
     if transport not in IN_PROCESS_TRANSPORTS:
         raise TargetUnavailable(f"the in-process fake serves {', '.join(IN_PROCESS_TRANSPORTS)}, not {transport}")
-    pipe = MessagePipe() if transport == "messages" else LinePipe()
+    pipe: Any = LinePipe()
+    if transport == "messages":
+        pipe = MessagePipe()
+    elif transport in ("ws", "unix"):
+        from fake_server.ws_serve import refusal_of
+
+        pipe = WsPipe(unix=transport == "unix", refuse=refusal_of(scenario))
     trace_root = work_dir / "server-trace-root"
     trace_root.mkdir(parents=True, exist_ok=True)
     # The engine's cwd is virtual unless the scenario puts files in it: then a real folder of the run's.
@@ -39,14 +50,44 @@ async def in_process(
     async with serve_in_process(
         scenario, trace_root=trace_root, release=release, pipe=pipe, **({"cwd": str(cwd)} if cwd else {})
     ) as server:
+        connection: Any = server
+        failure = None
+        if isinstance(pipe, WsPipe):
+            failure = await _connect_in_process(pipe, server)
+            if failure is not None:
+                from harness.client.sockets import NoConnection, SocketTransport
+
+                connection = SocketTransport(NoConnection(failure), server, failure=failure)
         # The release profile played ($FAKE_CODEX_RELEASE, else the scenario's): its schema judges the frames.
         release = server.profile.release
         run = TargetRun(
-            "fake", server, virtual_time=True, trace_root=trace_root, schema_release=release, server_version=release
+            "fake",
+            connection,
+            virtual_time=True,
+            trace_root=trace_root,
+            schema_release=release,
+            server_version=release,
+            meta={"transport": transport, **({"connect_failure": failure} if failure else {})},
         )
         run.workdir = cwd or Path(server.engine.cwd)
         run.faults_struck = lambda: [(f.turn, f.index, f.sent, f.received) for f in server.faults_struck]
         yield run
+
+
+async def _connect_in_process(pipe: Any, server: Any) -> str | None:
+    """Our client's upgrade; what went wrong when it did not open (a refusal is the scenario's fault: struck)."""
+    from contracts.websocket import HandshakeFailed, UpgradeRefused
+    from fake_server.effects import FaultStruck
+    from harness.client.sockets import keepalive
+
+    try:
+        keepalive(await pipe.connect())
+    except (UpgradeRefused, HandshakeFailed) as exc:
+        if pipe.refuse is not None:
+            index = next(i for i, f in enumerate(server.scenario.turns[0].faults) if f.kind == "ws_refuse_upgrade")
+            server.faults_struck.append(FaultStruck(0, index, "ws_refuse_upgrade", "initialize", 1))
+        return str(exc)
+    return None
 
 
 def fake_codex_argv() -> list[str]:
@@ -60,10 +101,19 @@ def fake_codex_argv() -> list[str]:
 
 @asynccontextmanager
 async def fake_process(
-    scenario: Scenario, *, work_dir: Path, scenario_file: Path | None = None, release: str | None = None
+    scenario: Scenario,
+    *,
+    work_dir: Path,
+    scenario_file: Path | None = None,
+    release: str | None = None,
+    transport: str = "stdio",
 ) -> AsyncIterator[TargetRun]:
     from harness import proctree
     from harness.client.process import child_environment, spawn_process
+    from harness.client.sockets import listen_arg, open_socket_transport
+
+    if transport not in PROCESS_TRANSPORTS:
+        raise TargetUnavailable(f"fake-codex serves {', '.join(PROCESS_TRANSPORTS)}, not {transport}")
 
     if scenario_file is None:
         scenario_file = Path(scenario.source) if scenario.source and Path(scenario.source).is_file() else None
@@ -80,19 +130,28 @@ async def fake_process(
     # The release profile as the process will pick it; a scenario file of our own may lack the scenario's key.
     release = profiles.select(release, env.get(profiles.RELEASE_ENV), scenario.release).release
     argv = [*fake_codex_argv(), "app-server", "--scenario", str(scenario_file), "--release", release]
+    if transport != "stdio":
+        argv += ["--listen", listen_arg(transport, work_dir)]
     # fake-codex's cwd is its sessions' working directory: a folder of its own when the scenario puts files there.
     cwd = write_files(work_dir / "workdir", scenario.client.files) if scenario.client.files else work_dir
     # In a process tree of its own: what it leaves behind (a scenario's grandchild) dies with the run, even a
     # run killed by SIGKILL (harness.proctree).
-    async with spawn_process(argv, cwd=cwd, env=env, confine=proctree.confinement()) as transport:
+    async with spawn_process(argv, cwd=cwd, env=env, confine=proctree.confinement()) as process:
+        connection: Any = process
+        meta = {"argv": argv, "transport": transport}
+        if transport != "stdio":
+            connection = await open_socket_transport(transport, process, work_dir)
+            if connection.failure:
+                meta["connect_failure"] = connection.failure
         yield TargetRun(
             "fake-process",
-            transport,
+            connection,
             virtual_time=False,
             trace_root=trace_root,
             schema_release=release,
             server_version=release,
-            meta={"argv": argv},
+            meta=meta,
             faults_struck=lambda: ledger.read(fault_ledger),
             workdir=cwd,
         )
+

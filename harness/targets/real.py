@@ -139,8 +139,19 @@ def config_toml(config: ServerConfig, base_url: str) -> dict[str, Any]:
     }
 
 
-def server_argv(codex: Path) -> tuple[str, ...]:
-    return (os.fspath(codex), "app-server", "--listen", "stdio://")
+def server_argv(codex: Path, listen: str = "stdio://") -> tuple[str, ...]:
+    return (os.fspath(codex), "app-server", "--listen", listen)
+
+
+def socket_dirs(argv: tuple[str, ...]) -> list[Path]:
+    """Where a ``--listen unix://PATH`` server puts its socket: the real binary binds it in ``/tmp/codex-daemon-<uid>/``
+    (named by the SHA-256 of PATH) and links PATH to it. The confined binary's ``/tmp`` is its own, so that folder
+    is shared (made private, 0700, as the binary makes it) for the link to lead somewhere we can connect."""
+    if not any(a.startswith("unix://") for a in argv):
+        return []
+    folder = Path(f"/tmp/codex-daemon-{os.getuid()}")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return [folder]
 
 
 def pinned_schema_for(version: str) -> str | None:
@@ -176,12 +187,16 @@ async def real_target(
     require_pinned_schema: bool = True,
     base_dir: Path | None = None,
     version: str | None = None,
+    listen: str | None = None,
+    server_args: tuple[str, ...] = (),
 ) -> AsyncIterator[RealTarget]:
     """Prepare a real-binary run of ``scenario`` and keep its mock Responses API up for the block.
 
     ``trace_root``: where the server writes its rollout-trace bundle (``CODEX_ROLLOUT_TRACE_ROOT``);
     None: no trace. ``base_dir``: parent of the run's temporary directory (default: the system's).
-    ``version``: skip running ``codex --version`` (already known).
+    ``version``: skip running ``codex --version`` (already known). ``listen``: the ``--listen`` value (default
+    ``stdio://``; ``{run}`` in it is the run's directory, for a unix socket there). ``server_args``: more
+    ``app-server`` flags (``--ws-auth …``; ``{run}`` as in ``listen``).
 
     Raises :class:`ScenarioNotSupported` for a fake-only scenario, :class:`SchemaNotPinned` when
     ``require_pinned_schema`` and the binary's release is not pinned, :class:`RealTargetError` when
@@ -210,8 +225,10 @@ async def real_target(
         async with serve_responses_api(scenario, workdir=PurePosixPath(run.workdir)) as mock:
             (run.codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
             env = run.env(os.environ, trace_root=trace_root)
-            argv = server_argv(codex)
+            argv = server_argv(codex, (listen or "stdio://").replace("{run}", os.fspath(run.root)))
+            argv += tuple(a.replace("{run}", os.fspath(run.root)) for a in server_args)
             writable = [run.root] if trace_root is None else [run.root, trace_root]
+            writable += socket_dirs(argv)
             where = confine.layout(
                 codex, writable=writable, cwd=run.workdir, scratch=run.root, path_env=env.get("PATH")
             )

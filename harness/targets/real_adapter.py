@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from contracts.scenario import Scenario
 from harness import confine
@@ -53,12 +54,18 @@ def preflight(codex: Path | None, *, require_pinned_schema: bool = True) -> tupl
 
 
 @asynccontextmanager
-async def real(scenario: Scenario, *, work_dir: Path, codex: Path | None) -> AsyncIterator[TargetRun]:
+async def real(
+    scenario: Scenario, *, work_dir: Path, codex: Path | None, transport: str = "stdio"
+) -> AsyncIterator[TargetRun]:
     try:
         from harness.targets.real import RealTargetError, real_target
     except ImportError as exc:
         raise TargetUnavailable(f"the real target is not available: {exc}") from exc
     from harness.client.process import spawn_process
+    from harness.client.sockets import listen_arg, open_socket_transport
+
+    if transport not in ("stdio", "ws", "unix"):
+        raise TargetUnavailable(f"the real target is reached over stdio, ws or unix, not {transport}")
 
     binary = select_codex(codex)
     trace_root = work_dir / "server-trace-root"
@@ -66,19 +73,31 @@ async def real(scenario: Scenario, *, work_dir: Path, codex: Path | None) -> Asy
     async with AsyncExitStack() as stack:
         try:
             target = await stack.enter_async_context(
-                real_target(scenario, binary, trace_root=trace_root, base_dir=work_dir)
+                real_target(
+                    scenario,
+                    binary,
+                    trace_root=trace_root,
+                    base_dir=work_dir,
+                    listen=listen_arg(transport, Path("{run}")),  # the socket in the run's folder, where it writes
+                )
             )
         except RealTargetError as exc:
             raise TargetUnavailable(str(exc)) from exc
-        transport = await stack.enter_async_context(spawn_process(target.argv, cwd=target.cwd, env=target.env))
+        process = await stack.enter_async_context(spawn_process(target.argv, cwd=target.cwd, env=target.env))
+        connection: Any = process
+        meta = {"codex": str(binary), "confinement": target.confinement, "transport": transport}
+        if transport != "stdio":
+            connection = await open_socket_transport(transport, process, target.codex_home.parent)
+            if connection.failure:
+                meta["connect_failure"] = connection.failure
         yield TargetRun(
             "real",
-            transport,
+            connection,
             virtual_time=False,
             trace_root=trace_root,
             schema_release=target.schema_release or target.version,
             server_version=target.version,
-            meta={"codex": str(binary), "confinement": target.confinement},
+            meta=meta,
             model_traffic=target.mock.traffic,
             workdir=target.workdir,
         )

@@ -1,0 +1,305 @@
+"""The fake served over a websocket: each connection upgraded as the real binary does, one engine session each.
+
+:func:`upgrade` answers one connection's HTTP (:mod:`fake_server.ws_http`) and returns the websocket stream, or
+None when it answered something else (``/readyz``, a refusal). :class:`ConnectionIo` is the engine's
+:class:`~fake_server.runtime.Io` on that stream: what the engine sends goes out one text frame per message,
+``CloseStdout`` drops the connection without a close frame, and the transport faults
+(``fake_server.faults``' ``ws_*`` kinds) act on the frames. :func:`serve_listener` is ``fake-codex app-server
+--listen ws://…|unix://…``: it listens, prints the banner, serves each connection with its own engine (and its
+own recording), and leaves on SIGTERM with 0 after dropping every connection, as the real binary does; a crash
+fault takes the whole process down.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import socket
+import stat
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import trio
+from wsproto import ConnectionType
+from wsproto.connection import Connection
+
+from contracts.websocket import SERVER_MAX_FRAME, SERVER_MAX_MESSAGE, WsStream
+from contracts.wire import Incoming
+from fake_server.effects import FaultStruck, TraceEvent, TransportFault
+from fake_server.ws_auth import Policy
+from fake_server.ws_http import Listen, answer, bad_request, http_date, read_request
+
+#: How long a connection may take to send its request head before it is dropped.
+UPGRADE_TIMEOUT_S: Final = 10.0
+#: the real binary answers each ping twice (its socket layer and the server each send a pong).
+PONGS_PER_PING: Final = 2
+GOING_AWAY: Final = 1001
+MAX_CONNECTIONS: Final = 256
+
+
+@dataclass(slots=True)
+class Upgrade:
+    """The transport faults a scenario asks of the upgrade (``ws_refuse_upgrade``): status and body."""
+
+    refuse_status: int | None = None
+    refuse_body: str = ""
+    refused: int = 0  # upgrades refused so far
+
+
+async def upgrade(
+    stream: trio.abc.Stream,
+    *,
+    unix: bool,
+    policy: Policy,
+    clock_ms: Callable[[], int],
+    refuse: Upgrade | None = None,
+) -> WsStream | None:
+    """Answer one connection's HTTP; the websocket on 101, else None (the caller closes the stream)."""
+    head = await read_request(stream)
+    now_ms = clock_ms()
+    if head.request is None:
+        if head.garbage and not unix:
+            await _send(stream, bad_request(http_date(now_ms)))
+        return None
+    reply = answer(head.request, head.leftover, unix=unix, policy=policy, now_s=now_ms // 1000, date=http_date(now_ms))
+    if reply.upgraded and refuse is not None and refuse.refuse_status is not None:
+        body = refuse.refuse_body.encode()
+        data = (
+            f"HTTP/1.1 {refuse.refuse_status} Refused\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        ).encode() + body
+        await _send(stream, data)
+        refuse.refused += 1
+        return None
+    if not await _send(stream, reply.data) or not reply.upgraded:
+        return None
+    conn = Connection(ConnectionType.SERVER)
+    return WsStream(
+        stream,
+        conn,
+        reply.leftover,
+        max_message=SERVER_MAX_MESSAGE,
+        max_frame=SERVER_MAX_FRAME,
+        pongs=PONGS_PER_PING,
+        quiet=True,
+        close_reply=False,  # the real binary drops the connection on a close frame, without one of its own
+    )
+
+
+async def _send(stream: trio.abc.Stream, data: bytes) -> bool:
+    if not data:
+        return False
+    try:
+        await stream.send_all(data)
+        return True
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        return False
+
+
+@dataclass
+class ConnectionIo:
+    """The engine's I/O on one websocket connection (a :class:`fake_server.runtime.Io`)."""
+
+    ws: WsStream
+    stderr: Callable[[str], None]
+    on_trace: Callable[[TraceEvent], None] = lambda _e: None
+    on_fault: Callable[[FaultStruck], None] = lambda _e: None
+    stdout_closed: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    async def read(self) -> list[Incoming]:
+        return await self.ws.receive()
+
+    async def write(self, messages: list[bytes], torn: bytes = b"") -> None:
+        if self.stdout_closed:
+            return
+        await self.ws.send(messages, torn)
+        if torn:  # a message begun and never finished: the connection drops under it
+            await self.close_stdout()
+
+    async def close_stdout(self) -> None:
+        """The server's output ends: the connection drops without a close frame."""
+        if not self.stdout_closed:
+            self.stdout_closed = True
+            await self.ws.close_raw()
+
+    def write_stderr(self, text: str) -> None:
+        self.stderr(text)
+
+    async def transport_fault(self, effect: TransportFault) -> None:
+        if await carry_out(self.ws, effect):
+            self.stdout_closed = True
+
+    async def spawn_grandchild(self, hold_ms: int) -> None:
+        """A grandchild holding stdout has nothing to hold on a socket (the connection is the server's own)."""
+        self.notes.append(f"grandchild_holds_stdout: nothing to hold on a websocket ({hold_ms} ms)")
+
+    def trace(self, event: TraceEvent) -> None:
+        self.on_trace(event)
+
+    def fault_struck(self, effect: FaultStruck) -> None:
+        self.on_fault(effect)
+
+
+async def carry_out(ws: WsStream, effect: TransportFault) -> bool:
+    """Do a websocket fault to ``ws``; True when the connection is gone after it."""
+    if effect.kind == "ws_close":
+        if effect.params.get("frame"):
+            await ws.close_with_frame(GOING_AWAY)
+        else:
+            await ws.close_raw()
+        return True
+    if effect.kind == "ws_ping_silent":
+        ws.answer_pings = False
+    elif effect.kind == "ws_fragment":
+        ws.frame_size = max(1, int(effect.params.get("size", 16)))
+    return False
+
+
+def refusal_of(scenario: Any) -> Upgrade | None:
+    """The ``ws_refuse_upgrade`` fault of a scenario's first turn (at ``initialize``), as the upgrade's answer."""
+    turns = getattr(scenario, "turns", ())
+    for fault in turns[0].faults if turns else ():
+        if fault.kind == "ws_refuse_upgrade":
+            return Upgrade(int(fault.param("status")), str(fault.param("body")))
+    return None
+
+
+def write_stderr(text: str) -> None:
+    data = text.encode("utf-8", "replace")
+    try:
+        while data:
+            data = data[os.write(2, data) :]
+    except OSError:
+        pass
+
+
+class UnixPathError(Exception):
+    """The unix socket's path cannot be served: ``str()`` is the real binary's words (``Error: …``, exit 1)."""
+
+
+def socket_home() -> str:
+    """Where the real binary binds its unix sockets: a private folder of the user's in ``/tmp``."""
+    return f"/tmp/codex-daemon-{os.getuid()}"
+
+
+def bind_unix(path: str) -> socket.socket:
+    """A listening unix socket reached at ``path``, as the real binary makes it: the socket itself is
+    ``/tmp/codex-daemon-<uid>/<sha256 of path>`` (mode 0600, its folder 0700; a path of any length fits) and
+    ``path`` is a link to it (in a folder made 0700). A stale socket is replaced; UnixPathError when another
+    server holds it or something else is there."""
+    parent = os.path.dirname(path)
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    home = socket_home()
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    physical = os.path.join(home, hashlib.sha256(os.fsencode(path)).hexdigest())
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not (stat.S_ISLNK(mode) or stat.S_ISSOCK(mode)):
+        raise UnixPathError(f"app-server control socket path exists and is not a socket: {path}")
+    if mode is not None:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(physical if stat.S_ISLNK(mode) else path)
+        except OSError as exc:
+            if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+                raise UnixPathError(f"app-server control socket at {path}: {exc.strerror}") from None
+            os.unlink(path)  # stale: nobody listens
+        else:
+            raise UnixPathError(f"app-server control socket is already in use at {path}")
+        finally:
+            probe.close()
+    if os.path.lexists(physical):
+        os.unlink(physical)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(physical)
+        os.chmod(physical, 0o600)
+        sock.listen(64)
+        os.symlink(physical, path)  # last: a client that sees the path can connect
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def unbind_unix(path: str) -> None:
+    """Remove the socket and the link to it (the server is leaving)."""
+    for name in (os.path.join(socket_home(), hashlib.sha256(os.fsencode(path)).hexdigest()), path):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+
+
+SessionFn = Callable[[WsStream, int], Awaitable[tuple[int, bool] | None]]
+
+
+async def serve_listener(
+    listen: Listen,
+    policy: Policy,
+    session: SessionFn,
+    clock_ms: Callable[[], int],
+    *,
+    refuse: Upgrade | None = None,
+    on_refused: Callable[[int], None] | None = None,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> tuple[int, bool]:
+    """Serve ``listen`` until cancelled or a session crashes the process: returns (exit code, crashed).
+
+    ``session(ws, n)`` plays connection ``n`` (from 1) and returns (code, crashed) when its engine crashed the
+    process, else None. ``on_refused(n)``: the ``n``-th upgrade the scenario's ``ws_refuse_upgrade`` refused."""
+    outcome: list[tuple[int, bool]] = []
+    unix = listen.scheme == "unix"
+    if unix:
+        sock = bind_unix(listen.path)
+        listeners: list[trio.SocketListener] = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+        port = 0
+    else:
+        listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
+        port = listeners[0].socket.getsockname()[1]
+    count = 0
+    live = trio.CapacityLimiter(MAX_CONNECTIONS)
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def handle(stream: trio.abc.Stream) -> None:
+                nonlocal count
+                async with live:
+                    ws = None
+                    refused_before = refuse.refused if refuse is not None else 0
+                    with trio.move_on_after(UPGRADE_TIMEOUT_S):
+                        ws = await upgrade(stream, unix=unix, policy=policy, clock_ms=clock_ms, refuse=refuse)
+                    if ws is None:
+                        await trio.aclose_forcefully(stream)
+                        if refuse is not None and refuse.refused > refused_before and on_refused is not None:
+                            on_refused(refuse.refused)
+                        return
+                    count += 1
+                    try:
+                        crashed = await session(ws, count)
+                    finally:
+                        await trio.aclose_forcefully(stream)
+                    if crashed is not None:
+                        outcome.append(crashed)
+                        nursery.cancel_scope.cancel()
+
+            nursery.start_soon(trio.serve_listeners, handle, listeners)
+            task_status.started(port)
+    finally:
+        if unix:
+            unbind_unix(listen.path)
+    return outcome[0] if outcome else (0, False)
+
+
+def announce(listen: Listen, port: int) -> None:
+    """The banner on stderr, once the listener listens (nothing for a unix socket)."""
+    from fake_server.ws_http import banner
+
+    text = banner(listen, port)
+    if text:
+        write_stderr(text)
