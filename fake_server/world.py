@@ -18,8 +18,7 @@ from contracts.scenario import Scenario
 from fake_server.ids import IdMaker
 from fake_server.outbox import Outbox
 from fake_server.profiles import Profile
-from fake_server.state import ThreadState
-from fake_server.surface.state import SurfaceState
+from fake_server.state import SurfaceState, ThreadState
 
 
 @dataclass(frozen=True, slots=True)

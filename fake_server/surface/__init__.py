@@ -10,8 +10,7 @@ with a model, an account or the network. Recorded answers and the schema are the
 (:mod:`.overrides`).
 
 A handler gets the connection's :class:`~fake_server.world.World` through its call and never the engine: the
-engine (above) owns the dispatch, the world (below) the state both share. This package imports nothing itself,
-so the world can hold :class:`~.state.SurfaceState` without importing the handlers.
+engine (above) owns the dispatch, the world (below) the state both share (:mod:`fake_server.state`).
 
 Sans-IO like the engine, except that the fs methods read the session's work directory (bounded,
 :mod:`.fs_search`); nothing is ever written to disk or run on the host.

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.messages import Request
-from fake_server.surface.state import SurfaceState
+from fake_server.state import SurfaceState
 from fake_server.world import World
 
 

@@ -15,10 +15,9 @@ import time
 from typing import Any
 
 from fake_server.ids import uuid_error
-from fake_server.state import ThreadState
+from fake_server.state import ThreadExtra, ThreadState
 from fake_server.surface.call import Call
 from fake_server.surface.errors import internal, invalid, invalid_params, not_supported
-from fake_server.surface.state import ThreadExtra
 from fake_server.world import World
 
 INCLUDE_TURNS_DEPRECATION = {
