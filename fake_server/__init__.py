@@ -1,6 +1,8 @@
 """The fake app-server, faithful to the codex-cli releases it has folders of, with scriptable scenarios and faults.
 
-- :mod:`fake_server.engine` — the sans-IO engine (:mod:`~fake_server.turns`, :mod:`~fake_server.programs`,
+- :mod:`fake_server.engine` — the sans-IO engine: the inputs and the dispatch to the handlers of
+  :mod:`~fake_server.surface` (one module per family of requests), which share :mod:`~fake_server.world` with it
+  (:mod:`~fake_server.turns`, :mod:`~fake_server.programs`,
   :mod:`~fake_server.outbox`, :mod:`~fake_server.state`, :mod:`~fake_server.faults` (the fault registry's
   strike functions; its table is :mod:`contracts.faults`), :mod:`~fake_server.shapes`,
   :mod:`~fake_server.methods`, :mod:`~fake_server.ids`); :mod:`~fake_server.ledger` — which faults struck;

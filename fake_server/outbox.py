@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from contracts.jsonrpc import Endpoint, ProtocolViolation
-from contracts.messages import NOTSET, JsonId, Request
+from contracts.messages import NOTSET, SERVER_OVERLOADED, JsonId, Request
 from contracts.scenario import Fault
 from contracts.text import escape
 from fake_server.effects import (
@@ -34,6 +34,8 @@ from fake_server.effects import (
 )
 from fake_server.ids import IdMaker
 
+OVERLOADED_MESSAGE = "Server overloaded; retry later."
+
 
 class Outbox:
     """The connection's output and shared bookkeeping (one per engine)."""
@@ -46,7 +48,7 @@ class Outbox:
         self.exited: int | None = None
         self.hung = False
         self.stdout_closed = False
-        self.overload_left = 0
+        self.overload_left = 0  # requests an ``overload`` fault still refuses
         self.last_response_frame: dict[str, Any] | None = None
         #: Faults of session-level points (``initialize``): the first turn's, counted over the session.
         self.session_faults = session_faults
@@ -118,6 +120,14 @@ class Outbox:
             return
         self.last_response_frame = response.frame
         self.send_frame(response.frame)
+
+    def refuse_overloaded(self, request_id: JsonId) -> bool:
+        """While an ``overload`` fault lasts, a request is refused ``-32001`` (True: this one was)."""
+        if self.overload_left <= 0:
+            return False
+        self.overload_left -= 1
+        self.respond_error(request_id, SERVER_OVERLOADED, OVERLOADED_MESSAGE)
+        return True
 
     def request(self, method: str, params: dict[str, Any], *, send: bool = True) -> Request:
         """A server request with the next id; ``send=False`` only reserves it (sent later with ``send_frame``)."""

@@ -218,7 +218,7 @@ def test_engine_never_reads_a_clock() -> None:
     out = engine.receive([orjson.dumps(INIT)], 1234)
     assert all(f.frame.get("emittedAtMs", 1234) == 1234 for f in out if isinstance(f, Send))
     engine.receive([b'{"id":1,"method":"thread/start","params":{}}'], 1234)
-    thread_id = engine.threads and next(iter(engine.threads))
+    thread_id = engine.world.threads and next(iter(engine.world.threads))
     out = engine.receive([orjson.dumps(turn_start(thread_id))], 5000)
     wakes = [e for e in out if isinstance(e, Wake)]
     assert wakes and wakes[0].after_ms == 100

@@ -159,14 +159,14 @@ def _stable_methods() -> list[str]:
 
 
 def _minimal_params(method: str, thread_id: str, cwd: str) -> dict[str, Any]:
-    from fake_server.surface.schema_answer import _instance
+    from fake_server.surface.schema_answer import smallest_instance
 
     bundle = schema_store.load_bundle("0.171.0", True)
     entry = build_index(bundle).methods[Union.CLIENT_REQUEST][method]
     definitions = bundle["ClientRequest.json"]["definitions"]
     if not entry.params_refs:
         return {}
-    params = _instance(definitions[entry.params_refs[0]], definitions, 0) or {}
+    params = smallest_instance(definitions[entry.params_refs[0]], definitions) or {}
     for key in ("threadId",):
         if key in params:
             params[key] = thread_id

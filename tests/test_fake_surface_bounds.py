@@ -256,7 +256,7 @@ def test_wrong_param_types_are_refused_never_an_internal_error(tmp_path: Path) -
     from contracts import schema_store
     from contracts.protocol_index import Union, build_index
     from fake_server.profiles import default as default_profile
-    from fake_server.surface.schema_answer import _instance
+    from fake_server.surface.schema_answer import smallest_instance
 
     bundle = schema_store.load_bundle("0.171.0", True)
     index = build_index(bundle).methods[Union.CLIENT_REQUEST]
@@ -279,7 +279,7 @@ def test_wrong_param_types_are_refused_never_an_internal_error(tmp_path: Path) -
         entry = index.get(method)
         if entry is None or method in ("initialize", "turn/start", "turn/steer"):
             continue
-        base = (_instance(definitions[entry.params_refs[0]], definitions, 0) if entry.params_refs else None) or {}
+        base = (smallest_instance(definitions[entry.params_refs[0]], definitions) if entry.params_refs else None) or {}
         if "threadId" in base:
             base["threadId"] = thread_id
         for key in list(base) or ["x"]:

@@ -35,7 +35,7 @@ from fake_server.catalogue import builtin_names, load_builtin
 from harness.fuzz.strategies import turn_scripts
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINE_MODULES = ("engine", "turns", "faults", "outbox", "programs")
+ENGINE_MODULES = ("engine", "turns", "faults", "outbox", "programs", "world", "surface/core")
 COUNTED = ("delta", "item_started", "approval_pending", "usage")
 
 

@@ -24,7 +24,7 @@ AUTH_REQUIRED = {
 
 
 def _static(call: Call, key: str) -> Any:
-    return static.answer(call.engine.profile, key, cwd=call.cwd, codex_home=call.codex_home)
+    return static.answer(call.world.profile, key, cwd=call.cwd, codex_home=call.codex_home)
 
 
 def recorded(key: str | None = None) -> Any:
@@ -37,7 +37,7 @@ def recorded(key: str | None = None) -> Any:
 def config_read(call: Call) -> dict[str, Any]:
     result = _static(call, "config/read+layers" if call.params.get("includeLayers") else "config/read")
     config = result["config"]
-    scenario_config = call.engine.scenario.config
+    scenario_config = call.world.scenario.config
     config["model"] = call.state.config_values.get("model", scenario_config.model)
     config["approval_policy"] = scenario_config.approval_policy
     return result
@@ -45,7 +45,7 @@ def config_read(call: Call) -> dict[str, Any]:
 
 def _write_result(call: Call) -> dict[str, Any]:
     call.state.config_version += 1
-    digest = hashlib.sha256(f"{call.engine.ids.uuid4()}/{call.state.config_version}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{call.world.ids.uuid4()}/{call.state.config_version}".encode()).hexdigest()
     return {
         "status": "ok",
         "version": f"sha256:{digest}",
@@ -74,7 +74,7 @@ def provider_config_write(call: Call) -> dict[str, Any]:
         raise invalid("Invalid request: missing field `type`")
     from fake_server.surface.schema_answer import minimal_result
 
-    return minimal_result(call.engine.profile.schema_release, call.method)
+    return minimal_result(call.world.profile.schema_release, call.method)
 
 
 def provider_default_set(call: Call) -> dict[str, Any]:
@@ -132,21 +132,21 @@ def windows_setup_start(call: Call) -> dict[str, Any]:
 
 
 def new_import(call: Call) -> dict[str, Any]:
-    return {"importId": call.engine.ids.uuid4()}
+    return {"importId": call.world.ids.uuid4()}
 
 
 def feedback_save(call: Call) -> dict[str, Any]:
     # The real binary writes a zip of logs to savePath; the fake writes nothing (no host side effects).
     return {
         "savedPath": call.params.get("savePath"),
-        "threadId": f"no-active-thread-{call.engine.ids.uuid7(call.engine.now_ms)}",
+        "threadId": f"no-active-thread-{call.world.ids.uuid7(call.world.now_ms)}",
         "promptHash": None,
     }
 
 
 def model_provider_list(call: Call) -> dict[str, Any]:
     return static.answer(
-        call.engine.profile,
+        call.world.profile,
         "modelProvider/list",
         cwd=call.cwd,
         codex_home=call.codex_home,

@@ -12,7 +12,7 @@ from typing import Any
 
 from fake_server.surface.call import Call
 from fake_server.surface.errors import invalid, invalid_params
-from fake_server.surface.threads import _loaded
+from fake_server.surface.threads import loaded_thread
 
 
 def _empty_list(call: Call) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def _nothing(call: Call) -> dict[str, Any]:
 
 
 def diagnostics(call: Call) -> dict[str, Any]:
-    live = sum(1 for e in call.engine.threads if call.state.extra(e).loaded)
+    live = sum(1 for e in call.world.threads if call.state.extra(e).loaded)
     return {
         "process": {"id": 4242, "residentMemoryBytes": 100 * 1024 * 1024, "physicalFootprintBytes": None},
         "gauges": [
@@ -36,7 +36,7 @@ def diagnostics(call: Call) -> dict[str, Any]:
 
 def elicitation(delta: int) -> Any:
     def handler(call: Call) -> dict[str, Any]:
-        thread, _extra = _loaded(call, call.params.get("threadId"))
+        thread, _extra = loaded_thread(call, call.params.get("threadId"))
         count = max(0, call.state.elicitations.get(thread.thread_id, 0) + delta)
         call.state.elicitations[thread.thread_id] = count
         return {"count": count, "paused": count > 0}
@@ -45,40 +45,45 @@ def elicitation(delta: int) -> Any:
 
 
 def queue_input(call: Call) -> Any:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     if not call.params.get("input"):
         raise invalid("only user input can be added to the user-message queue")
     raise invalid("queue is empty")
 
 
 def queue_delete(call: Call) -> dict[str, Any]:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     return {"deleted": False}
 
 
 def queue_reorder(call: Call) -> dict[str, Any]:
-    thread, _extra = _loaded(call, call.params.get("threadId"))
+    thread, _extra = loaded_thread(call, call.params.get("threadId"))
     call.after("thread/queue/changed", {"threadId": thread.thread_id})
     return {}
 
 
 def queue_start(call: Call) -> Any:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     raise invalid("queue is empty")
 
 
 def loaded_nothing(call: Call) -> dict[str, Any]:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     return {}
 
 
+def loaded_empty_list(call: Call) -> dict[str, Any]:
+    loaded_thread(call, call.params.get("threadId"))
+    return _empty_list(call)
+
+
 def memory_read(call: Call) -> dict[str, Any]:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     return {"summary": None}
 
 
 def terminal_terminate(call: Call) -> Any:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     process = call.params.get("processId")
     if not (isinstance(process, str) and process.isdigit()):
         raise invalid("invalid background terminal process id: cannot parse integer from empty string")
@@ -105,7 +110,7 @@ def search_term(call: Call) -> Any:
 
 
 def read_state_update(call: Call) -> Any:
-    thread, _extra = _loaded(call, call.params.get("threadId"))
+    thread, _extra = loaded_thread(call, call.params.get("threadId"))
     current = {"firstUnread": None, "revision": f"initial:{thread.thread_id}"}
     if call.params.get("expectedRevision") != current["revision"]:
         raise invalid("read state changed", {"reason": "readStateConflict", "readState": current})
@@ -113,7 +118,7 @@ def read_state_update(call: Call) -> Any:
 
 
 def items_read(call: Call) -> Any:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     ids = call.params.get("itemIds") or []
     if not 1 <= len(ids) <= 100:
         raise invalid("itemIds must contain 1 to 100 IDs")
@@ -121,19 +126,19 @@ def items_read(call: Call) -> Any:
 
 
 def approved_plan(call: Call) -> Any:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     if not str(call.params.get("markdown", "")).strip():
         raise invalid("The approved plan is empty.")
     return {}
 
 
 def turn_settings(call: Call) -> Any:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     raise invalid("turn settings updates require the step_model_switching feature")
 
 
 def timeline(call: Call) -> Any:
-    thread, _extra = _loaded(call, call.params.get("threadId"))
+    thread, _extra = loaded_thread(call, call.params.get("threadId"))
     raise invalid(f"invalid paginated history lineage for {thread.thread_id}: missing source rollout")
 
 
@@ -146,11 +151,11 @@ def remote_disable(call: Call) -> Any:
 
 
 def remote_status(call: Call) -> dict[str, Any]:
-    engine = call.engine
+    host = call.world.host
     return {
         "status": "disabled",
-        "serverName": engine.hostname,
-        "installationId": engine.installation_id,
+        "serverName": host.hostname,
+        "installationId": host.installation_id,
         "environmentId": None,
     }
 
@@ -230,7 +235,7 @@ HANDLERS = {
     "thread/increment_elicitation": elicitation(+1),
     "thread/decrement_elicitation": elicitation(-1),
     "thread/queue/add": queue_input,
-    "thread/queue/list": lambda call: (_loaded(call, call.params.get("threadId")), _empty_list(call))[1],
+    "thread/queue/list": loaded_empty_list,
     "thread/queue/update": queue_input,
     "thread/queue/delete": queue_delete,
     "thread/queue/reorder": queue_reorder,
@@ -242,7 +247,7 @@ HANDLERS = {
     "memory/reset": _nothing,
     "rollout/compress": _nothing,
     "thread/backgroundTerminals/clean": loaded_nothing,
-    "thread/backgroundTerminals/list": lambda call: (_loaded(call, call.params.get("threadId")), _empty_list(call))[1],
+    "thread/backgroundTerminals/list": loaded_empty_list,
     "thread/backgroundTerminals/terminate": terminal_terminate,
     "project/list": _empty_list,
     "project/read": project_missing,

@@ -119,7 +119,7 @@ def get_metadata(call: Call) -> dict[str, Any]:
     kind = _kind(call, path)
     if kind is None:
         raise internal(NOT_FOUND)
-    modified = call.engine.now_ms
+    modified = call.world.now_ms
     if path not in _overlay(call).entries:
         modified = int(os.stat(path).st_mtime * 1000)
     return {

@@ -17,7 +17,7 @@ ONE_SOURCE = "{method} requires exactly one of marketplacePath or remoteMarketpl
 
 
 def _recorded(call: Call) -> Any:
-    return static.answer(call.engine.profile, call.method, cwd=call.cwd, codex_home=call.codex_home)
+    return static.answer(call.world.profile, call.method, cwd=call.cwd, codex_home=call.codex_home)
 
 
 def skills_list(call: Call) -> dict[str, Any]:

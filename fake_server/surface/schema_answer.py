@@ -30,7 +30,12 @@ def minimal_result(release: str, method: str) -> Any:
     schema = _response_schema(release, method)
     if schema is None:
         return {}
-    return _instance(schema, schema.get("definitions", {}), 0)
+    return smallest_instance(schema, schema.get("definitions", {}))
+
+
+def smallest_instance(node: Any, definitions: dict[str, Any]) -> Any:
+    """The smallest value the schema ``node`` accepts (its ``$ref`` s looked up in ``definitions``)."""
+    return _instance(node, definitions, 0)
 
 
 def _instance(node: Any, definitions: dict[str, Any], depth: int) -> Any:

@@ -5,21 +5,20 @@ environments and ``canAcceptDirectInput: true``; a *listed* one (``thread/list``
 with ``canAcceptDirectInput`` and ``forkedFromId`` null; a *stored* one (not loaded: archived, read
 after an archive, ``thread/unarchive``) with ``environments`` null and status ``notLoaded``.
 ``thread/list`` shows a thread once its rollout has a turn (or it is a fork), newest first.
+thread/start and thread/resume (:mod:`.core`) show the live view too (:func:`live_view`).
 """
 
 from __future__ import annotations
 
 import posixpath
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fake_server.ids import uuid_error
+from fake_server.state import ThreadExtra, ThreadState
 from fake_server.surface.call import Call
-from fake_server.surface.errors import invalid, invalid_params, not_supported
-from fake_server.surface.state import ThreadExtra
-
-if TYPE_CHECKING:
-    from fake_server.state import ThreadState
+from fake_server.surface.errors import internal, invalid, invalid_params, not_supported
+from fake_server.world import World
 
 INCLUDE_TURNS_DEPRECATION = {
     "summary": "Full-history hydration is deprecated for paginated threads; omit `includeTurns` or set it to "
@@ -40,7 +39,7 @@ def _check_id(thread_id: Any, what: str = "thread id") -> str:
 
 
 def _known(call: Call, thread_id: str) -> ThreadState | None:
-    thread = call.engine.threads.get(thread_id)
+    thread = call.world.threads.get(thread_id)
     if thread is None or call.state.extra(thread_id).deleted:
         return None
     return thread
@@ -55,7 +54,7 @@ def _stored(call: Call, thread_id: Any) -> tuple[ThreadState, ThreadExtra]:
     return thread, call.state.extra(thread_id)
 
 
-def _loaded(call: Call, thread_id: Any) -> tuple[ThreadState, ThreadExtra]:
+def loaded_thread(call: Call, thread_id: Any) -> tuple[ThreadState, ThreadExtra]:
     """A thread loaded in this server (else the real server's 'thread not found')."""
     thread_id = _check_id(thread_id)
     thread = _known(call, thread_id)
@@ -69,18 +68,47 @@ def has_turns(thread: ThreadState) -> bool:
     return bool(thread.history)
 
 
-def materialised(call_or_engine: Any, thread: ThreadState) -> bool:
-    engine = getattr(call_or_engine, "engine", call_or_engine)
-    extra = engine.surface.extra(thread.thread_id)
-    return has_turns(thread) or extra.materialised
+def materialised(world: World, thread: ThreadState) -> bool:
+    return has_turns(thread) or world.surface.extra(thread.thread_id).materialised
+
+
+def resumable(world: World, thread: ThreadState) -> bool:
+    """thread/resume finds a rollout: a turn ran, or the thread was named, forked or archived."""
+    return not thread.ephemeral and (bool(thread.turns) or materialised(world, thread))
+
+
+def reload(world: World, thread: ThreadState, result: dict[str, Any]) -> None:
+    """thread/resume of a thread this server had unloaded (archived, then unarchived) loads it again.
+
+    Observed: the status change comes after the history deprecation notice, just before the answer,
+    and the answer then carries ``serviceTier: "default"`` (read back from the rollout).
+    """
+    extra = world.surface.threads.get(thread.thread_id)
+    if extra is not None and not extra.loaded and not extra.archived:
+        extra.loaded = True
+        world.box.notify("thread/status/changed", {"threadId": thread.thread_id, "status": thread.status})
+        result["serviceTier"] = "default"
 
 
 # --- views ------------------------------------------------------------------------------------
 
 
-def decorate(engine: Any, thread: ThreadState, body: dict[str, Any]) -> dict[str, Any]:
-    """What the surface state adds to the engine's thread object (name, fork origin, status)."""
-    extra = engine.surface.threads.get(thread.thread_id)
+def live_view(world: World, thread: ThreadState) -> dict[str, Any]:
+    """The thread as thread/start, thread/resume and thread/read show a loaded one, with what the surface
+    methods changed (name, fork origin, status)."""
+    body = world.shapes.thread(
+        thread_id=thread.thread_id,
+        cwd=thread.cwd,
+        model=thread.model,
+        created_s=thread.created_ms // 1000,
+        path=thread.path,
+        ephemeral=thread.ephemeral,
+        originator=world.client.name,
+        status=thread.status,
+        preview=thread.preview,
+        cli_version=world.profile.release,
+    )
+    extra = world.surface.threads.get(thread.thread_id)
     if extra is None:
         return body
     body["name"] = extra.name
@@ -92,10 +120,6 @@ def decorate(engine: Any, thread: ThreadState, body: dict[str, Any]) -> dict[str
     return body
 
 
-def _live(call: Call, thread: ThreadState) -> dict[str, Any]:
-    return call.engine._thread_obj(thread)
-
-
 def _path(call: Call, thread: ThreadState, extra: ThreadExtra) -> str | None:
     if thread.path is None or not extra.archived:
         return thread.path
@@ -103,7 +127,7 @@ def _path(call: Call, thread: ThreadState, extra: ThreadExtra) -> str | None:
 
 
 def _stored_view(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[str, Any]:
-    body = _live(call, thread)
+    body = live_view(call.world, thread)
     body.update(environments=None, canAcceptDirectInput=None, status={"type": "notLoaded"})
     body["path"] = _path(call, thread, extra)
     body["forkedFromId"] = None
@@ -113,7 +137,7 @@ def _stored_view(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[st
 def _listed_view(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[str, Any]:
     if not extra.loaded or extra.archived:
         return _stored_view(call, thread, extra)
-    body = _live(call, thread)
+    body = live_view(call.world, thread)
     body.update(canAcceptDirectInput=None, forkedFromId=None)
     return body
 
@@ -121,7 +145,7 @@ def _listed_view(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[st
 def _read_state(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[str, Any]:
     if has_turns(thread) and extra.forked_from is None:
         if extra.revision is None:
-            extra.revision = call.engine.ids.uuid4()
+            extra.revision = call.world.ids.uuid4()
         first = thread.history[0]["id"]
         return {"firstUnread": {"type": "turn", "turnId": first}, "revision": extra.revision}
     return {"firstUnread": None, "revision": f"initial:{thread.thread_id}"}
@@ -143,7 +167,7 @@ def _listable(call: Call, thread: ThreadState, archived: bool) -> bool:
 
 def thread_list(call: Call) -> dict[str, Any]:
     archived = bool(call.params.get("archived"))
-    threads = [t for t in call.engine.threads.values() if _listable(call, t, archived)]
+    threads = [t for t in call.world.threads.values() if _listable(call, t, archived)]
     threads.sort(key=lambda t: t.created_ms, reverse=True)
     data = [_listed_view(call, t, call.state.extra(t.thread_id)) for t in threads]
     states = {t.thread_id: _read_state(call, t, call.state.extra(t.thread_id)) for t in threads}
@@ -154,7 +178,7 @@ def thread_list(call: Call) -> dict[str, Any]:
 def thread_loaded_list(call: Call) -> dict[str, Any]:
     data = [
         tid
-        for tid, t in call.engine.threads.items()
+        for tid, t in call.world.threads.items()
         if not (e := call.state.extra(tid)).deleted and e.loaded and not e.archived and t is not None
     ]
     return {"data": data, "nextCursor": None}
@@ -167,13 +191,13 @@ def thread_read(call: Call) -> dict[str, Any]:
         raise invalid(f"thread not loaded: {thread_id}")
     extra = call.state.extra(thread_id)
     live = extra.loaded and not extra.archived
-    body = _live(call, thread) if live else _stored_view(call, thread, extra)
+    body = live_view(call.world, thread) if live else _stored_view(call, thread, extra)
     if call.params.get("includeTurns"):
         if not has_turns(thread):
             raise not_supported("list_turns is not supported yet")
         call.before("deprecationNotice", INCLUDE_TURNS_DEPRECATION)
         body["turns"] = [{**turn, "itemsView": "full"} for turn in thread.history]
-    read_state = _read_state(call, thread, extra) if materialised(call, thread) else None
+    read_state = _read_state(call, thread, extra) if materialised(call.world, thread) else None
     return {"thread": body, "readState": read_state}
 
 
@@ -259,17 +283,15 @@ def thread_unsubscribe(call: Call) -> dict[str, Any]:
 
 def thread_fork(call: Call) -> dict[str, Any]:
     source, source_extra = _stored(call, call.params.get("threadId"))
-    engine = call.engine
-    from fake_server.state import ThreadState
-
-    fork_id = engine.ids.uuid7(engine.now_ms)
+    world = call.world
+    fork_id = world.ids.uuid7(world.now_ms)
     path = None
     if source.path is not None:
         path = posixpath.join(posixpath.dirname(source.path), f"{posixpath.basename(source.path)[:-42]}{fork_id}.jsonl")
     fork = ThreadState(
         thread_id=fork_id,
         cwd=source.cwd,
-        created_ms=engine.now_ms,
+        created_ms=world.now_ms,
         ephemeral=bool(call.params.get("ephemeral")),
         path=path,
         approval_policy=source.approval_policy,
@@ -280,14 +302,14 @@ def thread_fork(call: Call) -> dict[str, Any]:
         history=[dict(turn) for turn in source.history],
         total=source.total,
     )
-    engine.threads[fork_id] = fork
+    world.threads[fork_id] = fork
     extra = call.state.extra(fork_id)
     extra.forked_from, extra.name, extra.materialised = source.thread_id, source_extra.name, True
-    body = _live(call, fork)
+    body = live_view(call.world, fork)
     if not call.params.get("excludeTurns"):
-        call.before("deprecationNotice", engine.shapes.full_history_deprecation())
+        call.before("deprecationNotice", world.shapes.full_history_deprecation())
         body["turns"] = [{**turn, "itemsView": "full"} for turn in fork.history]
-    result = engine.shapes.thread_session_result(
+    result = world.shapes.thread_session_result(
         body, model=fork.model, cwd=fork.cwd, approval_policy=fork.approval_policy, sandbox=fork.sandbox
     )
     if source.usage_frames:
@@ -295,7 +317,7 @@ def thread_fork(call: Call) -> dict[str, Any]:
         call.after("thread/tokenUsage/updated", {**usage, "threadId": fork_id})
     call.after("thread/started", {"thread": {**body, "turns": []}})
     # The real server writes the fork its own trace bundle (started, configured, closed at shutdown).
-    engine.box.trace("thread_started", thread_id=fork_id, model=fork.model, cwd=fork.cwd)
+    world.box.trace("thread_started", thread_id=fork_id, model=fork.model, cwd=fork.cwd)
     return result
 
 
@@ -312,12 +334,12 @@ def thread_delete(call: Call) -> dict[str, Any]:
 
 
 def goal_get(call: Call) -> dict[str, Any]:
-    _thread, extra = _loaded(call, call.params.get("threadId"))
+    _thread, extra = loaded_thread(call, call.params.get("threadId"))
     return {"goal": extra.goal}
 
 
 def goal_set(call: Call) -> dict[str, Any]:
-    thread, extra = _loaded(call, call.params.get("threadId"))
+    thread, extra = loaded_thread(call, call.params.get("threadId"))
     now = call.now_s()
     previous = extra.goal or {}
     goal = {
@@ -336,7 +358,7 @@ def goal_set(call: Call) -> dict[str, Any]:
 
 
 def goal_clear(call: Call) -> dict[str, Any]:
-    thread, extra = _loaded(call, call.params.get("threadId"))
+    thread, extra = loaded_thread(call, call.params.get("threadId"))
     cleared = extra.goal is not None
     extra.goal = None
     if cleared:
@@ -351,7 +373,7 @@ def metadata_update(call: Call) -> dict[str, Any]:
     thread, extra = _stored(call, call.params.get("threadId"))
     if not any(k != "threadId" and v is not None for k, v in call.params.items()):
         raise invalid("thread metadata update must include at least one field")
-    body = _live(call, thread) if extra.loaded and not extra.archived else _stored_view(call, thread, extra)
+    body = live_view(call.world, thread) if extra.loaded and not extra.archived else _stored_view(call, thread, extra)
     if isinstance(call.params.get("gitInfo"), dict):
         extra.git_info = {k: call.params["gitInfo"].get(k) for k in ("sha", "branch", "originUrl")}
         body["gitInfo"] = dict(extra.git_info)
@@ -375,7 +397,7 @@ def attachment_add(call: Call) -> dict[str, Any]:
     existing = call.state.attachments.get(key)
     outcome = "updated" if existing is not None else "created"
     attachment = {
-        "id": existing["id"] if existing else call.engine.ids.uuid7(call.engine.now_ms),
+        "id": existing["id"] if existing else call.world.ids.uuid7(call.world.now_ms),
         "attachmentType": key[1],
         "identityKey": key[2],
         "payload": call.params.get("payload"),
@@ -419,7 +441,7 @@ def section_list(call: Call) -> dict[str, Any]:
 
 
 def section_create(call: Call) -> dict[str, Any]:
-    section = {"id": call.engine.ids.uuid7(call.engine.now_ms), "name": call.params.get("name"), "appearance": None}
+    section = {"id": call.world.ids.uuid7(call.world.now_ms), "name": call.params.get("name"), "appearance": None}
     if "appearance" in call.params:
         section["appearance"] = call.params["appearance"]
     call.state.sections[section["id"]] = section
@@ -469,31 +491,29 @@ def needs_loaded(call: Call) -> Any:
     through the model, the user's shell command); the fake answers the same and starts nothing
     (it never runs host commands; script more with ``[[methods]]``).
     """
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     return {}
 
 
 def review_start(call: Call) -> dict[str, Any]:
     """The review turn's answer as the real server writes it; the review itself (a model turn) is not played."""
-    thread, _extra = _loaded(call, call.params.get("threadId"))
+    thread, _extra = loaded_thread(call, call.params.get("threadId"))
     target = call.params.get("target") if isinstance(call.params.get("target"), dict) else {}
     review = "current changes" if target.get("type") == "uncommittedChanges" else str(target.get("type", "review"))
-    turn_id = call.engine.ids.uuid7(call.engine.now_ms)
-    shapes = call.engine.shapes
+    turn_id = call.world.ids.uuid7(call.world.now_ms)
+    shapes = call.world.shapes
     item = {**shapes.user_message_item(turn_id, review, 0, None), "startedAtMs": None}
     turn = {**shapes.turn(turn_id), "rootTurnId": None, "items": [item]}
     return {"turn": turn, "reviewThreadId": thread.thread_id}
 
 
 def mcp_tool_call(call: Call) -> Any:
-    from fake_server.surface.errors import internal
-
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     raise internal(f"unknown MCP server '{call.params.get('server')}'")
 
 
 def inject_items(call: Call) -> dict[str, Any]:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     if not call.params.get("items"):
         raise invalid("items must not be empty")
     return {}
@@ -502,7 +522,7 @@ def inject_items(call: Call) -> dict[str, Any]:
 def revert(call: Call) -> dict[str, Any]:
     """Observed: the thread is reloaded from its rollout (notLoaded, then idle) before the turn is
     looked up; the answer carries the thread without turns and null cursors, then ``thread/reverted``."""
-    thread, extra = _loaded(call, call.params.get("threadId"))
+    thread, extra = loaded_thread(call, call.params.get("threadId"))
     extra.materialised = True
     before = call.params.get("beforeTurnId")
     for status in ("notLoaded", "idle"):
@@ -513,11 +533,11 @@ def revert(call: Call) -> dict[str, Any]:
     del thread.turns[index:]
     thread.history = [t for t in thread.history if t["id"] in thread.turns]
     call.after("thread/reverted", {"threadId": thread.thread_id})
-    return {"thread": _live(call, thread), "turnsBackwardsCursor": None, "itemsBackwardsCursor": None}
+    return {"thread": live_view(call.world, thread), "turnsBackwardsCursor": None, "itemsBackwardsCursor": None}
 
 
 def approve_guardian_denied(call: Call) -> dict[str, Any]:
-    _loaded(call, call.params.get("threadId"))
+    loaded_thread(call, call.params.get("threadId"))
     event = call.params.get("event")
     if not isinstance(event, dict) or "id" not in event:
         raise invalid("invalid Guardian denial event: missing field `id`")
