@@ -17,6 +17,15 @@ So the registry knows every contract and, per check, what it holds the client (o
   under ``--strict`` (:func:`contracts.report.verdict.judge`).
 - ``citation``: where the rule comes from: a document that ships in this repository and its section
   (``docs/client-rules.md §3``), or how it was observed on the real binary (``observed on the real binary: …``).
+- ``outside``: why the check is not judged for an outside client (``run --client-cmd``), when it is not: what
+  that kind of run cannot show by construction (its own trace bundle, cancel→Result on its own clock). The
+  outside runner makes such a check a skip with this reason that ``--strict`` does not count
+  (:attr:`contracts.checks.base.Check.applies`), and docs/clients.md lists it so.
+
+Levels follow one question: would the client's authors accept this failure as a bug? What a correct client may
+do otherwise is a ``should``. Where liveness is concerned: a client still waiting at its run deadline, or a
+process it started left alive, fails a ``must``; a client that ended, but over a budget it declared, or that left
+alive what the *server* started, fails a ``should``.
 
 A check name ``turn N …`` stands for one check per turn (``turn 1 status``, ``turn 2 status``, …), and
 ``server N: …`` is the check of the N-th server an outside client started. A name the contract does not
@@ -56,6 +65,8 @@ class Rule:
     name: str
     level: Level | None = None
     citation: str | None = None
+    #: not judged for an outside client, and why (None: judged, or the contract's own reason)
+    outside: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,8 @@ class Entry:
     name: str
     level: Level
     citation: str
+    #: why an outside client is not judged on it; None: it is
+    outside: str | None = None
 
 
 class Contract:
@@ -79,10 +92,13 @@ class Contract:
         level: Level = "must",
         checks: Iterable[str | Rule] = (),
         suite: Suite = "session",
+        outside: str | None = None,
     ) -> None:
+        """``outside``: the whole contract is not judged for an outside client, and why."""
         if level not in LEVELS:
             raise ValueError(f"contract {name}: level {level!r} is not one of {LEVELS}")
         self.name, self.citation, self.level, self.suite = name, citation, level, suite
+        self.outside = outside
         self.rules: dict[str, Rule] = {}
         self.judges: list[Callable[..., object]] = []
         self.add(*checks)
@@ -120,11 +136,16 @@ class Contract:
             return self.level, self.citation
         return rule.level or self.level, self.citation if rule.citation is None else rule.citation
 
+    def not_judged_outside(self, name: str) -> str | None:
+        """Why an outside client is not judged on the check named ``name`` (None: it is)."""
+        rule = self.declared(name)
+        return self.outside or (rule.outside if rule is not None else None)
+
     def maker(self, record: SessionRecord) -> Maker:
         return Maker(record, self)
 
     def catalogue(self) -> list[Entry]:
-        return [Entry(self.name, name, *self.rule_for(name)) for name in self.rules]
+        return [Entry(self.name, name, *self.rule_for(name), self.not_judged_outside(name)) for name in self.rules]
 
     def citations(self) -> set[str]:
         """Every citation a check of this contract can carry (its own, for a name it does not declare, too)."""

@@ -16,6 +16,8 @@ from contracts.record import SessionRecord, TurnResult
 
 NAME = "terminal_status"
 REFERENCE = "docs/client-rules.md §3"
+#: Why an outside client is not judged on what it consumed: only what the server sent is on the wire.
+NOT_ON_THE_WIRE = "which turn/completed the client read is not on the wire (the server's sending is)"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
@@ -24,10 +26,20 @@ CONTRACT = Contract(
         "turn N result",
         "turn N status",
         "turn N final text",
-        Rule("turn N turn/completed consumed", citation="docs/client-rules.md §3"),
-        Rule("turn N server status", citation="docs/protocol.md §4"),
-        Rule("server exit", citation="docs/client-rules.md §5"),
-        "client errors",
+        Rule("turn N turn/completed consumed", outside=NOT_ON_THE_WIRE),
+        Rule(
+            "turn N server status",
+            citation="docs/protocol.md §4",
+            outside="what the client consumed is not on the wire; the status it reported is judged",
+        ),
+        # How the client ended the server (close stdin, a signal, a kill) is its choice; the exit status follows.
+        Rule(
+            "server exit",
+            level="should",
+            citation="docs/client-rules.md §5",
+            outside="the exit status follows from how the client ended the server (client / server ended)",
+        ),
+        Rule("client errors", outside="an outside client's exceptions are its own: its Results and exit are judged"),
     ),
 )
 
@@ -164,7 +176,7 @@ def check(record: SessionRecord) -> list[Check]:
     turns = _turns_started(record)
     index = WireIndex.build(record.wire)
     if turns == 0:
-        checks.append(make("results", "skip", "the session started no turn and [expect] declares none"))
+        checks.append(make("results", "skip", "the session started no turn and [expect] declares none", applies=False))
     texts = _turn_texts(record)
     by_index: dict[int, list[TurnResult]] = {}  # grouped once: a lookup per turn keeps this linear
     for r in record.results:
@@ -201,13 +213,8 @@ def check(record: SessionRecord) -> list[Check]:
                 checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}{course}"))
         checks.append(_final_text(make, record, result, texts))
         if result.completed_consumed is None:
-            checks.append(
-                make(
-                    f"{label} turn/completed consumed",
-                    "skip",
-                    "not judged: which turn/completed the client read is not on the wire (the server's sending is)",
-                )
-            )
+            consumed = f"{label} turn/completed consumed"
+            checks.append(make(consumed, "skip", f"not judged: {NOT_ON_THE_WIRE}", applies=False))
         elif result.completed_consumed > 1:
             checks.append(
                 make(
