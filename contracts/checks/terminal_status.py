@@ -148,9 +148,16 @@ def _clip(text: str) -> str:
 def _final_text(make: Maker, record: SessionRecord, result: TurnResult, texts: dict[str, _Texts]) -> Check:
     """The reported final text is one the server's messages of that turn make (no other turn's text in it)."""
     name = f"turn {result.index + 1} final text"
-    if not result.final_text and record.meta.get("outside") is not None:
-        return make(name, "skip", "the client reported no final text")
+    outside = record.meta.get("outside") is not None
     sent = texts.get(result.turn_id or "")
+    if not result.final_text:
+        # No text is the right text where the server sent none for the turn (a turn that never started, a turn
+        # that failed or was cancelled before any message). An outside client's empty text is also what it
+        # reports when it reports none: judged only where the turn it names is known.
+        if sent is None and (result.turn_id is not None or not outside):
+            return make(name, "pass", "no final text, and the server sent no text of this turn")
+        if outside and (sent is None or "" not in sent.allowed()):
+            return make(name, "skip", "the client reported no final text")
     if sent is None:
         return make(name, "skip", "no turn id, or no text of that turn on the wire, to judge the final text by")
     allowed = sent.allowed()
