@@ -108,6 +108,17 @@ def worst(statuses: list[str] | tuple[str, ...]) -> str:
     return max(statuses, key=lambda s: _RANK[s]) if statuses else "skip"
 
 
+def shown(checks: Iterable[Check]) -> str:
+    """What a group of checks shows with its level (a table cell): :func:`worst` of their statuses, except
+    ``should`` where every failure among them is a recommendation (a should-level check: it warns, and fails a
+    run only under ``--strict``)."""
+    checks = list(checks)
+    status = worst([c.status for c in checks])
+    if status == "fail" and all(c.level == "should" for c in checks if c.status == "fail"):
+        return "should"
+    return status
+
+
 class Rules(Protocol):
     """What a :class:`Maker` needs of a contract (:class:`contracts.checks.registry.Contract`)."""
 

@@ -153,7 +153,7 @@ def _report(
     print(render_table(model, verdict, ascii_only=args.ascii), end="")
     if report is not None:  # each file written whole through the held directory, never through a link
         report.write("checks.json", checks_json(model.checks))
-        report.write("junit.xml", junit_xml(model))
+        report.write("junit.xml", junit_xml(model, strict=args.strict))
         print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({len(model.checks)} checks)")
         page = write_index_html(report.path, model, model.records, verdict=verdict, into=report.root)
         print(f"HTML report: {page}")
