@@ -35,6 +35,7 @@ from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.reader import bundles_under
 from contracts.triggers import ActionSchedule, Moment, held_approvals, resumes
 from harness import workdirs
+from harness.budgets import plan_budgets, scenario_deadline_s
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
@@ -353,7 +354,8 @@ async def _play_async(
 ) -> SessionRecord:
     # With play_turns = false the [[turns]] only script the model side: the client starts (and owes a Result to) none.
     planned = len(scenario.turns) if scenario.client.play_turns else 0
-    meta = {"scenario_turns": planned, "faults": scenario_faults(scenario)}
+    # The budgets the client ran with, the turn's included (record.budgets holds the ones the checks judge by).
+    meta = {"scenario_turns": planned, "faults": scenario_faults(scenario), "budgets": plan_budgets(scenario.client)}
     record = SessionRecord(scenario.name, target, scenario.expect, meta=meta)
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)
@@ -426,13 +428,15 @@ def play(
     if target not in TARGET_NAMES:
         raise TargetUnavailable(f"unknown target {target!r} (known: {', '.join(TARGET_NAMES)})")
     work_dir.mkdir(parents=True, exist_ok=True)
+    # The limit follows the budgets the client keeps (a declared 10-minute turn: harness.budgets).
+    budgeted = scenario_deadline_s(scenario)
     if target == "fake":
         clock = trio.testing.MockClock(autojump_threshold=0)
-        limit = VIRTUAL_RUN_LIMIT_S
+        limit = max(VIRTUAL_RUN_LIMIT_S, budgeted)
         return trio.run(
             _play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport, clock=clock
         )
-    limit = PROCESS_RUN_LIMIT_S
+    limit = max(PROCESS_RUN_LIMIT_S, budgeted)
     return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport)
 
 

@@ -11,8 +11,9 @@ result file. Per server:
 - ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
   within the interrupt budget, or the client gave up and ended the server within budget;
 - ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
-  its last turn ended (``turn/completed``), or after the turn deadline when the server went silent ("ended
-  late" past it); a server that ended itself (crash, exit) needs nothing. The client's first move counts,
+  its last turn ended (``turn/completed``), or after the turn budget when the server went silent (counted from
+  the server's last frame: a turn deadline and an inactivity timeout both pass; "ended late" past it); a
+  server that ended itself (crash, exit) needs nothing. The client's first move counts,
   from every sign the recording holds: ``end.json`` and the wire's ``stdin closed`` / ``signal`` notes (all a
   server killed before it wrote ``end.json`` leaves).
 
@@ -157,9 +158,15 @@ def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: d
         ref, allowed, what = turns[-1]["completed_t"], teardown, "the last turn/completed"
     elif turns:
         turn_timeout = float(budgets.get("turn_timeout_ms", 60000)) / 1000
-        ref = turns[-1]["t"] + turn_timeout
+        # The turn budget is how long the client bears a turn: a deadline from turn/start, or an inactivity timeout
+        # from the server's last frame. The later of the two is judged, so a client of either kind passes.
+        started = turns[-1]["t"]
+        until = at if at is not None else float("inf")  # what came after the client's move did not move it
+        heard = max((e.t for e in record.wire if e.dir == "s2c" and started <= e.t <= until), default=started)
+        ref = heard + turn_timeout
         allowed = record.budgets.interrupt_s + teardown
-        what = f"the last turn's deadline (turn/start + turn_timeout {turn_timeout:g} s)"
+        since = "turn/start" if heard == started else "the server's last frame"
+        what = f"the last turn's deadline ({since} + turn_timeout {turn_timeout:g} s)"
     else:
         frames = [e.t for e in record.wire if e.dir != "note"]
         ref = frames[-1] if frames else float(server.get("started_t") or 0.0)

@@ -311,6 +311,8 @@ class Report:
     neighbours: list[SchemaChanges] = field(default_factory=list)
     command: str = ""
     wall_s: float = 0.0
+    #: the budgets the client declared (``run --budget``: plan name → ms); every scenario was judged with them
+    budgets: dict[str, int] = field(default_factory=dict)
 
     def groups(self) -> list[Group]:
         """The checks by (scenario, target), in the order the rows were first seen (linear in the checks)."""

@@ -175,6 +175,11 @@ def render_index(
         f"{counts.skipped} skipped</p>",
         summary_table(report, with_records),
     ]
+    if report.budgets:
+        from harness.report.terminal import budget_text
+
+        text = f"Budgets the client declared (every scenario judged with them): {budget_text(report)}"
+        body.insert(2, f'<p class="meta">{e(text)}</p>')
     failed = report.of_status("fail")
     must = [c for c in failed if c.level != "should"]
     should = [c for c in failed if c.level == "should"]

@@ -3,8 +3,9 @@
 The client runs in a process tree of its own (:mod:`harness.proctree`: a PID namespace, else a cgroup, else
 its session, the run marker and the harness's descendants) with ``CODEX_BIN`` = the shim (also first on
 ``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
-marker. It gets Σ ``turn_timeout_ms`` + ``teardown_ms`` + 10 s (or ``deadline_s``); past that, or once it
-exited and a teardown budget of grace passed, everything still alive in its tree is named and SIGKILLed.
+marker. It gets Σ (``turn_timeout_ms`` + ``interrupt_budget_ms``) + ``teardown_ms`` + 10 s (or ``deadline_s``),
+under the budgets it declares (:mod:`harness.budgets`); past that, or once it exited and a teardown budget of
+grace passed, everything still alive in its tree is named and SIGKILLed.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from contracts.scenario_file import dump
 from contracts.text import escape
 from fake_server.recording import play_identity
 from harness import proctree, workdirs
+from harness.budgets import scenario_deadline_s, with_budgets
 from harness.client.process import run_marker
-from harness.outside.plan import adapter_plan, budgets, total_turn_budget_s
+from harness.outside.plan import adapter_plan, budgets
 from harness.outside.record import (
     cut_recordings,
     disk_free,
@@ -54,7 +56,6 @@ TARGET = "fake-process"
 RECORD_ENV = "FAKE_CODEX_RECORD"
 PLAN_ENV = "CODEX_HARNESS_PLAN"
 RESULT_ENV = "CODEX_HARNESS_RESULT"
-DEADLINE_EXTRA_S = 10.0
 #: What is kept of the client's stdout and stderr each: the end of it (a test runner's summary comes last).
 TAIL_BYTES = 1024 * 1024
 #: How long the stdout/stderr drains may outlive the client (a leaked helper can hold the pipes).
@@ -87,6 +88,8 @@ class ClientSpec:
     deadline_s: float | None = None
     #: the release profile the shim answers and the fake plays; None: the scenario's ``release``, else the default
     profile: str | None = None
+    #: the budgets the client declares (harness.budgets: plan names → ms); they replace the scenario's
+    budgets: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -120,9 +123,10 @@ def check_command(argv: list[str]) -> None:
 
 
 def deadline_for(scenario: Scenario, override: float | None) -> float:
+    """``--client-deadline``, else what a client that keeps the scenario's budgets may take (harness.budgets)."""
     if override is not None:
         return override
-    return total_turn_budget_s(scenario) + scenario.client.teardown_ms / 1000 + DEADLINE_EXTRA_S
+    return scenario_deadline_s(scenario)
 
 
 class _Tail:
@@ -522,6 +526,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
 
     ``work_fd``: ``work_dir`` held since before the client ran (:func:`build_records`)."""
     work_dir.mkdir(parents=True, exist_ok=True)
+    scenario = with_budgets(scenario, spec.budgets)  # what the client declares is what it is judged by
     if scenario.source and Path(scenario.source).is_file():
         scenario_file = Path(scenario.source).resolve()
     else:
@@ -551,6 +556,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
         "plan_turns": plan["turns"],
         "plan": {k: plan[k] for k in ("approvals", "experimental_api", "opt_out_notifications")},
         "budgets": budgets(scenario.client),
+        "declared_budgets": dict(spec.budgets),
     }
     # [expect.release."X"]: the truth of the release played.
     records = build_records(

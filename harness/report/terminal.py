@@ -86,6 +86,8 @@ def render_table(
         f"{len(groups)} scenario(s){target_note}, {len(checks)} checks: {counts.passed} passed, "
         f"{counts.failed_text()}, {counts.warned} warnings, {counts.skipped} skipped"
     )
+    if report.budgets:
+        out.append(f"Budgets the client declared (every scenario judged with them): {_clip(budget_text(report))}")
     if verdict.failures:
         out += ["", "Failures:"]
         out += [check_line(c) for c in verdict.failures]
@@ -113,6 +115,13 @@ def render_table(
         out += ["", "Nothing was judged: no check passed or failed, so this run proves nothing (not a pass)."]
     out += ["", result_line(verdict)]
     return "\n".join(out) + "\n"
+
+
+def budget_text(report: Report) -> str:
+    """The declared budgets, ``turn_timeout_ms=600000, …`` (the rest are each scenario's own)."""
+    from harness.budgets import describe
+
+    return describe(report.budgets)
 
 
 def check_line(check: Check) -> str:
