@@ -183,3 +183,16 @@ def test_every_check_of_an_outside_client_is_declared(run_scenario: Callable[...
 def test_plain_record_checks_all_declared() -> None:
     for c in run_all(plain_record(2)):
         assert registry.get(c.contract).declared(c.name) is not None, c  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", sorted(registry.GENERATED))
+def test_the_docs_hold_the_generated_level_tables(name: str) -> None:
+    """docs/clients.md lists every outside-client check with its level, docs/client-rules.md every check: both
+    exactly as the registry declares them (regenerate with ``python -m contracts.checks.registry``)."""
+    doc, make = registry.GENERATED[name]
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    found = re.search(rf"<!-- generated: {name} [^>]*-->\n(.*?)<!-- end: {name} -->", text, re.S)
+    assert found is not None, f"{doc} has no generated {name} table"
+    assert found.group(1) == make(), f"{doc}: the {name} table differs from the registry"
+    rows = [line for line in found.group(1).splitlines() if line.startswith("| `")]
+    assert len(rows) >= 40 and any("| should |" in r for r in rows) and any("| must |" in r for r in rows)

@@ -286,7 +286,9 @@ def _left_running(left: list[str], facts: dict[str, Any], tracked: str, make: Ma
             "fail" if own else "pass",
             f"alive after the client exited (killed by the harness): {_summary(own)}{tracked}"
             if own
-            else f"no process the client started outlived it{note}{tracked}",
+            else f"no process the client started outlived it{note}{tracked}"
+            if by_servers
+            else f"no process of the run outlived the client{tracked}",
         )
     ]
     if by_servers:

@@ -198,3 +198,68 @@ def catalogue() -> Iterator[Entry]:
     """Every declared check of every registered contract, level and citation resolved."""
     for contract in _REGISTRY.values():
         yield from contract.catalogue()
+
+
+# --- the docs tables ------------------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _judged_contracts() -> list[Contract]:
+    """The contracts that judge a client: the session ones in the table's column order, then the outside client's."""
+    return contracts("session") + contracts("outside")
+
+
+def levels_table() -> str:
+    """Every check of the session and outside-client contracts with its level and citation: the table of
+    ``docs/client-rules.md`` (a test asserts the docs hold exactly this)."""
+    lines = ["| contract / check | level | rests on |", "|---|---|---|"]
+    for contract in _judged_contracts():
+        for entry in contract.catalogue():
+            if entry.name not in GENERIC_NAMES:
+                lines.append(f"| `{contract.name} / {entry.name}` | {entry.level} | {_cell(entry.citation)} |")
+    return "\n".join(lines) + "\n"
+
+
+def outside_table() -> str:
+    """Every check an outside client (``run --client-cmd``) can get, with its level, its citation, and whether it
+    is judged for such a client: the table of ``docs/clients.md`` (a test asserts the docs hold exactly this). A
+    contract not judged at all for it is one row."""
+    lines = ["| contract / check | level | rests on | for an outside client |", "|---|---|---|---|"]
+    for contract in _judged_contracts():
+        if contract.outside is not None:
+            levels = "/".join(sorted({e.level for e in contract.catalogue()}))
+            row = [f"`{contract.name}` (every check)", levels, contract.citation, f"not judged: {contract.outside}"]
+            lines.append("| " + " | ".join(_cell(x) for x in row) + " |")
+            continue
+        for entry in contract.catalogue():
+            if entry.name in GENERIC_NAMES:
+                continue
+            judged = "judged" if entry.outside is None else f"not judged: {entry.outside}"
+            name = f"`{contract.name} / {entry.name}`"
+            lines.append(f"| {name} | {entry.level} | {_cell(entry.citation)} | {_cell(judged)} |")
+    return "\n".join(lines) + "\n"
+
+
+#: The generated tables and the documents whose marker lines fence them.
+GENERATED: dict[str, tuple[str, Callable[[], str]]] = {
+    "check-levels": ("docs/client-rules.md", levels_table),
+    "outside-checks": ("docs/clients.md", outside_table),
+}
+
+
+def main() -> None:
+    """Print each generated table between its marker lines, to paste into its document."""
+    # The contract modules register themselves on import, in the package's module (not this __main__ copy).
+    from contracts.checks import registry
+
+    for name, (doc, make) in registry.GENERATED.items():
+        print(f"<!-- generated: {name} (python -m contracts.checks.registry), in {doc} -->")
+        print(make(), end="")
+        print(f"<!-- end: {name} -->\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -49,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write checks.json, junit.xml, each session record and index.html (the HTML report) here",
     )
-    parser.add_argument("--strict", action="store_true", help="skips and warnings fail the run too")
+    parser.add_argument(
+        "--strict", action="store_true", help="should-level failures, warnings and skips fail the run too"
+    )
     parser.add_argument("--baseline", metavar="FILE", help="known failures (JSON list; a previous checks.json works)")
     parser.add_argument(
         "--stale",
@@ -91,10 +93,12 @@ def _startup_failures(runs: list[ScenarioRun]) -> None:
 
 def _progress(run: ScenarioRun, n: int, total: int) -> None:
     counts = {s: sum(c.status == s for c in run.checks) for s in ("pass", "fail", "warn", "skip")}
+    should = sum(c.status == "fail" and c.level == "should" for c in run.checks)
     if run.skipped:
         what = f"skipped: {run.skipped}"
     else:
-        what = f"{counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn, {counts['skip']} skip"
+        failed = f"{counts['fail']} fail" + (f" ({should} should)" if should else "")
+        what = f"{counts['pass']} pass, {failed}, {counts['warn']} warn, {counts['skip']} skip"
     width = len(str(total))
     print(
         f"[{n:>{width}}/{total}] {run.scenario} [{run.target}] {run.status.upper():4} {what} ({run.wall_s:.2f}s)",
