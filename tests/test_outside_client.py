@@ -271,7 +271,8 @@ def test_unsupported_turns_are_skipped_not_failed(run_scenario: Callable[..., An
     body = f"open(os.environ['CODEX_HARNESS_RESULT'], 'w').write({orjson.dumps(result).decode()!r})\n"
     run = run_scenario("approval_error", client=client_script(tmp_path, body))
     turn = [c for c in run.checks if c.contract in ("terminal_status", "usage") and c.name.startswith("turn 1 ")]
-    assert turn and all(c.status == "skip" and "cannot answer" in c.detail for c in turn)
+    # What is never judged for an outside client keeps its own reason (Check.applies False).
+    assert turn and all(c.status == "skip" and ("cannot answer" in c.detail or not c.applies) for c in turn)
 
 
 def _writes_result(tmp_path: Path, result: dict[str, Any]) -> list[str]:
@@ -308,7 +309,7 @@ def test_status_alone_unsupported_keeps_the_reported_usage_judged(
     run = run_scenario("plain_two_turns", client=_writes_result(tmp_path, {"turns": turns}))
     judged = {c.name: c.status for c in run.checks if c.contract == "usage"}
     assert judged == {"turn 1 buckets consistent": "pass", "turn 1 usage": "pass", "turn 2 usage": "skip"}, judged
-    status = [c for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 1 ")]
+    status = [c for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 1 ") and c.applies]
     assert status and all(c.status == "skip" and "cannot answer" in c.detail for c in status)
 
 
@@ -621,3 +622,32 @@ def test_reading_the_40_mib_line_whole_passes(run_scenario: Callable[..., Any], 
     assert status.status == "pass" and "read the 40 MiB line whole" in status.detail, status
     usage = next(c for c in run.checks if c.contract == "usage" and c.name == "turn 1 usage")
     assert usage.status == "pass" and "input 60" in usage.detail, usage
+
+
+#: careful.py reporting no turn id (many clients keep none): the i-th reported turn is the i-th turn/start.
+_NO_TURN_IDS = (
+    f"sys.path.insert(0, {str(CLIENTS)!r})\n"
+    "import careful\n"
+    "_result = careful.Client.result\n"
+    "def result(self, *args, **kwargs):\n"
+    "    out = _result(self, *args, **kwargs)\n"
+    "    out.pop('turn_id', None)\n"
+    "    return out\n"
+    "careful.Client.result = result\n"
+    "sys.exit(careful.main())\n"
+)
+
+
+@pytest.mark.parametrize("scenario", ["plain_two_turns", "late_events_next_turn"])
+def test_a_client_that_reports_no_turn_id_passes(
+    run_scenario: Callable[..., Any], tmp_path: Path, scenario: str
+) -> None:
+    """Its turns are matched to the wire's by order: status, usage and final text are all judged, none fails
+    (under --strict either)."""
+    from contracts.report import judge
+
+    run = run_scenario(scenario, client=client_script(tmp_path, _NO_TURN_IDS))
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    judged = {c.name: c.status for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 2")}
+    assert judged["turn 2 status"] == "pass" and judged["turn 2 final text"] == "pass", judged
+    assert judge(run.checks, strict=True).exit_code == OK
