@@ -379,7 +379,7 @@ def judge(records: list[SessionRecord]) -> list[Check]:
     forged = facts.get("recording_problems")
     if forged:
         detail = "a recording fake-codex did not write (the client's?): " + "; ".join(forged)
-        checks.append(Check(primary.scenario, primary.target, "client", "recording", "fail", detail[:2000]))
+        checks.append(client_contract.CONTRACT.maker(primary)("recording", "fail", detail[:2000]))
     for k, record in enumerate(records):
         own = not_judged_outside(run_all(record, PER_SERVER))
         own += client_contract.check(record)
