@@ -651,3 +651,34 @@ def test_a_client_that_reports_no_turn_id_passes(
     judged = {c.name: c.status for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 2")}
     assert judged["turn 2 status"] == "pass" and judged["turn 2 final text"] == "pass", judged
     assert judge(run.checks, strict=True).exit_code == OK
+
+
+#: careful.py ending the server alone (stdin closed, the process waited for), not the server's process group.
+_ENDS_THE_SERVER_ALONE = (
+    f"sys.path.insert(0, {str(CLIENTS)!r})\n"
+    "import careful\n"
+    "def end(self, teardown_s):\n"
+    "    self.proc.stdin.close()\n"
+    "    self.proc.wait(timeout=teardown_s)\n"
+    "careful.Server.end = end\n"
+    "sys.exit(careful.main())\n"
+)
+
+
+def test_what_the_server_started_left_alive_is_a_should_and_a_helper_a_must(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    """grandchild_holds_stdout: the server's grandchild outlives a client that ends the server's pid alone (the
+    real binary's children die with it): a should. The careless client's own helper left alive: a must."""
+    from contracts.report import judge
+
+    run = run_scenario("grandchild_holds_stdout", client=client_script(tmp_path, _ENDS_THE_SERVER_ALONE))
+    bad = [c for c in run.checks if c.status == "fail"]
+    assert [(c.contract, c.name, c.level) for c in bad] == [("client", "server's descendants ended", "should")], bad
+    assert "sleep 30" in bad[0].detail
+    left = next(c for c in run.checks if c.name == "nothing left running")
+    assert left.status == "pass" and "1 a server started itself" in left.detail, left
+    assert judge(run.checks).exit_code == OK and judge(run.checks, strict=True).exit_code == FAILED
+    careless = run_scenario("plain", client=CARELESS)
+    helper = next(c for c in careless.checks if c.name == "nothing left running")
+    assert (helper.status, helper.level) == ("fail", "must") and "sleep 60" in helper.detail, helper
