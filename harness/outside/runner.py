@@ -34,7 +34,7 @@ from contracts.safe_dir import Slot
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
-from fake_server.recording import play_identity
+from fake_server.recording import RECORD_ENV, play_identity
 from harness import proctree, workdirs
 from harness.budgets import scenario_deadline_s, with_budgets
 from harness.client.process import run_marker
@@ -52,8 +52,6 @@ from harness.outside.shim import DEFAULT_PROFILE, write_shim
 from harness.proctree import procfs
 
 TARGET = "fake-process"
-#: What the shim exports to every server it starts (harness.outside.shim), so their processes are known.
-RECORD_ENV = "FAKE_CODEX_RECORD"
 PLAN_ENV = "CODEX_HARNESS_PLAN"
 RESULT_ENV = "CODEX_HARNESS_RESULT"
 #: What is kept of the client's stdout and stderr each: the end of it (a test runner's summary comes last).
@@ -547,6 +545,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     deadline = deadline_for(scenario, spec.deadline_s)
     grace = scenario.client.teardown_ms / 1000 + client_contract.SLACK_S
     # The client runs where the user runs the harness: its command line is relative to that.
+    # The shim exports the recording folder to every server it starts: their processes are told by it.
     client = run_client(spec.argv, env, Path.cwd(), deadline, grace, server_env=f"{RECORD_ENV}={record_dir}")
     facts: dict[str, Any] = {
         "client_cmd": list(spec.argv),
