@@ -441,9 +441,10 @@ def play(
     return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport)
 
 
-def skipped_checks(scenario: str, target: str, reason: str) -> list[Check]:
-    """One skip per contract, so checks.json holds every (scenario, target, contract)."""
-    return [Check(scenario, target, c, "scenario", "skip", reason, "") for c in CONTRACT_NAMES]
+def skipped_checks(scenario: str, target: str, reason: str, *, applies: bool = True) -> list[Check]:
+    """One skip per contract, so checks.json holds every (scenario, target, contract). ``applies=False``: the
+    scenario is not one for this target (a fake-only fault on the real binary), not a gap --strict counts."""
+    return [Check(scenario, target, c, "scenario", "skip", reason, "", (), "must", applies) for c in CONTRACT_NAMES]
 
 
 def unsupported_run(scenario: Scenario, target: str) -> ScenarioRun:
@@ -452,7 +453,7 @@ def unsupported_run(scenario: Scenario, target: str) -> ScenarioRun:
     supported, reason = scenario.supports(target)
     if not supported:
         outcome.skipped = reason
-        outcome.checks = skipped_checks(scenario.name, target, reason)
+        outcome.checks = skipped_checks(scenario.name, target, reason, applies=False)
     return outcome
 
 

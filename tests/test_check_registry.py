@@ -196,3 +196,18 @@ def test_the_docs_hold_the_generated_level_tables(name: str) -> None:
     assert found.group(1) == make(), f"{doc}: the {name} table differs from the registry"
     rows = [line for line in found.group(1).splitlines() if line.startswith("| `")]
     assert len(rows) >= 40 and any("| should |" in r for r in rows) and any("| must |" in r for r in rows)
+
+
+def test_strict_counts_gaps_not_what_cannot_apply() -> None:
+    """A scenario that is not one for the target (fake-only, on the real binary) and a check an outside client is
+    never judged on are skips that are not gaps: --strict does not count them; a skip for want of truth is one."""
+    from harness.runner import unsupported_run
+
+    fake_only = next(name for name in builtin_names() if not load_builtin(name).supports("real")[0])
+    skipped = unsupported_run(load_builtin(fake_only), "real").checks
+    assert skipped and all(c.status == "skip" and not c.applies for c in skipped)
+    passed = Check("s", "real", "usage", "turn 1 usage", "pass", "ok")
+    assert judge([passed, *skipped], strict=True).exit_code == 0
+    gap = Check("s", "real", "usage", "turn 1 usage", "skip", "no truth")
+    assert judge([passed, gap], strict=True).exit_code == 1
+    assert Check.from_dict(skipped[0].to_dict()).applies is False  # kept in checks.json
