@@ -35,7 +35,7 @@ from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.reader import bundles_under
 from contracts.triggers import ActionSchedule, Moment, held_approvals, resumes
 from harness import workdirs
-from harness.budgets import plan_budgets, scenario_deadline_s
+from harness.budgets import MAX_RUN_S, plan_budgets, scenario_deadline_s
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
@@ -45,7 +45,8 @@ from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_tar
 
 #: Wall-clock bound of one scenario on a process target (the scenario's own budgets are far below).
 PROCESS_RUN_LIMIT_S = 120.0
-#: Virtual-time bound of one scenario in process: a hung fake or client ends as a failed run, not a hang.
+#: Virtual-time bound of one scenario in process: a hung fake or client ends as a failed run, not a hang. It is
+#: the cap of a run under declared budgets too (harness.budgets.MAX_RUN_S): a declared budget never needs more.
 VIRTUAL_RUN_LIMIT_S = 3600.0
 RUNNER_CONTRACT = "runner"
 WORKDIR = "/RUN/workdir"
@@ -429,15 +430,15 @@ def play(
     if target not in TARGET_NAMES:
         raise TargetUnavailable(f"unknown target {target!r} (known: {', '.join(TARGET_NAMES)})")
     work_dir.mkdir(parents=True, exist_ok=True)
-    # The limit follows the budgets the client keeps (a declared 10-minute turn: harness.budgets).
-    budgeted = scenario_deadline_s(scenario)
-    if target == "fake":
+    if target == "fake":  # virtual time: the backstop is already the cap of a run (harness.budgets.MAX_RUN_S)
         clock = trio.testing.MockClock(autojump_threshold=0)
-        limit = max(VIRTUAL_RUN_LIMIT_S, budgeted)
+        limit = VIRTUAL_RUN_LIMIT_S
         return trio.run(
             _play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport, clock=clock
         )
-    limit = max(PROCESS_RUN_LIMIT_S, budgeted)
+    # A process runs on the wall clock: the limit follows the budgets the client keeps (a declared 10-minute
+    # turn: harness.budgets), up to the cap of a run; a scenario whose own budgets promise more ends at it.
+    limit = max(PROCESS_RUN_LIMIT_S, min(scenario_deadline_s(scenario), MAX_RUN_S))
     return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport)
 
 
