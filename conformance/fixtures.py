@@ -97,11 +97,13 @@ async def codex_session(request: pytest.FixtureRequest, tmp_path: Path) -> Async
 
 @pytest.fixture
 def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., object]:
-    """``run_scenario(spec, target="fake", codex=None, client=None, client_deadline=None)`` → ScenarioRun.
+    """``run_scenario(spec, target="fake", codex=None, client=None, client_deadline=None, release=None,
+    budgets=None)`` → ScenarioRun.
 
     ``client=["python", "my_client.py"]`` judges that outside client instead of ours (on ``fake-process``,
     as ``codex-harness run --client-cmd`` does); it runs with this test's run marker, so the leak check
-    covers it and everything it starts.
+    covers it and everything it starts. ``budgets={"turn_timeout_ms": 600000}``: what the client declares
+    (``run --budget``).
     """
     from harness.runner import run_one
 
@@ -114,8 +116,13 @@ def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., o
         client: Sequence[str] | None = None,
         client_deadline: float | None = None,
         release: str | None = None,
+        budgets: dict[str, int] | None = None,
     ) -> object:
         scenario = _scenario(spec)
+        if budgets and client is None:  # our own client keeps the budgets it is given (harness.budgets)
+            from harness.budgets import with_budgets
+
+            scenario = with_budgets(scenario, budgets)
         if client is not None:
             from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
 
@@ -123,7 +130,7 @@ def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., o
                 raise ValueError(f"an outside client runs on target {TARGET}, not {target}")
             check_command(list(client))
             save = tmp_path / f"record-{next(counter)}-{scenario.name}-client"
-            spec_ = ClientSpec(list(client), client_deadline, release)
+            spec_ = ClientSpec(list(client), client_deadline, release, dict(budgets or {}))
             return run_outside_one(scenario, spec_, save_dir=save, work_root=tmp_path)
         save = tmp_path / f"record-{next(counter)}-{scenario.name}-{target}"
         if release is not None:

@@ -23,7 +23,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from contracts.checks import CONTRACT_NAMES, Check, run_all, worst
+from contracts.checks import CONTRACT_NAMES, Check, run_all, shown
 from contracts.checks import scenario as scenario_check
 from contracts.faults import transport_problem
 from contracts.heap import collector_paused
@@ -36,6 +36,7 @@ from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.reader import bundles_under
 from contracts.triggers import ActionSchedule, Moment, held_approvals, resumes
 from harness import workdirs
+from harness.budgets import MAX_RUN_S, plan_budgets, scenario_deadline_s
 from harness.client.errors import ClientError
 from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from harness.client.session import SessionOptions, open_session
@@ -45,7 +46,8 @@ from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_tar
 
 #: Wall-clock bound of one scenario on a process target (the scenario's own budgets are far below).
 PROCESS_RUN_LIMIT_S = 120.0
-#: Virtual-time bound of one scenario in process: a hung fake or client ends as a failed run, not a hang.
+#: Virtual-time bound of one scenario in process: a hung fake or client ends as a failed run, not a hang. It is
+#: the cap of a run under declared budgets too (harness.budgets.MAX_RUN_S): a declared budget never needs more.
 VIRTUAL_RUN_LIMIT_S = 3600.0
 RUNNER_CONTRACT = "runner"
 WORKDIR = "/RUN/workdir"
@@ -69,8 +71,9 @@ class ScenarioRun:
     @property
     def status(self) -> str:
         """What was judged (the progress line's word): a scenario whose judged checks all passed is a pass,
-        whatever it also skipped; ``skip`` only when nothing was judged."""
-        return worst([c.status for c in self.checks])
+        whatever it also skipped; ``skip`` only when nothing was judged; ``should`` when its only failures are
+        recommendations (contracts.checks.shown)."""
+        return shown(self.checks)
 
 
 # --- playing one scenario ---------------------------------------------------------------------------
@@ -354,7 +357,8 @@ async def _play_async(
 ) -> SessionRecord:
     # With play_turns = false the [[turns]] only script the model side: the client starts (and owes a Result to) none.
     planned = len(scenario.turns) if scenario.client.play_turns else 0
-    meta = {"scenario_turns": planned, "faults": scenario_faults(scenario)}
+    # The budgets the client ran with, the turn's included (record.budgets holds the ones the checks judge by).
+    meta = {"scenario_turns": planned, "faults": scenario_faults(scenario), "budgets": plan_budgets(scenario.client)}
     record = SessionRecord(scenario.name, target, scenario.expect, meta=meta)
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)
@@ -427,19 +431,22 @@ def play(
     if target not in TARGET_NAMES:
         raise TargetUnavailable(f"unknown target {target!r} (known: {', '.join(TARGET_NAMES)})")
     work_dir.mkdir(parents=True, exist_ok=True)
-    if target == "fake":
+    if target == "fake":  # virtual time: the backstop is already the cap of a run (harness.budgets.MAX_RUN_S)
         clock = trio.testing.MockClock(autojump_threshold=0)
         limit = VIRTUAL_RUN_LIMIT_S
         return trio.run(
             _play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport, clock=clock
         )
-    limit = PROCESS_RUN_LIMIT_S
+    # A process runs on the wall clock: the limit follows the budgets the client keeps (a declared 10-minute
+    # turn: harness.budgets), up to the cap of a run; a scenario whose own budgets promise more ends at it.
+    limit = max(PROCESS_RUN_LIMIT_S, min(scenario_deadline_s(scenario), MAX_RUN_S))
     return trio.run(_play_async, scenario, target, work_dir, codex, cancel_trigger, limit, release, transport)
 
 
-def skipped_checks(scenario: str, target: str, reason: str) -> list[Check]:
-    """One skip per contract, so checks.json holds every (scenario, target, contract)."""
-    return [Check(scenario, target, c, "scenario", "skip", reason, "") for c in CONTRACT_NAMES]
+def skipped_checks(scenario: str, target: str, reason: str, *, applies: bool = True) -> list[Check]:
+    """One skip per contract, so checks.json holds every (scenario, target, contract). ``applies=False``: the
+    scenario is not one for this target (a fake-only fault on the real binary), not a gap --strict counts."""
+    return [Check(scenario, target, c, "scenario", "skip", reason, "", (), "must", applies) for c in CONTRACT_NAMES]
 
 
 def unsupported_run(scenario: Scenario, target: str) -> ScenarioRun:
@@ -448,7 +455,7 @@ def unsupported_run(scenario: Scenario, target: str) -> ScenarioRun:
     supported, reason = scenario.supports(target)
     if not supported:
         outcome.skipped = reason
-        outcome.checks = skipped_checks(scenario.name, target, reason)
+        outcome.checks = skipped_checks(scenario.name, target, reason, applies=False)
     return outcome
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from contracts.exitcodes import FAILED, OK
+from contracts.report import judge
 from contracts.scenario import Scenario
 from fake_server.catalogue import load_builtin
 
@@ -55,16 +57,22 @@ def failed(run: Any) -> set[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("flag", sorted(CAUGHT))
-def test_each_bug_fails_the_check_that_catches_it(run_scenario: Callable[..., Any], flag: str) -> None:
+def test_each_bug_fails_the_must_check_that_catches_it(run_scenario: Callable[..., Any], flag: str) -> None:
+    """A bug its authors would accept fails a ``must`` check: the run fails without --strict."""
     scenario, check = CAUGHT[flag]
     run = run_scenario(_scenario(scenario), client=[*BUGGY, flag])
     assert check in failed(run), [c for c in run.checks if c.status != "pass"]
+    caught = next(c for c in run.checks if (c.contract, c.name) == check and c.status == "fail")
+    assert caught.level == "must", caught
+    assert judge(run.checks).exit_code == FAILED
 
 
 @pytest.mark.parametrize("scenario", sorted({s for s, _ in CAUGHT.values()}))
 def test_without_a_flag_it_passes_those_scenarios(run_scenario: Callable[..., Any], scenario: str) -> None:
+    """Every check, should-level ones included: it passes under --strict."""
     run = run_scenario(_scenario(scenario), client=BUGGY)
     assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    assert judge(run.checks, strict=True).exit_code == OK, [c for c in run.checks if c.status != "pass"]
 
 
 def test_an_unknown_flag_is_refused(tmp_path: Path) -> None:

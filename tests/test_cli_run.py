@@ -86,16 +86,17 @@ def test_baseline_excuses_known_failures_and_catches_stale_entries(tmp_path: Pat
     assert main(["run", "--quiet", "--scenario", str(fixed), "--baseline", str(baseline)]) == FAILED
 
 
-@pytest.mark.parametrize("dropped", [("level", "citation"), ("level", "citation", "at")])
+@pytest.mark.parametrize("dropped", [("level", "citation", "applies"), ("level", "citation", "applies", "at")])
 def test_a_checks_json_from_before_levels_still_works_as_a_baseline(tmp_path: Path, dropped: tuple[str, ...]) -> None:
-    """checks.json as earlier releases wrote it (no level, no citation; before that no ``at``) is read back."""
+    """checks.json as earlier releases wrote it (no level, no citation, no applies; before that no ``at``) is read
+    back."""
     from harness.report import read_checks_json
 
     bad = scenario_file(tmp_path, "flaky", status="failed")
     report = tmp_path / "r1"
     assert main(["run", "--quiet", "--scenario", str(bad), "--report", str(report)]) == FAILED
     rows = orjson.loads((report / "checks.json").read_bytes())
-    assert all(r["level"] == "must" and r["citation"] == r["reference"] for r in rows)
+    assert all(r["level"] in ("must", "should") and r["citation"] == r["reference"] for r in rows)
     old = tmp_path / "old-checks.json"
     old.write_bytes(orjson.dumps([{k: v for k, v in r.items() if k not in dropped} for r in rows]))
     back = read_checks_json(old)

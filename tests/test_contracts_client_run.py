@@ -9,6 +9,7 @@ import pytest
 from contracts.checks import client_run
 from contracts.expect import Expect
 from contracts.record import SessionRecord, WireEntry
+from contracts.report import judge
 
 TURN_START = {"id": 5, "method": "turn/start", "params": {"threadId": "t", "input": []}}
 TURN_ANSWER = {"id": 5, "result": {"turn": {"id": "turn-1", "status": "inProgress"}}}
@@ -54,6 +55,7 @@ def test_a_clean_session_passes() -> None:
         "server started": "pass",
         "deadline": "pass",
         "nothing left running": "pass",
+        "server's descendants ended": "pass",
         "result file": "skip",
         "played as given": "pass",
         "not answered after resolved": "pass",
@@ -65,10 +67,13 @@ def test_scenario_hash_mismatch_fails() -> None:
     assert status(record(CONVERSATION, server=ENDED, expected_hash="other"), "played as given") == "fail"
 
 
-def test_answer_after_resolved_warns_and_never_fails() -> None:
-    """A recommendation: the real binary ignores an answer to a request it resolved."""
+def test_answer_after_resolved_fails_a_recommendation_only() -> None:
+    """A should: the real binary ignores an answer to a request it resolved. It warns (exit 0) and fails under
+    --strict."""
     wire = [*CONVERSATION[:2], (0.3, "s2c", APPROVAL), (0.4, "s2c", RESOLVED), (0.5, "c2s", {"id": 0, "result": {}})]
-    assert status(record(wire, server=ENDED), "not answered after resolved") == "warn"
+    late = next(c for c in client_run.check(record(wire, server=ENDED)) if c.name == "not answered after resolved")
+    assert (late.status, late.level) == ("fail", "should"), late
+    assert judge([late]).exit_code == 0 and judge([late], strict=True).exit_code == 1
 
 
 def test_server_ended_late_by_the_harness_or_by_itself() -> None:

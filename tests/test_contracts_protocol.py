@@ -25,12 +25,31 @@ def test_approval_left_unanswered_fails() -> None:
     assert check.status == "fail" and "never answered nor resolved" in check.detail
 
 
-def test_resolved_only_after_the_request_timeout_fails() -> None:
+def test_resolved_only_after_the_request_timeout_fails_a_recommendation() -> None:
+    """Closed, but over the request timeout: over a budget but ended is a should; left open is a must."""
     record = approval_record(answer=False)
     record.wire.append(WireEntry(100.0, "s2c", frame={"method": "serverRequest/resolved", "params": {"requestId": 0}}))
-    assert by_name(record)["server requests answered"].status == "fail"
+    checks = by_name(record)
+    assert checks["server requests answered"].status == "pass"
+    late = checks["server requests answered in time"]
+    assert (late.status, late.level) == ("fail", "should") and "over the request timeout" in late.detail, late
     record.budgets.request_s = 200.0
-    assert by_name(record)["server requests answered"].status == "pass"
+    assert by_name(record)["server requests answered in time"].status == "pass"
+    assert by_name(approval_record(answer=False))["server requests answered"].level == "must"
+
+
+def test_an_id_reused_in_flight_fails_a_must_and_after_its_answer_a_should() -> None:
+    record = plain_record(1)
+    first = next(e for e in record.wire if e.dir == "c2s" and e.frame and e.frame.get("method") == "turn/start")
+    rid = first.frame["id"]
+    answer_at = next(k for k, e in enumerate(record.wire) if e.dir == "s2c" and e.frame and e.frame.get("id") == rid)
+    again = WireEntry(50.0, "c2s", frame={"id": first.frame["id"], "method": "model/list", "params": {}})
+    after = by_name(dataclasses.replace(record, wire=[*record.wire, again]))
+    assert after["request ids not reused"].status == "fail" and after["request ids not reused"].level == "should"
+    assert "request ids unique" not in after
+    wire = [*record.wire[:answer_at], dataclasses.replace(again, t=record.wire[answer_at].t), *record.wire[answer_at:]]
+    inflight = by_name(dataclasses.replace(record, wire=wire))
+    assert inflight["request ids unique"].status == "fail" and inflight["request ids unique"].level == "must"
 
 
 def test_declared_unanswered_request_is_excused() -> None:

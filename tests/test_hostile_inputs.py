@@ -834,7 +834,7 @@ def test_run_failure_lines_and_junit_show_hostile_text_escaped(
     assert_clean(text)
     assert code == 1, text
     assert_escaped(text)
-    assert "terminal_status / turn 1 status: Result failed (turn/start failed: \\x1b[31mRED" in text
+    assert "terminal_status / turn 1 status (must): Result failed (turn/start failed: \\x1b[31mRED" in text
     junit = ET.parse(report / "junit.xml")  # raised ParseError: not well-formed (invalid token)
     failure = junit.find(".//failure")
     assert failure is not None and failure.text is not None

@@ -271,7 +271,8 @@ def test_unsupported_turns_are_skipped_not_failed(run_scenario: Callable[..., An
     body = f"open(os.environ['CODEX_HARNESS_RESULT'], 'w').write({orjson.dumps(result).decode()!r})\n"
     run = run_scenario("approval_error", client=client_script(tmp_path, body))
     turn = [c for c in run.checks if c.contract in ("terminal_status", "usage") and c.name.startswith("turn 1 ")]
-    assert turn and all(c.status == "skip" and "cannot answer" in c.detail for c in turn)
+    # What is never judged for an outside client keeps its own reason (Check.applies False).
+    assert turn and all(c.status == "skip" and ("cannot answer" in c.detail or not c.applies) for c in turn)
 
 
 def _writes_result(tmp_path: Path, result: dict[str, Any]) -> list[str]:
@@ -308,7 +309,7 @@ def test_status_alone_unsupported_keeps_the_reported_usage_judged(
     run = run_scenario("plain_two_turns", client=_writes_result(tmp_path, {"turns": turns}))
     judged = {c.name: c.status for c in run.checks if c.contract == "usage"}
     assert judged == {"turn 1 buckets consistent": "pass", "turn 1 usage": "pass", "turn 2 usage": "skip"}, judged
-    status = [c for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 1 ")]
+    status = [c for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 1 ") and c.applies]
     assert status and all(c.status == "skip" and "cannot answer" in c.detail for c in status)
 
 
@@ -629,3 +630,63 @@ def test_reading_the_40_mib_line_whole_passes(run_scenario: Callable[..., Any], 
     assert status.status == "pass" and "read the 40 MiB line whole" in status.detail, status
     usage = next(c for c in run.checks if c.contract == "usage" and c.name == "turn 1 usage")
     assert usage.status == "pass" and "input 60" in usage.detail, usage
+
+
+#: careful.py reporting no turn id (many clients keep none): the i-th reported turn is the i-th turn/start.
+_NO_TURN_IDS = (
+    f"sys.path.insert(0, {str(CLIENTS)!r})\n"
+    "import careful\n"
+    "_result = careful.Client.result\n"
+    "def result(self, *args, **kwargs):\n"
+    "    out = _result(self, *args, **kwargs)\n"
+    "    out.pop('turn_id', None)\n"
+    "    return out\n"
+    "careful.Client.result = result\n"
+    "sys.exit(careful.main())\n"
+)
+
+
+@pytest.mark.parametrize("scenario", ["plain_two_turns", "late_events_next_turn"])
+def test_a_client_that_reports_no_turn_id_passes(
+    run_scenario: Callable[..., Any], tmp_path: Path, scenario: str
+) -> None:
+    """Its turns are matched to the wire's by order: status, usage and final text are all judged, none fails
+    (under --strict either)."""
+    from contracts.report import judge
+
+    run = run_scenario(scenario, client=client_script(tmp_path, _NO_TURN_IDS))
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    judged = {c.name: c.status for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 2")}
+    assert judged["turn 2 status"] == "pass" and judged["turn 2 final text"] == "pass", judged
+    assert judge(run.checks, strict=True).exit_code == OK
+
+
+#: careful.py ending the server alone (stdin closed, the process waited for), not the server's process group.
+_ENDS_THE_SERVER_ALONE = (
+    f"sys.path.insert(0, {str(CLIENTS)!r})\n"
+    "import careful\n"
+    "def end(self, teardown_s):\n"
+    "    self.proc.stdin.close()\n"
+    "    self.proc.wait(timeout=teardown_s)\n"
+    "careful.Server.end = end\n"
+    "sys.exit(careful.main())\n"
+)
+
+
+def test_what_the_server_started_left_alive_is_a_should_and_a_helper_a_must(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    """grandchild_holds_stdout: the server's grandchild outlives a client that ends the server's pid alone (the
+    real binary's children die with it): a should. The careless client's own helper left alive: a must."""
+    from contracts.report import judge
+
+    run = run_scenario("grandchild_holds_stdout", client=client_script(tmp_path, _ENDS_THE_SERVER_ALONE))
+    bad = [c for c in run.checks if c.status == "fail"]
+    assert [(c.contract, c.name, c.level) for c in bad] == [("client", "server's descendants ended", "should")], bad
+    assert "sleep 30" in bad[0].detail
+    left = next(c for c in run.checks if c.name == "nothing left running")
+    assert left.status == "pass" and "1 a server started itself" in left.detail, left
+    assert judge(run.checks).exit_code == OK and judge(run.checks, strict=True).exit_code == FAILED
+    careless = run_scenario("plain", client=CARELESS)
+    helper = next(c for c in careless.checks if c.name == "nothing left running")
+    assert (helper.status, helper.level) == ("fail", "must") and "sleep 60" in helper.detail, helper

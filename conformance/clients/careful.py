@@ -290,7 +290,9 @@ def main() -> int:
             client.thread_id = (((started or {}).get("result") or {}).get("thread") or {}).get("id")
         for spec in plan["turns"]:
             if client.thread_id is None:
-                turns.append({"turn": spec["turn"], "status": "failed", "error": "no thread"})
+                # Never started: it used nothing, and it has no text (both known, so both reported).
+                no_turn = {"turn": spec["turn"], "status": "failed", "error": "no thread", "final_text": ""}
+                turns.append({**no_turn, "usage": buckets([])})
                 continue
             turns.append(client.run_turn(spec["turn"], spec))
     finally:

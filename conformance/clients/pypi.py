@@ -152,8 +152,10 @@ def baseline_from_runs(runs: list[list[dict[str, Any]]], explained: list[dict[st
     return entries
 
 
-_CELL = {"pass": "pass", "fail": "**FAIL**", "skip": "skip", "warn": "warn"}
-_ORDER = {"pass": 0, "skip": 1, "warn": 2, "fail": 3}
+_CELL = {"pass": "pass", "fail": "**FAIL**", "skip": "skip", "warn": "warn", "should": "should"}
+#: A cell shows its worst *judged* status, as every report does (contracts.checks.worst): a skip only where nothing
+#: was judged, a should-level failure (a recommendation) below a must failure.
+_ORDER = {"skip": 0, "pass": 1, "warn": 2, "should": 3, "fail": 4}
 
 
 def markdown(checks: list[dict[str, Any]], entries: list[dict[str, Any]], cmd_note: str) -> str:
@@ -162,8 +164,9 @@ def markdown(checks: list[dict[str, Any]], entries: list[dict[str, Any]], cmd_no
     for c in checks:
         cells = rows.setdefault(c["scenario"], {})
         old = cells.get(c["contract"])
-        if old is None or _ORDER[c["status"]] > _ORDER[old]:
-            cells[c["contract"]] = c["status"]
+        status = "should" if c["status"] == "fail" and c.get("level") == "should" else c["status"]
+        if old is None or _ORDER[status] > _ORDER[old]:
+            cells[c["contract"]] = status
     out = ["| scenario | " + " | ".join(CONTRACTS) + " |", "|---" * (len(CONTRACTS) + 1) + "|"]
     for scenario, cells in sorted(rows.items()):
         out.append(f"| {scenario} | " + " | ".join(_CELL.get(cells.get(k, ""), "") for k in CONTRACTS) + " |")

@@ -34,7 +34,7 @@ from contracts.checks import client_run, client_plan, scenario
 
 # isort: on
 from contracts.checks import registry, wire_index
-from contracts.checks.base import LEVELS, STATUSES, Check, Level, Status, worst
+from contracts.checks.base import LEVELS, STATUSES, Check, Level, Status, shown, worst
 from contracts.heap import collector_paused
 from contracts.record import SessionRecord
 
@@ -66,4 +66,4 @@ def _run_all(record: SessionRecord, contracts: tuple[str, ...]) -> list[Check]:
     return checks
 
 
-__all__ = ["CONTRACT_NAMES", "LEVELS", "STATUSES", "Check", "Level", "Status", "registry", "run_all", "worst"]
+__all__ = ["CONTRACT_NAMES", "LEVELS", "STATUSES", "Check", "Level", "Status", "registry", "run_all", "shown", "worst"]

@@ -31,6 +31,9 @@ class Check:
     failure warns, and fails under ``--strict``); see :mod:`contracts.checks.registry`.
     ``at``: where the verdict points, as 1-based line numbers of the record's ``wire.jsonl`` (the frames
     that broke the contract, or that it measured); empty when no frame says it.
+    ``applies``: False for a skip that is not a gap: what this kind of run cannot show by construction (an
+    outside client's own trace, its cancel→Result latency) or where nothing of it happened (no turn was
+    cancelled). ``--strict`` counts every other skip, never these.
     """
 
     scenario: str
@@ -42,6 +45,7 @@ class Check:
     citation: str = ""
     at: tuple[int, ...] = ()
     level: Level = "must"
+    applies: bool = True
 
     @property
     def reference(self) -> str:
@@ -59,6 +63,7 @@ class Check:
             "citation": self.citation,
             "reference": self.citation,  # what checks.json called it before citations: old readers keep reading
             "at": list(self.at),
+            "applies": self.applies,
         }
 
     @classmethod
@@ -76,6 +81,7 @@ class Check:
             citation=str(citation if isinstance(citation, str) else data.get("reference", "")),
             at=_lines(data.get("at")),
             level="should" if level == "should" else "must",
+            applies=data.get("applies") is not False,
         )
 
     @property
@@ -102,6 +108,17 @@ def worst(statuses: list[str] | tuple[str, ...]) -> str:
     return max(statuses, key=lambda s: _RANK[s]) if statuses else "skip"
 
 
+def shown(checks: Iterable[Check]) -> str:
+    """What a group of checks shows with its level (a table cell): :func:`worst` of their statuses, except
+    ``should`` where every failure among them is a recommendation (a should-level check: it warns, and fails a
+    run only under ``--strict``)."""
+    checks = list(checks)
+    status = worst([c.status for c in checks])
+    if status == "fail" and all(c.level == "should" for c in checks if c.status == "fail"):
+        return "should"
+    return status
+
+
 class Rules(Protocol):
     """What a :class:`Maker` needs of a contract (:class:`contracts.checks.registry.Contract`)."""
 
@@ -117,8 +134,11 @@ class Maker:
     def __init__(self, record: SessionRecord, contract: Rules) -> None:
         self.record, self.contract = record, contract
 
-    def __call__(self, name: str, status: Status, detail: str = "", at: Iterable[int] = ()) -> Check:
-        """``at``: 0-based positions in ``record.wire`` (stored as 1-based wire.jsonl lines)."""
+    def __call__(
+        self, name: str, status: Status, detail: str = "", at: Iterable[int] = (), *, applies: bool = True
+    ) -> Check:
+        """``at``: 0-based positions in ``record.wire`` (stored as 1-based wire.jsonl lines); ``applies=False``: a
+        skip that is not a gap (:class:`Check`)."""
         level, citation = self.contract.rule_for(name)
         return Check(
             self.record.scenario,
@@ -130,6 +150,7 @@ class Maker:
             citation,
             wire_lines(at),
             level,
+            applies,
         )
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from contracts.checks.base import Check, wire_lines
 from contracts.checks.client_run import CONTRACT as CLIENT
+from contracts.checks.registry import Rule
 from contracts.checks.wire_index import WireIndex, shared
 from contracts.heap import collector_paused
 from contracts.record import SessionRecord
@@ -41,7 +42,9 @@ from contracts.record import SessionRecord
 NAME = "client"
 REFERENCE = "docs/clients.md"
 CHECK = "plan followed"
-CLIENT.add(CHECK)  # judged over every server's record at once (not a judge of one record)
+# Judged over every server's record at once (not a judge of one record). Must: a client that plays nothing of the
+# plan has not been judged on anything else.
+CLIENT.add(Rule(CHECK, citation="docs/clients.md (What is judged)"))
 #: Scheduling room on every wire-judged bound (as contracts.checks.client_run).
 SLACK_S = 0.5
 #: Requests that set the session up; one the server fails excuses the turns it would have carried.
@@ -542,7 +545,8 @@ def _check(records: Sequence[SessionRecord]) -> Check:
         return make(CHECK, "fail", _summary(judge.problems), at=wire_lines(judge.at))
     started = [n for n in sorted(matched) if n not in unsupported]
     if not started and not judge.judged and not judge.answered:
-        return make(CHECK, "skip", f"nothing of the plan was due: {_summary(judge.not_due) or 'no turn'}")
+        why = f"nothing of the plan was due: {_summary(judge.not_due) or 'no turn'}"
+        return make(CHECK, "skip", why, applies=False)  # the server made every turn impossible: nothing to judge
     parts = [f"{len(started)} turn(s) started with their input in order"]
     if judge.judged:
         parts.append(f"{len(judge.judged)} action(s) sent at their trigger ({', '.join(judge.judged[:_SHOWN])})")

@@ -11,8 +11,9 @@ result file. Per server:
 - ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
   within the interrupt budget, or the client gave up and ended the server within budget;
 - ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
-  its last turn ended (``turn/completed``), or after the turn deadline when the server went silent ("ended
-  late" past it); a server that ended itself (crash, exit) needs nothing. The client's first move counts,
+  its last turn ended (``turn/completed``), or after the turn budget when the server went silent (counted from
+  the server's last frame: a turn deadline and an inactivity timeout both pass; "ended late" past it); a
+  server that ended itself (crash, exit) needs nothing. The client's first move counts,
   from every sign the recording holds: ``end.json`` and the wire's ``stdin closed`` / ``signal`` notes (all a
   server killed before it wrote ``end.json`` leaves).
 
@@ -41,16 +42,21 @@ CONTRACT = Contract(
     citation=REFERENCE,
     suite="outside",
     checks=(
-        "played as given",
-        Rule("not answered after resolved", citation="docs/protocol.md §3"),
-        Rule("interrupt -> turn/completed", citation="docs/client-rules.md §2"),
-        "server ended",
-        "server started",
-        "deadline",
+        Rule("played as given", citation="docs/clients.md (What is judged)"),
+        # The real binary ignores an answer to a request it resolved: a recommendation.
+        Rule("not answered after resolved", level="should", citation="docs/protocol.md §3"),
+        # Over a budget but ended is a should: a client still waiting at its deadline fails ``deadline`` (must).
+        Rule("interrupt -> turn/completed", level="should", citation="docs/client-rules.md §2"),
+        Rule("server ended", level="should", citation="docs/client-rules.md §5"),
+        Rule("server started", citation="docs/clients.md (What is judged)"),
+        Rule("deadline", citation="docs/client-rules.md §5"),
+        # What the client started (its servers, its helpers) left alive: must. What a server started itself (a
+        # grandchild holding its stdout) left alive: should (the real binary's children die with it).
         Rule("nothing left running", citation="docs/client-rules.md §5"),
-        "result file",
-        "reported statuses agree with the wire",
-        "recording",
+        Rule("server's descendants ended", level="should", citation="docs/client-rules.md §5"),
+        Rule("result file", citation="docs/clients.md (Your client in ten minutes)"),
+        Rule("reported statuses agree with the wire", citation="docs/client-rules.md §3"),
+        Rule("recording", citation="docs/clients.md (fake-codex --record DIR)"),
         "outside client",
     ),
 )
@@ -159,15 +165,22 @@ def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: d
         ref, allowed, what = turns[-1]["completed_t"], teardown, "the last turn/completed"
     elif turns:
         turn_timeout = float(budgets.get("turn_timeout_ms", 60000)) / 1000
-        ref = turns[-1]["t"] + turn_timeout
+        # The turn budget is how long the client bears a turn: a deadline from turn/start, or an inactivity timeout
+        # from the server's last frame. The later of the two is judged, so a client of either kind passes.
+        started = turns[-1]["t"]
+        until = at if at is not None else float("inf")  # what came after the client's move did not move it
+        heard = max((e.t for e in record.wire if e.dir == "s2c" and started <= e.t <= until), default=started)
+        ref = heard + turn_timeout
         allowed = record.budgets.interrupt_s + teardown
-        what = f"the last turn's deadline (turn/start + turn_timeout {turn_timeout:g} s)"
+        since = "turn/start" if heard == started else "the server's last frame"
+        what = f"the last turn's deadline ({since} + turn_timeout {turn_timeout:g} s)"
     else:
         frames = [e.t for e in record.wire if e.dir != "note"]
         ref = frames[-1] if frames else float(server.get("started_t") or 0.0)
         allowed, what = teardown, "its last frame"
     if at is None:
-        return make("server ended", "skip", "the server was killed (SIGKILL) at a time the wire does not show")
+        why = "the server was killed (SIGKILL) at a time the wire does not show"
+        return make("server ended", "skip", why, applies=False)
     late = at - ref
     verb = f"the client {move}" if how == "client" else "SIGKILLed (by the client's exit at the latest)"
     detail = f"{verb} {late:+.3f} s after {what}, budget {allowed:.3f} s"
@@ -189,10 +202,11 @@ def _answered_after_resolved(make: Maker, index: WireIndex) -> Check:
         for key, r in index.server_requests.items()
         if key in resolved and any(pos > resolved[key] for pos, _, _ in r.answers)
     ]
-    # A recommendation, not a protocol rule: the real binary ignores an answer to a request it resolved.
+    # A recommendation (level should), not a protocol rule: the real binary ignores an answer to a request it
+    # resolved. It fails only under --strict.
     return make(
         "not answered after resolved",
-        "warn" if late else "pass",
+        "fail" if late else "pass",
         _summary(late) or f"{len(resolved)} resolved request(s), none answered afterwards",
     )
 
@@ -265,6 +279,36 @@ def server_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
     return checks
 
 
+def _left_running(left: list[str], facts: dict[str, Any], tracked: str, make: Maker) -> list[Check]:
+    """What outlived the client: its own processes (servers, helpers: must), and what a server started itself
+    (``left_by_servers``: a grandchild holding the server's stdout; the real binary's die with it: should)."""
+    theirs = facts.get("left_by_servers")
+    theirs = {str(x) for x in theirs} if isinstance(theirs, list) else set()
+    own = [x for x in left if x not in theirs]
+    by_servers = [x for x in left if x in theirs]
+    note = f"; {len(by_servers)} a server started itself, judged by server's descendants ended" if by_servers else ""
+    checks = [
+        make(
+            "nothing left running",
+            "fail" if own else "pass",
+            f"alive after the client exited (killed by the harness): {_summary(own)}{tracked}"
+            if own
+            else f"no process the client started outlived it{note}{tracked}"
+            if by_servers
+            else f"no process of the run outlived the client{tracked}",
+        )
+    ]
+    if by_servers:
+        detail = (
+            f"started by a server and alive after the client exited (killed by the harness): {_summary(by_servers)}"
+            " — ending the server's process group, not the server alone, ends them"
+        )
+        checks.append(make("server's descendants ended", "fail", detail))
+    else:
+        checks.append(make("server's descendants ended", "pass", "nothing a server started outlived the client"))
+    return checks
+
+
 def _agrees(reported: str, turn: dict[str, Any] | None, interrupted: bool) -> bool:
     """A reported status the wire contradicts. ``failed``, ``timeout`` and ``unsupported`` are the client's own
     outcomes (it may lose a turn the server finished: terminal_status judges that against [expect])."""
@@ -292,7 +336,8 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
     ]
     deadline = facts.get("deadline_s")
     if deadline is None:
-        checks.append(make("deadline", "skip", "a recording alone does not show the client's deadline"))
+        why = "a recording alone does not show the client's deadline"
+        checks.append(make("deadline", "skip", why, applies=False))
     elif facts.get("deadline_hit"):
         checks.append(make("deadline", "fail", f"the client was still running at its deadline of {deadline:g} s"))
     else:
@@ -300,23 +345,14 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
         checks.append(make("deadline", "pass", f"the client exited after {ended:.3f} s, deadline {deadline:g} s"))
     left = facts.get("left_running")
     if left is None:
-        checks.append(
-            make("nothing left running", "skip", "a recording alone does not show which processes outlived the client")
-        )
+        why = "a recording alone does not show which processes outlived the client"
+        checks.append(make("nothing left running", "skip", why, applies=False))
     else:
         # How the client's tree was tracked: a pass from an unconfined run says so (a process that scrubbed
         # the run marker and outran a /proc scan could have got away).
         how = facts.get("confinement")
         tracked = f" (tracked by {how})" if how and not how.startswith("not confined") else f" ({how})" if how else ""
-        checks.append(
-            make(
-                "nothing left running",
-                "fail" if left else "pass",
-                f"alive after the client exited (killed by the harness): {_summary(list(left))}{tracked}"
-                if left
-                else f"no process of the run outlived the client{tracked}",
-            )
-        )
+        checks += _left_running([str(x) for x in left], facts, tracked, make)
     result = facts.get("result") or {}
     state = result.get("state", "absent")
     if state == "absent":
@@ -360,7 +396,7 @@ def check(record: SessionRecord) -> list[Check]:
     :func:`contracts.checks.client_plan.check` over all the run's records)."""
     facts = record.meta.get("outside")
     if not isinstance(facts, dict):
-        return [CONTRACT.maker(record)("outside client", "skip", "not a record of an outside client")]
+        return [CONTRACT.maker(record)("outside client", "skip", "not a record of an outside client", applies=False)]
     with shared():  # both halves read the same index of the wire
         checks = server_checks(record, facts) if facts.get("server") else []
         if facts.get("primary", True):

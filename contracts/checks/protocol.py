@@ -1,11 +1,13 @@
 """The client keeps its side of the JSON-RPC conversation.
 
-- every server request is answered, or resolved by the server (``serverRequest/resolved``), within
-  the client's request timeout, and answered at most once;
-- no request is sent after the client closed the session (stdin closed or server killed);
-- where the server answers the interrupt, the answer precedes turn/completed;
+- every server request is answered, or resolved by the server (``serverRequest/resolved``): one left open
+  fails (must); one closed after the client's request timeout fails ``answered in time`` (should); answered
+  at most once (must);
+- no request is sent after the client closed the session (stdin closed or server killed) (should);
+- where the server answers the interrupt, the answer precedes turn/completed (the server's order);
 - the client never answers an id the server did not ask with; the server's answers to unknown or
-  already-answered ids (a fault) are excused only as ``unknown_response_id``.
+  already-answered ids (a fault) are excused only as ``unknown_response_id``;
+- no two requests in flight share an id (must); an id used again after its answer came (should).
 """
 
 from __future__ import annotations
@@ -22,13 +24,20 @@ CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
     checks=(
+        # A request left open hangs the turn: must. One answered (or resolved) past the request timeout ended:
+        # over a budget, a should (a person may take minutes to decide an approval).
         "server requests answered",
-        "server requests answered once",
-        "no request after close",
+        Rule("server requests answered in time", level="should"),
+        Rule("server requests answered once", citation="docs/protocol.md §2"),
+        # Nothing can answer it, and the real binary has stopped reading: sloppy, harmless (should).
+        Rule("no request after close", level="should"),
         Rule("interrupt answer before turn/completed", citation="docs/protocol.md §4"),
-        "no answer to an unknown id",
+        Rule("no answer to an unknown id", citation="docs/protocol.md §2"),
         Rule("server answers known ids", citation="docs/protocol.md §2"),
+        # Two requests in flight with one id cannot be told apart (must); an id used again after its answer came
+        # is unambiguous, JSON-RPC does not forbid it (should).
         Rule("request ids unique", citation="docs/protocol.md §2"),
+        Rule("request ids not reused", level="should", citation="docs/protocol.md §2"),
     ),
 )
 _SHOWN = 3
@@ -57,7 +66,8 @@ def _server_requests(make: Maker, record: SessionRecord, index: WireIndex) -> li
     unanswered: list[str] = []
     twice: list[str] = []
     late: list[str] = []
-    open_at: list[int] = []  # the requests left open or answered late
+    open_at: list[int] = []  # the requests left open
+    late_at: list[int] = []  # the requests answered or resolved late
     twice_at: list[int] = []  # the second and later answers
     for key, request in index.server_requests.items():
         what = f"{request.method} id {request.id!r} (t={request.t:.3f})"
@@ -70,19 +80,28 @@ def _server_requests(make: Maker, record: SessionRecord, index: WireIndex) -> li
             open_at.append(request.pos)
         elif min(ends) - request.t > limit:
             late.append(f"{what}: open {min(ends) - request.t:.3f} s, over the request timeout {limit:.3f} s")
-            open_at.append(request.pos)
+            late_at.append(request.pos)
     checks = []
     # Answering is never wrong: the allowance is a ceiling (the server may never resolve a request the client
-    # could still answer; the real binary ignores an answer it no longer waits for).
-    observed = len(unanswered) + len(late)
-    ok, why, _ = judge_allowance(record, NAME, "unanswered_server_requests", observed, at_most=True)
-    problems = unanswered + late
-    if problems or why:
-        detail = (f"{why} — " if why else "") + (_summary(problems) or "none open")
+    # could still answer; the real binary ignores an answer it no longer waits for). It excuses the requests
+    # left open first, then the ones closed late.
+    ok, why, _ = judge_allowance(record, NAME, "unanswered_server_requests", len(unanswered), at_most=True)
+    if unanswered or why:
+        detail = (f"{why} — " if why else "") + (_summary(unanswered) or "none left open")
         checks.append(make("server requests answered", "pass" if ok else "fail", detail, at=open_at))
     else:
         n = len(index.server_requests)
         checks.append(make("server requests answered", "pass", f"{n} server request(s), each answered or resolved"))
+    if late:
+        ok, why, _ = judge_allowance(
+            record, NAME, "unanswered_server_requests", len(unanswered) + len(late), at_most=True
+        )
+        detail = (f"{why} — " if why else "") + _summary(late)
+        checks.append(make("server requests answered in time", "pass" if ok else "fail", detail, at=late_at))
+    elif len(index.server_requests) > len(unanswered):
+        closed = len(index.server_requests) - len(unanswered)
+        detail = f"{closed} answered or resolved, each within the request timeout {limit:.3f} s"
+        checks.append(make("server requests answered in time", "pass", detail))
     checks.append(
         make(
             "server requests answered once",
@@ -169,18 +188,30 @@ def _unknown_ids(make: Maker, record: SessionRecord, index: WireIndex) -> list[C
     ok, why, _ = judge_allowance(record, NAME, "unknown_response_id", len(server))
     if server or why:
         detail = (f"{why} — " if why else "") + (_summary(server) or "none seen")
-        checks.append(
-            make("server answers known ids", "pass" if ok else "fail", detail, server_at)
-        )
-    if index.duplicate_requests:
-        dup = [f"{d} reused id {f['id']!r} ({f.get('method')})" for _, d, f in index.duplicate_requests]
-        client_dup = [x for x in dup if x.startswith("c2s")]
-        dup_at = [pos for pos, d, _ in index.duplicate_requests if d == "c2s"]
-        if client_dup:
-            checks.append(
-                make("request ids unique", "fail", _summary(client_dup), at=dup_at)
-            )
+        checks.append(make("server answers known ids", "pass" if ok else "fail", detail, server_at))
+    in_flight, reused = _reused_ids(index)
+    if in_flight:
+        detail = _summary([x for x, _ in in_flight]) + " (the first still in flight: answers cannot be told apart)"
+        checks.append(make("request ids unique", "fail", detail, at=[p for _, p in in_flight]))
+    if reused:
+        detail = _summary([x for x, _ in reused]) + " (after its answer came: unambiguous, but not unique)"
+        checks.append(make("request ids not reused", "fail", detail, at=[p for _, p in reused]))
     return checks
+
+
+def _reused_ids(index: WireIndex) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """The client's requests that used an id again: (what, position), while the first was in flight (no answer
+    yet) or after its answer came."""
+    in_flight: list[tuple[str, int]] = []
+    reused: list[tuple[str, int]] = []
+    for pos, direction, frame in index.duplicate_requests:
+        if direction != "c2s":
+            continue
+        first = index.client_requests.get(id_key(frame["id"]))
+        what = f"c2s reused id {frame['id']!r} ({frame.get('method')})"
+        answered = first is not None and any(p < pos for p, _, _ in first.answers)
+        (reused if answered else in_flight).append((what, pos))
+    return in_flight, reused
 
 
 @CONTRACT.judge

@@ -17,6 +17,15 @@ So the registry knows every contract and, per check, what it holds the client (o
   under ``--strict`` (:func:`contracts.report.verdict.judge`).
 - ``citation``: where the rule comes from: a document that ships in this repository and its section
   (``docs/client-rules.md §3``), or how it was observed on the real binary (``observed on the real binary: …``).
+- ``outside``: why the check is not judged for an outside client (``run --client-cmd``), when it is not: what
+  that kind of run cannot show by construction (its own trace bundle, cancel→Result on its own clock). The
+  outside runner makes such a check a skip with this reason that ``--strict`` does not count
+  (:attr:`contracts.checks.base.Check.applies`), and docs/clients.md lists it so.
+
+Levels follow one question: would the client's authors accept this failure as a bug? What a correct client may
+do otherwise is a ``should``. Where liveness is concerned: a client still waiting at its run deadline, or a
+process it started left alive, fails a ``must``; a client that ended, but over a budget it declared, or that left
+alive what the *server* started, fails a ``should``.
 
 A check name ``turn N …`` stands for one check per turn (``turn 1 status``, ``turn 2 status``, …), and
 ``server N: …`` is the check of the N-th server an outside client started. A name the contract does not
@@ -56,6 +65,8 @@ class Rule:
     name: str
     level: Level | None = None
     citation: str | None = None
+    #: not judged for an outside client, and why (None: judged, or the contract's own reason)
+    outside: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,8 @@ class Entry:
     name: str
     level: Level
     citation: str
+    #: why an outside client is not judged on it; None: it is
+    outside: str | None = None
 
 
 class Contract:
@@ -79,10 +92,13 @@ class Contract:
         level: Level = "must",
         checks: Iterable[str | Rule] = (),
         suite: Suite = "session",
+        outside: str | None = None,
     ) -> None:
+        """``outside``: the whole contract is not judged for an outside client, and why."""
         if level not in LEVELS:
             raise ValueError(f"contract {name}: level {level!r} is not one of {LEVELS}")
         self.name, self.citation, self.level, self.suite = name, citation, level, suite
+        self.outside = outside
         self.rules: dict[str, Rule] = {}
         self.judges: list[Callable[..., object]] = []
         self.add(*checks)
@@ -120,11 +136,16 @@ class Contract:
             return self.level, self.citation
         return rule.level or self.level, self.citation if rule.citation is None else rule.citation
 
+    def not_judged_outside(self, name: str) -> str | None:
+        """Why an outside client is not judged on the check named ``name`` (None: it is)."""
+        rule = self.declared(name)
+        return self.outside or (rule.outside if rule is not None else None)
+
     def maker(self, record: SessionRecord) -> Maker:
         return Maker(record, self)
 
     def catalogue(self) -> list[Entry]:
-        return [Entry(self.name, name, *self.rule_for(name)) for name in self.rules]
+        return [Entry(self.name, name, *self.rule_for(name), self.not_judged_outside(name)) for name in self.rules]
 
     def citations(self) -> set[str]:
         """Every citation a check of this contract can carry (its own, for a name it does not declare, too)."""
@@ -177,3 +198,68 @@ def catalogue() -> Iterator[Entry]:
     """Every declared check of every registered contract, level and citation resolved."""
     for contract in _REGISTRY.values():
         yield from contract.catalogue()
+
+
+# --- the docs tables ------------------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _judged_contracts() -> list[Contract]:
+    """The contracts that judge a client: the session ones in the table's column order, then the outside client's."""
+    return contracts("session") + contracts("outside")
+
+
+def levels_table() -> str:
+    """Every check of the session and outside-client contracts with its level and citation: the table of
+    ``docs/client-rules.md`` (a test asserts the docs hold exactly this)."""
+    lines = ["| contract / check | level | rests on |", "|---|---|---|"]
+    for contract in _judged_contracts():
+        for entry in contract.catalogue():
+            if entry.name not in GENERIC_NAMES:
+                lines.append(f"| `{contract.name} / {entry.name}` | {entry.level} | {_cell(entry.citation)} |")
+    return "\n".join(lines) + "\n"
+
+
+def outside_table() -> str:
+    """Every check an outside client (``run --client-cmd``) can get, with its level, its citation, and whether it
+    is judged for such a client: the table of ``docs/clients.md`` (a test asserts the docs hold exactly this). A
+    contract not judged at all for it is one row."""
+    lines = ["| contract / check | level | rests on | for an outside client |", "|---|---|---|---|"]
+    for contract in _judged_contracts():
+        if contract.outside is not None:
+            levels = "/".join(sorted({e.level for e in contract.catalogue()}))
+            row = [f"`{contract.name}` (every check)", levels, contract.citation, f"not judged: {contract.outside}"]
+            lines.append("| " + " | ".join(_cell(x) for x in row) + " |")
+            continue
+        for entry in contract.catalogue():
+            if entry.name in GENERIC_NAMES:
+                continue
+            judged = "judged" if entry.outside is None else f"not judged: {entry.outside}"
+            name = f"`{contract.name} / {entry.name}`"
+            lines.append(f"| {name} | {entry.level} | {_cell(entry.citation)} | {_cell(judged)} |")
+    return "\n".join(lines) + "\n"
+
+
+#: The generated tables and the documents whose marker lines fence them.
+GENERATED: dict[str, tuple[str, Callable[[], str]]] = {
+    "check-levels": ("docs/client-rules.md", levels_table),
+    "outside-checks": ("docs/clients.md", outside_table),
+}
+
+
+def main() -> None:
+    """Print each generated table between its marker lines, to paste into its document."""
+    # The contract modules register themselves on import, in the package's module (not this __main__ copy).
+    from contracts.checks import registry
+
+    for name, (doc, make) in registry.GENERATED.items():
+        print(f"<!-- generated: {name} (python -m contracts.checks.registry), in {doc} -->")
+        print(make(), end="")
+        print(f"<!-- end: {name} -->\n")
+
+
+if __name__ == "__main__":
+    main()

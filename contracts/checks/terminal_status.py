@@ -10,12 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.checks.base import Check, Maker
+from contracts.checks.client_run import wire_turns
 from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
 
 NAME = "terminal_status"
 REFERENCE = "docs/client-rules.md §3"
+#: Why an outside client is not judged on what it consumed: only what the server sent is on the wire.
+NOT_ON_THE_WIRE = "which turn/completed the client read is not on the wire (the server's sending is)"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
@@ -24,10 +27,20 @@ CONTRACT = Contract(
         "turn N result",
         "turn N status",
         "turn N final text",
-        Rule("turn N turn/completed consumed", citation="docs/client-rules.md §3"),
-        Rule("turn N server status", citation="docs/protocol.md §4"),
-        Rule("server exit", citation="docs/client-rules.md §5"),
-        "client errors",
+        Rule("turn N turn/completed consumed", outside=NOT_ON_THE_WIRE),
+        Rule(
+            "turn N server status",
+            citation="docs/protocol.md §4",
+            outside="what the client consumed is not on the wire; the status it reported is judged",
+        ),
+        # How the client ended the server (close stdin, a signal, a kill) is its choice; the exit status follows.
+        Rule(
+            "server exit",
+            level="should",
+            citation="docs/client-rules.md §5",
+            outside="the exit status follows from how the client ended the server (client / server ended)",
+        ),
+        Rule("client errors", outside="an outside client's exceptions are its own: its Results and exit are judged"),
     ),
 )
 
@@ -133,12 +146,28 @@ def _clip(text: str) -> str:
     return repr(text[:_CLIP] + ("…" if len(text) > _CLIP else "")) + f" ({len(text)} characters)"
 
 
-def _final_text(make: Maker, record: SessionRecord, result: TurnResult, texts: dict[str, _Texts]) -> Check:
-    """The reported final text is one the server's messages of that turn make (no other turn's text in it)."""
+def _final_text(
+    make: Maker, record: SessionRecord, result: TurnResult, texts: dict[str, _Texts], order: list[str | None] | None
+) -> Check:
+    """The reported final text is one the server's messages of that turn make (no other turn's text in it).
+
+    ``order``: the ids of the turns started on the wire, in order, for an outside client's Result without a turn id
+    (it is the turn started at its position, as :mod:`contracts.checks.usage` matches it)."""
     name = f"turn {result.index + 1} final text"
-    if not result.final_text and record.meta.get("outside") is not None:
-        return make(name, "skip", "the client reported no final text")
-    sent = texts.get(result.turn_id or "")
+    outside = order is not None
+    turn_id, known = result.turn_id, result.turn_id is not None or not outside
+    if turn_id is None and order is not None:
+        turn_id = order[result.index] if 0 <= result.index < len(order) else None
+        known = turn_id is not None or result.index >= len(order)  # no turn/start at its place: never started
+    sent = texts.get(turn_id or "")
+    if not result.final_text:
+        # No text is the right text where the server sent none for the turn (a turn that never started, a turn
+        # that failed or was cancelled before any message). An outside client's empty text is also what it
+        # reports when it reports none: judged only where the turn it names is known.
+        if sent is None and known:
+            return make(name, "pass", "no final text, and the server sent no text of this turn")
+        if outside and (sent is None or "" not in sent.allowed()):
+            return make(name, "skip", "the client reported no final text")
     if sent is None:
         return make(name, "skip", "no turn id, or no text of that turn on the wire, to judge the final text by")
     allowed = sent.allowed()
@@ -164,8 +193,9 @@ def check(record: SessionRecord) -> list[Check]:
     turns = _turns_started(record)
     index = WireIndex.build(record.wire)
     if turns == 0:
-        checks.append(make("results", "skip", "the session started no turn and [expect] declares none"))
+        checks.append(make("results", "skip", "the session started no turn and [expect] declares none", applies=False))
     texts = _turn_texts(record)
+    order = [t["id"] for t in wire_turns(index)] if record.meta.get("outside") is not None else None
     by_index: dict[int, list[TurnResult]] = {}  # grouped once: a lookup per turn keeps this linear
     for r in record.results:
         by_index.setdefault(r.index, []).append(r)
@@ -211,15 +241,10 @@ def check(record: SessionRecord) -> list[Check]:
                 also = f" ([expect] declares {declared}{why})" if len(allowed) > 1 else ""
                 course = f"; the course where {record.expect.why}" if record.expect.why else ""
                 checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}{course}"))
-        checks.append(_final_text(make, record, result, texts))
+        checks.append(_final_text(make, record, result, texts, order))
         if result.completed_consumed is None:
-            checks.append(
-                make(
-                    f"{label} turn/completed consumed",
-                    "skip",
-                    "not judged: which turn/completed the client read is not on the wire (the server's sending is)",
-                )
-            )
+            consumed = f"{label} turn/completed consumed"
+            checks.append(make(consumed, "skip", f"not judged: {NOT_ON_THE_WIRE}", applies=False))
         elif result.completed_consumed > 1:
             checks.append(
                 make(

@@ -14,13 +14,26 @@ from pathlib import Path
 from typing import Any
 
 from contracts.checks.base import Check, Maker
-from contracts.checks.registry import Contract
+from contracts.checks.registry import Contract, Rule
 from contracts.record import SessionRecord
 from contracts.trace import TraceVerdict, check_bundle
 
 NAME = "trace_closure"
 REFERENCE = "docs/trace.md §2"
-CONTRACT = Contract(NAME, citation=REFERENCE, checks=("client trace", "server trace", "other threads' server traces"))
+#: The server's bundles judge the target (the fake's fidelity, a release's trace bug), not an outside client.
+_SERVER_BUNDLE = (
+    "the fake's own trace bundle says nothing of an outside client (kept in the recording); "
+    "how the client ended the server is judged by client / server ended"
+)
+CONTRACT = Contract(
+    NAME,
+    citation=REFERENCE,
+    checks=(
+        Rule("client trace", outside="an outside client's own trace bundle is not judged"),
+        Rule("server trace", outside=_SERVER_BUNDLE),
+        Rule("other threads' server traces", outside=_SERVER_BUNDLE),
+    ),
+)
 
 
 def _checker() -> Any:
@@ -39,7 +52,7 @@ def _judge(make: Maker, name: str, bundle: Path | None, expected: str, checker: 
     if expected == "none":
         if bundle is None:
             return make(name, "pass", "no bundle, as [expect] declares")
-        return make(name, "skip", "[expect] declares no bundle; one was written and is not judged")
+        return make(name, "skip", "[expect] declares no bundle; one was written and is not judged", applies=False)
     if bundle is None:
         return make(name, absent, "no trace bundle was recorded")
     if checker is None:
@@ -62,7 +75,7 @@ def check(record: SessionRecord) -> list[Check]:
     server = _judge(make, "server trace", record.server_trace, record.expect.server_trace, checker, "skip")
     server = _outlived_connection(make, record, server)
     if server.status == "skip" and record.server_trace is None and record.expect.server_trace != "none":
-        server = make("server trace", "skip", f"the {record.target} target wrote no server trace bundle")
+        server = make("server trace", "skip", f"the {record.target} target wrote no server trace bundle", applies=False)
     others = _others(make, record, checker)
     return [client, server] + ([others] if others is not None else [])
 

@@ -48,6 +48,8 @@ class Counts:
     failed: int = 0
     warned: int = 0
     skipped: int = 0
+    #: of ``failed``, the should-level ones (recommendations: they fail a run only under --strict)
+    should: int = 0
 
     @property
     def total(self) -> int:
@@ -56,15 +58,22 @@ class Counts:
     @classmethod
     def of(cls, checks: Sequence[Check]) -> Counts:
         n = {s: 0 for s in ("pass", "fail", "warn", "skip")}
+        should = 0
         for c in checks:
             n[c.status] += 1
-        return cls(n["pass"], n["fail"], n["warn"], n["skip"])
+            should += c.status == "fail" and c.level == "should"
+        return cls(n["pass"], n["fail"], n["warn"], n["skip"], should)
+
+    def failed_text(self) -> str:
+        """``N failed``, and how many of them are recommendations: ``N failed (K should)``."""
+        return f"{self.failed} failed" + (f" ({self.should} should)" if self.should else "")
 
     def to_json(self) -> dict[str, int]:
         return {
             "checks": self.total,
             "passed": self.passed,
             "failed": self.failed,
+            "should_failed": self.should,
             "warnings": self.warned,
             "skipped": self.skipped,
         }
@@ -302,6 +311,8 @@ class Report:
     neighbours: list[SchemaChanges] = field(default_factory=list)
     command: str = ""
     wall_s: float = 0.0
+    #: the budgets the client declared (``run --budget``: plan name → ms); every scenario was judged with them
+    budgets: dict[str, int] = field(default_factory=dict)
 
     def groups(self) -> list[Group]:
         """The checks by (scenario, target), in the order the rows were first seen (linear in the checks)."""

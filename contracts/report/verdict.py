@@ -7,7 +7,9 @@
 - a baseline entry that matches checks which ran and none failed is **stale** and fails the run, so a
   baseline cannot rot (``stale_fails=False``, ``--stale warn``: it is listed and does not fail, for a CI job
   that fails only on new failures);
-- under ``--strict`` a skip or a warning not in the baseline fails too;
+- under ``--strict`` a skip or a warning not in the baseline fails too, except a skip that is not a gap
+  (:attr:`~contracts.checks.base.Check.applies` False: what this kind of run cannot show by construction, such
+  as an outside client's own trace, or where nothing of it happened);
 - a part's failed finding fails (a breaking schema change, a failed pin, a fidelity difference, a latency
   sample that was not aborted, a matrix column that does not hold);
 - a report in which no check passed or failed and no part judged anything **proved nothing**: ``NOTHING
@@ -129,7 +131,9 @@ def judge(
                 verdict.should_failures.append(check)
             else:
                 verdict.failures.append(check)
-        elif strict and check.status in ("skip", "warn") and not listed:
+        elif strict and check.status in ("skip", "warn") and not listed and check.applies:
+            # A skip that is not a gap (what the run cannot show by construction, nothing of it happened) is
+            # not counted: Check.applies.
             verdict.strict_failures.append(check)
     for entry in dict.fromkeys(baseline):
         ran = [c for c in matched.get(entry, ()) if c.status != "skip"]

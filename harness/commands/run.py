@@ -20,7 +20,7 @@ from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
-from harness import confine, scenario_lookup
+from harness import budgets, confine, scenario_lookup
 from harness import report_dir as report_dir_check
 from harness.client.sockets import TRANSPORTS
 from harness.client.stderr import terminal_lines
@@ -58,7 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write checks.json, junit.xml, each session record and index.html (the HTML report) here",
     )
-    parser.add_argument("--strict", action="store_true", help="skips and warnings fail the run too")
+    parser.add_argument(
+        "--strict", action="store_true", help="should-level failures, warnings and skips fail the run too"
+    )
     parser.add_argument("--baseline", metavar="FILE", help="known failures (JSON list; a previous checks.json works)")
     parser.add_argument(
         "--stale",
@@ -72,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--ascii", action="store_true", help="plain ASCII statuses in the table")
     add_client_arguments(parser)
+    budgets.add_arguments(parser)
 
 
 def _scenarios(args: argparse.Namespace) -> list[Scenario]:
@@ -105,10 +108,12 @@ def _startup_failures(runs: list[ScenarioRun]) -> None:
 
 def _progress(run: ScenarioRun, n: int, total: int) -> None:
     counts = {s: sum(c.status == s for c in run.checks) for s in ("pass", "fail", "warn", "skip")}
+    should = sum(c.status == "fail" and c.level == "should" for c in run.checks)
     if run.skipped:
         what = f"skipped: {run.skipped}"
     else:
-        what = f"{counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn, {counts['skip']} skip"
+        failed = f"{counts['fail']} fail" + (f" ({should} should)" if should else "")
+        what = f"{counts['pass']} pass, {failed}, {counts['warn']} warn, {counts['skip']} skip"
     width = len(str(total))
     print(
         f"[{n:>{width}}/{total}] {run.scenario} [{run.target}] {run.status.upper():4} {what} ({run.wall_s:.2f}s)",
@@ -121,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     # The client's warnings are in each record's log; on the terminal they would drown the table.
     logging.getLogger("harness").addHandler(logging.NullHandler())
     client = client_spec(args) if args.client_cmd is not None else None  # an outside client (harness.outside)
+    declared = client.budgets if client is not None else budgets.from_args(args)
     args.target = args.target or "fake"
     baseline = load_baseline(args.baseline) if args.baseline else []
     try:
@@ -128,6 +134,11 @@ def run(args: argparse.Namespace) -> int:
     except scenario_lookup.ScenarioError as exc:
         print(f"codex-harness run: {exc}", file=sys.stderr)
         return INVALID_INPUT
+    if declared:  # the client is judged by the budgets it declares; every scenario's plan takes them
+        budgets.check_run_caps(budgets.with_budgets(s, declared) for s in scenarios)
+        print(f"codex-harness run: budgets declared: {budgets.describe(declared)}", file=sys.stderr)
+        if client is None:
+            scenarios = [budgets.with_budgets(s, declared) for s in scenarios]
     # A target that cannot run at all is said once, before anything is written or played.
     codex = Path(args.codex) if args.codex else None
     if args.target == "real":
@@ -161,23 +172,29 @@ def run(args: argparse.Namespace) -> int:
             )
         _startup_failures(runs)
         with collector_paused():  # the records are only read from here on (contracts.heap)
-            return _report(args, runs, baseline, report)
+            return _report(args, runs, baseline, report, declared)
     finally:
         if report is not None:
             report.close()
 
 
 def _report(
-    args: argparse.Namespace, runs: list[ScenarioRun], baseline: list[BaselineEntry], report: ReportDir | None
+    args: argparse.Namespace,
+    runs: list[ScenarioRun],
+    baseline: list[BaselineEntry],
+    report: ReportDir | None,
+    declared: dict[str, int] | None = None,
 ) -> int:
     model = Report(
-        checks=[c for r in runs for c in r.checks], records=[r.record for r in runs if r.record is not None]
+        checks=[c for r in runs for c in r.checks],
+        records=[r.record for r in runs if r.record is not None],
+        budgets=dict(declared or {}),
     )
     verdict = judge(model, strict=args.strict, baseline=baseline, stale_fails=args.stale == "fail")
     print(render_table(model, verdict, ascii_only=args.ascii), end="")
     if report is not None:  # each file written whole through the held directory, never through a link
         report.write("checks.json", checks_json(model.checks))
-        report.write("junit.xml", junit_xml(model))
+        report.write("junit.xml", junit_xml(model, strict=args.strict))
         print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({len(model.checks)} checks)")
         page = write_index_html(report.path, model, model.records, verdict=verdict, into=report.root)
         print(f"HTML report: {page}")

@@ -37,6 +37,8 @@ span.badge{padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;marg
 .verdict.none{background:#fef3c7;color:#92400e}
 ul.checks{margin:4px 0 8px;padding-left:20px}ul.checks li{margin:2px 0}
 .detail{color:#334155;font-size:13px}.ref{color:#64748b;font-size:12px}
+span.level{font-size:11px;padding:0 5px;border-radius:3px;border:1px solid #cbd5e1;color:#475569}
+span.level.should{border-color:#f59e0b;color:#92400e}
 .scroll{overflow-x:auto;border:1px solid #e2e8f0;border-radius:4px;background:#fff}
 .legend{color:#475569;font-size:12px;margin:4px 0}
 .legend b{font-weight:600}

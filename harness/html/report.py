@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from contracts.checks import Check, worst
+from contracts.checks import Check, shown
 from contracts.record import RecordFormatError, SessionRecord
 from contracts.report import Report, Verdict, judge
 from contracts.safe_dir import SafeDir, write_file
@@ -22,7 +22,8 @@ from harness.html.page import LEGEND, e, page
 
 INDEX = "index.html"
 _DETAIL = 600
-_CELL = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "– skip", "warn": "! warn"}
+#: A cell's word: its worst status; ``should`` (drawn as a warning) when every failure in it is a recommendation.
+_CELL = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "– skip", "warn": "! warn", "should": "! should"}
 
 
 def session_id(scenario: str, target: str) -> str:
@@ -50,20 +51,20 @@ def summary_table(subject: Report | Sequence[Check], with_records: set[tuple[str
         sid = session_id(scenario, target)
         label = f"{scenario} [{target}]" if multi else scenario
         name = f'<a href="#{sid}">{e(label)}</a>' if (scenario, target) in with_records else e(label)
-        by_contract: dict[str, list[str]] = {}
+        by_contract: dict[str, list[Check]] = {}
         for c in group.checks:
-            by_contract.setdefault(c.contract, []).append(c.status)
+            by_contract.setdefault(c.contract, []).append(c)
         cells = []
         for contract in contracts:
-            statuses = by_contract.get(contract, [])
-            if not statuses:
+            mine = by_contract.get(contract, [])
+            if not mine:
                 cells.append("<td></td>")
                 continue
-            status = worst(statuses)
-            link = f"#{sid}-{contract}" if status == "fail" else f"#{sid}"
+            status = shown(mine)
+            link = f"#{sid}-{contract}" if status in ("fail", "should") else f"#{sid}"
             text = _CELL[status]
             inner = f'<a href="{link}">{text}</a>' if (scenario, target) in with_records else text
-            cells.append(f'<td class="{status}">{inner}</td>')
+            cells.append(f'<td class="{"warn" if status == "should" else status}">{inner}</td>')
         out.append(f"<tr><td>{name}</td>{''.join(cells)}</tr>")
     out.append("</table>")
     return "".join(out)
@@ -71,8 +72,8 @@ def summary_table(subject: Report | Sequence[Check], with_records: set[tuple[str
 
 def _check_item(check: Check, sid: str | None, *, anchor: bool = False) -> str:
     ref = f' <span class="ref">[{e(check.citation)}]</span>' if check.citation else ""
-    if check.level == "should":  # a recommendation: a failure warns, and fails only under --strict
-        ref = f' <span class="ref">(should)</span>{ref}'
+    # The level of every check shown: a should failure is a recommendation (it fails a run only under --strict).
+    ref = f' <span class="level {check.level}">{check.level}</span>{ref}'
     where = ""
     if check.at and sid is not None:
         links = ", ".join(f'<a href="#{sid}-L{n}">{n}</a>' for n in check.at[:8])
@@ -92,7 +93,7 @@ def session_section(
     ``lazy``: the browser renders the section only when it comes near the screen (a run's many sessions).
     """
     sid = session_id(record.scenario, record.target)
-    status = worst([c.status for c in checks]) if checks else "skip"
+    status = shown(checks) if checks else "skip"  # "should": its only failures are recommendations
     turns = ", ".join(f"turn {r.index + 1} {r.status}" for r in sorted(record.results, key=lambda r: r.index))
     clock = "virtual time (MockClock): times are not measured" if record.virtual_time else "real time"
     d = diagram.build(record, checks)
@@ -109,7 +110,7 @@ def session_section(
     out = [
         f'<section id="{sid}"{lazy_class}><h2>{e(clip(record.scenario, 120))} '
         f'<span class="ref">[{e(clip(record.target, 40))}]</span>'
-        f'<span class="badge {status}">{status}</span></h2>',
+        f'<span class="badge {"warn" if status == "should" else status}">{status}</span></h2>',
         f'<p class="meta">{e(turns or "no Result")}; server exit {e(record.server_exit)}; {clock}; '
         f"{d.frames:,} wire frames{model} drawn as {d.arrows:,} arrows{e(folded)}{wire_link}</p>",
         f'<div class="scroll">{svg}</div>',
@@ -170,14 +171,28 @@ def render_index(
     body = [
         f"<h1>{e(title)}</h1>",
         f'<p><span class="verdict {css}">RESULT: {e(result)}</span> &nbsp; {len(groups)} scenario run(s), '
-        f"{len(checks)} checks: {counts.passed} passed, {counts.failed} failed, {counts.warned} warnings, "
+        f"{len(checks)} checks: {counts.passed} passed, {counts.failed_text()}, {counts.warned} warnings, "
         f"{counts.skipped} skipped</p>",
         summary_table(report, with_records),
     ]
+    if report.budgets:
+        from harness.report.terminal import budget_text
+
+        text = f"Budgets the client declared (every scenario judged with them): {budget_text(report)}"
+        body.insert(2, f'<p class="meta">{e(text)}</p>')
     failed = report.of_status("fail")
-    if failed:
-        body.append(f'<h2 id="failures">Failed checks ({len(failed)})</h2><ul class="checks">')
-        for c in failed:
+    must = [c for c in failed if c.level != "should"]
+    should = [c for c in failed if c.level == "should"]
+    strict = " (--strict: they fail the run)" if verdict is not None and verdict.strict else ""
+    sections = [
+        ("failures", f"Failed checks ({len(must)})", must),
+        ("should", f"Recommendations not met, should ({len(should)}){strict}", should),
+    ]
+    for anchor, heading, shown_checks in sections:
+        if not shown_checks:
+            continue
+        body.append(f'<h2 id="{anchor}">{e(heading)}</h2><ul class="checks">')
+        for c in shown_checks:
             sid = session_id(c.scenario, c.target) if (c.scenario, c.target) in with_records else None
             where = (
                 f'<a href="#{sid}">{e(c.scenario)} [{e(c.target)}]</a>' if sid else f"{e(c.scenario)} [{e(c.target)}]"

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from contracts.exitcodes import UsageError
 from contracts.releases import default_version
 from contracts.scenario import Scenario
+from harness import budgets
 from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
 from harness.report_dir import ReportDir
 
@@ -39,7 +40,8 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         "--client-deadline",
         metavar="SECONDS",
         type=float,
-        help="wall-clock bound per scenario for --client-cmd (default: sum of turn timeouts + teardown + 10 s)",
+        help="wall-clock bound per scenario for --client-cmd (default: per turn its turn timeout and interrupt "
+        "budget, then the teardown, + 10 s, under the declared budgets)",
     )
 
 
@@ -54,14 +56,14 @@ def client_spec(args: argparse.Namespace) -> ClientSpec:
         raise UsageError(f"--client-cmd: {exc}") from None
     check_command(argv)
     deadline = args.client_deadline
-    if deadline is not None and not 0 < deadline <= 24 * 3600:
-        raise UsageError(f"--client-deadline must be in (0, 86400] seconds, not {deadline:g}")
+    if deadline is not None and not 0 < deadline <= budgets.MAX_RUN_S:  # a run is capped at 60 min
+        raise UsageError(f"--client-deadline must be in (0, {budgets.MAX_RUN_S:g}] seconds, not {deadline:g}")
     release = getattr(args, "release", None)
     if release is not None:
         from fake_server import profiles
 
         profiles.get(release)  # an unknown release is a usage error that lists the profiles
-    return ClientSpec(argv, deadline, release)
+    return ClientSpec(argv, deadline, release, budgets.from_args(args))
 
 
 def run_clients(

@@ -10,17 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.scenario import ClientPlan, Scenario
+from harness.budgets import plan_budgets
 
 PLAN_FORMAT = 1
 
 
 def budgets(plan: ClientPlan) -> dict[str, int]:
-    return {
-        "interrupt_budget_ms": plan.interrupt_budget_ms,
-        "request_timeout_ms": plan.request_timeout_ms,
-        "turn_timeout_ms": plan.turn_timeout_ms,
-        "teardown_ms": plan.teardown_ms,
-    }
+    """The plan's budgets (harness.budgets: a client's declared budgets are already in ``plan``)."""
+    return plan_budgets(plan)
 
 
 def adapter_plan(scenario: Scenario) -> dict[str, Any]:
@@ -44,7 +41,3 @@ def adapter_plan(scenario: Scenario) -> dict[str, Any]:
         "opt_out_notifications": list(plan.opt_out),
     }
 
-
-def total_turn_budget_s(scenario: Scenario) -> float:
-    """Σ turn_timeout_ms over the turns, in seconds (the deadline's main term)."""
-    return scenario.client.turn_timeout_ms * max(1, len(scenario.turns)) / 1000

@@ -3,8 +3,9 @@
 The client runs in a process tree of its own (:mod:`harness.proctree`: a PID namespace, else a cgroup, else
 its session, the run marker and the harness's descendants) with ``CODEX_BIN`` = the shim (also first on
 ``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
-marker. It gets Σ ``turn_timeout_ms`` + ``teardown_ms`` + 10 s (or ``deadline_s``); past that, or once it
-exited and a teardown budget of grace passed, everything still alive in its tree is named and SIGKILLed.
+marker. It gets Σ (``turn_timeout_ms`` + ``interrupt_budget_ms``) + ``teardown_ms`` + 10 s (or ``deadline_s``),
+under the budgets it declares (:mod:`harness.budgets`); past that, or once it exited and a teardown budget of
+grace passed, everything still alive in its tree is named and SIGKILLed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import orjson
 import trio
 
 from contracts import safe_read
-from contracts.checks import Check, client_plan, run_all
+from contracts.checks import Check, client_plan, registry, run_all
 from contracts.checks import client_run as client_contract
 from contracts.checks.wire_index import WireIndex
 from contracts.exitcodes import UsageError
@@ -33,10 +34,11 @@ from contracts.safe_dir import Slot
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
-from fake_server.recording import play_identity
+from fake_server.recording import RECORD_ENV, play_identity
 from harness import proctree, workdirs
+from harness.budgets import scenario_deadline_s, with_budgets
 from harness.client.process import run_marker
-from harness.outside.plan import adapter_plan, budgets, total_turn_budget_s
+from harness.outside.plan import adapter_plan, budgets
 from harness.outside.record import (
     cut_recordings,
     disk_free,
@@ -52,7 +54,6 @@ from harness.proctree import procfs
 TARGET = "fake-process"
 PLAN_ENV = "CODEX_HARNESS_PLAN"
 RESULT_ENV = "CODEX_HARNESS_RESULT"
-DEADLINE_EXTRA_S = 10.0
 #: What is kept of the client's stdout and stderr each: the end of it (a test runner's summary comes last).
 TAIL_BYTES = 1024 * 1024
 #: How long the stdout/stderr drains may outlive the client (a leaked helper can hold the pipes).
@@ -85,6 +86,8 @@ class ClientSpec:
     deadline_s: float | None = None
     #: the release profile the shim answers and the fake plays; None: the scenario's ``release``, else the default
     profile: str | None = None
+    #: the budgets the client declares (harness.budgets: plan names → ms); they replace the scenario's
+    budgets: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -97,6 +100,9 @@ class ClientRun:
     deadline_hit: bool = False
     killed: list[str] = field(default_factory=list)
     killed_pids: set[int] = field(default_factory=set)
+    #: what was killed whose environment is a server's (the shim's recording folder), by pid as the client's tree
+    #: numbers it: a server, or a process a server started; never a helper of the client
+    of_servers: dict[int, str] = field(default_factory=dict)
     left_running: list[str] = field(default_factory=list)
     stdout_tail: str = ""
     stderr_tail: str = ""
@@ -115,9 +121,10 @@ def check_command(argv: list[str]) -> None:
 
 
 def deadline_for(scenario: Scenario, override: float | None) -> float:
+    """``--client-deadline``, else what a client that keeps the scenario's budgets may take (harness.budgets)."""
     if override is not None:
         return override
-    return total_turn_budget_s(scenario) + scenario.client.teardown_ms / 1000 + DEADLINE_EXTRA_S
+    return scenario_deadline_s(scenario)
 
 
 class _Tail:
@@ -169,7 +176,9 @@ def _client_env(shim: Path, scenario_file: Path, plan: Path, result: Path, marke
     return env
 
 
-async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float) -> ClientRun:
+async def _run_client(
+    argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float, server_env: str | None = None
+) -> ClientRun:
     out = ClientRun()
     stdout, stderr = _Tail(), _Tail()
     out.started_at = time.monotonic()
@@ -191,7 +200,7 @@ async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_
             drained: list[int] = []
             nursery.start_soon(_drain, tree.stdout, stdout, drained)
             nursery.start_soon(_drain, tree.stderr, stderr, drained)
-            await _watch(tree, out, deadline_s, grace_s)
+            await _watch(tree, out, deadline_s, grace_s, server_env)
             with trio.move_on_after(DRAIN_AFTER_EXIT_S):
                 while len(drained) < 2:
                     await trio.sleep(_POLL_S)
@@ -205,7 +214,9 @@ async def _run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_
     return out
 
 
-async def _watch(tree: proctree.ProcessTree, out: ClientRun, deadline_s: float, grace_s: float) -> None:
+async def _watch(
+    tree: proctree.ProcessTree, out: ClientRun, deadline_s: float, grace_s: float, server_env: str | None
+) -> None:
     """Until the client exits or its deadline; then, after a grace, what it left running (named and killed)."""
     with trio.move_on_after(deadline_s) as limit:
         out.exit_code = await tree.wait()
@@ -213,49 +224,63 @@ async def _watch(tree: proctree.ProcessTree, out: ClientRun, deadline_s: float, 
     out.ended_t = time.monotonic() - out.started_at
     if out.deadline_hit:
         out.exit_code = None
-        _kill(tree, out)
+        _kill(tree, out, server_env)
         return
     # Grace: a server the client closed may still be finishing its shutdown.
     with trio.move_on_after(grace_s):
         while not tree.empty():
             await trio.sleep(_POLL_S)
     if not tree.empty():
-        out.left_running = _kill(tree, out)
+        out.left_running = _kill(tree, out, server_env)
 
 
-def _kill(tree: proctree.ProcessTree, out: ClientRun) -> list[str]:
-    """Name what is alive in the tree, kill all of it; the names."""
+def _kill(tree: proctree.ProcessTree, out: ClientRun, server_env: str | None = None) -> list[str]:
+    """Name what is alive in the tree, note which of it runs with a server's environment (``server_env``, the
+    ``NAME=value`` the shim exports), kill all of it; the names."""
     members = tree.members()
+    if server_env is not None:
+        out.of_servers = {m.inner: m.described for m in members if _environment_has(m.pid, server_env)}
     tree.kill()
     out.killed_pids = {m.inner for m in members}
     out.killed = [m.described for m in members] or [UNNAMED]
     return out.killed
 
 
-def run_client(argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float) -> ClientRun:
+def _environment_has(pid: int, entry: str) -> bool:
+    """Whether ``pid``'s environment holds ``entry`` (``NAME=value``) as the process started (``/proc``; the kernel
+    bounds its size). A process gone or unreadable: no."""
+    try:
+        data = (Path("/proc") / str(pid) / "environ").read_bytes()
+    except OSError:
+        return False
+    return entry.encode("utf-8", "surrogateescape") in data.split(b"\0")
+
+
+def run_client(
+    argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float, server_env: str | None = None
+) -> ClientRun:
     """Run the client to its end or deadline in a tree of its own (:mod:`harness.proctree`): nothing it
-    started survives it."""
-    return trio.run(_run_client, argv, env, cwd, deadline_s, grace_s)
+    started survives it. ``server_env``: the ``NAME=value`` every server (and what it starts) inherits from the
+    shim, so what a server started is told from the client's own helpers."""
+    return trio.run(_run_client, argv, env, cwd, deadline_s, grace_s, server_env)
 
 
-def _skips(record: SessionRecord, contract: str, reason: str) -> Check:
-    return Check(record.scenario, record.target, contract, "outside client", "skip", reason, "")
+def _skips(record: SessionRecord, contract: str, reason: str, *, applies: bool = True) -> Check:
+    level, citation = registry.level_and_citation(contract, "outside client")
+    name = "outside client"
+    return Check(record.scenario, record.target, contract, name, "skip", reason, citation, (), level, applies)
 
 
-def _adjust(check: Check, record: SessionRecord, facts: dict[str, Any]) -> Check:
-    """What our own client's contracts ask that is not an outside client's to answer."""
-    if check.contract != "trace_closure":
-        return check
-    if check.name == "client trace":
-        return replace(check, status="skip", detail="an outside client's own trace bundle is not judged")
-    if check.name == "server trace":
-        return replace(
-            check,
-            status="skip",
-            detail="the fake's own trace bundle says nothing of an outside client (kept in the recording); "
-            "how the client ended the server is judged by client / server ended",
-        )
-    return check
+def not_judged_outside(checks: list[Check]) -> list[Check]:
+    """What our own client's contracts ask that is not an outside client's to answer (the registry says which,
+    and why: :attr:`contracts.checks.registry.Rule.outside`): a skip with the reason, that ``--strict`` does
+    not count."""
+    out = []
+    for check in checks:
+        contract = registry.get(check.contract)
+        why = contract.not_judged_outside(check.name) if contract is not None else None
+        out.append(check if why is None else replace(check, status="skip", detail=why, at=(), applies=False))
+    return out
 
 
 def _never_started(record: SessionRecord, facts: dict[str, Any], unsupported: set[int]) -> int | None:
@@ -325,16 +350,10 @@ def _unsupported(checks: list[Check], facts: dict[str, Any], record: SessionReco
         moved = next((n for n in shifted if check.name.startswith(f"turn {n} ")), None)
         if moved is not None:
             out.append(replace(check, status="skip", detail=f"not judged: {shifted[moved]}"))
-        elif check.contract != "terminal_status":
+        elif check.contract != "terminal_status" or turn is None or not check.applies:
             out.append(check)
-        elif turn is not None:
-            out.append(replace(check, status="skip", detail=f"reported unsupported: {why[turn]}"))
-        elif check.name.endswith(" server status"):
-            # Which turn/completed the client consumed is not on the wire (the fake's side of it is).
-            detail = "what the client consumed is not on the wire; the status it reported is judged"
-            out.append(replace(check, status="skip", detail=detail))
         else:
-            out.append(check)
+            out.append(replace(check, status="skip", detail=f"reported unsupported: {why[turn]}"))
     return out
 
 
@@ -346,26 +365,21 @@ def judge(records: list[SessionRecord]) -> list[Check]:
     many = len(records) > 1
     result_state = (facts.get("result") or {}).get("state", "absent")
     if result_state == "valid":
-        checks += _unsupported(run_all(primary, RESULT_CONTRACTS), facts, None if many else primary)
+        judged = not_judged_outside(run_all(primary, RESULT_CONTRACTS))
+        checks += _unsupported(judged, facts, None if many else primary)
     else:
         why = {"absent": "no result file", "invalid": "the result file is invalid"}.get(
             result_state, "the result file could not be judged"
         )
         checks += [_skips(primary, c, f"{why}: reported statuses and usage are not judged") for c in RESULT_CONTRACTS]
-    checks.append(
-        _skips(
-            primary,
-            "latency",
-            "cancel→Result is on the client's own clock, not on the wire; "
-            "interrupts are judged by client / interrupt -> turn/completed",
-        )
-    )
+    latency = registry.get("latency")
+    checks.append(_skips(primary, "latency", str(latency.outside if latency else "not judged"), applies=False))
     forged = facts.get("recording_problems")
     if forged:
         detail = "a recording fake-codex did not write (the client's?): " + "; ".join(forged)
-        checks.append(Check(primary.scenario, primary.target, "client", "recording", "fail", detail[:2000]))
+        checks.append(client_contract.CONTRACT.maker(primary)("recording", "fail", detail[:2000]))
     for k, record in enumerate(records):
-        own = [_adjust(c, record, record.meta["outside"]) for c in run_all(record, PER_SERVER)]
+        own = not_judged_outside(run_all(record, PER_SERVER))
         own += client_contract.check(record)
         if many and record.meta["outside"].get("server"):
             n = record.meta["outside"]["server"]["n"]
@@ -461,6 +475,8 @@ def build_records(
             "client_ended_t": client.ended_t,
             "killed": client.killed,
             "left_running": client.left_running,
+            # what of it a server started itself (its environment is the shim's, and it is no server)
+            "left_by_servers": _left_by_servers(client, servers),
             "confinement": client.confinement,
             "servers": [server_facts(s, zero, s.pid in client.killed_pids) for s in servers],
             "result": result,
@@ -487,6 +503,15 @@ def build_records(
     return records
 
 
+def _left_by_servers(client: ClientRun, servers: list[Any]) -> list[str]:
+    """The names among ``client.left_running`` of processes a server started (not the servers themselves)."""
+    if not client.left_running or not client.of_servers:
+        return []
+    server_pids = {s.pid for s in servers}  # as the tree numbers them (start.json's pid is the server's own)
+    left = set(client.left_running)
+    return [name for pid, name in client.of_servers.items() if pid not in server_pids and name in left]
+
+
 @dataclass(slots=True)
 class OutsideRun:
     records: list[SessionRecord]
@@ -499,6 +524,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
 
     ``work_fd``: ``work_dir`` held since before the client ran (:func:`build_records`)."""
     work_dir.mkdir(parents=True, exist_ok=True)
+    scenario = with_budgets(scenario, spec.budgets)  # what the client declares is what it is judged by
     if scenario.source and Path(scenario.source).is_file():
         scenario_file = Path(scenario.source).resolve()
     else:
@@ -519,7 +545,8 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     deadline = deadline_for(scenario, spec.deadline_s)
     grace = scenario.client.teardown_ms / 1000 + client_contract.SLACK_S
     # The client runs where the user runs the harness: its command line is relative to that.
-    client = run_client(spec.argv, env, Path.cwd(), deadline, grace)
+    # The shim exports the recording folder to every server it starts: their processes are told by it.
+    client = run_client(spec.argv, env, Path.cwd(), deadline, grace, server_env=f"{RECORD_ENV}={record_dir}")
     facts: dict[str, Any] = {
         "client_cmd": list(spec.argv),
         "deadline_s": deadline,
@@ -528,6 +555,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
         "plan_turns": plan["turns"],
         "plan": {k: plan[k] for k in ("approvals", "experimental_api", "opt_out_notifications")},
         "budgets": budgets(scenario.client),
+        "declared_budgets": dict(spec.budgets),
     }
     # [expect.release."X"]: the truth of the release played.
     records = build_records(

@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 from contracts.releases import default_version
+from fake_server.recording import RECORD_ENV
 from harness.targets.fake import fake_codex_argv
 
 #: The release profile played when neither ``--release`` nor the scenario names one (fake_server.profiles).
@@ -35,7 +36,7 @@ case "$1" in
   --version|-V) echo {q(version_line)}; exit 0 ;;
 esac
 export FAKE_CODEX_SCENARIO={q(str(scenario_file))}
-export FAKE_CODEX_RECORD={q(str(record_dir))}
+export {RECORD_ENV}={q(str(record_dir))}
 export FAKE_CODEX_RELEASE={q(profile)}
 export CODEX_HARNESS_RUN_MARKER={q(marker)}
 exec {fake} "$@"

@@ -6,7 +6,7 @@ report.md and matrix.md are read in terminals too).
 
 from __future__ import annotations
 
-from contracts.checks import worst
+from contracts.checks import shown
 from contracts.report import Report, Verdict, judge
 from harness.report.releases import HEADLINES, matrix_rows, ms
 
@@ -29,7 +29,7 @@ def _run(report: Report, verdict: Verdict) -> str:
         f"# {report.title}: {verdict.result}",
         "",
         f"{len(report.groups())} scenario run(s), {counts.total} checks: {counts.passed} passed, "
-        f"{counts.failed} failed, {counts.warned} warnings, {counts.skipped} skipped.",
+        f"{counts.failed_text()}, {counts.warned} warnings, {counts.skipped} skipped.",
         "",
     ]
     contracts = report.contracts()
@@ -40,7 +40,7 @@ def _run(report: Report, verdict: Verdict) -> str:
             cells = []
             for contract in contracts:
                 mine = group.of_contract(contract)
-                cells.append(worst([c.status for c in mine]) if mine else "")
+                cells.append(shown(mine) if mine else "")
             lines.append(f"| {_cell(group.scenario)} | {_cell(group.target)} | " + " | ".join(cells) + " |")
     failed = report.of_status("fail")
     if failed:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contracts.checks import Check, worst
+from contracts.checks import Check, shown
 from contracts.report import Report, Verdict, judge
 from contracts.report.latency import METRICS, summary_line
 from contracts.report.model import LatencyPart
 from contracts.text import one_line
 
-SYMBOLS = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "- skip", "warn": "! warn"}
-ASCII_SYMBOLS = {"pass": "ok", "fail": "FAIL", "skip": "skip", "warn": "warn"}
+#: A cell's word: its worst status; ``should`` when every failure in it is a recommendation (level should).
+SYMBOLS = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "- skip", "warn": "! warn", "should": "! should"}
+ASCII_SYMBOLS = {"pass": "ok", "fail": "FAIL", "skip": "skip", "warn": "warn", "should": "should"}
 _DETAIL_WIDTH = 400
 _NAME_WIDTH = 120
 
@@ -69,7 +70,7 @@ def render_table(
         cells = [label]
         for contract in contracts:
             mine = by_contract.get(contract, [])
-            status = worst([c.status for c in mine])
+            status = shown(mine)
             cell = symbols[status] if mine else ""
             if status == "fail" and all(id(c) in known for c in mine if c.status == "fail"):
                 cell += " (baseline)"
@@ -83,8 +84,10 @@ def render_table(
     target_note = "" if multi_target else f" on target {_name(groups[0].target)}"
     out.append(
         f"{len(groups)} scenario(s){target_note}, {len(checks)} checks: {counts.passed} passed, "
-        f"{counts.failed} failed, {counts.warned} warnings, {counts.skipped} skipped"
+        f"{counts.failed_text()}, {counts.warned} warnings, {counts.skipped} skipped"
     )
+    if report.budgets:
+        out.append(f"Budgets the client declared (every scenario judged with them): {_clip(budget_text(report))}")
     if verdict.failures:
         out += ["", "Failures:"]
         out += [check_line(c) for c in verdict.failures]
@@ -114,10 +117,18 @@ def render_table(
     return "\n".join(out) + "\n"
 
 
+def budget_text(report: Report) -> str:
+    """The declared budgets, ``turn_timeout_ms=600000, …`` (the rest are each scenario's own)."""
+    from harness.budgets import describe
+
+    return describe(report.budgets)
+
+
 def check_line(check: Check) -> str:
+    """One check on one line: where, its level, its detail and its citation."""
     ref = f" [{_name(check.citation)}]" if check.citation else ""
     where = f"{_name(check.scenario)} [{_name(check.target)}] {_name(check.contract)} / {_name(check.name)}"
-    return f"  {where}: {_clip(check.detail)}{ref}"
+    return f"  {where} ({check.level}): {_clip(check.detail)}{ref}"
 
 
 def skip_lines(report: Report) -> list[str]:
