@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -26,6 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 INSTALL_TIMEOUT_S = 600.0
 RUN_TIMEOUT_S = 600.0
 CI_SCENARIOS = ["plain", "command_approval"]
+#: What a checkout holds beside the source: environments, installed binaries, reports, build leftovers.
+NOT_SOURCE = (".git", ".venv", ".tools", "reports", "build", "*.egg-info", "__pycache__", ".*_cache")
 
 pytestmark = pytest.mark.xdist_group("docs_recipes")
 
@@ -50,8 +53,11 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fresh")
     env = clean_env(root)
     wheels = root / "wheel"
+    # Built from a copy: an in-tree build writes build/ and *.egg-info into the checkout other tests read.
+    source = root / "source"
+    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(*NOT_SOURCE))
     built = run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(source)],
         root,
         env,
         INSTALL_TIMEOUT_S,
@@ -70,7 +76,13 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def clean_env(home: Path) -> dict[str, str]:
     """The caller's environment without this repository on any path: the new project sees the wheel only."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PYTEST"))}
+    # CODEX_HARNESS_REQUIRE_* are this repository's CI settings (its suite must run the real binary and
+    # Chromium); a user's project that copies the recipe has not set them.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PYTEST", "CODEX_HARNESS_REQUIRE_"))
+    }
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(REPO)))
     env["XDG_DATA_HOME"] = str(home / "xdg")
     return env
