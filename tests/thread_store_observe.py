@@ -37,7 +37,14 @@ from contracts.fidelity import AMBIENT_METHODS  # noqa: E402
 STEP_S = 30.0
 #: Settings that keep the real binary offline (harness.targets.real.HERMETIC_CONFIG) given as ``-c`` overrides,
 #: for the cases whose home has no config.toml.
-HERMETIC_ARGS = ("-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false", "-c", "features.plugins=false")
+HERMETIC_ARGS = (
+    "-c",
+    "check_for_update_on_startup=false",
+    "-c",
+    "analytics.enabled=false",
+    "-c",
+    "features.plugins=false",
+)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -100,7 +107,9 @@ async def _session(argv: Any, env: Any, cwd: Path) -> AsyncIterator[Conn]:
 
     async with spawn_process(argv, cwd=cwd, env=env) as process:
         conn = Conn(process)
-        await conn.call("initialize", {"clientInfo": {"name": "observe", "version": "0"}, "capabilities": {"experimentalApi": True}})
+        await conn.call(
+            "initialize", {"clientInfo": {"name": "observe", "version": "0"}, "capabilities": {"experimentalApi": True}}
+        )
         await conn.send({"method": "initialized"})
         yield conn
         await process.close_input()
@@ -118,10 +127,10 @@ def fake_home(tmp: Path) -> Home:
         for sub in ("codex_home", "home", "tmp", "workdir"):
             (folder / sub).mkdir()
         if configured:
+            import tomli_w
+
             from fake_server.catalogue import resolve
             from harness.targets.real import config_toml, effective_config
-
-            import tomli_w
 
             config = config_toml(effective_config(resolve("plain_two_turns")), "http://127.0.0.1:1/v1")
             (folder / "codex_home" / "config.toml").write_text(tomli_w.dumps(config))
