@@ -137,6 +137,7 @@ async def serve_stdio(
         cwd=os.getcwd(),
         codex_home=os.environ.get("CODEX_HOME") or str(Path.home() / ".codex"),
         hostname=socket.gethostname(),
+        store=open_store(),
     )
     io: Any = _StdioIo(trace) if recorder is None else RecordingIo(_StdioIo(trace), recorder)
     outcome_box: list[tuple[int, bool]] = []
@@ -180,6 +181,21 @@ def _codex_home() -> str:
     return os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
 
 
+def open_store() -> Any:
+    """The thread store of an explicit ``CODEX_HOME`` (fake_server.home_store), or None: never ``~/.codex``, and a
+    home that cannot hold it leaves the session a one-process one (said on stderr)."""
+    from fake_server.home_store import HomeStore, StoreError
+
+    home = os.environ.get("CODEX_HOME")
+    if not home:
+        return None
+    try:
+        return HomeStore.open(home)
+    except StoreError as exc:
+        os.write(2, f"WARN fake-codex: {exc}\n".encode("utf-8", "replace"))
+        return None
+
+
 def _auth_flags(args: argparse.Namespace) -> Any:
     from fake_server.ws_auth import AuthFlags
 
@@ -220,6 +236,7 @@ async def serve_socket(
             cwd=os.getcwd(),
             codex_home=_codex_home(),
             hostname=socket.gethostname(),
+            store=open_store(),
         )
         io: Any = ConnectionIo(ws, write_stderr, trace.on_event if trace else (lambda _e: None), _ledger_append)
         if recorder is not None:
@@ -235,7 +252,6 @@ async def serve_socket(
     result: list[tuple[int, bool]] = []
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
-
             refuse = refusal_of(scenario)
             if refuse is not None:  # struck as soon as the server serves: every upgrade is refused
                 index = next(i for i, f in enumerate(scenario.turns[0].faults) if f.kind == "ws_refuse_upgrade")

@@ -65,6 +65,7 @@ class Engine:
         installation_id: str = "00000000-0000-4000-8000-000000000000",
         seed: str = "fake-codex",
         profile: profiles.Profile | None = None,
+        store: Any = None,
     ) -> None:
         # The release played (fake_server.profiles); the caller resolves flag and environment first.
         profile = profile or profiles.select(scenario=scenario.release)
@@ -72,7 +73,7 @@ class Engine:
         box = Outbox(IdMaker(seed), scenario.turns[0].faults if scenario.turns else ())
         box.reshape = profile.reshape_frame()
         host = Host(cwd=cwd, codex_home=codex_home, hostname=hostname, installation_id=installation_id)
-        self.world = World(scenario=scenario, profile=profile, host=host, box=box)
+        self.world = World(scenario=scenario, profile=profile, host=host, box=box, store=store)
         self.box = box
 
     # --- inputs -----------------------------------------------------------------------------
@@ -94,6 +95,7 @@ class Engine:
                 continue  # the end of input cut it off: the server stops reading there (feed_eof)
             self.box.lines_received += 1
             self._guarded(self._on_item, item)
+        self._keep()
         return self.box.flush()
 
     def feed_eof(self, now_ms: int) -> list[Effect]:
@@ -108,6 +110,7 @@ class Engine:
         callback = self.box.pop_timer(token)
         if callback is not None and not self.box.silent:
             self._guarded(callback)
+            self._keep()
         return self.box.flush()
 
     def terminate(self, now_ms: int) -> list[Effect]:
@@ -138,6 +141,15 @@ class Engine:
     def struck(self) -> list[tuple[int, int]]:
         """(turn index, fault index) of every scripted fault struck so far."""
         return self.box.struck
+
+    def _keep(self) -> None:
+        """What this input materialised goes to the home's store before anything is sent about it."""
+        store = self.world.store
+        if store is not None:
+            self._guarded(store.save, self.world)
+            for problem in store.problems:
+                self.box.stderr(f"WARN fake-codex: {problem}")
+            store.problems.clear()
 
     def _guarded(self, fn: Callable[..., None], *args: Any) -> None:
         """Nothing a client sends may crash the server: log like a panic handler and carry on."""
@@ -214,6 +226,8 @@ class Engine:
             raise invalid("Not initialized")
         if method in methods.experimental and not world.client.experimental:
             raise invalid(f"{method} requires experimentalApi capability")
+        if world.store is not None:
+            world.store.fill(world)  # threads another process of this home left since
         if handler is None:
             router.dispatch(call)  # every method beyond the turn core
         else:

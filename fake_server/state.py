@@ -139,6 +139,7 @@ class ThreadExtra:
     loaded: bool = True
     deleted: bool = False
     materialised: bool = False  # its rollout can be found by id (a turn ran, it was named or forked)
+    from_store: bool = False  # an earlier process of this CODEX_HOME left it (fake_server.home_store)
     section: str | None = None
     goal: dict[str, Any] | None = None
     revision: str | None = None

@@ -49,7 +49,20 @@ class World:
     client: Client = field(default_factory=Client)
     threads: dict[str, ThreadState] = field(default_factory=dict)
     surface: SurfaceState = field(default_factory=SurfaceState)  # what the methods beyond the turn core remember
-    turns_started: int = 0  # how many scenario turns have begun
+    turns_started: int = 0  # how many scenario turns have begun in this process
+    #: what keeps threads and the run's turn count in CODEX_HOME across processes (fake_server.home_store), or None
+    store: Any = None
+
+    def next_turn_index(self) -> int:
+        """The scenario turn the next turn/start plays: the run's count when the home keeps one, else this process's."""
+        self.turns_started += 1
+        if self.store is not None:
+            try:
+                return int(self.store.next_turn())
+            except OSError as exc:
+                self.box.stderr(f"WARN fake-codex: the run's turn count is unreadable ({exc}); counting this process's")
+                self.store = None
+        return self.turns_started - 1
 
     @property
     def ids(self) -> IdMaker:

@@ -20,7 +20,7 @@ from fake_server.serde_words import json_type
 from fake_server.state import ThreadState, TurnRun
 from fake_server.surface.call import Call
 from fake_server.surface.errors import invalid
-from fake_server.surface.threads import live_view, reload, resumable
+from fake_server.surface.threads import live_view, load, reloaded, resumable
 from fake_server.world import World
 
 STARTUP_INTERRUPT_MS = 5
@@ -100,6 +100,9 @@ def thread_resume(call: Call) -> None:
     # The real server resumes from the rollout file, which exists once a turn has run (or it was named...).
     if thread is None or not resumable(world, thread):
         raise invalid(f"no rollout found for thread id {thread_id}")
+    if (extra := world.surface.threads.get(thread_id)) is not None and extra.archived:
+        raise invalid(f"session {thread_id} is archived. Run `codex unarchive {thread_id}` to unarchive it first.")
+    loaded = load(world, thread)  # a thread unloaded by thread/archive, or kept by another process, comes back
     body = live_view(world, thread)
     if not call.params.get("excludeTurns"):
         # Observed: full history (finished turns and the running one, items so far), with a nudge first.
@@ -116,7 +119,8 @@ def thread_resume(call: Call) -> None:
         thread_id=thread.thread_id,
         turns=len(thread.turns),
     )
-    reload(world, thread, result)  # a thread unloaded by thread/archive comes back from its rollout
+    if loaded:
+        reloaded(world, thread, result)
     box.respond(call.request.id, result)
     box.notify("thread/goal/cleared", {"threadId": thread.thread_id})
 
@@ -153,8 +157,7 @@ def turn_start(call: Call) -> None:
         box.trace("protocol_event", thread_id=thread.thread_id, event_type="warning")
     if call.params.get("approvalPolicy"):
         thread.approval_policy = call.params["approvalPolicy"]
-    index = world.turns_started
-    world.turns_started += 1
+    index = world.next_turn_index()
     run = TurnRun(
         thread_id=thread.thread_id,
         turn_id=world.ids.uuid7(world.now_ms),

@@ -77,17 +77,21 @@ def resumable(world: World, thread: ThreadState) -> bool:
     return not thread.ephemeral and (bool(thread.turns) or materialised(world, thread))
 
 
-def reload(world: World, thread: ThreadState, result: dict[str, Any]) -> None:
-    """thread/resume of a thread this server had unloaded (archived, then unarchived) loads it again.
-
-    Observed: the status change comes after the history deprecation notice, just before the answer,
-    and the answer then carries ``serviceTier: "default"`` (read back from the rollout).
-    """
+def load(world: World, thread: ThreadState) -> bool:
+    """thread/resume of a thread this server had not loaded (archived then unarchived, or left by an earlier
+    process of its home) loads it; True when it did. :func:`reloaded` then finishes the answer."""
     extra = world.surface.threads.get(thread.thread_id)
     if extra is not None and not extra.loaded and not extra.archived:
         extra.loaded = True
-        world.box.notify("thread/status/changed", {"threadId": thread.thread_id, "status": thread.status})
-        result["serviceTier"] = "default"
+        return True
+    return False
+
+
+def reloaded(world: World, thread: ThreadState, result: dict[str, Any]) -> None:
+    """Observed: the status change comes after the history deprecation notice, just before the answer,
+    and the answer then carries ``serviceTier: "default"`` (read back from the rollout)."""
+    world.box.notify("thread/status/changed", {"threadId": thread.thread_id, "status": thread.status})
+    result["serviceTier"] = "default"
 
 
 # --- views ------------------------------------------------------------------------------------
@@ -129,6 +133,8 @@ def _path(call: Call, thread: ThreadState, extra: ThreadExtra) -> str | None:
 def _stored_view(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[str, Any]:
     body = live_view(call.world, thread)
     body.update(environments=None, canAcceptDirectInput=None, status={"type": "notLoaded"})
+    if extra.from_store and not has_turns(thread):
+        body["model"] = None  # observed: a kept thread with no turn is read back without a model
     body["path"] = _path(call, thread, extra)
     body["forkedFromId"] = None
     return body
@@ -193,7 +199,9 @@ def thread_read(call: Call) -> dict[str, Any]:
     live = extra.loaded and not extra.archived
     body = live_view(call.world, thread) if live else _stored_view(call, thread, extra)
     if call.params.get("includeTurns"):
-        if not has_turns(thread):
+        if not has_turns(thread) and not materialised(call.world, thread):
+            # Observed: the attempt writes the rollout (a new process then reads and resumes the thread).
+            extra.materialised = True
             raise not_supported("list_turns is not supported yet")
         call.before("deprecationNotice", INCLUDE_TURNS_DEPRECATION)
         body["turns"] = [{**turn, "itemsView": "full"} for turn in thread.history]
@@ -209,9 +217,19 @@ def _cursor(thread_id: str, ordinal: int, kind: str) -> str:
 
 
 def thread_turns_list(call: Call) -> dict[str, Any]:
-    thread, _extra = _stored(call, call.params.get("threadId"))
+    thread, extra = _stored(call, call.params.get("threadId"))
     if not has_turns(thread):
-        raise not_supported("list_turns is not supported yet")
+        # Observed (probes/threads_fresh, thread_store/observed.json): a thread never written answers "not
+        # materialized"; one named, or read back by a later process, has an empty list; one written only by a
+        # thread/read with its turns, in the same process, is "not supported yet".
+        if not materialised(call.world, thread):
+            raise invalid(
+                f"thread {thread.thread_id} is not materialized yet; "
+                "thread/turns/list is unavailable before first user message"
+            )
+        if not (extra.from_store or extra.name is not None):
+            raise not_supported("list_turns is not supported yet")
+        return {"data": [], "nextCursor": None, "backwardsCursor": None}
     data = [{**turn, "itemsView": "summary"} for turn in thread.history]
     return {"data": data, "nextCursor": None, "backwardsCursor": _cursor(thread.thread_id, 1, "turns")}
 

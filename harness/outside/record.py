@@ -347,6 +347,25 @@ def server_record(
     return record
 
 
+def session_record(records: list[SessionRecord]) -> SessionRecord:
+    """The run's servers as one session, for what the client reports of the whole run (its result file): a client
+    that starts a server per task plays the scenario's turns across them. Every server's wire, in time order
+    (one clock: the client's start), each server's JSON-RPC ids told apart (``"2:7"`` is server 2's id 7) so a
+    request is matched with its answer from the same server. One server: its record as it is."""
+    if len(records) <= 1:
+        return records[0]
+    entries: list[tuple[float, int, int, WireEntry]] = []
+    for k, record in enumerate(records, 1):
+        for n, entry in enumerate(record.wire):
+            frame = entry.frame
+            if isinstance(frame, dict) and frame.get("id") is not None:
+                shown = frame["id"] if isinstance(frame["id"], str) else orjson.dumps(frame["id"]).decode()
+                entry = replace(entry, frame={**frame, "id": f"{k}:{shown}"})
+            entries.append((entry.t, k, n, entry))
+    entries.sort(key=lambda e: e[:3])
+    return replace(records[0], wire=[e[3] for e in entries])
+
+
 def saved_other_servers(primary: SessionRecord, saved: Path) -> list[SessionRecord]:
     """The records of a saved run's servers after the first, rebuilt from its ``recording/`` (the record keeps the
     first server's wire only; the checks over the whole run, plan followed, need them all)."""

@@ -46,6 +46,7 @@ from harness.outside.record import (
     read_recordings,
     server_facts,
     server_record,
+    session_record,
 )
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, write_shim
@@ -61,7 +62,7 @@ DRAIN_AFTER_EXIT_S = 0.3
 _POLL_S = 0.02
 #: What is left when the kernel says the tree is not empty but a scan of /proc names nobody.
 UNNAMED = "processes of the client's tree that change pid faster than /proc can be read"
-#: Wire contracts run per server; the result-file ones once (on the first server's record).
+#: Wire contracts run per server; the result-file ones once, on every server's wire together.
 PER_SERVER = ("trace_closure", "schema", "protocol")
 RESULT_CONTRACTS = ("terminal_status", "usage")
 #: Below this many free bytes the disk of the run counts as full: a result file or a recording it cut is the
@@ -365,7 +366,8 @@ def judge(records: list[SessionRecord]) -> list[Check]:
     many = len(records) > 1
     result_state = (facts.get("result") or {}).get("state", "absent")
     if result_state == "valid":
-        judged = not_judged_outside(run_all(primary, RESULT_CONTRACTS))
+        # The result file reports the run: judged against every server's wire together (record.session_record).
+        judged = not_judged_outside(run_all(session_record(records), RESULT_CONTRACTS))
         checks += _unsupported(judged, facts, None if many else primary)
     else:
         why = {"absent": "no result file", "invalid": "the result file is invalid"}.get(
@@ -380,7 +382,13 @@ def judge(records: list[SessionRecord]) -> list[Check]:
         checks.append(client_contract.CONTRACT.maker(primary)("recording", "fail", detail[:2000]))
     for k, record in enumerate(records):
         own = not_judged_outside(run_all(record, PER_SERVER))
-        own += client_contract.check(record)
+        if many and k == 0:
+            # What the client reported of the run is judged against every server's wire; each server's own
+            # ending against its own.
+            own += client_contract.session_checks(session_record(records), facts)
+            own += client_contract.server_checks(record, facts)
+        else:
+            own += client_contract.check(record)
         if many and record.meta["outside"].get("server"):
             n = record.meta["outside"]["server"]["n"]
             own = [
@@ -496,7 +504,7 @@ def build_records(
     if result["state"] == "valid":
         records[0].results = turn_results(read)
         # What the server sent for each turn is a wire fact, not the client's report.
-        wire_turns = client_contract.wire_turns(WireIndex.build(records[0].wire))
+        wire_turns = client_contract.wire_turns(WireIndex.build(session_record(records).wire))
         for result in records[0].results:
             turn = wire_turns[result.index] if result.index < len(wire_turns) else None
             result.server_status = turn["status"] if turn else None
