@@ -138,6 +138,7 @@ async def serve_stdio(
         codex_home=os.environ.get("CODEX_HOME") or str(Path.home() / ".codex"),
         hostname=socket.gethostname(),
         store=open_store(),
+        setup=open_setup(),
     )
     io: Any = _StdioIo(trace) if recorder is None else RecordingIo(_StdioIo(trace), recorder)
     outcome_box: list[tuple[int, bool]] = []
@@ -179,6 +180,25 @@ def _seconds(value: str) -> int:
 
 def _codex_home() -> str:
     return os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+
+
+#: the -c overrides fake-codex was started with (its own and app-server's), for every session's setup
+CONFIG_OVERRIDES: list[str] = []
+
+
+def open_setup() -> Any:
+    """What the sessions answer config/read, modelProvider/list and a thread's model from: an explicit
+    ``CODEX_HOME``'s config.toml and the -c overrides (fake_server.home_config), or None (the recorded answers)."""
+    from fake_server.home_config import ConfigError, Setup, read_setup
+
+    home = os.environ.get("CODEX_HOME")
+    if not home:
+        return None
+    try:
+        return read_setup(home, CONFIG_OVERRIDES)
+    except ConfigError as exc:
+        os.write(2, f"WARN fake-codex: {exc}; answering as from an empty home\n".encode("utf-8", "replace"))
+        return Setup()
 
 
 def open_store() -> Any:
@@ -237,6 +257,7 @@ async def serve_socket(
             codex_home=_codex_home(),
             hostname=socket.gethostname(),
             store=open_store(),
+            setup=open_setup(),
         )
         io: Any = ConnectionIo(ws, write_stderr, trace.on_event if trace else (lambda _e: None), _ledger_append)
         if recorder is not None:
@@ -427,6 +448,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command != "app-server":
         parser.print_help()
         return 3
+    CONFIG_OVERRIDES[:] = [*args.config, *args.app_config]
     listen = policy = None
     auth = _auth_flags(args)
     if args.listen != "stdio://" or any(v is not None for v in dataclasses.astuple(auth)):

@@ -66,6 +66,7 @@ class Engine:
         seed: str = "fake-codex",
         profile: profiles.Profile | None = None,
         store: Any = None,
+        setup: Any = None,
     ) -> None:
         # The release played (fake_server.profiles); the caller resolves flag and environment first.
         profile = profile or profiles.select(scenario=scenario.release)
@@ -73,7 +74,7 @@ class Engine:
         box = Outbox(IdMaker(seed), scenario.turns[0].faults if scenario.turns else ())
         box.reshape = profile.reshape_frame()
         host = Host(cwd=cwd, codex_home=codex_home, hostname=hostname, installation_id=installation_id)
-        self.world = World(scenario=scenario, profile=profile, host=host, box=box, store=store)
+        self.world = World(scenario=scenario, profile=profile, host=host, box=box, store=store, setup=setup)
         self.box = box
 
     # --- inputs -----------------------------------------------------------------------------

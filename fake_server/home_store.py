@@ -32,7 +32,19 @@ FOLDER = ".fake-codex"
 MAX_THREAD_BYTES = 8 * 1024 * 1024
 MAX_THREADS = 10_000
 _NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json$")
-_KEPT = ("thread_id", "cwd", "created_ms", "path", "approval_policy", "sandbox", "model", "preview", "turns", "history")
+_KEPT = (
+    "thread_id",
+    "cwd",
+    "created_ms",
+    "path",
+    "approval_policy",
+    "sandbox",
+    "model",
+    "model_provider",
+    "preview",
+    "turns",
+    "history",
+)
 
 
 class StoreError(OSError):
@@ -165,7 +177,7 @@ def _thread_of(data: Any, thread_id: str) -> tuple[ThreadState, dict[str, Any]]:
         raise ValueError("its turns are not lists")
     if not all(isinstance(t, str) for t in data["turns"]) or not all(isinstance(t, dict) for t in data["history"]):
         raise ValueError("its turns are not what fake-codex writes")
-    path = data.get("path")
+    path, provider = data.get("path"), data.get("model_provider")
     thread = ThreadState(
         thread_id=thread_id,
         cwd=data["cwd"],
@@ -178,6 +190,7 @@ def _thread_of(data: Any, thread_id: str) -> tuple[ThreadState, dict[str, Any]]:
         preview=data["preview"],
         turns=list(data["turns"]),
         history=list(data["history"]),
+        model_provider=provider if isinstance(provider, str) else None,
     )
     name, forked = data.get("name"), data.get("forked_from")
     kept = {

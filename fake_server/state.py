@@ -124,6 +124,7 @@ class ThreadState:
     total: Usage = field(default_factory=Usage)
     usage_frames: list[dict[str, Any]] = field(default_factory=list)  # every usage notification sent
     history: list[dict[str, Any]] = field(default_factory=list)  # finished turns, full view (thread/resume)
+    model_provider: str | None = None  # the home's setup's provider (None: the release's recorded one)
 
 
 # --- what the methods beyond the turn core remember -------------------------------------------

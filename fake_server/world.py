@@ -52,6 +52,8 @@ class World:
     turns_started: int = 0  # how many scenario turns have begun in this process
     #: what keeps threads and the run's turn count in CODEX_HOME across processes (fake_server.home_store), or None
     store: Any = None
+    #: the home's config.toml and -c overrides (fake_server.home_config.Setup); None: the recorded answers (in process)
+    setup: Any = None
 
     def next_turn_index(self) -> int:
         """The scenario turn the next turn/start plays: the run's count when the home keeps one, else this process's."""

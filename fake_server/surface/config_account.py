@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from fake_server import home_config
 from fake_server.surface import static
 from fake_server.surface.call import Call
 from fake_server.surface.errors import invalid
@@ -36,6 +37,12 @@ def recorded(key: str | None = None) -> Any:
 
 def config_read(call: Call) -> dict[str, Any]:
     result = _static(call, "config/read+layers" if call.params.get("includeLayers") else "config/read")
+    setup = call.world.setup
+    if setup is not None:  # fake-codex with a CODEX_HOME: its config.toml and -c overrides (fake_server.home_config)
+        result = home_config.config_answer(result, _static(call, "config/read+layers"), setup, call.codex_home)
+        if "model" in call.state.config_values:
+            result["config"]["model"] = call.state.config_values["model"]
+        return result
     config = result["config"]
     scenario_config = call.world.scenario.config
     config["model"] = call.state.config_values.get("model", scenario_config.model)
@@ -145,13 +152,16 @@ def feedback_save(call: Call) -> dict[str, Any]:
 
 
 def model_provider_list(call: Call) -> dict[str, Any]:
-    return static.answer(
+    result: dict[str, Any] = static.answer(
         call.world.profile,
         "modelProvider/list",
         cwd=call.cwd,
         codex_home=call.codex_home,
         base_url="http://127.0.0.1:0/v1",
     )
+    if call.world.setup is not None:
+        return home_config.providers_answer(result, call.world.setup)
+    return result
 
 
 HANDLERS = {

@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fake_server import turns
+from fake_server import home_config, turns
 from fake_server.faults import strike
 from fake_server.ids import uuid_error
 from fake_server.serde_words import json_type
 from fake_server.state import ThreadState, TurnRun
+from fake_server.surface import static
 from fake_server.surface.call import Call
 from fake_server.surface.errors import invalid
 from fake_server.surface.threads import live_view, load, reloaded, resumable
@@ -77,18 +78,31 @@ def thread_start(call: Call) -> None:
         path=path,
         approval_policy=params.get("approvalPolicy") or config.approval_policy,
         sandbox=params.get("sandbox") or config.sandbox,
-        model=params.get("model") or config.model,
+        model=params.get("model") or configured_model(world),
     )
+    if world.setup is not None:
+        thread.model_provider = world.setup.provider
     world.threads[thread_id] = thread
     body = live_view(world, thread)
-    world.box.respond(
-        call.request.id,
-        world.shapes.thread_session_result(
-            body, model=thread.model, cwd=cwd, approval_policy=thread.approval_policy, sandbox=thread.sandbox
-        ),
+    result = world.shapes.thread_session_result(
+        body, model=thread.model, cwd=cwd, approval_policy=thread.approval_policy, sandbox=thread.sandbox
     )
+    if thread.model_provider is not None and "modelProvider" in result:
+        result["modelProvider"] = thread.model_provider
+    world.box.respond(call.request.id, result)
     world.box.notify("thread/started", {"thread": body})
     world.box.trace("thread_started", thread_id=thread_id, model=thread.model, cwd=cwd)
+
+
+def configured_model(world: World) -> str:
+    """A new thread's model: the home's setup's (else the release's default model), or the scenario's in process."""
+    if world.setup is None:
+        return world.scenario.config.model
+    return (
+        world.setup.model
+        or home_config.default_model(static.answer(world.profile, "model/list", cwd="", codex_home=""))
+        or ""
+    )
 
 
 def thread_resume(call: Call) -> None:
@@ -119,6 +133,8 @@ def thread_resume(call: Call) -> None:
         thread_id=thread.thread_id,
         turns=len(thread.turns),
     )
+    if thread.model_provider is not None and "modelProvider" in result:
+        result["modelProvider"] = thread.model_provider
     if loaded:
         reloaded(world, thread, result)
     box.respond(call.request.id, result)

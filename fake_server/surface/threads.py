@@ -112,6 +112,8 @@ def live_view(world: World, thread: ThreadState) -> dict[str, Any]:
         preview=thread.preview,
         cli_version=world.profile.release,
     )
+    if thread.model_provider is not None:
+        body["modelProvider"] = thread.model_provider
     extra = world.surface.threads.get(thread.thread_id)
     if extra is None:
         return body

@@ -51,6 +51,7 @@ from harness.outside.record import (
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, write_shim
 from harness.proctree import procfs
+from harness.targets.real import write_mock_config
 
 TARGET = "fake-process"
 PLAN_ENV = "CODEX_HARNESS_PLAN"
@@ -549,6 +550,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     )
     home = work_dir / "codex-home"
     home.mkdir(exist_ok=True)
+    write_mock_config(home, scenario.config)  # as the real target's home: the fake answers from it
     env = _client_env(shim, scenario_file, plan_path, result_path, marker, home)
     deadline = deadline_for(scenario, spec.deadline_s)
     grace = scenario.client.teardown_ms / 1000 + client_contract.SLACK_S

@@ -139,6 +139,16 @@ def config_toml(config: ServerConfig, base_url: str) -> dict[str, Any]:
     }
 
 
+#: The base URL the fake's recorded answers show for the mock provider (it serves no Responses API itself).
+FAKE_BASE_URL = "http://127.0.0.1:0/v1"
+
+
+def write_mock_config(codex_home: Path, config: ServerConfig, base_url: str = FAKE_BASE_URL) -> None:
+    """The harness's mock-provider ``config.toml`` in a home the harness made: what a server given that home answers
+    ``config/read``, ``modelProvider/list`` and a new thread's model from (fake-codex reads it as the real does)."""
+    (codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, base_url)))
+
+
 def server_argv(codex: Path, listen: str = "stdio://") -> tuple[str, ...]:
     return (os.fspath(codex), "app-server", "--listen", listen)
 

@@ -1,0 +1,212 @@
+"""What fake-codex answers from the client's own setup: the ``config.toml`` of the ``CODEX_HOME`` it is given and
+its ``-c key=value`` overrides, as the real binary does.
+
+Observed on codex-cli 0.171.0 (``tests/data/real/0.171.0/thread_store/observed.json``, the ``setup:`` cases):
+``config/read`` shows the home's file with the overrides over it (``model``, ``model_provider``,
+``approval_policy``, ``sandbox_mode``, ``model_providers``: null / empty when nothing sets them), its layers are
+``sessionFlags`` (only when ``-c`` was given), ``user`` (the file, even when absent) and ``system``;
+``modelProvider/list`` lists the configured providers and the built-in ``openai``, by id, the default being
+``model_provider`` or ``openai``; a new thread's ``model`` is the configured one, else the release's default
+model (``model/list``'s ``isDefault``), and its ``modelProvider`` the configured one, else ``openai``.
+
+The answers are derived from the release's recorded ones (recorded with the harness's mock-provider
+``config.toml``): what that file set is taken out, what this setup sets is put in. A setup equal to the recorded
+one gives the recorded answers unchanged. The in-process fake has no home: it keeps the recorded answers
+(:attr:`fake_server.world.World.setup` None).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from contracts import safe_read
+
+MAX_CONFIG_BYTES = 1024 * 1024
+BUILTIN_PROVIDER = "openai"
+#: What ``config/read`` shows for a key no layer sets, where it was observed (an empty home).
+UNSET: dict[str, Any] = {
+    "model": None,
+    "model_provider": None,
+    "approval_policy": None,
+    "approvals_reviewer": None,
+    "sandbox_mode": None,
+    "model_providers": {},
+}
+
+
+class ConfigError(ValueError):
+    """The home's config.toml or a ``-c`` override cannot be read (``str()`` says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """The home's ``config.toml`` (``user``, ``{}`` when absent) and the ``-c`` overrides (``flags``), as tables."""
+
+    user: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def effective(self) -> dict[str, Any]:
+        return merged(self.user, self.flags)
+
+    @property
+    def model(self) -> str | None:
+        value = self.effective.get("model")
+        return value if isinstance(value, str) else None
+
+    @property
+    def provider(self) -> str:
+        value = self.effective.get("model_provider")
+        return value if isinstance(value, str) else BUILTIN_PROVIDER
+
+    @property
+    def providers(self) -> dict[str, dict[str, Any]]:
+        value = self.effective.get("model_providers")
+        if not isinstance(value, dict):
+            return {}
+        return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, dict)}
+
+
+def merged(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
+    """``high`` over ``low``, tables merged key by key (a TOML layer over another)."""
+    out = dict(low)
+    for key, value in high.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """``-c a.b=VALUE`` as ``{"a": {"b": VALUE}}``; VALUE as TOML, else the raw string (as the real binary)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"Invalid override (missing '='): {text}")
+    try:
+        value: Any = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    for part in reversed(key.split(".")):
+        value = {part.strip().strip('"'): value}
+    return dict(value)
+
+
+def read_setup(codex_home: str, overrides: list[str]) -> Setup:
+    """The setup of ``codex_home``: its ``config.toml`` (bounded, a regular file, no link followed) and
+    ``overrides``. :class:`ConfigError` when either cannot be read."""
+    user: dict[str, Any] = {}
+    try:
+        data = safe_read.read_bounded(os.path.join(codex_home, "config.toml"), MAX_CONFIG_BYTES)
+    except FileNotFoundError:
+        data = None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {codex_home}/config.toml: {exc}") from None
+    if data is not None:
+        try:
+            user = tomllib.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{codex_home}/config.toml is not valid TOML: {exc}") from None
+    flags: dict[str, Any] = {}
+    for text in overrides:
+        flags = merged(flags, parse_override(text))
+    return Setup(user, flags)
+
+
+# --- the answers ------------------------------------------------------------------------------------
+
+
+def _version(table: dict[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(orjson.dumps(table, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _leaves(table: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in table.items():
+        path = f"{prefix}{key}"
+        out += _leaves(value, f"{path}.") if isinstance(value, dict) and value else [path]
+    return out
+
+
+def _provider_entry(template: dict[str, Any], recorded_cfg: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
+    """A provider as ``config/read`` shows it: every field of the recorded one, what the recorded file set
+    unset, this one's settings in."""
+    entry = {k: (None if k in recorded_cfg else v) for k, v in template.items()}
+    entry.update({k: v for k, v in cfg.items() if k in entry})
+    return entry
+
+
+def config_answer(recorded: dict[str, Any], recorded_layers: dict[str, Any], setup: Setup, codex_home: str) -> Any:
+    """``config/read`` (``recorded``: the release's answer to the same request) for ``setup``."""
+    recorded_user = recorded_layers["layers"][0]["config"]
+    if not setup.flags and setup.user == recorded_user:
+        return recorded
+    out = copy.deepcopy(recorded)
+    config = out["config"]
+    effective = setup.effective
+    template_providers = config.get("model_providers") if isinstance(config.get("model_providers"), dict) else {}
+    template = next(iter(template_providers.values()), None)
+    recorded_provider_cfg = next(iter((recorded_user.get("model_providers") or {}).values()), {})
+    for key in recorded_user:
+        if key in UNSET and key in config:
+            config[key] = copy.deepcopy(UNSET[key])
+    for key, value in effective.items():
+        if key not in config:
+            continue  # not a setting this release shows
+        if key == "model_providers" and isinstance(value, dict) and template is not None:
+            config[key] = {
+                pid: _provider_entry(template, recorded_provider_cfg, cfg)
+                for pid, cfg in value.items()
+                if isinstance(cfg, dict)
+            }
+        elif isinstance(value, dict) and isinstance(config.get(key), dict):
+            config[key] = merged(config[key], value)
+        else:
+            config[key] = value
+    if "layers" in out:
+        user_name = {"type": "user", "file": f"{codex_home}/config.toml", "profile": None}
+        layers = [{"name": user_name, "version": _version(setup.user), "config": setup.user}]
+        if setup.flags:
+            layers.insert(
+                0, {"name": {"type": "sessionFlags"}, "version": _version(setup.flags), "config": setup.flags}
+            )
+        out["layers"] = layers + [layer for layer in recorded_layers["layers"][1:]]
+        origins: dict[str, Any] = {}
+        for layer in reversed(layers):  # the higher layer's origin wins
+            for leaf in _leaves(layer["config"]):
+                origins[leaf] = {"name": layer["name"], "version": layer["version"]}
+        out["origins"] = origins
+    return out
+
+
+def providers_answer(recorded: dict[str, Any], setup: Setup) -> dict[str, Any]:
+    """``modelProvider/list`` for ``setup`` (``recorded``: the release's answer with the mock provider)."""
+    builtin = [p for p in recorded["data"] if p.get("id") == BUILTIN_PROVIDER]
+    custom = [p for p in recorded["data"] if p.get("id") != BUILTIN_PROVIDER]
+    shape = custom[0] if custom else {"canEdit": True, "settings": {"type": "customGateway", "auth": {"mode": "none"}}}
+    data = list(builtin)
+    for pid, cfg in setup.providers.items():
+        if pid == BUILTIN_PROVIDER:
+            continue
+        name, base_url = cfg.get("name"), cfg.get("base_url")
+        entry = {**copy.deepcopy(shape), "id": pid, "name": name if isinstance(name, str) else pid}
+        entry["baseUrl"] = base_url if isinstance(base_url, str) else None
+        data.append(entry)
+    data.sort(key=lambda p: str(p.get("id")))
+    return {**recorded, "data": data, "defaultProviderId": setup.provider}
+
+
+def default_model(model_list: dict[str, Any]) -> str | None:
+    """The release's default model (``model/list``'s ``isDefault``)."""
+    for model in model_list.get("data") or []:
+        if isinstance(model, dict) and model.get("isDefault") and isinstance(model.get("id"), str):
+            return str(model["id"])
+    return None
