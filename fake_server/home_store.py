@@ -28,8 +28,9 @@ from fake_server.state import ThreadState
 from fake_server.world import World
 
 FOLDER = ".fake-codex"
-#: One thread's file: its turns' views included. A larger one is not ours (the fake never writes one).
-MAX_THREAD_BYTES = 8 * 1024 * 1024
+#: One thread's file: its turns' views included (a built-in scenario streams a 16 MiB message). A larger one is
+#: not read.
+MAX_THREAD_BYTES = 96 * 1024 * 1024
 MAX_THREADS = 10_000
 _NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json$")
 _KEPT = (
@@ -59,6 +60,7 @@ class HomeStore:
         self._threads_fd = threads_fd
         self._shown = shown
         self._written: dict[str, bytes] = {}  # thread id -> what this process last wrote or read
+        self._seen: dict[str, tuple[Any, ...]] = {}  # thread id -> its signature when last written
         self.problems: list[str] = []
 
     @classmethod
@@ -136,7 +138,11 @@ class HomeStore:
                 if self._written.pop(thread_id, None) is not None:
                     _unlink(f"{thread_id}.json", self._threads_fd)
                 continue
+            signature = _signature(thread, extra)
+            if self._seen.get(thread_id) == signature:
+                continue  # nothing kept changed: no need to serialise its history again (it may be MiBs)
             data = orjson.dumps(_record(thread, extra))
+            self._seen[thread_id] = signature
             if self._written.get(thread_id) == data:
                 continue
             try:
@@ -153,6 +159,12 @@ class HomeStore:
 
 def _materialised(thread: ThreadState, extra: Any) -> bool:
     return bool(thread.turns) or (extra is not None and (extra.materialised or extra.forked_from is not None))
+
+
+def _signature(thread: ThreadState, extra: Any) -> tuple[Any, ...]:
+    """What changes when anything kept changes (turns only grow; a turn's view is final once in the history)."""
+    kept = (getattr(extra, k, None) for k in ("name", "archived", "forked_from", "materialised"))
+    return (len(thread.turns), len(thread.history), thread.preview, thread.model, thread.model_provider, *kept)
 
 
 def _record(thread: ThreadState, extra: Any) -> dict[str, Any]:

@@ -178,3 +178,25 @@ def test_a_client_with_a_server_per_turn_gets_the_one_server_verdicts(
     servers = len(many.record.meta["outside"]["servers"])
     assert servers == len(resolve(scenario).turns)
     assert _verdicts(many) == _verdicts(one), [c for c in many.checks if c.status == "fail"]
+
+
+def test_the_harness_config_in_the_home_gives_the_recorded_answers(tmp_path: Path) -> None:
+    """What run --client-cmd puts in the home it gives (harness.targets.real.write_mock_config) changes no frame."""
+    from fake_server.home_config import config_answer, providers_answer
+    from fake_server.profiles import default
+    from fake_server.surface import static
+    from harness.targets.real import write_mock_config
+
+    scenario = resolve("plain")
+    write_mock_config(tmp_path, scenario.config)
+    setup = read_setup(str(tmp_path), [])
+    profile = default()
+    layers = static.answer(profile, "config/read+layers", cwd="/w", codex_home=str(tmp_path))
+    for key in ("config/read", "config/read+layers"):
+        recorded = static.answer(profile, key, cwd="/w", codex_home=str(tmp_path))
+        assert config_answer(recorded, layers, setup, str(tmp_path)) == recorded
+    providers = static.answer(profile, "modelProvider/list", cwd="/w", codex_home=str(tmp_path))
+    assert providers_answer(providers, setup) == providers
+    assert (setup.model, setup.provider) == (scenario.config.model, "mock_provider")
+    other = read_setup(str(tmp_path), ['model="other"'])
+    assert config_answer(layers, layers, other, str(tmp_path))["layers"][0]["name"] == {"type": "sessionFlags"}
