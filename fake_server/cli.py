@@ -264,6 +264,8 @@ async def serve_socket(
             recorder.note(f"connection {n} over {listen.scheme}")
             io = RecordingIo(io, recorder)
         outcome = await run_engine(engine, io, clock)
+        if engine.world.store is not None:
+            engine.world.store.close()  # one per connection: a long-lived listener keeps no descriptors of it
         if trace is not None and not outcome.crash:
             trace.finish(graceful=True)
         if recorder is not None:
