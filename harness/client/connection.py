@@ -37,8 +37,8 @@ from contracts.usage import UsageBuckets
 from contracts.wire import Incoming, WireError, parse_payloads
 from harness.client.approvals import Decision
 from harness.client.approvaltable import ApprovalTable, PendingApproval
-from harness.client.errors import MessageTooLarge, ServerExited, too_large
-from harness.client.events import InterruptAnswered, MessageDeltas, TurnEnded, UsageUpdated
+from harness.client.errors import ClientError, MessageTooLarge, ServerExited, too_large
+from harness.client.events import InterruptAnswered, InterruptSent, MessageDeltas, TurnEnded, UsageUpdated
 from harness.client.notifications import KNOWN_NOTIFICATIONS, thread_of
 from harness.client.trace import NullTrace
 from harness.client.tracemarks import tool_status, turn_status
@@ -137,7 +137,13 @@ class ClientConnection:
     """One app-server connection as the client sees it (see the module doc). Times are on the session clock."""
 
     def __init__(
-        self, *, max_line: int, event_buffer: int, interrupt_budget: float, validate_frames: bool = False
+        self,
+        *,
+        max_line: int,
+        event_buffer: int,
+        interrupt_budget: float,
+        validate_frames: bool = False,
+        has_process: bool = True,
     ) -> None:
         self.max_line = max_line
         self.interrupt_budget = interrupt_budget  # for the "codex turn interrupted" record
@@ -164,7 +170,7 @@ class ClientConnection:
         self.exit_code: int | None = None
         self.closing = False
         #: False for a transport that started no server (a socket): its end is the connection's, not an exit
-        self.has_process = True
+        self.has_process = has_process
         self._trace: Any = NullTrace()
         self._events: list[Event] = []
         self._position = 0  # messages (lines, on stdio) received before the current read (for reports only)
@@ -209,6 +215,32 @@ class ClientConnection:
         logger.log(level, message, extra=fields)
         self.log.append({"t": t, "level": logging.getLevelName(level).lower(), "msg": message, **fields})
 
+    def client_error(self, text: str) -> None:
+        """A bug of ours, caught so that the session still ends cleanly (the record lists it)."""
+        self.client_errors.append(text)
+
+    def reader_failed(self, error: Exception) -> None:
+        """The driver's reader broke (a bug of ours): the session cannot go on."""
+        self.client_errors.append(f"reader: {error!r}")
+        self.failure = self.failure or ClientError(f"reader failed: {error!r}")
+
+    def process_exited(self, code: int, t: float) -> None:
+        """The server's process exited with ``code``."""
+        self.exit_code = code
+        self.note(t, f"exit {code}")
+
+    def begin_closing(self) -> None:
+        """The teardown began: no new request or turn."""
+        self.closing = True
+
+    def adopt_thread(self, thread_id: str, model: str | None, result: Any, t: float, *, resumed: bool) -> None:
+        """``thread/start`` or ``thread/resume`` answered with ``thread_id``: turns run on it from now on."""
+        known = self.thread_id == thread_id
+        self.thread_id = thread_id
+        answered_model = result.get("model") if isinstance(result, dict) else None
+        self.model = model or (answered_model if isinstance(answered_model, str) else None) or self.model
+        self._trace.thread_started(thread_id, resumed=resumed or known, metadata={"model": self.model})
+
     # --- sending ------------------------------------------------------------------------------------
 
     def request(self, method: str, params: Any) -> Request:
@@ -220,6 +252,10 @@ class ClientConnection:
         self.record.append(WireEntry(t, "c2s", frame=message.frame))
         if self.checker is not None:
             self.checker.check(t, "c2s", message.frame)
+
+    def sent_raw(self, t: float, line: bytes) -> None:
+        """``line`` is being written verbatim (a probe of the server's parsing): recorded as a raw client line."""
+        self.record.append(WireEntry(t, "c2s", raw=line.decode("utf-8", "replace"), error="raw_line", size=len(line)))
 
     def abandon(self, request_id: JsonId) -> None:
         """Stop waiting for an answer (a later one is a late answer)."""
@@ -675,6 +711,16 @@ class ClientConnection:
             self.finish_turn(turn, t, failure=failure)
 
     # --- the client trace ---------------------------------------------------------------------------
+
+    def interrupt(self, turn: TurnCore, t: float) -> Request:
+        """The ``turn/interrupt`` of ``turn`` (its id known), being sent now: its timing, its event, its trace mark."""
+        request = self.endpoint.request("turn/interrupt", {"threadId": self.thread_id, "turnId": turn.state.turn_id})
+        turn.interrupt_request_id = request.id
+        status = turn.state.fixed[0] if turn.state.fixed else "aborted"
+        turn.set_timing(interrupt_sent_at=t)
+        turn.emit(InterruptSent(t, status))
+        self._trace.other("interrupt.sent", {"request_id": request.id, "reason": status}, turn_id=turn.state.turn_id)
+        return request
 
     def interrupt_answered(self, turn: TurnCore, request_id: JsonId, outcome: str, error: str | None, t: float) -> None:
         if turn.interrupt_answer_recorded:
