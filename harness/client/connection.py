@@ -43,6 +43,7 @@ from harness.client.notifications import KNOWN_NOTIFICATIONS, thread_of
 from harness.client.trace import NullTrace
 from harness.client.tracemarks import tool_status, turn_status
 from harness.client.turncore import TurnCore, UserInput
+from harness.client.turnphase import CANCELLED_OR_ENDED, Phase, Step
 from harness.client.turnstate import TOOL_ITEM_TYPES, is_turn_scoped, notification_turn_id
 from harness.client.usage import UsageLedger
 from harness.client.wirerecord import DELTA_METHOD, FrameChecker, SchemaViolation, WireRecord
@@ -471,7 +472,6 @@ class ClientConnection:
             status=state.server_status,
         )
         turn.completed_at = t
-        turn.completed_by_server = True
         if turn.usage is None and state.turn_id is not None:
             self.learn_turn_id(turn, state.turn_id)
         if turn.usage is not None:
@@ -563,10 +563,10 @@ class ClientConnection:
         params = {"threadId": self.thread_id, "input": turn.input, **turn.params}
         if turn.model is not None:
             params["model"] = turn.model
+        turn.step(Step.START)
         request = self.endpoint.request("turn/start", params)
         turn.started_at = t
         turn.last_activity = t
-        turn.sent = True
         self.emit_log(t, logging.DEBUG, "turn/start sent", thread_id=self.thread_id, turn_index=turn.index)
         return request
 
@@ -583,10 +583,12 @@ class ClientConnection:
         self._events.append(TurnIdKnown(turn))
 
     def request_cancel(self, turn: TurnCore, status: str, error: str, t: float) -> bool:
-        """Fix the turn's status at a cancellation or deadline (the first wins); True when this one counted."""
-        if turn.result is not None or turn.cancel_request is not None:
+        """Fix the turn's status at a cancellation or deadline (the first wins); True when this one counted.
+
+        IllegalTurnTransition for a turn not started yet (nothing to cancel: it was never entered)."""
+        if turn.phase in CANCELLED_OR_ENDED:
             return False
-        turn.cancel_request = (status, error)
+        turn.step(Step.CANCEL)
         turn.cancel_at = t
         turn.state.fix(status, error)
         self.note(t, f"cancel: {status}: {error}")
@@ -594,8 +596,9 @@ class ClientConnection:
 
     def finish_turn(self, turn: TurnCore, t: float, *, failure: str | None = None) -> None:
         """Deliver the turn's one Result (idempotent): close open items and pending approvals locally."""
-        if turn.result is not None:
+        if turn.phase is Phase.ENDED:
             return
+        turn.step(Step.END)
         state = turn.state
         status, error = state.outcome() or ("failed", failure or "turn ended without turn/completed")
         closed_items = state.close_open_items(t)
@@ -713,7 +716,9 @@ class ClientConnection:
     # --- the client trace ---------------------------------------------------------------------------
 
     def interrupt(self, turn: TurnCore, t: float) -> Request:
-        """The ``turn/interrupt`` of ``turn`` (its id known), being sent now: its timing, its event, its trace mark."""
+        """The ``turn/interrupt`` of ``turn`` (cancelled, its id known), being sent now: its timing, its event, its
+        trace mark."""
+        turn.step(Step.INTERRUPT)
         request = self.endpoint.request("turn/interrupt", {"threadId": self.thread_id, "turnId": turn.state.turn_id})
         turn.interrupt_request_id = request.id
         status = turn.state.fixed[0] if turn.state.fixed else "aborted"

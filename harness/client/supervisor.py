@@ -17,6 +17,7 @@ from contracts.messages import JsonId, Request
 from harness.client.driver import Driver
 from harness.client.errors import ClientError
 from harness.client.turn import Turn
+from harness.client.turnphase import Phase
 
 
 async def supervise(driver: Driver, turn: Turn) -> None:
@@ -27,7 +28,7 @@ async def supervise(driver: Driver, turn: Turn) -> None:
     hard = core.started_at + core.timeout if core.timeout is not None else math.inf
     try:
         while core.result is None:
-            if core.cancel_request is not None:
+            if core.phase is Phase.CANCELLING:
                 await interrupt(driver, turn)
                 return
             now = driver.now()

@@ -123,7 +123,10 @@ class Turn:
     # --- actions ----------------------------------------------------------------------------------
 
     def cancel(self, reason: str = "execution cancelled") -> None:
-        """Interrupt the turn (as cancelling the caller's scope does); the Result says ``aborted``."""
+        """Interrupt the turn (as cancelling the caller's scope does); the Result says ``aborted``.
+
+        A turn not entered yet has nothing to interrupt: :class:`~harness.client.turnphase.IllegalTurnTransition`
+        (a :class:`ClientError`), as :meth:`wait` raises for it."""
         self.request_cancel("aborted", reason)
 
     def request_cancel(self, status: str, error: str) -> None:
@@ -227,6 +230,7 @@ _CORE_FIELDS: Final = frozenset(
         "timeout",
         "usage",
         "sent",
+        "phase",
         "started_at",
         "last_activity",
         "cancel_request",
