@@ -27,6 +27,7 @@ from harness.client.connection import (
 )
 from harness.client.errors import LineTooLong
 from harness.client.events import ApprovalRequested, MessageDeltas, TurnEnded, UsageUpdated
+from harness.client.tracerecords import TraceRecord
 from harness.client.turncore import TurnCore
 
 THREAD = "thr-1"
@@ -71,7 +72,8 @@ def running(validate: bool = False, buffer: int = 1 << 20) -> tuple[ClientConnec
     events = receive(conn, line({"id": request.id, "result": {"turn": {"id": TURN}}}), 0.1)
     assert events == [RequestAnswered(request.id, {"turn": {"id": TURN}})]
     conn.learn_turn_id(turn, TURN)
-    assert conn.take_events() == [TurnIdKnown(turn)]
+    # the trace record comes out the same way as everything else: the core holds no writer
+    assert conn.take_events() == [TraceRecord("turn_started", (TURN, THREAD)), TurnIdKnown(turn)]
     return conn, turn
 
 
@@ -114,7 +116,7 @@ def test_the_gate_keeps_other_turns_and_completed_turns_out() -> None:
     receive(conn, delta("x", turn="turn-0") + delta("mine"), 1.0)
     assert turn.state.partial_text == "mine" and turn.state.ignored == 1
     events = receive(conn, completed() + delta("late") + completed("failed"), 2.0)
-    assert events == [TurnFinished(turn)]
+    assert events == [TraceRecord("turn_ended", (TURN, "completed")), TurnFinished(turn)]
     assert turn.result is not None and turn.result.status == "completed" and turn.state.completed_consumed == 1
     assert turn.state.partial_text == "mine"
     assert isinstance(turn.events.take_all()[-1], TurnEnded)

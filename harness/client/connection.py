@@ -40,8 +40,8 @@ from harness.client.approvaltable import ApprovalTable, PendingApproval
 from harness.client.errors import ClientError, MessageTooLarge, ServerExited, too_large
 from harness.client.events import InterruptAnswered, InterruptSent, MessageDeltas, TurnEnded, UsageUpdated
 from harness.client.notifications import KNOWN_NOTIFICATIONS, thread_of
-from harness.client.trace import NullTrace
 from harness.client.tracemarks import tool_status, turn_status
+from harness.client.tracerecords import TraceClosed, TraceQueue, TraceRecord
 from harness.client.turncore import TurnCore, UserInput
 from harness.client.turnphase import CANCELLED_OR_ENDED, Phase, Step
 from harness.client.turnstate import TOOL_ITEM_TYPES, is_turn_scoped, notification_turn_id
@@ -129,6 +129,8 @@ Event = (
     | KillServer
     | TurnIdKnown
     | TurnWoken
+    | TraceRecord
+    | TraceClosed
 )
 
 _FIRST_REQUEST_ID: Final = 1
@@ -153,7 +155,10 @@ class ClientConnection:
         self.record = WireRecord()
         self.checker: FrameChecker | None = FrameChecker() if validate_frames else None
         self.ledger = UsageLedger()
-        self.approvals = ApprovalTable(self.endpoint)
+        self._events: list[Event] = []
+        #: what the client trace should record: queued among the events, written by the driver
+        self._trace = TraceQueue(self._queue)
+        self.approvals = ApprovalTable(self.endpoint, self._trace)
         self.turns: list[TurnCore] = []
         self.active: TurnCore | None = None
         self.ended_turn_ids: set[str] = set()
@@ -172,26 +177,18 @@ class ClientConnection:
         self.closing = False
         #: False for a transport that started no server (a socket): its end is the connection's, not an exit
         self.has_process = has_process
-        self._trace: Any = NullTrace()
-        self._events: list[Event] = []
         self._position = 0  # messages (lines, on stdio) received before the current read (for reports only)
         self._read: tuple[list[Incoming], int] = ([], 0)  # the current read and the position of its first message
 
     # --- plumbing -----------------------------------------------------------------------------------
 
-    @property
-    def trace(self) -> Any:
-        return self._trace
-
-    @trace.setter
-    def trace(self, trace: Any) -> None:
-        self._trace = trace
-        self.approvals.trace = trace
-
     def take_events(self) -> list[Event]:
-        """What the driver must do, in order, since the last call."""
+        """What the driver must do, in order, since the last call (the one way out of the core)."""
         events, self._events = self._events, []
         return events
+
+    def _queue(self, event: Event) -> None:
+        self._events.append(event)
 
     @property
     def wire(self) -> list[WireEntry]:
@@ -752,14 +749,11 @@ class ClientConnection:
         self._trace.tool_ended(item_id, tool_status(status), item)
 
     def close_trace(self, t: float) -> None:
-        """The session is over: record what never got an answer, close the client trace."""
+        """The session is over: record what never got an answer, then :class:`TraceClosed` (the driver closes its
+        trace writer)."""
         for turn in self.turns:
             if turn.interrupt_request_id is not None and not turn.interrupt_answer_recorded:
                 self.interrupt_answered(turn, turn.interrupt_request_id, "no answer", "session closed first", t)
         self.approvals.close_at_session_end()
         failed = self.killed or (self.failure is not None and not isinstance(self.failure, ServerExited))
-        try:
-            self._trace.close("failed" if failed else "completed")
-        except Exception as exc:
-            self.client_errors.append(f"trace close: {exc!r}")
-        self.client_errors.extend(self._trace.errors)
+        self._events.append(TraceClosed("failed" if failed else "completed"))

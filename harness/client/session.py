@@ -68,7 +68,8 @@ from harness.client.options import ClientInfo, SessionOptions
 from harness.client.server_requests import run_policy, send_answer
 from harness.client.supervisor import supervise
 from harness.client.teardown import run_teardown, watch_exit
-from harness.client.trace import ClientTrace
+from harness.client.trace import ClientTrace, NullTrace
+from harness.client.tracerecords import TraceClosed, TraceRecord
 from harness.client.turn import Turn, UserInput
 from harness.client.turncore import TurnCore
 from harness.client.turnstate import nested_id
@@ -104,6 +105,8 @@ class Session:
             has_process=self.process is not None,
         )
         self.teardown: list[TeardownStep] = []
+        #: the client trace bundle's writer: the core's trace records go to it (NullTrace: no bundle)
+        self.trace: Any = NullTrace()
         self.initialize_result: dict[str, Any] | None = None
         self.turns: list[Turn] = []
         self.reader_done = trio.Event()
@@ -177,14 +180,6 @@ class Session:
     @property
     def exit_code(self) -> int | None:
         return self.connection.exit_code
-
-    @property
-    def trace(self) -> Any:
-        return self.connection.trace
-
-    @trace.setter
-    def trace(self, trace: Any) -> None:
-        self.connection.trace = trace
 
     @property
     def alive(self) -> bool:
@@ -262,9 +257,21 @@ class Session:
                     self.kill_server()
                 case RequestsFailed(error=error):
                     self._fail_pending(error)
+                case TraceRecord():
+                    event.write_to(self.trace)
+                case TraceClosed(status=status):
+                    self._close_trace(status)
         active = self.connection.active
         if active is not None:
             self._by_core[id(active)].wake_consumer()
+
+    def _close_trace(self, status: str) -> None:
+        try:
+            self.trace.close(status)
+        except Exception as exc:
+            self.connection.client_error(f"trace close: {exc!r}")
+        for error in self.trace.errors:
+            self.connection.client_error(error)
 
     def _answer(self, event: RequestAnswered) -> None:
         slot = self._slots.pop(event.request_id, None)
@@ -445,6 +452,7 @@ class Session:
             raise ThreadStartFailed("thread/start returned no thread ID")
         self.write_log(logging.DEBUG, "thread/start response", phase="thread_start_response", thread_id=thread_id)
         self.connection.adopt_thread(thread_id, model, result, self.now(), resumed=False)
+        self.handle(self.connection.take_events())
         return thread_id
 
     async def resume_thread(
@@ -483,6 +491,7 @@ class Session:
                 raise ThreadStartFailed("thread/resume returned no thread ID")
             return await self.start_thread(cwd=cwd, model=model)
         self.connection.adopt_thread(resumed, model, result, self.now(), resumed=True)
+        self.handle(self.connection.take_events())
         return resumed
 
     async def set_thread_name(self, name: str) -> bool:
