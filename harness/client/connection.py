@@ -48,9 +48,6 @@ from harness.client.turnstate import TOOL_ITEM_TYPES, is_turn_scoped, notificati
 from harness.client.usage import UsageLedger
 from harness.client.wirerecord import DELTA_METHOD, FrameChecker, SchemaViolation, WireRecord
 
-logger = logging.getLogger("harness.client")
-
-
 # --- what the core asks of its driver ---------------------------------------------------------------------
 
 
@@ -113,6 +110,15 @@ class TurnIdKnown:
 
 
 @dataclass(frozen=True, slots=True)
+class Logged:
+    """Pass this record to the ``harness.client`` logger (it is in :attr:`ClientConnection.log` already)."""
+
+    level: int
+    message: str
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class TurnWoken:
     """The turn's supervisor should look again (an approval opened or was answered: the inactivity window)."""
 
@@ -131,6 +137,7 @@ Event = (
     | TurnWoken
     | TraceRecord
     | TraceClosed
+    | Logged
 )
 
 _FIRST_REQUEST_ID: Final = 1
@@ -210,8 +217,9 @@ class ClientConnection:
         self.record.append(WireEntry(t, "note", note=text))
 
     def emit_log(self, t: float, level: int, message: str, **fields: Any) -> None:
-        logger.log(level, message, extra=fields)
+        """Keep a log record (the session record's ``log``) and queue it for the driver's logger."""
         self.log.append({"t": t, "level": logging.getLevelName(level).lower(), "msg": message, **fields})
+        self._events.append(Logged(level, message, fields))
 
     def client_error(self, text: str) -> None:
         """A bug of ours, caught so that the session still ends cleanly (the record lists it)."""

@@ -44,6 +44,7 @@ from harness.client.connection import (
     ClientConnection,
     Event,
     KillServer,
+    Logged,
     RequestAnswered,
     RequestsFailed,
     SendFrame,
@@ -74,6 +75,8 @@ from harness.client.turn import Turn, UserInput
 from harness.client.turncore import TurnCore
 from harness.client.turnstate import nested_id
 from harness.client.wirerecord import SchemaViolation
+
+logger = logging.getLogger("harness.client")
 
 
 class _Slot:
@@ -200,6 +203,7 @@ class Session:
 
     def write_log(self, level: int, message: str, **fields: Any) -> None:
         self.connection.emit_log(self.now(), level, message, **fields)
+        self.handle(self.connection.take_events())
 
     def stderr_tail(self) -> str:
         """The server's stderr tail (nothing when the transport has no process)."""
@@ -261,6 +265,8 @@ class Session:
                     event.write_to(self.trace)
                 case TraceClosed(status=status):
                     self._close_trace(status)
+                case Logged(level=level, message=message, fields=fields):
+                    logger.log(level, message, extra=fields)
         active = self.connection.active
         if active is not None:
             self._by_core[id(active)].wake_consumer()

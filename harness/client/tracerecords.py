@@ -91,4 +91,3 @@ class TraceQueue:
 
     def other(self, kind: str, metadata: dict[str, Any], *, turn_id: str | None = None) -> None:
         self._put(TraceRecord("other", (kind, metadata), {"turn_id": turn_id}))
-
