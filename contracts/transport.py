@@ -95,6 +95,22 @@ class ProcessHandle(Protocol):
     def pid(self) -> int | None:
         """The process id, or None in process."""
 
+    def group_alive(self) -> bool:
+        """Whether any process of the server's group is still alive (a grandchild outliving the server counts);
+        False for a server that is no process group (in process)."""
+
+    def stop_after_close(self) -> None:
+        """Ask a server that serves on after its connection closed (a listener) to stop. Nothing for a server
+        whose input is its connection (stdio: closing stdin is the ask). Idempotent; never raises."""
+
+    @property
+    def stderr_bytes(self) -> int | None:
+        """How many bytes the server wrote to stderr (None when not counted)."""
+
+    @property
+    def stderr_truncated(self) -> bool | None:
+        """Whether :meth:`stderr_tail` lost some of them (None when not counted)."""
+
 
 @runtime_checkable
 class Transport(Protocol):

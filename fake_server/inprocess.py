@@ -222,6 +222,20 @@ class InProcessServer:
     def pid(self) -> int | None:
         return None
 
+    def group_alive(self) -> bool:
+        return False  # no process group: nothing outlives the server
+
+    def stop_after_close(self) -> None:
+        """Nothing to do: the server's input is its connection."""
+
+    @property
+    def stderr_bytes(self) -> int | None:
+        return None  # not counted
+
+    @property
+    def stderr_truncated(self) -> bool | None:
+        return None
+
     # --- the engine's side ------------------------------------------------------------------------
 
     async def read(self) -> list[Incoming]:

@@ -19,6 +19,7 @@ from harness.client.connection import (
     ApprovalOpened,
     ClientConnection,
     KillServer,
+    Logged,
     RequestAnswered,
     RequestsFailed,
     SendFrame,
@@ -27,6 +28,7 @@ from harness.client.connection import (
 )
 from harness.client.errors import LineTooLong
 from harness.client.events import ApprovalRequested, MessageDeltas, TurnEnded, UsageUpdated
+from harness.client.tracerecords import TraceRecord
 from harness.client.turncore import TurnCore
 
 THREAD = "thr-1"
@@ -67,11 +69,13 @@ def running(validate: bool = False, buffer: int = 1 << 20) -> tuple[ClientConnec
     turn = conn.new_turn([{"type": "text", "text": "hi"}], {}, None, None)
     request = conn.start_turn(turn, 0.0)
     assert request is not None
+    assert [e.message for e in conn.take_events() if isinstance(e, Logged)] == ["turn/start sent"]
     conn.sent(0.0, request)
     events = receive(conn, line({"id": request.id, "result": {"turn": {"id": TURN}}}), 0.1)
     assert events == [RequestAnswered(request.id, {"turn": {"id": TURN}})]
     conn.learn_turn_id(turn, TURN)
-    assert conn.take_events() == [TurnIdKnown(turn)]
+    # the trace record comes out the same way as everything else: the core holds no writer
+    assert conn.take_events() == [TraceRecord("turn_started", (TURN, THREAD)), TurnIdKnown(turn)]
     return conn, turn
 
 
@@ -114,7 +118,11 @@ def test_the_gate_keeps_other_turns_and_completed_turns_out() -> None:
     receive(conn, delta("x", turn="turn-0") + delta("mine"), 1.0)
     assert turn.state.partial_text == "mine" and turn.state.ignored == 1
     events = receive(conn, completed() + delta("late") + completed("failed"), 2.0)
-    assert events == [TurnFinished(turn)]
+    assert [e for e in events if not isinstance(e, Logged)] == [
+        TraceRecord("turn_ended", (TURN, "completed")),
+        TurnFinished(turn),
+    ]
+    assert [e.message for e in events if isinstance(e, Logged)] == ["turn/completed received", "finished"]
     assert turn.result is not None and turn.result.status == "completed" and turn.state.completed_consumed == 1
     assert turn.state.partial_text == "mine"
     assert isinstance(turn.events.take_all()[-1], TurnEnded)
@@ -123,7 +131,7 @@ def test_the_gate_keeps_other_turns_and_completed_turns_out() -> None:
 def test_notifications_before_turn_start_belong_to_no_turn() -> None:
     conn = ClientConnection(max_line=1 << 20, event_buffer=100, interrupt_budget=2.0)
     conn.thread_id = THREAD
-    assert receive(conn, delta("early") + completed(), 0.5) == []
+    assert receive(conn, delta("early") + completed(), 0.5) == []  # not even a log record
     assert conn.results == []
 
 

@@ -18,7 +18,7 @@ import trio
 
 from harness import cli, runner
 from harness.client import usage as client_usage
-from harness.client.connection import ClientConnection
+from harness.client.connection import TurnFinished
 from harness.client.session import Session
 from harness.fuzz.driver import FuzzReport, fuzz
 from harness.fuzz.shrink import scenario_size
@@ -91,15 +91,17 @@ def test_approval_left_unanswered_is_found_and_shrunk(monkeypatch: pytest.Monkey
 
 
 def test_window_left_open_on_crash_is_found_and_shrunk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    real_finish: Callable[..., None] = ClientConnection.finish_turn
+    real_handle: Callable[..., None] = Session.handle
 
-    def leaky_finish(self: ClientConnection, turn: Any, t: float, *, failure: str | None = None) -> None:
-        if turn.result is None and turn.turn_id is not None and (failure or "").startswith("process exited"):
-            # The crash path forgets the turn's window: never ended, and no longer tracked to be closed.
-            leak = getattr(self.trace, "leak_turn", None)
-            if leak is not None:
-                leak(turn.turn_id)
-        real_finish(self, turn, t, failure=failure)
+    def leaky_handle(self: Session, events: list[Any]) -> None:
+        for event in events:
+            turn = event.turn if isinstance(event, TurnFinished) else None
+            if turn is not None and turn.turn_id is not None and (turn.result.error or "").startswith("process exited"):
+                # The crash path forgets the turn's window: never ended, and no longer tracked to be closed.
+                leak = getattr(self.trace, "leak_turn", None)
+                if leak is not None:
+                    leak(turn.turn_id)
+        real_handle(self, events)
 
-    monkeypatch.setattr(ClientConnection, "finish_turn", leaky_finish)
+    monkeypatch.setattr(Session, "handle", leaky_handle)
     _found_and_replayed(_fuzz(tmp_path), "trace_closure", tmp_path)

@@ -15,7 +15,7 @@ from contracts.jsonrpc import Endpoint, ProtocolViolation
 from contracts.messages import INTERNAL_ERROR, METHOD_NOT_FOUND, ErrorResponse, JsonId, Message, Request
 from harness.client.approvals import APPROVAL_METHODS, ERROR_DECISION, ApprovalRequest, Decision, answer_for
 from harness.client.events import ApprovalAnswered, ApprovalRequested, ApprovalResolved
-from harness.client.trace import NullTrace
+from harness.client.tracerecords import TraceQueue, TraceSink
 from harness.client.turncore import TurnCore
 
 
@@ -35,9 +35,9 @@ class PendingApproval:
 class ApprovalTable:
     """Pending approvals by request id, the session's approval ordinal, and the answers."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, trace: TraceSink | None = None) -> None:
         self.endpoint = endpoint
-        self.trace: Any = NullTrace()
+        self.trace: TraceSink = trace if trace is not None else TraceQueue(lambda record: None)
         self.pending: dict[JsonId, PendingApproval] = {}
         self.count = 0
 

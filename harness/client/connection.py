@@ -37,18 +37,16 @@ from contracts.usage import UsageBuckets
 from contracts.wire import Incoming, WireError, parse_payloads
 from harness.client.approvals import Decision
 from harness.client.approvaltable import ApprovalTable, PendingApproval
-from harness.client.errors import MessageTooLarge, ServerExited, too_large
-from harness.client.events import InterruptAnswered, MessageDeltas, TurnEnded, UsageUpdated
+from harness.client.errors import ClientError, MessageTooLarge, ServerExited, too_large
+from harness.client.events import InterruptAnswered, InterruptSent, MessageDeltas, TurnEnded, UsageUpdated
 from harness.client.notifications import KNOWN_NOTIFICATIONS, thread_of
-from harness.client.trace import NullTrace
 from harness.client.tracemarks import tool_status, turn_status
+from harness.client.tracerecords import TraceClosed, TraceQueue, TraceRecord
 from harness.client.turncore import TurnCore, UserInput
+from harness.client.turnphase import CANCELLED_OR_ENDED, Phase, Step
 from harness.client.turnstate import TOOL_ITEM_TYPES, is_turn_scoped, notification_turn_id
 from harness.client.usage import UsageLedger
 from harness.client.wirerecord import DELTA_METHOD, FrameChecker, SchemaViolation, WireRecord
-
-logger = logging.getLogger("harness.client")
-
 
 # --- what the core asks of its driver ---------------------------------------------------------------------
 
@@ -112,6 +110,15 @@ class TurnIdKnown:
 
 
 @dataclass(frozen=True, slots=True)
+class Logged:
+    """Pass this record to the ``harness.client`` logger (it is in :attr:`ClientConnection.log` already)."""
+
+    level: int
+    message: str
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class TurnWoken:
     """The turn's supervisor should look again (an approval opened or was answered: the inactivity window)."""
 
@@ -128,6 +135,9 @@ Event = (
     | KillServer
     | TurnIdKnown
     | TurnWoken
+    | TraceRecord
+    | TraceClosed
+    | Logged
 )
 
 _FIRST_REQUEST_ID: Final = 1
@@ -137,7 +147,13 @@ class ClientConnection:
     """One app-server connection as the client sees it (see the module doc). Times are on the session clock."""
 
     def __init__(
-        self, *, max_line: int, event_buffer: int, interrupt_budget: float, validate_frames: bool = False
+        self,
+        *,
+        max_line: int,
+        event_buffer: int,
+        interrupt_budget: float,
+        validate_frames: bool = False,
+        has_process: bool = True,
     ) -> None:
         self.max_line = max_line
         self.interrupt_budget = interrupt_budget  # for the "codex turn interrupted" record
@@ -146,7 +162,10 @@ class ClientConnection:
         self.record = WireRecord()
         self.checker: FrameChecker | None = FrameChecker() if validate_frames else None
         self.ledger = UsageLedger()
-        self.approvals = ApprovalTable(self.endpoint)
+        self._events: list[Event] = []
+        #: what the client trace should record: queued among the events, written by the driver
+        self._trace = TraceQueue(self._queue)
+        self.approvals = ApprovalTable(self.endpoint, self._trace)
         self.turns: list[TurnCore] = []
         self.active: TurnCore | None = None
         self.ended_turn_ids: set[str] = set()
@@ -164,27 +183,19 @@ class ClientConnection:
         self.exit_code: int | None = None
         self.closing = False
         #: False for a transport that started no server (a socket): its end is the connection's, not an exit
-        self.has_process = True
-        self._trace: Any = NullTrace()
-        self._events: list[Event] = []
+        self.has_process = has_process
         self._position = 0  # messages (lines, on stdio) received before the current read (for reports only)
         self._read: tuple[list[Incoming], int] = ([], 0)  # the current read and the position of its first message
 
     # --- plumbing -----------------------------------------------------------------------------------
 
-    @property
-    def trace(self) -> Any:
-        return self._trace
-
-    @trace.setter
-    def trace(self, trace: Any) -> None:
-        self._trace = trace
-        self.approvals.trace = trace
-
     def take_events(self) -> list[Event]:
-        """What the driver must do, in order, since the last call."""
+        """What the driver must do, in order, since the last call (the one way out of the core)."""
         events, self._events = self._events, []
         return events
+
+    def _queue(self, event: Event) -> None:
+        self._events.append(event)
 
     @property
     def wire(self) -> list[WireEntry]:
@@ -206,8 +217,35 @@ class ClientConnection:
         self.record.append(WireEntry(t, "note", note=text))
 
     def emit_log(self, t: float, level: int, message: str, **fields: Any) -> None:
-        logger.log(level, message, extra=fields)
+        """Keep a log record (the session record's ``log``) and queue it for the driver's logger."""
         self.log.append({"t": t, "level": logging.getLevelName(level).lower(), "msg": message, **fields})
+        self._events.append(Logged(level, message, fields))
+
+    def client_error(self, text: str) -> None:
+        """A bug of ours, caught so that the session still ends cleanly (the record lists it)."""
+        self.client_errors.append(text)
+
+    def reader_failed(self, error: Exception) -> None:
+        """The driver's reader broke (a bug of ours): the session cannot go on."""
+        self.client_errors.append(f"reader: {error!r}")
+        self.failure = self.failure or ClientError(f"reader failed: {error!r}")
+
+    def process_exited(self, code: int, t: float) -> None:
+        """The server's process exited with ``code``."""
+        self.exit_code = code
+        self.note(t, f"exit {code}")
+
+    def begin_closing(self) -> None:
+        """The teardown began: no new request or turn."""
+        self.closing = True
+
+    def adopt_thread(self, thread_id: str, model: str | None, result: Any, t: float, *, resumed: bool) -> None:
+        """``thread/start`` or ``thread/resume`` answered with ``thread_id``: turns run on it from now on."""
+        known = self.thread_id == thread_id
+        self.thread_id = thread_id
+        answered_model = result.get("model") if isinstance(result, dict) else None
+        self.model = model or (answered_model if isinstance(answered_model, str) else None) or self.model
+        self._trace.thread_started(thread_id, resumed=resumed or known, metadata={"model": self.model})
 
     # --- sending ------------------------------------------------------------------------------------
 
@@ -220,6 +258,10 @@ class ClientConnection:
         self.record.append(WireEntry(t, "c2s", frame=message.frame))
         if self.checker is not None:
             self.checker.check(t, "c2s", message.frame)
+
+    def sent_raw(self, t: float, line: bytes) -> None:
+        """``line`` is being written verbatim (a probe of the server's parsing): recorded as a raw client line."""
+        self.record.append(WireEntry(t, "c2s", raw=line.decode("utf-8", "replace"), error="raw_line", size=len(line)))
 
     def abandon(self, request_id: JsonId) -> None:
         """Stop waiting for an answer (a later one is a late answer)."""
@@ -435,7 +477,6 @@ class ClientConnection:
             status=state.server_status,
         )
         turn.completed_at = t
-        turn.completed_by_server = True
         if turn.usage is None and state.turn_id is not None:
             self.learn_turn_id(turn, state.turn_id)
         if turn.usage is not None:
@@ -527,10 +568,10 @@ class ClientConnection:
         params = {"threadId": self.thread_id, "input": turn.input, **turn.params}
         if turn.model is not None:
             params["model"] = turn.model
+        turn.step(Step.START)
         request = self.endpoint.request("turn/start", params)
         turn.started_at = t
         turn.last_activity = t
-        turn.sent = True
         self.emit_log(t, logging.DEBUG, "turn/start sent", thread_id=self.thread_id, turn_index=turn.index)
         return request
 
@@ -547,10 +588,12 @@ class ClientConnection:
         self._events.append(TurnIdKnown(turn))
 
     def request_cancel(self, turn: TurnCore, status: str, error: str, t: float) -> bool:
-        """Fix the turn's status at a cancellation or deadline (the first wins); True when this one counted."""
-        if turn.result is not None or turn.cancel_request is not None:
+        """Fix the turn's status at a cancellation or deadline (the first wins); True when this one counted.
+
+        IllegalTurnTransition for a turn not started yet (nothing to cancel: it was never entered)."""
+        if turn.phase in CANCELLED_OR_ENDED:
             return False
-        turn.cancel_request = (status, error)
+        turn.step(Step.CANCEL)
         turn.cancel_at = t
         turn.state.fix(status, error)
         self.note(t, f"cancel: {status}: {error}")
@@ -558,8 +601,9 @@ class ClientConnection:
 
     def finish_turn(self, turn: TurnCore, t: float, *, failure: str | None = None) -> None:
         """Deliver the turn's one Result (idempotent): close open items and pending approvals locally."""
-        if turn.result is not None:
+        if turn.phase is Phase.ENDED:
             return
+        turn.step(Step.END)
         state = turn.state
         status, error = state.outcome() or ("failed", failure or "turn ended without turn/completed")
         closed_items = state.close_open_items(t)
@@ -676,6 +720,18 @@ class ClientConnection:
 
     # --- the client trace ---------------------------------------------------------------------------
 
+    def interrupt(self, turn: TurnCore, t: float) -> Request:
+        """The ``turn/interrupt`` of ``turn`` (cancelled, its id known), being sent now: its timing, its event, its
+        trace mark."""
+        turn.step(Step.INTERRUPT)
+        request = self.endpoint.request("turn/interrupt", {"threadId": self.thread_id, "turnId": turn.state.turn_id})
+        turn.interrupt_request_id = request.id
+        status = turn.state.fixed[0] if turn.state.fixed else "aborted"
+        turn.set_timing(interrupt_sent_at=t)
+        turn.emit(InterruptSent(t, status))
+        self._trace.other("interrupt.sent", {"request_id": request.id, "reason": status}, turn_id=turn.state.turn_id)
+        return request
+
     def interrupt_answered(self, turn: TurnCore, request_id: JsonId, outcome: str, error: str | None, t: float) -> None:
         if turn.interrupt_answer_recorded:
             return
@@ -701,14 +757,11 @@ class ClientConnection:
         self._trace.tool_ended(item_id, tool_status(status), item)
 
     def close_trace(self, t: float) -> None:
-        """The session is over: record what never got an answer, close the client trace."""
+        """The session is over: record what never got an answer, then :class:`TraceClosed` (the driver closes its
+        trace writer)."""
         for turn in self.turns:
             if turn.interrupt_request_id is not None and not turn.interrupt_answer_recorded:
                 self.interrupt_answered(turn, turn.interrupt_request_id, "no answer", "session closed first", t)
         self.approvals.close_at_session_end()
         failed = self.killed or (self.failure is not None and not isinstance(self.failure, ServerExited))
-        try:
-            self._trace.close("failed" if failed else "completed")
-        except Exception as exc:
-            self.client_errors.append(f"trace close: {exc!r}")
-        self.client_errors.extend(self._trace.errors)
+        self._events.append(TraceClosed("failed" if failed else "completed"))

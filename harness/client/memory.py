@@ -95,6 +95,20 @@ class MemoryTransport:
     def pid(self) -> int | None:
         return None
 
+    def group_alive(self) -> bool:
+        return False  # no process group: nothing outlives the server
+
+    def stop_after_close(self) -> None:
+        """Nothing to do: the server's input is its connection."""
+
+    @property
+    def stderr_bytes(self) -> int | None:
+        return None  # not counted
+
+    @property
+    def stderr_truncated(self) -> bool | None:
+        return None
+
 
 class ScriptedPeer:
     """The server's end. Every wait is the caller's to bound (tests run under MockClock)."""

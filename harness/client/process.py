@@ -252,6 +252,9 @@ class ProcessTransport:
             found.append(int(entry.name))
         return found
 
+    def stop_after_close(self) -> None:
+        """Nothing to do: a stdio server's input is its connection, and the teardown already closed it."""
+
     @property
     def stderr_bytes(self) -> int:
         return self._tail.total

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
@@ -14,20 +14,18 @@ from contracts.messages import Message
 from contracts.transport import TransportClosed
 from harness.client.approvals import DECISIONS, ERROR_DECISION
 from harness.client.approvaltable import PendingApproval
+from harness.client.driver import Driver
 from harness.client.errors import ClientError
 
-if TYPE_CHECKING:
-    from harness.client.session import Session
 
-
-async def run_policy(session: Session, pending: PendingApproval, scope: trio.CancelScope) -> None:
+async def run_policy(driver: Driver, pending: PendingApproval, scope: trio.CancelScope) -> None:
     """Ask the policy (bounded; ``scope`` is cancelled when the request closes first) and answer."""
     decision: Any = None
     reason: str | None = None
     with scope:
         try:
-            with trio.move_on_after(session.options.approval_timeout) as deadline:
-                decision = session.policy(pending.request)
+            with trio.move_on_after(driver.options.approval_timeout) as deadline:
+                decision = driver.policy(pending.request)
                 if inspect.isawaitable(decision):
                     decision = await decision
             if deadline.cancelled_caught:
@@ -38,13 +36,13 @@ async def run_policy(session: Session, pending: PendingApproval, scope: trio.Can
             decision, reason = ERROR_DECISION, f"approval policy failed: {exc!r}"
     if scope.cancelled_caught:
         return
-    session.connection.answer_approval(pending, decision, reason, session.now())
-    session.handle(session.connection.take_events())
+    driver.connection.answer_approval(pending, decision, reason, driver.now())
+    driver.handle(driver.connection.take_events())
 
 
-async def send_answer(session: Session, answer: Message) -> None:
+async def send_answer(driver: Driver, answer: Message) -> None:
     """Write an answer the core decided on; one that cannot be written is moot (the failure shows elsewhere)."""
-    if not session.alive:
+    if not driver.connection.alive:
         return
-    with contextlib.suppress(TransportClosed, ClientError), trio.move_on_after(session.options.request_timeout):
-        await session.send(answer)
+    with contextlib.suppress(TransportClosed, ClientError), trio.move_on_after(driver.options.request_timeout):
+        await driver.send(answer)

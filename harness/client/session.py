@@ -44,6 +44,7 @@ from harness.client.connection import (
     ClientConnection,
     Event,
     KillServer,
+    Logged,
     RequestAnswered,
     RequestsFailed,
     SendFrame,
@@ -68,11 +69,14 @@ from harness.client.options import ClientInfo, SessionOptions
 from harness.client.server_requests import run_policy, send_answer
 from harness.client.supervisor import supervise
 from harness.client.teardown import run_teardown, watch_exit
-from harness.client.trace import ClientTrace
+from harness.client.trace import ClientTrace, NullTrace
+from harness.client.tracerecords import TraceClosed, TraceRecord
 from harness.client.turn import Turn, UserInput
 from harness.client.turncore import TurnCore
 from harness.client.turnstate import nested_id
 from harness.client.wirerecord import SchemaViolation
+
+logger = logging.getLogger("harness.client")
 
 
 class _Slot:
@@ -101,9 +105,11 @@ class Session:
             event_buffer=options.event_buffer,
             interrupt_budget=options.interrupt_budget,
             validate_frames=options.validate_frames,
+            has_process=self.process is not None,
         )
-        self.connection.has_process = self.process is not None
         self.teardown: list[TeardownStep] = []
+        #: the client trace bundle's writer: the core's trace records go to it (NullTrace: no bundle)
+        self.trace: Any = NullTrace()
         self.initialize_result: dict[str, Any] | None = None
         self.turns: list[Turn] = []
         self.reader_done = trio.Event()
@@ -179,14 +185,6 @@ class Session:
         return self.connection.exit_code
 
     @property
-    def trace(self) -> Any:
-        return self.connection.trace
-
-    @trace.setter
-    def trace(self, trace: Any) -> None:
-        self.connection.trace = trace
-
-    @property
     def alive(self) -> bool:
         return self.connection.alive
 
@@ -205,6 +203,7 @@ class Session:
 
     def write_log(self, level: int, message: str, **fields: Any) -> None:
         self.connection.emit_log(self.now(), level, message, **fields)
+        self.handle(self.connection.take_events())
 
     def stderr_tail(self) -> str:
         """The server's stderr tail (nothing when the transport has no process)."""
@@ -262,9 +261,23 @@ class Session:
                     self.kill_server()
                 case RequestsFailed(error=error):
                     self._fail_pending(error)
+                case TraceRecord():
+                    event.write_to(self.trace)
+                case TraceClosed(status=status):
+                    self._close_trace(status)
+                case Logged(level=level, message=message, fields=fields):
+                    logger.log(level, message, extra=fields)
         active = self.connection.active
         if active is not None:
             self._by_core[id(active)].wake_consumer()
+
+    def _close_trace(self, status: str) -> None:
+        try:
+            self.trace.close(status)
+        except Exception as exc:
+            self.connection.client_error(f"trace close: {exc!r}")
+        for error in self.trace.errors:
+            self.connection.client_error(error)
 
     def _answer(self, event: RequestAnswered) -> None:
         slot = self._slots.pop(event.request_id, None)
@@ -291,8 +304,7 @@ class Session:
                 if not messages or connection.failure is not None:
                     break
         except Exception as exc:
-            connection.client_errors.append(f"reader: {exc!r}")
-            connection.failure = connection.failure or ClientError(f"reader failed: {exc!r}")
+            connection.reader_failed(exc)
         finally:
             self.reader_done.set()
             if connection.failure is None and not connection.killed:
@@ -360,8 +372,7 @@ class Session:
             cause = self._failure_cause()
             if cause is not None:
                 raise cause
-            text = line.decode("utf-8", "replace")
-            self.connection.record.append(WireEntry(self.now(), "c2s", raw=text, error="raw_line", size=len(line)))
+            self.connection.sent_raw(self.now(), line)
             await self.stream.send([line])
 
     async def notify(self, method: str, params: Any = NOTSET) -> None:
@@ -446,7 +457,8 @@ class Session:
             self.write_log(logging.WARNING, "thread/start failed", phase="thread_start_failure", error="no thread ID")
             raise ThreadStartFailed("thread/start returned no thread ID")
         self.write_log(logging.DEBUG, "thread/start response", phase="thread_start_response", thread_id=thread_id)
-        self._adopt_thread(thread_id, model, result, resumed=False)
+        self.connection.adopt_thread(thread_id, model, result, self.now(), resumed=False)
+        self.handle(self.connection.take_events())
         return thread_id
 
     async def resume_thread(
@@ -484,7 +496,8 @@ class Session:
             if not fallback_to_start:
                 raise ThreadStartFailed("thread/resume returned no thread ID")
             return await self.start_thread(cwd=cwd, model=model)
-        self._adopt_thread(resumed, model, result, resumed=True)
+        self.connection.adopt_thread(resumed, model, result, self.now(), resumed=True)
+        self.handle(self.connection.take_events())
         return resumed
 
     async def set_thread_name(self, name: str) -> bool:
@@ -497,14 +510,6 @@ class Session:
             self.write_log(logging.WARNING, "thread/name/set failed", thread_id=self.thread_id, error=str(exc))
             return False
         return True
-
-    def _adopt_thread(self, thread_id: str, model: str | None, result: Any, *, resumed: bool) -> None:
-        connection = self.connection
-        known = connection.thread_id == thread_id
-        connection.thread_id = thread_id
-        answered_model = result.get("model") if isinstance(result, dict) else None
-        connection.model = model or (answered_model if isinstance(answered_model, str) else None) or connection.model
-        self.trace.thread_started(thread_id, resumed=resumed or known, metadata={"model": connection.model})
 
     # --- turns ----------------------------------------------------------------------------------
 
@@ -526,15 +531,16 @@ class Session:
         self.turns.append(turn)
         return turn
 
-    async def start_turn(self, turn: Turn) -> None:
+    async def start_turn(self, core: TurnCore) -> None:
         """Send the turn's ``turn/start`` and learn its id (what ``async with turn`` does on entry)."""
-        refusal = self.connection.refuse_turn(turn.core)
+        turn = self._by_core[id(core)]
+        refusal = self.connection.refuse_turn(core)
         if refusal is not None:
             if self.turns and self.turns[-1] is turn:
                 self.turns.pop()
             busy, message = refusal
             raise TurnBusy(message) if busy else ClientError(message)
-        request = self.connection.start_turn(turn.core, self.now())
+        request = self.connection.start_turn(core, self.now())
         self.handle(self.connection.take_events())
         if request is None:
             return
@@ -546,31 +552,31 @@ class Session:
             await turn.wait_after_cancel()
             raise
         except RpcError as exc:
-            self.finish_turn(turn, failure=f"turn/start failed: {exc.message}{self.stderr_suffix()}")
+            self.finish_turn(core, failure=f"turn/start failed: {exc.message}{self.stderr_suffix()}")
             return
         except RequestTimeout as exc:
-            self.kill_turn(turn, str(exc))
+            self.kill_turn(core, str(exc))
             return
         except ClientError as exc:  # the session's failure: exit, kill, lost frame, closed
-            self.finish_turn(turn, failure=f"lost frame: {exc}" if isinstance(exc, MessageTooLarge) else str(exc))
+            self.finish_turn(core, failure=f"lost frame: {exc}" if isinstance(exc, MessageTooLarge) else str(exc))
             return
         turn_id = nested_id(result, "turn")
         if turn_id is not None:
-            self.connection.learn_turn_id(turn.core, turn_id)
+            self.connection.learn_turn_id(core, turn_id)
             self.handle(self.connection.take_events())
 
     def turn_for(self, core: TurnCore) -> Turn:
         """The driver's :class:`Turn` of one of the core's turns."""
         return self._by_core[id(core)]
 
-    def finish_turn(self, turn: Turn, *, failure: str | None = None) -> None:
+    def finish_turn(self, core: TurnCore, *, failure: str | None = None) -> None:
         """Deliver the turn's one Result now (idempotent); ``failure`` is its error when nothing else decided."""
-        self.connection.finish_turn(turn.core, self.now(), failure=failure)
+        self.connection.finish_turn(core, self.now(), failure=failure)
         self.handle(self.connection.take_events())
 
-    def kill_turn(self, turn: Turn, reason: str) -> None:
+    def kill_turn(self, core: TurnCore, reason: str) -> None:
         """Kill the server for the turn's sake (deadline, interrupt failed or past its budget, client error)."""
-        self.connection.kill_turn(turn.core, reason, self.now(), stderr=self.stderr_tail())
+        self.connection.kill_turn(core, reason, self.now(), stderr=self.stderr_tail())
         self.handle(self.connection.take_events())
 
     def kill(self, reason: str, *, error: BaseException | None = None) -> None:
@@ -653,7 +659,7 @@ async def open_session(
                     try:
                         await run_teardown(session)
                     except Exception as exc:  # teardown must never hang or mask the body's outcome
-                        session.client_errors.append(f"teardown: {exc!r}")
+                        session.connection.client_error(f"teardown: {exc!r}")
                         session.kill_server()
                 session.stop_background()
                 nursery.cancel_scope.cancel()

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import trio
 
-from contracts.transport import CONNECTION_WORDS, TransportClosed
+from contracts.transport import CONNECTION_WORDS, ProcessHandle, TransportClosed
 from contracts.websocket import HandshakeFailed, UpgradeRefused, WsStream, client_handshake
 from contracts.wire import DEFAULT_MAX_LINE
 
@@ -47,7 +47,7 @@ class Listener:
     """The :class:`~contracts.transport.ProcessHandle` of a listening server: the process's, plus
     :meth:`stop_after_close` (the session's teardown calls it once the connection is closed)."""
 
-    inner: Any  # the process transport's handle
+    inner: ProcessHandle  # the process transport's handle
 
     async def wait_exit(self) -> int:
         return int(await self.inner.wait_exit())
@@ -68,8 +68,15 @@ class Listener:
         return self.inner.pid
 
     def group_alive(self) -> bool:
-        alive = getattr(self.inner, "group_alive", None)
-        return bool(alive()) if callable(alive) else False
+        return self.inner.group_alive()
+
+    @property
+    def stderr_bytes(self) -> int | None:
+        return self.inner.stderr_bytes
+
+    @property
+    def stderr_truncated(self) -> bool | None:
+        return self.inner.stderr_truncated
 
     def stop_after_close(self) -> None:
         """SIGTERM the listener (the real binary drops its connections and exits 0)."""

@@ -11,83 +11,80 @@ ending a connection does not end a turn (a websocket server carries the turn on 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from contracts.record import TeardownStep
 from contracts.transport import ProcessHandle
-
-if TYPE_CHECKING:
-    from harness.client.session import Session
+from harness.client.driver import Driver
 
 
-async def watch_exit(session: Session, process: ProcessHandle) -> None:
+async def watch_exit(driver: Driver, process: ProcessHandle) -> None:
     code = await process.wait_exit()
-    session.connection.exit_code = code
-    session.note(f"exit {code}")
-    session.exited.set()
+    driver.connection.process_exited(code, driver.now())
+    driver.exited.set()
 
 
-async def run_teardown(session: Session) -> None:
+async def run_teardown(driver: Driver) -> None:
     """Bounded, step by step: end a running turn, end our output, wait for the peer's end, wait for exit, kill."""
-    active = session.connection.active
+    connection = driver.connection
+    active = connection.active
     if active is not None and active.result is None:
-        turn = session.turn_for(active)
+        turn = driver.turn_for(active)
         turn.request_cancel("aborted", "execution cancelled: session closed")
         await turn.wait_after_cancel()
-    session.connection.closing = True
-    start = session.now()
-    total = session.options.teardown_timeout
-    words, process = session.stream.words, session.process
-    await step(session, words.close_step, session.stream.send_eof(), start + total * 0.1)
-    if not session.killed:
-        session.note(words.closed)
-    reader_done, exited = session.reader_done, session.exited
-    await step(session, words.eof_step, reader_done.wait(), start + total * 0.45, done_already=reader_done.is_set())
+    connection.begin_closing()
+    start = driver.now()
+    total = driver.options.teardown_timeout
+    words, process = driver.stream.words, driver.process
+    await step(driver, words.close_step, driver.stream.send_eof(), start + total * 0.1)
+    if not connection.killed:
+        driver.note(words.closed)
+    reader_done, exited = driver.reader_done, driver.exited
+    await step(driver, words.eof_step, reader_done.wait(), start + total * 0.45, done_already=reader_done.is_set())
     if process is not None:
-        stop = getattr(process, "stop_after_close", None)  # a listener serves on after its connection: stop it
-        if callable(stop) and not exited.is_set():
-            stop()
-        await step(session, "wait_exit", exited.wait(), start + total * 0.9, done_already=exited.is_set())
-        group_alive = getattr(process, "group_alive", None)
-        need_kill = not exited.is_set() or not reader_done.is_set() or (callable(group_alive) and group_alive())
+        if not exited.is_set():
+            process.stop_after_close()  # a listener serves on after its connection: stop it
+        await step(driver, "wait_exit", exited.wait(), start + total * 0.9, done_already=exited.is_set())
+        need_kill = not exited.is_set() or not reader_done.is_set() or process.group_alive()
         reason = "teardown: server did not exit" if not exited.is_set() else "teardown: process group still alive"
     else:
         need_kill = not reader_done.is_set()
         reason = "teardown: server did not close the connection"
-    kill_start = session.now()
+    kill_start = driver.now()
     if need_kill:
-        if not session.killed:
-            session.kill(reason)
+        if not connection.killed:
+            driver.kill(reason)
         else:
-            session.kill_server()  # the group may hold processes started after the first kill
-        with trio.move_on_at(max(start + total, session.now() + 0.05)) as scope:
+            driver.kill_server()  # the group may hold processes started after the first kill
+        with trio.move_on_at(max(start + total, driver.now() + 0.05)) as scope:
             if process is not None:
                 await exited.wait()
             await reader_done.wait()
         outcome = "timeout" if scope.cancelled_caught else "done"
     else:
         outcome = "skipped"
-    session.teardown.append(TeardownStep("kill", kill_start, session.now(), outcome))
-    session.write_log(
+    driver.teardown.append(TeardownStep("kill", kill_start, driver.now(), outcome))
+    driver.write_log(
         logging.INFO,
         "cleanup",
         phase="cleanup",
-        latency=session.now() - start,
+        latency=driver.now() - start,
         reaped=exited.is_set(),
-        exit_status=session.exit_code,
-        stderr_bytes=getattr(process, "stderr_bytes", None),
-        stderr_truncated=getattr(process, "stderr_truncated", None),
+        exit_status=connection.exit_code,
+        stderr_bytes=process.stderr_bytes if process is not None else None,
+        stderr_truncated=process.stderr_truncated if process is not None else None,
     )
-    session.connection.close_trace(session.now())
+    connection.close_trace(driver.now())
+    driver.handle(connection.take_events())
 
 
-async def step(session: Session, name: str, awaitable: Any, deadline: float, *, done_already: bool = False) -> None:
-    started = session.now()
+async def step(driver: Driver, name: str, awaitable: Any, deadline: float, *, done_already: bool = False) -> None:
+    started = driver.now()
     if done_already:
         awaitable.close()
-        session.teardown.append(TeardownStep(name, started, started, "done"))
+        driver.teardown.append(TeardownStep(name, started, started, "done"))
         return
     outcome = "done"
     try:
@@ -97,4 +94,4 @@ async def step(session: Session, name: str, awaitable: Any, deadline: float, *, 
             outcome = "timeout"
     except Exception as exc:
         outcome = f"error: {exc}"
-    session.teardown.append(TeardownStep(name, started, session.now(), outcome))
+    driver.teardown.append(TeardownStep(name, started, driver.now(), outcome))

@@ -20,18 +20,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import trio
 
 from contracts.record import TurnResult
+from harness.client.driver import Driver
 from harness.client.errors import ClientError, is_interrupt
 from harness.client.events import Steered, TurnEvent
 from harness.client.turncore import Queued, TurnCore, UserInput
 from harness.client.turnstate import TurnState
-
-if TYPE_CHECKING:
-    from harness.client.session import Session
 
 __all__ = ["BACKSTOP_SLACK", "Turn", "UserInput"]
 
@@ -42,7 +40,7 @@ BACKSTOP_SLACK: Final = 0.25
 class Turn:
     """One turn of a session. Create it with :meth:`Session.turn`."""
 
-    def __init__(self, session: Session, core: TurnCore) -> None:
+    def __init__(self, session: Driver, core: TurnCore) -> None:
         self.session = session
         self.core = core
         self.id_known = trio.Event()
@@ -54,7 +52,7 @@ class Turn:
     # --- context manager --------------------------------------------------------------------------
 
     async def __aenter__(self) -> Turn:
-        await self.session.start_turn(self)
+        await self.session.start_turn(self.core)
         return self
 
     async def __aexit__(
@@ -63,7 +61,7 @@ class Turn:
         if self.result is not None:
             return
         if is_interrupt(exc):  # the run is being ended: nobody waits for an interrupt's answer any more
-            self.session.kill_turn(self, "the run was interrupted (SIGINT / SIGTERM)")
+            self.session.kill_turn(self.core, "the run was interrupted (SIGINT / SIGTERM)")
             return
         if exc_type is None:
             try:
@@ -88,7 +86,7 @@ class Turn:
             with trio.move_on_at(start + budget + BACKSTOP_SLACK):
                 await self.finished.wait()
             if self.result is None:
-                self.session.kill_turn(self, "turn did not end after cancellation")
+                self.session.kill_turn(self.core, "turn did not end after cancellation")
 
     # --- iteration --------------------------------------------------------------------------------
 
@@ -125,7 +123,10 @@ class Turn:
     # --- actions ----------------------------------------------------------------------------------
 
     def cancel(self, reason: str = "execution cancelled") -> None:
-        """Interrupt the turn (as cancelling the caller's scope does); the Result says ``aborted``."""
+        """Interrupt the turn (as cancelling the caller's scope does); the Result says ``aborted``.
+
+        A turn not entered yet has nothing to interrupt: :class:`~harness.client.turnphase.IllegalTurnTransition`
+        (a :class:`ClientError`), as :meth:`wait` raises for it."""
         self.request_cancel("aborted", reason)
 
     def request_cancel(self, status: str, error: str) -> None:
@@ -143,7 +144,7 @@ class Turn:
         parts = [{"type": "text", "text": input}] if isinstance(input, str) else list(input)
         result = await self.session.request(
             "turn/steer",
-            {"threadId": self.session.thread_id, "input": parts, "expectedTurnId": self.id},
+            {"threadId": self.session.connection.thread_id, "input": parts, "expectedTurnId": self.id},
         )
         turn_id = result.get("turnId") if isinstance(result, dict) else None
         self.emit(Steered(self.session.now(), turn_id or self.id))
@@ -229,6 +230,7 @@ _CORE_FIELDS: Final = frozenset(
         "timeout",
         "usage",
         "sent",
+        "phase",
         "started_at",
         "last_activity",
         "cancel_request",

@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 
 from contracts.record import TurnResult
 from harness.client.events import MessageDelta, MessageDeltas, TurnEvent
+from harness.client.turnphase import Phase, Step, advance
 from harness.client.turnstate import TurnState
 from harness.client.usage import TurnUsage
 
@@ -98,7 +99,8 @@ class EventBuffer:
 
 
 class TurnCore:
-    """One turn as the core sees it: what was asked, the state machine, timings, kill, trace bookkeeping, Result."""
+    """One turn as the core sees it: what was asked, its phase (:mod:`~harness.client.turnphase`, the one
+    lifecycle), the gate's state, timings, kill, trace bookkeeping, Result."""
 
     def __init__(
         self,
@@ -117,17 +119,15 @@ class TurnCore:
         self.model = model
         self.state = TurnState(index, thread_id)
         self.events = EventBuffer(event_buffer)
-        self.result: TurnResult | None = None
+        self.phase = Phase.NEW
+        self.result: TurnResult | None = None  # set when the phase becomes ENDED
         self.usage: TurnUsage | None = None
-        self.sent = False
         self.started_at = 0.0
         self.last_activity = 0.0
-        self.cancel_request: tuple[str, str] | None = None
         self.cancel_at: float | None = None
         self.interrupt_sent_at: float | None = None
         self.interrupt_answered_at: float | None = None
         self.completed_at: float | None = None
-        self.completed_by_server = False
         self.interrupt_answer_recorded = False
         self.interrupt_request_id: Any = None
         self.killed = False
@@ -143,6 +143,26 @@ class TurnCore:
     @property
     def running(self) -> bool:
         return self.result is None
+
+    def step(self, step: Step) -> None:
+        """Take one step of the lifecycle (:class:`~harness.client.turnphase.IllegalTurnTransition` if the
+        phase does not allow it)."""
+        self.phase = advance(self.phase, step)
+
+    @property
+    def sent(self) -> bool:
+        """Entered: turn/start sent, or the turn ended at its start (the session was gone)."""
+        return self.phase is not Phase.NEW
+
+    @property
+    def cancel_request(self) -> tuple[str, str] | None:
+        """(status, error) the first cancellation or deadline fixed, None while none did."""
+        return self.state.fixed
+
+    @property
+    def completed_by_server(self) -> bool:
+        """The turn ended by its ``turn/completed``."""
+        return self.state.completed
 
     def emit(self, event: TurnEvent, *, force: bool = False) -> None:
         self.events.put(event, force=force)
