@@ -34,6 +34,9 @@ class SessionOptions:
     opt_out_notifications: tuple[str, ...] = ()
     request_timeout: float = 30.0  # initialize, turn/start, turn/steer, other requests
     thread_timeout: float = 60.0  # thread/start, thread/resume
+    # initialize's bound is at least this: its answer waits for the server process to start, which takes
+    # seconds on a loaded machine, while request_timeout is meant for a running server's requests
+    startup_timeout: float = 30.0
     interrupt_budget: float = 2.0  # ONE budget for the interrupt answer + turn/completed
     teardown_timeout: float = 3.0  # bound of the whole teardown
     turn_timeout: float | None = None  # hard deadline per turn -> Result `timeout`

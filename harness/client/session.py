@@ -430,7 +430,8 @@ class Session:
         params = {"clientInfo": self.options.client_info.to_json(), "capabilities": capabilities}
         self.write_log(logging.DEBUG, "initialize sent", phase="initialize_sent")
         try:
-            result = await self._startup_call("initialize", params, self.options.request_timeout)
+            bound = max(self.options.request_timeout, self.options.startup_timeout)
+            result = await self._startup_call("initialize", params, bound)
         except (ClientError, RpcError) as exc:
             self.write_log(logging.WARNING, "initialize failed", phase="initialize_failure", error=str(exc))
             raise
