@@ -73,6 +73,7 @@ class Engine:
         # Session-level fault points take the first turn's faults (docs/scenarios.md).
         box = Outbox(IdMaker(seed), scenario.turns[0].faults if scenario.turns else ())
         box.reshape = profile.reshape_frame()
+        box.notifications = profile.notifications
         host = Host(cwd=cwd, codex_home=codex_home, hostname=hostname, installation_id=installation_id)
         self.world = World(scenario=scenario, profile=profile, host=host, box=box, store=store, setup=setup)
         self.box = box

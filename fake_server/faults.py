@@ -218,7 +218,9 @@ def _stderr_flood(hit: Hit, fault: Fault) -> None:
 @strikes("unknown_notification")
 def _unknown_notification(hit: Hit, fault: Fault) -> None:
     for _ in range(int(fault.param("count"))):
-        hit.box.notify(str(fault.param("method")), {"threadId": hit.run.thread_id if hit.run else None})
+        hit.box.notify(
+            str(fault.param("method")), {"threadId": hit.run.thread_id if hit.run else None}, unchecked=True
+        )
 
 
 @strikes("unknown_server_request")

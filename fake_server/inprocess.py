@@ -147,14 +147,17 @@ class InProcessServer:
         *,
         trace_root: Path | None = None,
         cwd: str = "/RUN/workdir",
-        release: str | None = None,
+        release: str | profiles.Profile | None = None,
         pipe: Pipe | None = None,
     ) -> None:
         """``release``: the profile to play, as ``fake-codex --release`` (then ``$FAKE_CODEX_RELEASE``, then the
         scenario's ``release``); an unknown one raises :class:`fake_server.profiles.UnknownRelease`.
         ``pipe``: the connection (default: a :class:`LinePipe`, newline-framed like stdio)."""
         self.scenario = scenario
-        self.profile = profiles.select(release, os.environ.get(profiles.RELEASE_ENV), scenario.release)
+        if isinstance(release, profiles.Profile):  # a profile not (yet) in a store: `release learn` trying one
+            self.profile = release
+        else:
+            self.profile = profiles.select(release, os.environ.get(profiles.RELEASE_ENV), scenario.release)
         self.engine = Engine(scenario, cwd=cwd, profile=self.profile)
         self.pipe: Pipe = pipe if pipe is not None else LinePipe()
         self._stderr: deque[str] = deque()
@@ -306,7 +309,7 @@ async def serve_in_process(
     *,
     trace_root: Path | None = None,
     cwd: str = "/RUN/workdir",
-    release: str | None = None,
+    release: str | profiles.Profile | None = None,
     pipe: Pipe | None = None,
 ) -> AsyncIterator[InProcessServer]:
     """Run an in-process fake for the duration of the block; leaving the block kills what is left."""

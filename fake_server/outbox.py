@@ -64,6 +64,9 @@ class Outbox:
         self._next_token = 0
         #: What the release played leaves out of a frame (fake_server.profiles.Profile.reshape); None: nothing.
         self.reshape: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        #: The notifications the release played can send (its pin's); None: any. The engine's own others are
+        #: not sent (a release older than the notification); a scripted fault's are (``unchecked``).
+        self.notifications: frozenset[str] | None = None
 
     # --- state --------------------------------------------------------------------------------
 
@@ -98,9 +101,10 @@ class Outbox:
             self.lines_sent += 0 if torn else 1
             self._out.append(SendBytes(data, torn))
 
-    def notify(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def notify(self, method: str, params: dict[str, Any], *, unchecked: bool = False) -> dict[str, Any]:
         frame = {"method": method, "params": params, "emittedAtMs": self.now_ms}
-        if method not in self.opt_out:
+        sendable = unchecked or self.notifications is None or method in self.notifications
+        if method not in self.opt_out and sendable:
             self.send_frame(frame)
         return frame
 

@@ -69,6 +69,13 @@ SWITCHES: Final[dict[str, Switch]] = {
         "items by id; the same with each tool output's payload",
     ),
     "failed_turn_traced": Switch(("failed", "completed"), "failed", "the status of a failed turn's codex_turn_ended"),
+    "input_while_streaming": Switch(
+        ("abandons", "waits"),
+        "abandons",
+        "input that arrives while the model streams (turn/steer, turn/start on the busy thread): the stream is "
+        "abandoned and the model called again at once with it; or the response streams to its end (its item "
+        "completed, its usage reported) and the input goes with the next model request",
+    ),
 }
 
 
@@ -80,6 +87,7 @@ class Profile:
     abort_leaves_tools_open: bool = False
     trace_history: str = "output"  # none | ids | output
     failed_turn_traced: str = "failed"
+    input_while_streaming: str = "abandons"  # abandons | waits
     #: (where, field) the release does not write: ``item`` (any item object), ``thread``, or a method's params
     not_written: frozenset[tuple[str, str]] = frozenset()
     origin: Release | None = field(default=None, compare=False, repr=False)
@@ -101,6 +109,11 @@ class Profile:
     def methods(self) -> MethodTable:
         """The client methods of this release (read from its pin on first use; raises ReleaseError)."""
         return self._origin().methods
+
+    @property
+    def notifications(self) -> frozenset[str]:
+        """The notifications its pin has: the engine sends none of its own that the release cannot send."""
+        return self._origin().notifications
 
     @functools.cached_property
     def shapes(self) -> Any:

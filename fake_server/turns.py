@@ -137,10 +137,13 @@ def fold_input(box: Outbox, thread: ThreadState, run: TurnRun, text: str) -> Non
 
     While the model streams, that request comes at once: the in-flight stream is abandoned (its open
     items never complete, its usage is never reported) and every input pending by then is emitted
-    together, in order, before the new response. While an approval is pending or a tool runs, the
+    together, in order, before the new response; a release whose switch ``input_while_streaming`` is
+    ``waits`` lets the response finish first. While an approval is pending or a tool runs, the
     input waits until the tool is settled and the model is called again (:func:`_model_loop`).
     """
     run.pending_input.append(text)
+    if run.profile.input_while_streaming == "waits":
+        return  # the release's switch: the response streams on; the model loop sends the input next
     if run.flush_timer is None and not _settling(run):
         run.flush_timer = box.after(PENDING_FLUSH_MS, lambda: _flush_pending(box, thread, run))
 

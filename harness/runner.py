@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 import trio.testing
@@ -43,6 +43,9 @@ from harness.client.session import SessionOptions, open_session
 from harness.probes import ProbeState, run_probes
 from harness.report_dir import ReportDir
 from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_target
+
+if TYPE_CHECKING:
+    from fake_server.profiles import Profile
 
 #: Wall-clock bound of one scenario on a process target (the scenario's own budgets are far below).
 PROCESS_RUN_LIMIT_S = 120.0
@@ -352,7 +355,7 @@ async def _play_async(
     codex: Path | None,
     cancel_trigger: tuple[CancelTrigger, float] | None,
     limit_s: float,
-    release: str | None = None,
+    release: str | Profile | None = None,
     transport: str = "stdio",
 ) -> SessionRecord:
     # With play_turns = false the [[turns]] only script the model side: the client starts (and owes a Result to) none.
@@ -420,7 +423,7 @@ def play(
     work_dir: Path,
     codex: Path | None = None,
     cancel_trigger: tuple[CancelTrigger, float] | None = None,
-    release: str | None = None,
+    release: str | Profile | None = None,
     transport: str = "stdio",
 ) -> SessionRecord:
     """Play ``scenario`` on ``target`` in a fresh ``trio.run``; traces go under ``work_dir``.

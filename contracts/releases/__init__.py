@@ -150,6 +150,19 @@ class Release:
             paramless=frozenset(name for name, needs_params in experimental if not needs_params),
         )
 
+    @functools.cached_property
+    def notifications(self) -> frozenset[str]:
+        """The server notification methods of its pin (``ServerNotification`` variants, experimental included):
+        what the release can send. Raises ReleaseError."""
+        try:
+            schema = schema_store.load_bundle_member(self.version, True, "ServerNotification.json", self.root)
+        except schema_store.SchemaStoreError as exc:
+            raise ReleaseError(f"release {self.version}: {exc}") from exc
+        variants = schema.get("oneOf") or schema.get("anyOf") if isinstance(schema, dict) else None
+        if not isinstance(variants, list):
+            raise ReleaseError(f"release {self.version}: the pin has no ServerNotification.json with its variants")
+        return frozenset(name for name, _ in _variants({"oneOf": variants}))
+
     @property
     def trace(self) -> BundleFormat | None:
         """The trace bundle format it writes; None: release.json says nothing of it."""

@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contracts.scenario import Scenario
 from harness.targets.base import TARGET_NAMES, TargetRun, TargetUnavailable
+
+if TYPE_CHECKING:
+    from fake_server.profiles import Profile
 
 __all__ = ["TARGET_NAMES", "TargetRun", "TargetUnavailable", "open_target"]
 
@@ -26,7 +30,7 @@ async def open_target(
     work_dir: Path,
     codex: Path | None = None,
     scenario_file: Path | None = None,
-    release: str | None = None,
+    release: str | Profile | None = None,
     transport: str = "stdio",
 ) -> AsyncIterator[TargetRun]:
     """``release``: the profile a fake plays (fake_server.profiles) before its other sources; None: theirs.

@@ -26,7 +26,7 @@ PROCESS_TRANSPORTS: tuple[str, ...] = ("stdio", "ws", "unix")
 
 @asynccontextmanager
 async def in_process(
-    scenario: Scenario, *, work_dir: Path, release: str | None = None, transport: str = "stdio"
+    scenario: Scenario, *, work_dir: Path, release: str | profiles.Profile | None = None, transport: str = "stdio"
 ) -> AsyncIterator[TargetRun]:
     try:
         from fake_server.inprocess import LinePipe, serve_in_process
