@@ -17,4 +17,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.trace",
     "harness.commands.validate_release",
     "harness.commands.matrix",
+    "harness.commands.release",
 )
