@@ -63,7 +63,9 @@ def test_nearest_profile(version: str, expected: str, exact: bool) -> None:
     assert (profile.release, is_exact) == (expected, exact)
     release, note = profile_for(version)
     assert release == expected
-    assert ("nearest" in note) is not exact
+    assert ("no profile for" in note) is not exact
+    if not exact:  # said as it is: newer than the profile chosen, or older than every profile
+        assert ("older than every profile" in note) is (version == "0.100.0"), note
 
 
 def test_fake_codex_version_follows_flag_then_env() -> None:

@@ -3,8 +3,9 @@
 The comparison is structural (:mod:`contracts.fidelity`): method, item type and status, turn status,
 thread status and active flags, ``willRetry``; ids, timestamps, texts and ambient notifications are
 ignored, runs of identical deltas count once, and ``serverRequest/resolved`` is counted per turn
-rather than placed. The fake plays the release profile of the binary's version (fake_server.profiles), or the
-nearest one (the newest not newer than the binary) and says which; every frame of both sides must also
+rather than placed. The fake plays the release profile of the binary's version (fake_server.profiles), else
+the closest by measured behaviour (harness.learn.choose), or ``--profile X``, and says which and why; every
+frame of both sides must also
 validate against its release's pinned schema. The two servers' trace bundles are compared too, event by
 event (:mod:`contracts.trace.sequence`: types, statuses, which history items; ids and payloads ignored).
 Exit 0 when the two sides agree, 1 when they differ (or a side could not be played), 2 for an invalid
@@ -46,7 +47,7 @@ class FidelityResult:
     fake_frames: int = 0
     real_frames: int = 0
     profile: str | None = None  # the release profile the fake played
-    profile_note: str = ""  # how it was chosen (the binary's own release, or the nearest)
+    profile_note: str = ""  # how it was chosen (its own release, the closest measured, --profile)
     invalid_frames: list[str] = field(default_factory=list)  # frames failing their release's schema
     trace_differences: list[str] = field(default_factory=list)  # the fake's trace events against the real's
 
@@ -85,17 +86,13 @@ def server_side(record: SessionRecord) -> list[Any]:
     return [entry.frame for entry in record.wire if entry.dir == "s2c"]
 
 
-def profile_for(version: str) -> tuple[str, str]:
-    """The fake's release profile for a binary of ``version``, and the sentence that says how it was chosen."""
-    from fake_server import profiles
+def profile_for(version: str, binary: Path | None = None, override: str | None = None) -> tuple[str, str]:
+    """The fake's release profile for a binary of ``version``, and the sentence that says how it was chosen: its
+    own; else, with the ``binary``, the closest by measured behaviour (:mod:`harness.learn.choose`); else by
+    version. ``override``: ``--profile X``."""
+    from harness.learn.choose import choose_profile
 
-    profile, exact = profiles.nearest(version)
-    if exact:
-        return profile.release, "the binary's own release"
-    return profile.release, (
-        f"no profile for {version}, so the nearest: the newest not newer than it "
-        f"(profiles: {', '.join(profiles.names())})"
-    )
+    return choose_profile(version, binary, override)
 
 
 def _invalid_frames(record: SessionRecord, side: str) -> list[str]:
@@ -112,10 +109,12 @@ def fidelity_diff(
     fake_target: str = "fake",
     work_root: Path | None = None,
     release: str | None = None,
+    profile: str | None = None,
 ) -> FidelityResult:
     """Play ``scenario`` on the real ``codex`` and on ``fake_target``; the structural difference (fake expected).
 
-    The fake plays ``release`` when given, else the profile matching the binary's version (:func:`profile_for`).
+    The fake plays ``release`` when given, else the profile of the binary (:func:`profile_for`; ``profile``:
+    ``--profile X``).
     """
     from harness.runner import play
     from harness.targets import TargetUnavailable
@@ -130,7 +129,7 @@ def fidelity_diff(
     with tempfile.TemporaryDirectory(prefix=f"codex-harness-diff-{scenario.name}-", dir=work_root) as tmp:
         for target in ("real", fake_target):  # the real one first: its version picks the fake's profile
             if target == fake_target and release is None:
-                release, result.profile_note = profile_for(records["real"].server_version or "")
+                release, result.profile_note = profile_for(records["real"].server_version or "", codex, profile)
             try:
                 record = play(scenario, target, work_dir=Path(tmp) / target, codex=codex, release=release)
             except TargetUnavailable as exc:
@@ -176,6 +175,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fake-target", choices=FAKE_TARGETS, default="fake", help="which fake to compare (default: in-process)"
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--profile",
+        metavar="RELEASE",
+        help="the profile the fake plays (default: the binary's own release, else the closest by measured behaviour)",
+    )
 
 
 def select_binary(codex: str | None, *, require_pinned_schema: bool = True) -> Path:
@@ -201,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{scenario.name}: cannot be compared: {target}: {reason}")
             return INVALID_INPUT
     codex = select_binary(args.codex)
-    result = fidelity_diff(scenario, codex, fake_target=args.fake_target)
+    result = fidelity_diff(scenario, codex, fake_target=args.fake_target, profile=args.profile)
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=list))
     elif result.skipped:

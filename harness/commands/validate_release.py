@@ -100,6 +100,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scenario", metavar="NAME", action="append", default=[], help="only these model-level scenarios"
     )
     parser.add_argument(
+        "--profile",
+        metavar="RELEASE",
+        help="the profile the fake plays (default: the binary's own release, else the closest by measured behaviour)",
+    )
+    parser.add_argument(
         "--store",
         metavar="DIR",
         type=Path,
@@ -113,7 +118,13 @@ def progress_line(text: str) -> None:
 
 
 def validate(
-    binary: Path, version: str, root: Path, *, scenarios: list[Scenario], latency_samples: int
+    binary: Path,
+    version: str,
+    root: Path,
+    *,
+    scenarios: list[Scenario],
+    latency_samples: int,
+    profile: str | None = None,
 ) -> Report:
     """The release report of the binary: pin, schema diff, contracts, fidelity, latency (the model's parts)."""
     from harness.commands.diff import fidelity_diff, profile_for
@@ -124,9 +135,11 @@ def validate(
     report = release_report(version, str(binary), store=str(root))
     release, schema = report.release, report.schema
     assert release is not None and schema is not None
-    release.profile, release.profile_note = profile_for(version)  # like with like: the fake plays this release
     progress_line(f"pinning the schema of codex-cli {version}")
     schema.pin, stable = pin_schema(binary, version, root)
+    # like with like: the fake plays this release, else the closest by measured behaviour (or --profile)
+    measurable = binary if not schema.pin.startswith("failed") else None
+    release.profile, release.profile_note = profile_for(version, measurable, profile)
     if version in schema_store.shipped_releases():  # the pin compared with is the package's, not the user's
         schema.store = f"{schema_store.SHIPPED_ROOT} (shipped with the package)"
     others = [v for v in schema_store.pinned_releases() if v != version]  # shipped and the user's
@@ -184,7 +197,9 @@ def run(args: argparse.Namespace) -> int:
 
     writable_with(out, OUT_FILES, "--out")  # before the suite, not after it
     with schema_store.using_user_store(root):  # the suite validates frames against a pin made here too
-        report = validate(binary, version, root, scenarios=scenarios, latency_samples=args.latency_samples)
+        report = validate(
+            binary, version, root, scenarios=scenarios, latency_samples=args.latency_samples, profile=args.profile
+        )
         note = schema_store.shadowed_note(version)
     if note:
         print(f"codex-harness validate-release: {note}", file=sys.stderr)

@@ -70,6 +70,7 @@ def _kept(record: SessionRecord, tmp: Path, work: Path) -> SessionRecord:
 
 
 def measure(sessions: Sequence[Session], release: str | Profile, work: Path) -> tuple[Score, dict[str, list[str]]]:
+    work.mkdir(parents=True, exist_ok=True)
     found: dict[str, list[str]] = {}
     for session in sessions:
         assert session.record is not None

@@ -28,7 +28,7 @@ from typing import Any
 
 from contracts import releases, schema_store
 from contracts.exitcodes import UsageError
-from harness.learn.sessions import REFERENCE, WORKERS, Session, record_sessions, reference_entries
+from harness.learn.sessions import REFERENCE, REPO, WORKERS, Session, record_sessions, reference_entries
 
 
 @dataclass(slots=True)
@@ -74,7 +74,7 @@ def learn(
     with tempfile.TemporaryDirectory(prefix=f"codex-harness-learn-{version}-") as tmp:
         work = Path(tmp)
         clock = time.monotonic()
-        sessions = record_sessions(entries, codex, work / "real", reference.resolve().parents[3], progress, workers)
+        sessions = record_sessions(entries, codex, work / "real", REPO, progress, workers)
         seconds["record"] = time.monotonic() - clock
         recorded = [s for s in sessions if s.record is not None]
         if not any(s.model_level for s in recorded):

@@ -1,0 +1,79 @@
+"""``release learn`` on a release the package has no folder for (0.160.0), then ``diff`` on scenarios it did not
+learn from.
+
+0.160.0 is older than every shipped profile and differs from the closest (0.163.0) in two ways the learning has
+to find: a steer lets the streamed reply finish before the steer's input goes to the model, and the release has
+no ``thread/readState/changed``. The suite learns from a part of the reference set (:data:`LISTING`: a turn, an
+approval cancelled, a model error, experimental opt-outs, the request probe and two pending-input probes; plus
+the file change :data:`harness.learn.sessions.EXTRA` adds) to stay cheap, about 40 s; the held-out scenarios
+(a steer, an interrupted running command) must then diff empty with the learned folder, which the fake plays
+as the binary's own release.
+
+The binary: ``CODEX_BIN_0_160_0`` (``make test`` installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from contracts import releases, schema_store
+from fake_server import profiles
+from harness import scenario_lookup
+from harness.codex_bin import codex_version
+from harness.commands.diff import fidelity_diff
+from harness.learn import learner
+
+RELEASE = "0.160.0"
+LISTING = """\
+transcripts plain                        plain_two_turns
+transcripts approval_cancel              approval_cancel
+transcripts model_error                  model_error
+transcripts experimental_optout          experimental_optout
+probes      misc_requests                tests/data/real/scenarios/misc_requests.toml
+probes      pending_start_then_steer     tests/data/real/scenarios/pending_start_then_steer.toml
+probes      pending_steer_during_command tests/data/real/scenarios/pending_steer_during_command.toml
+"""
+HELD_OUT = ("steer", "running_command_interrupt")
+#: The learning's own budget here (its target on the whole reference set is 4 minutes on 2 cores).
+BUDGET_S = 180
+
+
+def binary() -> Path:
+    variable = "CODEX_BIN_" + RELEASE.replace(".", "_")
+    value = os.environ.get(variable)
+    if not value:
+        if os.environ.get("CODEX_HARNESS_REQUIRE_REAL") == "1":
+            pytest.fail(f"{variable} is not set (make test installs codex {RELEASE})")
+        pytest.skip(f"codex {RELEASE} not selected (set {variable})")
+    return Path(value)
+
+
+@pytest.mark.real_codex
+def test_a_learned_release_plays_its_own_turn_flow(tmp_path: Path) -> None:
+    codex = binary()
+    assert codex_version(codex) == RELEASE
+    listing = tmp_path / "reference.txt"
+    listing.write_text(LISTING)
+    store = tmp_path / "store"
+    with schema_store.using_user_store(store):
+        assert RELEASE not in profiles.names()
+        started = time.monotonic()
+        learned = learner.learn(codex, store, reference=listing)
+        took = time.monotonic() - started
+        assert took < BUDGET_S, f"learning took {took:.0f} s"
+        assert not learned.remaining, learned.remaining
+        assert learned.base == "0.163.0"
+        switches = learned.description["fake"]["switches"]
+        assert switches["input_while_streaming"] == "waits"
+        assert switches["diff_after_tools"] is True
+        assert learned.description["trace"]["schema"] == 1
+        assert RELEASE in profiles.names()
+        assert "thread/readState/changed" not in releases.get(RELEASE).notifications
+        for name in HELD_OUT:
+            result = fidelity_diff(scenario_lookup.resolve(name), codex)
+            assert result.profile == RELEASE and result.profile_note == "the binary's own release"
+            assert result.equal, f"{name}: {result.to_json()}"
