@@ -28,7 +28,11 @@ OLDER_CODEX    := $(foreach v,$(OLDER_RELEASES),.tools/codex-$(v)/node_modules/.
 .tools/codex-%/node_modules/.bin/codex:
 	npm install --silent --no-audit --no-fund --prefix .tools/codex-$* @openai/codex@$*
 
-codex-releases: $(CODEX) $(OLDER_CODEX)
+# A release with no folder in the package, learned in the suite (`codex-harness release learn`, tests/test_real_learn.py).
+LEARNED_RELEASES := 0.160.0
+LEARNED_CODEX    := $(foreach v,$(LEARNED_RELEASES),.tools/codex-$(v)/node_modules/.bin/codex)
+
+codex-releases: $(CODEX) $(OLDER_CODEX) $(LEARNED_CODEX)
 
 ## The main job: every built-in scenario against the in-process fake app-server; the table in the terminal,
 ## the HTML report (sequence diagrams, failed checks) in reports/latest/index.html.
@@ -39,11 +43,11 @@ run: $(BIN)/.installed
 screenshots: $(BIN)/.installed
 	$(BIN)/python bench/screenshots.py
 
-## The whole test suite, real-binary tests included (the pinned codex and the earlier profiled releases are
-## installed first).
-test: $(BIN)/.installed $(CODEX) $(OLDER_CODEX)
+## The whole test suite, real-binary tests included (the pinned codex, the earlier profiled releases and the
+## release learned in the suite are installed first).
+test: $(BIN)/.installed $(CODEX) $(OLDER_CODEX) $(LEARNED_CODEX)
 	CODEX_BIN=$(abspath $(CODEX)) \
-	$(foreach v,$(OLDER_RELEASES),CODEX_BIN_$(subst .,_,$(v))=$(abspath .tools/codex-$(v)/node_modules/.bin/codex)) \
+	$(foreach v,$(OLDER_RELEASES) $(LEARNED_RELEASES),CODEX_BIN_$(subst .,_,$(v))=$(abspath .tools/codex-$(v)/node_modules/.bin/codex)) \
 	$(BIN)/python -m pytest -n auto --dist loadgroup -q $(PYTEST_ARGS)
 
 ## Re-record the reference set (tests/data/real/reference.txt) from the real binary into

@@ -131,6 +131,15 @@ def test_fields_the_fake_writes_and_the_release_never_does() -> None:
     assert derive.only_real(fake, real) == []
 
 
+def test_a_map_keyed_by_ids_has_no_fields() -> None:
+    """``thread/list``'s ``readStates`` is keyed by thread id: the ids are entries, never fields not written."""
+    ids = ("01a22b4c-2808-7090-89a8-49f11d63ce11", "01a23669-2dd2-7603-a2a8-f70457465e9a")
+    fake = derive.field_sets([("thread/list", {"id": 1, "result": {"readStates": {ids[0]: {"unread": True}}}})])
+    real = derive.field_sets([("thread/list", {"id": 1, "result": {"readStates": {ids[1]: {"unread": 1, "x": 2}}}})])
+    assert derive.not_written(fake, real) == []
+    assert derive.only_real(fake, real) == [["readStates[]", "x"]]
+
+
 def test_the_reference_listing_is_read_and_a_bad_line_refused(tmp_path: Path) -> None:
     entries = reference_entries()
     assert ("transcripts", "plain", "plain_two_turns") in entries

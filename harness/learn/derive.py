@@ -23,6 +23,7 @@ from typing import Any, Final
 import orjson
 
 from contracts import safe_read
+from contracts.skeleton import UUID_RE
 from contracts.trace.format import EVENT_LOG_NAME, EVENT_REQUIRED_FIELDS, MANIFEST_NAME, PAYLOADS_DIR_NAME
 
 #: A trace file of a learning session is read up to this many bytes (a real one is well under 1 MB).
@@ -136,8 +137,10 @@ def _collect(value: Any, where: str, out: dict[str, set[str]]) -> None:
         if isinstance(item, list):
             stack.extend((v, at) for v in item)
         elif isinstance(item, dict):
-            out.setdefault(at, set()).update(item)
-            stack.extend((v, _where(k)) for k, v in item.items())
+            # A map keyed by ids (``readStates`` by thread id) has entries, not fields: its values are one kind.
+            fields = [k for k in item if not UUID_RE.fullmatch(k)]
+            out.setdefault(at, set()).update(fields)
+            stack.extend((v, f"{at}[]" if UUID_RE.fullmatch(k) else _where(k)) for k, v in item.items())
 
 
 def field_sets(frames: Iterable[tuple[str | None, Any]]) -> dict[str, set[str]]:
@@ -150,9 +153,9 @@ def field_sets(frames: Iterable[tuple[str | None, Any]]) -> dict[str, set[str]]:
         for part in ("params", "result"):
             body = frame.get(part)
             if isinstance(body, dict):
-                out.setdefault(method, set()).update(body)
+                out.setdefault(method, set()).update(k for k in body if not UUID_RE.fullmatch(k))
                 for key, value in body.items():
-                    _collect(value, _where(key), out)
+                    _collect(value, f"{method}[]" if UUID_RE.fullmatch(key) else _where(key), out)
     return out
 
 
