@@ -104,10 +104,11 @@ def test_a_release_without_a_pin_is_said_in_its_cell() -> None:
     assert m.neighbours[0].diff is None
     release = m.columns[1].release
     assert release is not None
-    release.profile, release.profile_note = "0.169.0", "no profile for 0.170.0, so the nearest"
+    note = "no profile for 0.170.0, so the closest by measured behaviour: 5 scenarios recorded on the binary"
+    release.profile, release.profile_note = "0.169.0", note
     md = render_markdown(m)
-    assert "not compared" in md and "(nearest)" in md
-    assert "- codex-cli 0.170.0: the fake played 0.169.0; no profile for 0.170.0, so the nearest" in md
+    assert "not compared" in md and "0.169.0 (closest measured)" in md
+    assert f"- codex-cli 0.170.0: the fake played 0.169.0; {note}" in md
     assert judge(m).ok
 
 

@@ -92,7 +92,7 @@ def matrix_rows(matrix: Report) -> list[tuple[str, list[str]]]:
         ("binary", [f"`{r.codex}`" if r else "-" for r in releases]),
         (
             "fake profile",
-            [f"{r.profile}" + ("" if r.profile == r.version else " (nearest)") if r else "-" for r in releases],
+            [f"{r.profile}" + ("" if r.profile == r.version else _how(r.profile_note)) if r else "-" for r in releases],
         ),
         ("wire schema vs previous column", schema_cells),
     ]
@@ -102,3 +102,10 @@ def matrix_rows(matrix: Report) -> list[tuple[str, list[str]]]:
     rows.append(("verdict", ["ok" if judge(c).ok else "**FAIL**" for c in columns]))
     rows.append(("wall s", [f"{c.wall_s:.0f}" for c in columns]))
     return rows
+
+
+def _how(note: str) -> str:
+    """How a profile not the binary's own was chosen, in a table cell (the report's text says it whole)."""
+    if "measured" in note:
+        return " (closest measured)"
+    return " (--profile)" if "--profile" in note else " (by version)"
