@@ -148,6 +148,12 @@ def test_the_reference_listing_is_read_and_a_bad_line_refused(tmp_path: Path) ->
     bad.write_text("transcripts only_two\n")
     with pytest.raises(Exception, match="is not 'set name scenario'"):
         reference_entries(bad)
+    link = tmp_path / "link.txt"
+    link.symlink_to(REAL / "reference.txt")
+    with pytest.raises(Exception, match="--reference"):
+        reference_entries(link)  # never read through a link
+    with pytest.raises(Exception, match="--reference"):
+        reference_entries(tmp_path / "missing.txt")
 
 
 # --- what the engine can now play ---------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def learn(
         seconds["record"] = time.monotonic() - clock
         recorded = [s for s in sessions if s.record is not None]
         if not any(s.model_level for s in recorded):
-            raise UsageError(f"codex-cli {version}: no session could be recorded ({sessions[0].problem})")
+            raise releases.ReleaseError(f"codex-cli {version}: no session could be recorded ({sessions[0].problem})")
         clock = time.monotonic()
         candidate = work / "candidate"
         _copy_pin(schema_store.release_dir(version, pin_root), schema_store.release_dir(version, candidate))

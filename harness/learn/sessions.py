@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from contracts import safe_read
 from contracts.exitcodes import UsageError
 from contracts.record import SessionRecord
 from contracts.scenario import Scenario
@@ -21,6 +22,8 @@ REFERENCE: Final = REPO / "tests" / "data" / "real" / "reference.txt"
 EXTRA: Final = (("transcripts", "file_change_approval", "file_change_approval"),)
 #: Real sessions at a time: the binary mostly waits on the mock model; three keep two cores busy.
 WORKERS: Final = 3
+#: A reference listing is a few dozen lines; more is not one.
+MAX_LISTING_BYTES: Final = 1024 * 1024
 #: A session that broke is played once more (a loaded machine), then left out and named.
 ATTEMPTS: Final = 2
 
@@ -44,9 +47,11 @@ class Session:
 def reference_entries(listing: Path = REFERENCE) -> list[tuple[str, str, str]]:
     """(set, name, scenario) of each line of the reference listing, then :data:`EXTRA`. Raises UsageError."""
     try:
-        text = listing.read_text(encoding="utf-8")
+        text = safe_read.read_bounded(listing, MAX_LISTING_BYTES).decode("utf-8")
     except OSError as exc:
-        raise UsageError(f"--reference {listing}: cannot be read: {exc.strerror}") from None
+        raise UsageError(f"--reference {safe_read.explain(listing, exc)}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--reference {listing}: not UTF-8 text") from None
     out = []
     for line in text.splitlines():
         parts = line.split()
