@@ -196,3 +196,26 @@ def test_no_notification_the_release_cannot_send(tmp_path: Path) -> None:
     sent = [e.frame for e in play(unknown, "fake", work_dir=tmp_path / "c", release=older).wire if e.dir == "s2c"]
     methods = {f.get("method") for f in sent if isinstance(f, dict)}
     assert methods - older.notifications - {None}, "the fault's notification was not sent"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--codex", "/nonexistent/codex"], "codex binary not found"),
+        (["--codex", "/bin/true", "--store", str(releases.SHIPPED_ROOT)], "never written"),
+    ],
+)
+def test_release_learn_usage_errors_exit_3(args: list[str], said: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = [] if "--store" in args else ["--store", str(tmp_path / "store")]
+    out = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "release", "learn", *args, *store],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 3, out
+    assert said in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "store").exists()
