@@ -117,3 +117,31 @@ def transcript(record: SessionRecord, run_parents: Iterable[Path], hostname: str
 
 def dumps(lines: Iterable[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+#: The requests of the handshake a recording must hold answered (the reference sets start every session so).
+HANDSHAKE = ("initialize", "thread/start")
+_SAMPLE = 80
+
+
+def handshake_problem(record: SessionRecord, handshake: bool = True) -> str | None:
+    """Why ``record`` is no reference transcript of the binary: a server line that was not a frame (the real binary
+    writes none), or, when the client did the handshake (``handshake``), no handshake request answered with a
+    result object. Probe steps may send more of them (a second initialize): one answered with a result is enough."""
+    from contracts.checks.wire_index import WireIndex
+
+    index = WireIndex.build(record.wire)
+    garbage = [e for e in record.wire if e.dir == "s2c" and e.frame is None]
+    said = ""
+    if garbage:
+        first = (garbage[0].raw or "")[:_SAMPLE]
+        said = f"{len(garbage)} line(s) that are not JSON-RPC frames, the first {first!r}"
+    for method in HANDSHAKE if handshake else ():
+        sent = [r for r in index.client_requests.values() if r.method == method]
+        if not sent and method != "initialize":
+            continue  # the client stopped before it: the initialize answer says why
+        answers = [a for r in sent for _, _, a in r.answers]
+        if not any(isinstance(a.get("result"), dict) for a in answers):
+            got = f"an answer without a result object ({str(answers[0])[:_SAMPLE]!r})" if answers else "no answer"
+            return f"the server did not answer {method} with a result: {got}" + (f"; it wrote {said}" if said else "")
+    return f"the server wrote {said}" if garbage else None

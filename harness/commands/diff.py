@@ -28,6 +28,7 @@ from contracts.record import SessionRecord
 from contracts.scenario import Scenario
 from contracts.text import one_line
 from harness import confine, scenario_lookup
+from harness.sides import server_side, trace_differences
 
 NAME = "diff"
 HELP = "play a scenario on the fake and on the real codex; print the structural difference of the server sides"
@@ -79,11 +80,6 @@ class FidelityResult:
                 for d in self.differences
             ],
         }
-
-
-def server_side(record: SessionRecord) -> list[Any]:
-    """The frames the server wrote, in wire order (None for a line that was not a frame)."""
-    return [entry.frame for entry in record.wire if entry.dir == "s2c"]
 
 
 def profile_for(version: str, binary: Path | None = None, override: str | None = None) -> tuple[str, str]:
@@ -150,21 +146,6 @@ def fidelity_diff(
     result.fake_frames, result.real_frames = len(fake), len(real)
     result.differences = diff_server_sides(fake, real, collapse_deltas=True)
     return result
-
-
-def trace_differences(real: Path | None, fake: Path | None) -> list[str]:
-    """The fake's server trace bundle against the real one's, as lines (empty: the same events)."""
-    from contracts.trace.errors import TraceInvalid, TraceUnreadable
-    from contracts.trace.sequence import diff_sequences, event_shapes
-
-    if real is None or fake is None:
-        if real is fake:
-            return []
-        return [f"only the {'real binary' if fake is None else 'fake'} wrote a trace bundle"]
-    try:
-        return diff_sequences(event_shapes(real), event_shapes(fake))
-    except (TraceInvalid, TraceUnreadable) as exc:
-        return [f"a trace bundle could not be read: {exc}"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,8 +2,8 @@
 
 Every step is a measurement: the in-process fake (virtual time, a tenth of a second a session) plays each
 recorded session's scenario under a candidate profile, and the candidate's score is how far its server sides
-and trace bundles are from the release's (:func:`harness.commands.diff.server_side`,
-:func:`contracts.fidelity.diff_server_sides`, :func:`harness.commands.diff.trace_differences`: the comparison
+and trace bundles are from the release's (:func:`harness.sides.server_side`,
+:func:`contracts.fidelity.diff_server_sides`, :func:`harness.sides.trace_differences`: the comparison
 ``diff`` makes). The base is the playable profile with the lowest score (its ``shapes.json`` is the template
 of the frames); each switch of :data:`fake_server.profiles.SWITCHES` is then set to the value that lowers the
 score, one at a time; last, the fields the fake's frames carry that the release never wrote are taken out.
@@ -42,7 +42,7 @@ class Fit:
 
 def differences(real: SessionRecord, fake: SessionRecord) -> list[str]:
     """What ``diff`` would print for the two sides of one session (empty: equal)."""
-    from harness.commands.diff import server_side, trace_differences
+    from harness.sides import server_side, trace_differences
 
     found = [str(d) for d in diff_server_sides(server_side(fake), server_side(real), collapse_deltas=True)]
     return found + trace_differences(real.server_trace, fake.server_trace)

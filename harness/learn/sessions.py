@@ -72,9 +72,8 @@ def _scenario(spec: str, root: Path) -> Scenario:
 
 
 def _record_one(session: Session, codex: Path, work: Path) -> Session:
-    from harness.commands.record import handshake_problem
     from harness.runner import play
-    from harness.transcript import transcript
+    from harness.transcript import handshake_problem, transcript
 
     started = time.monotonic()
     for attempt in range(ATTEMPTS):
