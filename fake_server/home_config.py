@@ -1,7 +1,7 @@
 """What fake-codex answers from the client's own setup: the ``config.toml`` of the ``CODEX_HOME`` it is given and
 its ``-c key=value`` overrides, as the real binary does.
 
-Observed on codex-cli 0.171.0 (``tests/data/real/0.171.0/thread_store/observed.json``, the ``setup:`` cases):
+Observed on the real binary (``tests/data/real/<release>/thread_store/observed.json``, the ``setup:`` cases):
 ``config/read`` shows the home's file with the overrides over it (``model``, ``model_provider``,
 ``approval_policy``, ``sandbox_mode``, ``model_providers``: null / empty when nothing sets them), its layers are
 ``sessionFlags`` (only when ``-c`` was given), ``user`` (the file, even when absent) and ``system``;
