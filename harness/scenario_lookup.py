@@ -7,6 +7,7 @@ from pathlib import Path
 
 from contracts import paths
 from contracts.exitcodes import UsageError
+from contracts.faults import transport_problem
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError, load
 from fake_server import profiles
@@ -40,4 +41,19 @@ def scenario_files(directory: str | Path) -> list[Path]:
     return found
 
 
-__all__ = ["BUILTIN_DIR", "ScenarioError", "builtin_names", "load_builtin", "resolve", "scenario_files"]
+def playable_over(scenarios: list[Scenario], transport: str) -> list[Scenario]:
+    """The catalogue a client reaching the server over ``transport`` plays: a websocket fault (a refused upgrade,
+    a close frame) never fires over stdio, so those scenarios are left out there, not judged as passed or
+    failed (``run`` says which, once)."""
+    return [s for s in scenarios if transport_problem({f.kind for f in s.faults}, transport) is None]
+
+
+__all__ = [
+    "BUILTIN_DIR",
+    "ScenarioError",
+    "builtin_names",
+    "load_builtin",
+    "playable_over",
+    "resolve",
+    "scenario_files",
+]

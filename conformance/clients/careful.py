@@ -8,8 +8,10 @@ is the project's one interpreter, ``contracts/triggers.py`` (sans-IO, standard l
 in Python may import it the same way; one in another language follows docs/clients.md. It gives up on a silent server
 after the turn timeout (interrupt, then the interrupt budget), always ends the server it started (close
 stdin, wait the teardown budget, SIGTERM, SIGKILL, then the server's whole process group) and writes
-what it saw per turn to ``CODEX_HARNESS_RESULT``. Usage: ``codex-harness run --client-cmd "python
-conformance/clients/careful.py"``.
+what it saw per turn to ``CODEX_HARNESS_RESULT``. The server's first answer (``initialize``) gets
+:data:`STARTUP_S` rather than the request timeout: a process start is slow on a loaded machine (an
+interpreter's imports, the npm wrapper of the real binary), and that is not the request being late.
+Usage: ``codex-harness run --client-cmd "python conformance/clients/careful.py"``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from contracts import triggers  # noqa: E402
 
 MAX_LINE = 32 * 1024 * 1024  # a longer line ends the session, as on EOF (bounded input)
 APPROVALS = triggers.APPROVAL_METHODS
+#: How long the server's first answer may take: its process starting, not a request of the protocol being late.
+STARTUP_S = 60.0
 WIRE_USAGE = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
 
 
@@ -133,9 +137,9 @@ class Client:
             if on_message(message):
                 return True
 
-    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    def call(self, method: str, params: dict[str, Any], at_least_s: float = 0.0) -> dict[str, Any] | None:
         rid = self.server.request(method, params)
-        deadline = time.monotonic() + self.budgets["request_timeout_ms"] / 1000
+        deadline = time.monotonic() + max(self.budgets["request_timeout_ms"] / 1000, at_least_s)
         self.pump(deadline, lambda m: m.get("id") == rid and "method" not in m)
         return self.server.answers.get(rid)
 
@@ -283,7 +287,7 @@ def main() -> int:
         if plan["opt_out_notifications"]:
             capabilities["optOutNotificationMethods"] = plan["opt_out_notifications"]
         info = {"name": "careful", "version": "1.0"}
-        answer = client.call("initialize", {"clientInfo": info, "capabilities": capabilities})
+        answer = client.call("initialize", {"clientInfo": info, "capabilities": capabilities}, STARTUP_S)
         if answer is not None and "result" in answer:
             client.server.send({"method": "initialized"})
             started = client.call("thread/start", {})

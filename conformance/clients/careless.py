@@ -2,7 +2,8 @@
 """A careless outside client, standard library only: what ``run --client-cmd`` must catch.
 
 It starts the server, plays the plan's turns (their input only: it ignores the plan's actions and
-capabilities) without ever answering a server request, stops waiting after two seconds of silence, never
+capabilities) without ever answering a server request, stops waiting after two seconds of silence (but waits
+generously for the server's first answer: its process start is slow on a loaded machine), never
 ends the server (a helper it leaves behind holds the server's stdin open) and writes no result file. The
 harness must fail it on exactly that: unanswered requests, a server it did not end, processes left
 running, and, where the plan cancels, steers, resumes or asks for experimentalApi, the plan not followed.
@@ -18,6 +19,8 @@ import sys
 import time
 
 SILENCE_S = 2.0
+#: The first answer comes once the server's process started: on a loaded machine that alone can take seconds.
+STARTUP_S = 60.0
 
 
 def main() -> int:
@@ -37,10 +40,10 @@ def main() -> int:
         server.stdin.write(json.dumps(frame).encode() + b"\n")  # type: ignore[union-attr]
         server.stdin.flush()  # type: ignore[union-attr]
 
-    def read_until(done: str) -> bytes:
+    def read_until(done: str, first_s: float = SILENCE_S) -> bytes:
         buffered = b""
         while True:
-            ready, _, _ = select.select([server.stdout], [], [], SILENCE_S)
+            ready, _, _ = select.select([server.stdout], [], [], first_s if not buffered else SILENCE_S)
             if not ready:
                 return buffered
             chunk = os.read(server.stdout.fileno(), 65536)  # type: ignore[union-attr]
@@ -54,7 +57,7 @@ def main() -> int:
     send({"method": "initialized"})
     send({"id": 2, "method": "thread/start", "params": {}})
     thread_id = None
-    for line in read_until('"id":2').splitlines():
+    for line in read_until('"id":2', STARTUP_S).splitlines():
         if line.startswith(b'{"id":2,'):
             thread_id = json.loads(line)["result"]["thread"]["id"]
     for n, turn in enumerate(plan["turns"], 3):

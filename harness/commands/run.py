@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from pathlib import Path
 
 from contracts.exitcodes import INVALID_INPUT, UsageError
-from contracts.faults import transport_problem
 from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
 from contracts.scenario import Scenario
@@ -25,7 +25,7 @@ from harness import report_dir as report_dir_check
 from harness.client.sockets import TRANSPORTS
 from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
-from harness.outside.command import add_client_arguments, client_spec, describe, run_clients
+from harness.outside.command import add_client_arguments, client_spec, describe, jobs_from_args, run_clients
 from harness.report import junit_xml, render_table
 from harness.report_dir import ReportDir
 from harness.runner import ScenarioRun, run_many
@@ -88,7 +88,7 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario]:
         # The catalogue's websocket scenarios run with --transport ws|unix; elsewhere they are left out (said once),
         # not skipped one by one (a skip fails --strict).
         every = [scenario_lookup.resolve(spec) for spec in specs]
-        kept = [s for s in every if transport_problem({f.kind for f in s.faults}, args.transport) is None]
+        kept = scenario_lookup.playable_over(every, args.transport)
         args.left_out = [s.name for s in every if s not in kept]  # said once the run is sure to go on
         return check_unique_names(kept)
     return check_unique_names([scenario_lookup.resolve(spec) for spec in specs])
@@ -125,7 +125,9 @@ def _progress(run: ScenarioRun, n: int, total: int) -> None:
 def run(args: argparse.Namespace) -> int:
     # The client's warnings are in each record's log; on the terminal they would drown the table.
     logging.getLogger("harness").addHandler(logging.NullHandler())
+    started = time.monotonic()
     client = client_spec(args) if args.client_cmd is not None else None  # an outside client (harness.outside)
+    jobs = jobs_from_args(args)
     declared = client.budgets if client is not None else budgets.from_args(args)
     args.target = args.target or "fake"
     baseline = load_baseline(args.baseline) if args.baseline else []
@@ -159,7 +161,8 @@ def run(args: argparse.Namespace) -> int:
         report = report_dir_check.prepare(Path(args.report), [(args.target, s.name) for s in scenarios])
     try:
         if client is not None:
-            runs = run_clients(client, scenarios, report_dir=report, progress=None if args.quiet else _progress)
+            progress = None if args.quiet else _progress
+            runs = run_clients(client, scenarios, report_dir=report, progress=progress, jobs=jobs)
             describe(runs)
         else:
             runs = run_many(
@@ -172,7 +175,9 @@ def run(args: argparse.Namespace) -> int:
             )
         _startup_failures(runs)
         with collector_paused():  # the records are only read from here on (contracts.heap)
-            return _report(args, runs, baseline, report, declared)
+            code = _report(args, runs, baseline, report, declared)
+        _wall_time(runs, time.monotonic() - started, jobs if client is not None else 1)
+        return code
     finally:
         if report is not None:
             report.close()
@@ -198,6 +203,17 @@ def _report(
         print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({len(model.checks)} checks)")
         page = write_index_html(report.path, model, model.records, verdict=verdict, into=report.root)
         print(f"HTML report: {page}")
-    wall = sum(r.wall_s for r in runs)
-    print(f"wall time {wall:.2f}s for {len(runs)} scenario run(s)", file=sys.stderr)
     return verdict.exit_code
+
+
+def _wall_time(runs: list[ScenarioRun], elapsed: float, jobs: int) -> None:
+    summed = sum(r.wall_s for r in runs)
+    if jobs == 1 or len(runs) < 2:
+        print(f"wall time {summed:.2f}s for {len(runs)} scenario run(s)", file=sys.stderr)
+        return
+    longest = max(runs, key=lambda r: r.wall_s)
+    print(
+        f"wall time {elapsed:.2f}s for {len(runs)} scenario run(s), up to {jobs} at once (the scenarios' own: "
+        f"{summed:.2f}s in all, the longest {longest.wall_s:.2f}s, {longest.scenario})",
+        file=sys.stderr,
+    )

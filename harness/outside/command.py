@@ -4,20 +4,27 @@
 command that cannot start. The outputs are those of any run: the table, ``--report`` (checks.json,
 junit.xml, one record per scenario with the fake's recordings and the client's output tails), exit 0/1,
 ``--baseline``.
+
+``--jobs N`` plays up to N scenarios at once (:func:`run_clients`): each in its own work directory, process
+tree, fake process and deadline, exactly as alone; the runs, the table and the report keep the catalogue's
+order.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import sys
 from collections.abc import Callable, Sequence
 
+import trio
+
 from contracts.exitcodes import UsageError
 from contracts.releases import default_version
 from contracts.scenario import Scenario
-from harness import budgets
-from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
+from harness import budgets, proctree
+from harness.outside.runner import TARGET, ClientSpec, check_command, deadline_for, run_outside_one
 from harness.report_dir import ReportDir
 
 
@@ -43,6 +50,16 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         help="wall-clock bound per scenario for --client-cmd (default: per turn its turn timeout and interrupt "
         "budget, then the teardown, + 10 s, under the declared budgets)",
     )
+    parser.add_argument(
+        "--jobs",
+        metavar="N",
+        type=int,
+        default=None,
+        help=f"--client-cmd: play up to N scenarios at once (1..{MAX_JOBS}; default {DEFAULT_JOBS}: a client that "
+        "hangs costs its deadline once, not once per scenario, while the waits dominate, not the CPU; each "
+        "scenario keeps its own processes and deadline, and the table and report keep the catalogue's order). "
+        "Where processes cannot be confined, scenarios run one at a time",
+    )
 
 
 def client_spec(args: argparse.Namespace) -> ClientSpec:
@@ -66,13 +83,45 @@ def client_spec(args: argparse.Namespace) -> ClientSpec:
     return ClientSpec(argv, deadline, release, budgets.from_args(args))
 
 
+#: Scenarios played at once unless --jobs says otherwise. A scenario mostly waits (for the client, for the
+#: fake's scripted pauses, for a hung client's deadline); what it costs in CPU is two interpreters starting
+#: (the client's and fake-codex). Four keep a 2-core machine below full load at the starts and overlap the
+#: waits: the catalogue takes about its longest scenario plus a quarter of the rest. More buys little there
+#: and lets CPU contention stretch what a client times itself (bench/jobs.py measures it).
+DEFAULT_JOBS = 4
+MAX_JOBS = 32  # each job holds a client, a fake process and their pipes: bounded like everything else
+
+
+def jobs_from_args(args: argparse.Namespace) -> int:
+    """--jobs, validated (exit 3 outside 1..MAX_JOBS or without --client-cmd); the default when not given."""
+    jobs = getattr(args, "jobs", None)
+    if jobs is None:
+        return DEFAULT_JOBS
+    if getattr(args, "client_cmd", None) is None:
+        raise UsageError("--jobs plays an outside client's scenarios at once: it needs --client-cmd")
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be in 1..{MAX_JOBS}, not {jobs}")
+    return int(jobs)
+
+
 def run_clients(
     spec: ClientSpec,
     scenarios: Sequence[Scenario],
     *,
     report_dir: ReportDir | None,
     progress: Callable[..., None] | None,
+    jobs: int = 1,
 ) -> list:
+    """Every scenario against the client, in the catalogue's order; ``jobs`` > 1: that many at once
+    (:func:`_run_at_once`), where the machine confines process trees (else one at a time, said once)."""
+    if jobs > 1 and len(scenarios) > 1 and not proctree.confinement().confined:
+        # An unconfined tree is told by the harness's descendants and the run marker, which scenarios played at
+        # once share: one scenario's sweep would name and kill another's processes.
+        why = proctree.confinement().detail
+        print(f"codex-harness run: --jobs {jobs}: scenarios run one at a time ({why})", file=sys.stderr)
+        jobs = 1
+    if jobs > 1 and len(scenarios) > 1:
+        return trio.run(_run_at_once, spec, list(scenarios), report_dir, progress, jobs)
     runs = []
     for n, scenario in enumerate(scenarios, 1):
         save = report_dir.slot(TARGET, scenario.name) if report_dir is not None else None
@@ -81,6 +130,75 @@ def run_clients(
         if progress is not None:
             progress(run, n, len(scenarios))
     return runs
+
+
+async def _run_at_once(
+    spec: ClientSpec,
+    scenarios: list[Scenario],
+    report_dir: ReportDir | None,
+    progress: Callable[..., None] | None,
+    jobs: int,
+) -> list:
+    """Up to ``jobs`` scenarios at once, each in a worker thread that plays it exactly as a sequential run does
+    (its own trio loop, work directory, process tree, fake process and deadline). Progress lines come as
+    scenarios end (numbered by how many ended); the runs keep the catalogue's order. The scenarios with the
+    longest deadline start first: a client that hangs until its deadline then overlaps everything else
+    instead of starting last and adding its wait to the end."""
+    runs: list = [None] * len(scenarios)
+    limiter = trio.CapacityLimiter(jobs)
+    played = trio.Event()
+    ended = 0
+    # A fixed order, taken by ``jobs`` workers (trio does not promise the order tasks first run in).
+    order = iter(sorted(range(len(scenarios)), key=lambda k: -_deadline(scenarios[k], spec)))
+
+    async def worker() -> None:
+        nonlocal ended
+        for k in order:
+            scenario = scenarios[k]
+            save = report_dir.slot(TARGET, scenario.name) if report_dir is not None else None
+            one = functools.partial(run_outside_one, scenario, spec, save_dir=save)
+            runs[k] = await trio.to_thread.run_sync(one, limiter=limiter)
+            ended += 1
+            if progress is not None:
+                progress(runs[k], ended, len(scenarios))
+        if ended == len(scenarios):
+            played.set()
+
+    async def end_clients_when_interrupted() -> None:
+        # A worker thread cannot be cancelled: on Ctrl-C (or any error of a sibling) every open tree is killed so
+        # that each running scenario ends now, as the sequential run's would, instead of at its deadline.
+        try:
+            await played.wait()
+        except trio.Cancelled:
+            proctree.end_all()
+            raise
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(end_clients_when_interrupted)
+            for _ in range(min(jobs, len(scenarios))):
+                nursery.start_soon(worker)
+    except BaseExceptionGroup as group:  # what a scenario raised (a usage error, exit 3), or the interrupt
+        raise _first(group) from None
+    return runs
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    """The exception the caller would have seen from a sequential run: an interrupt first, else the first."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending[:0] = list(exc.exceptions)
+        elif not isinstance(exc, trio.Cancelled):
+            leaves.append(exc)
+    interrupt = [e for e in leaves if isinstance(e, KeyboardInterrupt)]
+    return (interrupt or leaves or [group])[0]
+
+
+def _deadline(scenario: Scenario, spec: ClientSpec) -> float:
+    return deadline_for(budgets.with_budgets(scenario, spec.budgets), spec.deadline_s)
 
 
 def describe(runs: list) -> None:
