@@ -174,6 +174,26 @@ def test_a_signal_mid_scenario_ends_an_outside_client_its_server_and_helpers(sig
         run.kill()
 
 
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_signal_with_jobs_ends_every_client_at_once(signum: int, tmp_path: Path) -> None:
+    """--jobs: scenarios play in worker threads, which no cancellation reaches; the interrupt ends every
+    client's tree, so the run exits at once, not at the clients' deadlines."""
+    if not proctree.confinement().confined:
+        pytest.skip("--jobs plays one at a time where nothing confines")
+    client = tmp_path / "client.py"
+    client.write_text(HANG_CLIENT)
+    ready = tmp_path / "ready"
+    cmd = f"{sys.executable} {client} {ready}"
+    scenarios = ["--scenario", "hang_alive", "--scenario", "plain", "--scenario", "plain_two_turns"]
+    run = Run(tmp_path, ["run", "--client-cmd", cmd, *scenarios, "--jobs", "2", "--report", str(tmp_path / "r")])
+    try:
+        _wait_for("two servers running", lambda: len(run.started("fake-codex")) >= 2, run.proc)
+        run.signal_and_check(signum)
+        assert not (tmp_path / "r" / "checks.json").exists()
+    finally:
+        run.kill()
+
+
 def test_a_harness_killed_by_sigkill_leaves_no_fake_behind(tmp_path: Path) -> None:
     """No handler runs on SIGKILL (a CI runner's last resort): the fake's process tree ends by itself when
     its init loses the harness. Before, the hang_alive fake (it ignores stdin EOF) ran on."""
