@@ -5,6 +5,11 @@ explanation, and each listed failure must still fail (a fixed one is stale: remo
 passed and failed over three runs are ``flaky``: tolerated either way, never a known failure. docs/clients.md
 shows the same entries (a test below keeps them in step). Skipped with the reason where the SDK cannot be
 installed (no network, no pip).
+
+In the suite one test plays the catalogue as ``run --client-cmd --jobs`` does (the SDK's hangs cost one
+deadline, not one each) and names every new and stale failure at once; one test per scenario is on demand:
+``CODEX_HARNESS_PER_SCENARIO=1 pytest -m clients conformance/test_clients_sdk.py``. The catalogue is what
+``run`` plays over stdio (harness.scenario_lookup.playable_over): the SDK speaks stdio only.
 """
 
 from __future__ import annotations
@@ -18,8 +23,12 @@ from typing import Any
 
 import pytest
 
+from conformance.clients.pypi import against_baseline
 from conformance.clients.sdk import BASELINE, SDK_VERSION, SdkUnavailable, client_cmd
-from fake_server.catalogue import builtin_names
+from fake_server.catalogue import builtin_names, load_builtin
+from harness.outside.command import DEFAULT_JOBS, run_clients
+from harness.outside.runner import ClientSpec
+from harness.scenario_lookup import playable_over
 
 pytestmark = pytest.mark.clients
 DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
@@ -44,25 +53,32 @@ def sdk_cmd() -> list[str]:
         pytest.skip(str(exc))
 
 
-def over_stdio(names: list[str]) -> list[str]:
-    """The catalogue a stdio client plays (its websocket scenarios need a client that speaks ws)."""
-    from contracts.faults import transport_problem
-    from fake_server.catalogue import load_builtin
-
-    return [n for n in names if transport_problem({f.kind for f in load_builtin(n).faults}, "stdio") is None]
+#: What ``run --client-cmd`` plays for a stdio client (the websocket scenarios left out, as run leaves them).
+OVER_STDIO = [s.name for s in playable_over([load_builtin(n) for n in builtin_names()], "stdio")]
+PER_SCENARIO = os.environ.get("CODEX_HARNESS_PER_SCENARIO") == "1"
 
 
-@pytest.mark.parametrize("scenario", over_stdio(builtin_names()))
-def test_sdk_fails_only_its_known_checks(scenario: str, run_scenario: Callable[..., Any], sdk_cmd: list[str]) -> None:
-    run = run_scenario(scenario, client=sdk_cmd, release=SDK_VERSION)  # the SDK's own release profile
-    mine = [e for e in baseline() if e["scenario"] == scenario]
-    known = {(e["contract"], e["name"]) for e in mine if e["status"] == "fail"}
-    flaky = {(e["contract"], e["name"]) for e in mine if e["status"] == "flaky"}
-    failing = {(c.contract, c.name): c.detail for c in run.checks if c.status == "fail"}
-    new = {k: v for k, v in failing.items() if k not in known | flaky}
-    stale = known - set(failing)
-    assert not new, f"new failures of the SDK on {scenario} (not in {BASELINE.name}): {new}"
-    assert not stale, f"listed as failing but passing now (remove from {BASELINE.name}): {stale}"
+def test_sdk_fails_only_its_known_checks_over_the_catalogue(sdk_cmd: list[str]) -> None:
+    scenarios = [load_builtin(n) for n in OVER_STDIO]
+    spec = ClientSpec(sdk_cmd, profile=SDK_VERSION)  # the SDK's own release profile
+    runs = run_clients(spec, scenarios, report_dir=None, progress=None, jobs=DEFAULT_JOBS)
+    assert [r.scenario for r in runs] == OVER_STDIO
+    new, stale = against_baseline([c for r in runs for c in r.checks], baseline(), set(OVER_STDIO))
+    problems = [f"new failure of the SDK (not in {BASELINE.name}): {line}" for line in new]
+    problems += [f"listed as failing but passing now (remove from {BASELINE.name}): {line}" for line in stale]
+    assert not problems, "\n".join(problems)
+
+
+if PER_SCENARIO:  # on demand: the same check, one test per scenario
+
+    @pytest.mark.parametrize("scenario", OVER_STDIO)
+    def test_sdk_fails_only_its_known_checks(
+        scenario: str, run_scenario: Callable[..., Any], sdk_cmd: list[str]
+    ) -> None:
+        run = run_scenario(scenario, client=sdk_cmd, release=SDK_VERSION)  # the SDK's own release profile
+        new, stale = against_baseline(run.checks, baseline(), {scenario})
+        assert not new, f"new failures of the SDK on {scenario} (not in {BASELINE.name}): {new}"
+        assert not stale, f"listed as failing but passing now (remove from {BASELINE.name}): {stale}"
 
 
 def test_docs_and_baseline_list_the_same_entries() -> None:

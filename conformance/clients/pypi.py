@@ -196,13 +196,15 @@ def markdown(checks: list[dict[str, Any]], entries: list[dict[str, Any]], cmd_no
     return "\n".join(out) + "\n"
 
 
-def _regenerate(client: PypiClient, runs: int, out: Path) -> int:
-    """Play the catalogue ``runs`` times, rewrite the baseline from them, print the tables."""
+def _regenerate(client: PypiClient, runs: int, out: Path, jobs: int | None = None) -> int:
+    """Play the catalogue ``runs`` times (``jobs`` scenarios at once: ``run --jobs``, its default when None),
+    rewrite the baseline from them, print the tables."""
     cmd = shlex.join(client.client_cmd())
     reports = []
     for i in range(runs):
         report = out / f"run{i + 1}"
         argv = [sys.executable, "-m", "harness.cli", "run", "--client-cmd", cmd, "--release", client.release]
+        argv += ["--jobs", str(jobs)] if jobs is not None else []
         print(f"run {i + 1}/{runs}: {report}", file=sys.stderr, flush=True)
         subprocess.run([*argv, "--quiet", "--report", str(report)], check=False)  # exit 1: it has failures
         reports.append(json.loads((report / "checks.json").read_text()))
@@ -225,12 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--markdown", metavar="CHECKS_JSON", help="print the tables of docs/clients.md")
     parser.add_argument("--runs", type=int, default=3, help="runs for --regenerate (default 3)")
     parser.add_argument("--out", type=Path, help="where --regenerate keeps its reports (default: a temp dir)")
+    parser.add_argument("--jobs", type=int, help="scenarios at once for --regenerate (default: run's)")
     args = parser.parse_args(argv)
     client = known[args.name]
     try:
         if args.regenerate:
             out = args.out or Path(tempfile.mkdtemp(prefix=f"codex-harness-{client.name}-"))
-            return _regenerate(client, max(1, args.runs), out)
+            return _regenerate(client, max(1, args.runs), out, args.jobs)
         if args.baseline_from:
             runs = [json.loads(Path(p).read_text()) for p in args.baseline_from]
             old = json.loads(client.baseline.read_text()) if client.baseline.exists() else []
