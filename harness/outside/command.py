@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -55,10 +56,12 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         type=int,
         default=None,
-        help=f"--client-cmd: play up to N scenarios at once (1..{MAX_JOBS}; default {DEFAULT_JOBS}: a client that "
-        "hangs costs its deadline once, not once per scenario, while the waits dominate, not the CPU; each "
-        "scenario keeps its own processes and deadline, and the table and report keep the catalogue's order). "
-        "Where processes cannot be confined, scenarios run one at a time",
+        help=f"--client-cmd: play up to N scenarios at once (1..{MAX_JOBS}; default: twice the cores, here "
+        f"{DEFAULT_JOBS}). A scenario mostly waits (the client, the fake's pauses, a hung client's deadline): two "
+        "per core overlap those waits while the processes' starts still find a core; more queue on the CPU and "
+        "stretch every process's own timing. Each scenario keeps its own processes and deadline, its verdict is "
+        "the one it gets alone, and the table and report keep the catalogue's order. Where process trees "
+        "cannot be confined, scenarios run one at a time (docs/clients.md)",
     )
 
 
@@ -83,13 +86,25 @@ def client_spec(args: argparse.Namespace) -> ClientSpec:
     return ClientSpec(argv, deadline, release, budgets.from_args(args))
 
 
-#: Scenarios played at once unless --jobs says otherwise. A scenario mostly waits (for the client, for the
-#: fake's scripted pauses, for a hung client's deadline); what it costs in CPU is two interpreters starting
-#: (the client's and fake-codex). Four keep a 2-core machine below full load at the starts and overlap the
-#: waits: the catalogue takes about its longest scenario plus a quarter of the rest. More buys little there
-#: and lets CPU contention stretch what a client times itself (bench/jobs.py measures it).
-DEFAULT_JOBS = 4
 MAX_JOBS = 32  # each job holds a client, a fake process and their pipes: bounded like everything else
+
+
+def default_jobs() -> int:
+    """Scenarios played at once unless --jobs says otherwise: twice the cores this process may run on.
+
+    A scenario mostly waits (for the client, for the fake's scripted pauses, for a hung client's deadline);
+    its CPU is two interpreters starting (the client's and fake-codex) and the judging. Two per core overlap
+    the waits while the starts still find a core; more queue on the CPU and stretch what every process
+    times itself (bench/jobs.py measures the catalogue both ways, tests/test_outside_jobs.py holds the
+    verdicts equal)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(2, min(MAX_JOBS, 2 * cores))
+
+
+DEFAULT_JOBS = default_jobs()
 
 
 def jobs_from_args(args: argparse.Namespace) -> int:
