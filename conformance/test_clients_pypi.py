@@ -36,10 +36,10 @@ IN_SUITE = [c for c in clients().values() if c.suite]
 #: What ``run --client-cmd`` plays for a stdio client (the websocket scenarios left out, as run leaves them).
 OVER_STDIO = [s.name for s in playable_over([load_builtin(n) for n in builtin_names()], "stdio")]
 PER_SCENARIO = os.environ.get("CODEX_HARNESS_PER_SCENARIO") == "1"
-#: Scenarios at once here: more than run's default (4), for a client that hangs spends those scenarios idle
-#: until their deadline (73 s each; the unofficial SDK hangs on 14, the official one on 5): 16 overlap every
-#: hang, so the catalogue costs about one deadline plus its CPU (its starts), not a deadline per four hangs.
-#: tests/test_outside_jobs.py and bench/jobs.py hold every verdict with --jobs to the one played alone.
+#: Scenarios at once here: more than run's default (twice the cores). A client that hangs sits idle until the
+#: scenario's deadline (73 s; the unofficial SDK hangs on 14 scenarios, the official one on 5): 16 at once overlap
+#: every hang, so the catalogue costs about one deadline plus its CPU (the processes' starts), not a deadline per
+#: few hangs. tests/test_outside_jobs.py and bench/jobs.py hold every verdict with --jobs to the one played alone.
 SUITE_JOBS = 16
 #: A row of a known-failures table: | `scenario` | contract / check | fail|flaky | why | reproduce |
 _ROW = re.compile(
@@ -67,7 +67,7 @@ def command(client: PypiClient) -> list[str]:
 
 
 @pytest.mark.parametrize("client", IN_SUITE, ids=lambda c: c.name)
-def test_client_fails_only_its_known_checks_over_the_catalogue(client: PypiClient, tmp_path: Path) -> None:
+def test_client_fails_only_its_known_checks_over_the_catalogue(client: PypiClient) -> None:
     scenarios = [load_builtin(n) for n in OVER_STDIO]
     spec = ClientSpec(command(client), profile=client.release)
     runs = run_clients(spec, scenarios, report_dir=None, progress=None, jobs=SUITE_JOBS)

@@ -56,10 +56,10 @@ def sdk_cmd() -> list[str]:
 #: What ``run --client-cmd`` plays for a stdio client (the websocket scenarios left out, as run leaves them).
 OVER_STDIO = [s.name for s in playable_over([load_builtin(n) for n in builtin_names()], "stdio")]
 PER_SCENARIO = os.environ.get("CODEX_HARNESS_PER_SCENARIO") == "1"
-#: Scenarios at once here: more than run's default (4), for a client that hangs spends those scenarios idle
-#: until their deadline (73 s each; the unofficial SDK hangs on 14, the official one on 5): 16 overlap every
-#: hang, so the catalogue costs about one deadline plus its CPU (its starts), not a deadline per four hangs.
-#: tests/test_outside_jobs.py and bench/jobs.py hold every verdict with --jobs to the one played alone.
+#: Scenarios at once here: more than run's default (twice the cores). A client that hangs sits idle until the
+#: scenario's deadline (73 s; the unofficial SDK hangs on 14 scenarios, the official one on 5): 16 at once overlap
+#: every hang, so the catalogue costs about one deadline plus its CPU (the processes' starts), not a deadline per
+#: few hangs. tests/test_outside_jobs.py and bench/jobs.py hold every verdict with --jobs to the one played alone.
 SUITE_JOBS = 16
 
 

@@ -126,3 +126,22 @@ def test_the_run_says_its_wall_time_and_the_longest_scenario(capsys: pytest.Capt
     main([*argv, "--jobs", "2"])
     err = capsys.readouterr().err
     assert "scenario run(s), up to 2 at once (the scenarios' own: " in err and "the longest " in err
+
+
+def test_a_catalogue_against_its_baseline_names_each_new_and_stale_failure() -> None:
+    from conformance.clients.pypi import against_baseline
+    from contracts.checks import Check
+
+    def check(scenario: str, name: str, status: str) -> Check:
+        return Check(scenario, "fake-process", "client", name, status, f"{name} detail", "")
+
+    checks = [check("plain", "deadline", "fail"), check("plain", "server ended", "pass"), check("hang", "x", "fail")]
+    entry = {"target": "fake-process", "contract": "client", "why": "its bug"}
+    entries = [
+        {**entry, "scenario": "plain", "name": "server ended", "status": "fail"},  # passes now: stale
+        {**entry, "scenario": "hang", "name": "x", "status": "flaky"},  # tolerated either way
+        {**entry, "scenario": "ws_only", "name": "y", "status": "fail"},  # not played: not judged
+    ]
+    new, stale = against_baseline(checks, entries, {"plain", "hang"})
+    assert new == ["plain: client / deadline: deadline detail"]
+    assert stale == ["plain: client / server ended"]
