@@ -18,13 +18,14 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import trio
 
 from contracts.exitcodes import UsageError
 from contracts.releases import default_version
 from contracts.scenario import Scenario
-from harness import budgets, proctree
+from harness import budgets, proctree, workdirs
 from harness.outside.runner import TARGET, ClientSpec, check_command, deadline_for, run_outside_one
 from harness.report_dir import ReportDir
 
@@ -97,11 +98,22 @@ def default_jobs() -> int:
     the waits while the starts still find a core; more queue on the CPU and stretch what every process
     times itself (bench/jobs.py measures the catalogue both ways, tests/test_outside_jobs.py holds the
     verdicts equal)."""
+    return max(2, min(MAX_JOBS, 2 * cores()))
+
+
+def cores() -> int:
+    """The cores this process may run on."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(2, min(MAX_JOBS, 2 * cores))
+        return os.cpu_count() or 1
+
+
+#: How long a scenario may hold its start slot (see :func:`_run_at_once`): a client that never starts a server
+#: lets the next scenario start after this.
+START_GATE_S = 15.0
+#: Recording folders looked at for a server's first frame (a client could make many: the gate is only timing).
+_GATE_FOLDERS = 16
 
 
 DEFAULT_JOBS = default_jobs()
@@ -158,21 +170,38 @@ async def _run_at_once(
     (its own trio loop, work directory, process tree, fake process and deadline). Progress lines come as
     scenarios end (numbered by how many ended); the runs keep the catalogue's order. The scenarios with the
     longest deadline start first: a client that hangs until its deadline then overlaps everything else
-    instead of starting last and adding its wait to the end."""
+    instead of starting last and adding its wait to the end.
+
+    Starts are staggered: at most one scenario per core is starting (its client and its server's interpreter
+    loading, the CPU-heavy part) until its first server has a frame on the wire, its client ended, or
+    :data:`START_GATE_S` passed. Without it, many clients starting at once share the CPU so thinly that a
+    client which starts in a second alone has not started its server by a short deadline."""
     runs: list = [None] * len(scenarios)
     limiter = trio.CapacityLimiter(jobs)
+    starting = trio.Semaphore(min(jobs, cores()))
     played = trio.Event()
     ended = 0
     # A fixed order, taken by ``jobs`` workers (trio does not promise the order tasks first run in).
     order = iter(sorted(range(len(scenarios)), key=lambda k: -_deadline(scenarios[k], spec)))
 
+    async def play(k: int) -> None:
+        scenario = scenarios[k]
+        save = report_dir.slot(TARGET, scenario.name) if report_dir is not None else None
+        with workdirs.work_dir(f"codex-harness-jobs-{scenario.name}-") as root:
+            one = functools.partial(run_outside_one, scenario, spec, save_dir=save, work_root=root)
+            await starting.acquire()
+            done = trio.Event()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_end_start_when_serving, root, done, starting)
+                try:
+                    runs[k] = await trio.to_thread.run_sync(one, limiter=limiter)
+                finally:
+                    done.set()
+
     async def worker() -> None:
         nonlocal ended
         for k in order:
-            scenario = scenarios[k]
-            save = report_dir.slot(TARGET, scenario.name) if report_dir is not None else None
-            one = functools.partial(run_outside_one, scenario, spec, save_dir=save)
-            runs[k] = await trio.to_thread.run_sync(one, limiter=limiter)
+            await play(k)
             ended += 1
             if progress is not None:
                 progress(runs[k], ended, len(scenarios))
@@ -196,6 +225,37 @@ async def _run_at_once(
     except BaseExceptionGroup as group:  # what a scenario raised (a usage error, exit 3), or the interrupt
         raise _first(group) from None
     return runs
+
+
+async def _end_start_when_serving(root: Path, done: trio.Event, starting: trio.Semaphore) -> None:
+    """Hold the start slot until a server of the scenario under ``root`` has a frame on the wire (its client
+    and its interpreter loaded), the scenario ended, or :data:`START_GATE_S`; then give it back."""
+    try:
+        with trio.move_on_after(START_GATE_S):
+            while not done.is_set() and not _serving(root):
+                await trio.sleep(0.05)
+    finally:
+        starting.release()
+
+
+def _serving(root: Path) -> bool:
+    """Whether a recording under ``root`` (``codex-harness-client-*/recording/N-PID/wire.jsonl``) holds a frame.
+    Only ``lstat``: nothing the client could have planted there is followed or read."""
+    try:
+        with os.scandir(root) as works:
+            recordings = [Path(w.path) / "recording" for w in works if w.is_dir(follow_symlinks=False)]
+        for recording in recordings[:1]:
+            with os.scandir(recording) as scan:
+                folders = [Path(f.path) for _, f in zip(range(_GATE_FOLDERS), scan, strict=False)]
+            for folder in folders:
+                try:
+                    if (folder / "wire.jsonl").lstat().st_size > 0:
+                        return True
+                except OSError:
+                    continue  # not written yet, or not a server's folder
+    except OSError:
+        return False  # the recording folder is not there yet
+    return False
 
 
 def _first(group: BaseExceptionGroup) -> BaseException:
