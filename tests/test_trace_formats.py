@@ -71,8 +71,10 @@ def test_a_planted_unclosed_bundle_is_unclosed(release: str, tmp_path: Path) -> 
     path = copy(release, "command_approval", tmp_path)
     closing = formats()[RELEASES[release]].closing_event
     rows = lines(path)
-    keep = [r for r in rows if orjson.loads(r)["payload"]["type"] != closing]
-    assert len(keep) == len(rows) - 1
+    # rollout_ended closes a log that has no recording_completed: both go
+    ends = {closing, "rollout_ended"}
+    keep = [r for r in rows if orjson.loads(r)["payload"]["type"] not in ends]
+    assert len(keep) == len(rows) - len(ends)
     write_lines(path, keep)
     report = check_bundle(path)
     assert report.verdict == "unclosed"
@@ -173,3 +175,45 @@ def test_each_releases_own_reducer_agrees(release: str, tmp_path: Path) -> None:
         else:
             with pytest.raises(TraceInvalid):
                 read_bundle(path)
+
+
+# Releases the fake has no profile of, whose bundles the reader must still read right: what their own
+# `codex debug trace-reduce` said of each bundle is kept beside it (reducer.json).
+UNPROFILED = ("0.165.0", "0.166.0")
+FORMATS = Path(__file__).resolve().parent / "data" / "trace-formats"
+
+
+@pytest.mark.parametrize("release", UNPROFILED)
+@pytest.mark.parametrize("name", ["command_approval", "interrupt_pending_approval"])
+def test_a_release_without_a_folder_reads_as_its_own_reducer_does(release: str, name: str) -> None:
+    """0.165.0 and 0.166.0 write schema 2 with no recording_completed (0.165.0 also without schema 2's runtime
+    `kind`); the closing event and the fields are read from the bundle, so closed sessions read closed."""
+    reduced = orjson.loads((FORMATS / release / "reducer.json").read_bytes())[name]
+    path = FORMATS / release / name
+    trace = read_bundle(path)
+    assert trace.schema_version == 2 and reduced["accepted"]
+    assert trace.closed_by == "rollout_ended" and trace.status == reduced["status"] == "completed"
+    report = check_bundle(path)
+    assert report.recording_status == "complete"  # the recording closed, whatever the server left open in it
+    still_open = sorted(k for k, w in trace.tool_calls.items() if w.status == "running")
+    assert still_open == reduced["open_tool_calls"]
+    # the server's own bug stays a failure: a tool call left open by the aborted turn (fixed in 0.171.0)
+    assert report.verdict == ("violation" if still_open else "closed"), report.problems
+    if still_open:
+        assert {p.invariant for p in report.problems} == {3, 5}
+
+
+def test_a_schema_2_bundle_closes_with_whichever_event_it_has(tmp_path: Path) -> None:
+    """Nothing after recording_completed; without it, rollout_ended closes and a late event is replayed."""
+    path = tmp_path / "b"
+    shutil.copytree(FORMATS / "0.166.0" / "command_approval", path)
+    rows = lines(path)
+    late = orjson.loads(rows[-1])
+    late["seq"] += 1
+    late["payload"] = {"type": "recording_completed"}
+    write_lines(path, [*rows, orjson.dumps(late)])
+    assert read_bundle(path).closed_by == "recording_completed"
+    late["seq"] += 1
+    write_lines(path, [*rows, orjson.dumps({**late, "seq": late["seq"] - 1}), orjson.dumps(late)])
+    with pytest.raises(TraceInvalid, match="after recording completed"):
+        read_bundle(path)

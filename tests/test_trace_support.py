@@ -166,6 +166,14 @@ def _remove(event_type: str, nth: int = 0) -> Callable[[list[dict[str, Any]]], N
     return apply
 
 
+def _both(*edits: Callable[[list[dict[str, Any]]], None]) -> Callable[[list[dict[str, Any]]], None]:
+    def apply(lines: list[dict[str, Any]]) -> None:
+        for edit in edits:
+            edit(lines)
+
+    return apply
+
+
 def _duplicate(event_type: str, fn: Callable[[dict[str, Any]], None] | None = None) -> Callable[[list[dict]], None]:
     def apply(lines: list[dict[str, Any]]) -> None:
         i = index_of(lines, event_type)
@@ -662,13 +670,16 @@ MUTATIONS: list[Mutation] = [
     ),
     # --- unclosed (exit 1) ---
     Mutation(
-        "recording_completed_removed",
+        "recording_completed_and_rollout_ended_removed",
         IPA,
-        edit_lines(_remove("recording_completed")),
+        edit_lines(_both(_remove("recording_completed"), _remove("rollout_ended"))),
         "unclosed",
         "recording is unclosed",
         "accept",
     ),
+    # a log without recording_completed is closed by its rollout_ended (0.166.0 writes none; its reducer, like
+    # every release's, takes rollout_ended's status for the rollout's)
+    Mutation("recording_completed_removed", IPA, edit_lines(_remove("recording_completed")), "closed", "", "accept"),
     Mutation(
         "last_newline_missing", IPA, edit_bytes(log, lambda b: b.rstrip(b"\n")), "unclosed", "not terminated", "accept"
     ),

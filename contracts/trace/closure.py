@@ -150,7 +150,8 @@ def _recording(trace: ReplayedTrace, problems: list[Problem]) -> None:
     # Invariant 1: replay already refuses events after recording_completed and unfinished or
     # checksum-less shards in a closed recording; what remains is its absence.
     if trace.recording_status == "unclosed":
-        why = "no recording_completed" if trace.recording_completed_seq is None else "last line not terminated"
+        closed_by = trace.recording_completed_seq
+        why = "no recording_completed or rollout_ended" if closed_by is None else "last line not terminated"
         problems.append(
             Problem(1, "recording", None, None, None, f"recording is unclosed ({why})", expected_while_unclosed=True)
         )

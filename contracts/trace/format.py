@@ -111,8 +111,9 @@ class BundleFormat:
     release: str  # the release whose real bundles this was learned from ("": none, the vocabulary's own)
     #: Payloads as one JSON file each, referenced by ``path`` (schemas 1 and 2), not zstd shards (schema 3).
     payload_files: bool
-    #: The event that ends a recording: schema 1 has no ``recording_completed``; its last event is
-    #: ``rollout_ended``, and a recording without it was not shut down gracefully.
+    #: The event that ends a recording as this release writes it (the fake's writer follows it): schema 1 has no
+    #: ``recording_completed``; its last event is ``rollout_ended``. The reader does not take it from here: it
+    #: reads which event closed a bundle from the bundle (0.166.0 writes schema 2 without recording_completed).
     closing_event: str
     #: Fields schema 3 requires that this schema does not write (its reducer reads bundles without them).
     not_written: frozenset[tuple[str, str]] = frozenset()

@@ -8,6 +8,7 @@ replay keeps the last), and the payload evidence the closure checker needs. Reje
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from collections.abc import Iterator
@@ -153,7 +154,11 @@ class ReplayedTrace:
     event_count: int = 0
     log_bytes: int = 0
     log_newline_terminated: bool = True
+    #: The seq of the event that closed the recording (see :attr:`closed_by`).
     recording_completed_seq: int | None = None
+    #: What closed it, read from the bundle itself: ``recording_completed``, or, in a log that has none (releases
+    #: up to 0.166.0 write none, whatever their envelope schema), its last ``rollout_ended``; None: unclosed.
+    closed_by: str | None = None
     rollout_ended: list[EndMark] = field(default_factory=list)
     threads: dict[str, Window] = field(default_factory=dict)
     codex_turns: dict[str, Window] = field(default_factory=dict)
@@ -215,6 +220,7 @@ class ReplayedTrace:
             "ended_at_unix_ms": self.ended_at_unix_ms,
             "status": self.status,
             "recording_status": self.recording_status,
+            "closed_by": self.closed_by,
             "events": self.event_count,
             "windows": [w.to_json() for w in self.windows()],
         }
@@ -293,10 +299,20 @@ def _started_at(bundle: Path) -> int:
 
 
 def _format_of(trace: ReplayedTrace) -> BundleFormat:
-    """The format of a bundle whose manifest was read (its schema was readable then)."""
-    fmt = _trace_formats().get(trace.schema_version)
+    """The format of a bundle whose manifest was read (its schema was readable then).
+
+    An envelope schema is not one release: 0.165.0 writes schema 2 without the ``kind`` schema 1 leaves out of
+    ``tool_call_runtime_started``, 0.168.0 schema 2 with it, and nothing in the bundle says which wrote it. So a
+    bundle of an older schema than the newest may leave out any field some older format leaves out (each
+    release's own reducer reads its bundles so); the newest schema is held to its own fields."""
+    formats = _trace_formats()
+    fmt = formats.get(trace.schema_version)
     if fmt is None:  # the release declaring it left the store since the manifest was read
         raise TraceInvalid(f"unsupported manifest schema {trace.schema_version}. {_RERUN_HINT}")
+    newest = max(formats)
+    if fmt.schema < newest:
+        older = frozenset().union(*(f.not_written for schema, f in formats.items() if schema < newest))
+        fmt = dataclasses.replace(fmt, not_written=fmt.not_written | older)
     return fmt
 
 
@@ -519,13 +535,12 @@ class _Replay:
 
     def _on_recording_completed(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
         self.t.recording_completed_seq = seq
+        self.t.closed_by = "recording_completed"
 
     def _on_rollout_started(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
         pass
 
     def _on_rollout_ended(self, p: dict[str, Any], seq: int, wall: int, th: str | None, tu: str | None) -> None:
-        if self.fmt.closing_event == "rollout_ended":
-            self.t.recording_completed_seq = seq
         self.t.status = p["status"]
         self.t.ended_at_unix_ms = wall
         self.t.rollout_ended.append(EndMark(seq, wall, p["status"], "rollout_ended"))
@@ -810,9 +825,7 @@ class _Replay:
         raise TraceInvalid("raw trace event has no reducer implementation", seq=seq)
 
 
-def iter_event_lines(
-    path: Path, limits: ReadLimits, *, dir_fd: int | None = None
-) -> Iterator[tuple[int, bytes, bool]]:
+def iter_event_lines(path: Path, limits: ReadLimits, *, dir_fd: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
     """(line number, line without its newline, newline-terminated) for each line, read incrementally.
 
     ``dir_fd``: ``path``'s directory, and ``path.name`` is opened in it."""
@@ -905,14 +918,22 @@ def _read_bundle(bundle: Path, fd: int, limits: ReadLimits) -> ReplayedTrace:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a shape the checks above did not foresee
             raise _parse_error(number, f"invalid event shape: {exc}") from exc
-        # Schema 1 has no recording_completed: its release's reducer replays what follows rollout_ended too (a killed
-        # command's runtime end can land after shutdown, observed), so only recording_completed ends the log.
-        if trace.recording_completed_seq is not None and replay.fmt.closing_event == "recording_completed":
+        # Only recording_completed ends the log: a release that writes none (schema 1, and schema 2 up to 0.166.0)
+        # has its reducer replay what follows rollout_ended too (a killed command's runtime end can land after
+        # shutdown, observed on 0.163.0).
+        if trace.closed_by == "recording_completed":
             completed = True
     trace.log_newline_terminated = terminated
+    # Which event closes a recording is read from the bundle, not from the release or the envelope schema:
+    # 0.166.0 writes schema 2 without recording_completed, 0.168.0 schema 2 with it. A log without one is closed
+    # by its rollout_ended, as each release's own reducer takes rollout_ended's status for the rollout's.
+    if trace.closed_by is None and trace.rollout_ended:
+        trace.recording_completed_seq = trace.rollout_ended[-1].seq
+        trace.closed_by = "rollout_ended"
     # A final line without its newline was still being written: it is replayed, but does not close the recording.
-    closed = trace.recording_completed_seq is not None and terminated
-    _load_payloads(trace, bundle, fd, limits, closed=closed)
+    closed = trace.closed_by is not None and terminated
+    # Shards are finished when recording_completed is written: without it, only the referenced ones are read.
+    _load_payloads(trace, bundle, fd, limits, closed=closed and trace.closed_by == "recording_completed")
     if not closed:
         trace.recording_status = "unclosed"
     elif trace.partial_payloads:
