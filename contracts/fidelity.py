@@ -94,12 +94,19 @@ class Difference:
     expected: tuple[Shape, ...]
     actual: tuple[Shape, ...]
     what: str  # "missing", "extra", "changed", "resolved count"
+    #: What each side is, as the text names them (``diff``: ``("fake", "real")``; a release against another:
+    #: their versions); the default reads a recording as the expectation.
+    sides: tuple[str, str] = ("expected", "got")
 
     def __str__(self) -> str:
         def show(shapes: tuple[Shape, ...]) -> str:
             return ", ".join("/".join(str(p) for p in s if p is not None) for s in shapes) or "nothing"
 
-        return f"segment {self.segment}: {self.what}: expected {show(self.expected)}; got {show(self.actual)}"
+        left, right = self.sides
+        what = {"missing": f"only on {left}", "extra": f"only on {right}"}.get(self.what, self.what)
+        if self.sides == ("expected", "got"):
+            what = self.what
+        return f"segment {self.segment}: {what}: {left} {show(self.expected)}; {right} {show(self.actual)}"
 
 
 def _racy_pair(first: Shape, second: Shape) -> bool:
@@ -161,12 +168,16 @@ def _segments(frames: Iterable[Any], collapse_deltas: bool) -> list[tuple[list[S
 
 
 def diff_server_sides(
-    expected: Sequence[Any], actual: Sequence[Any], *, collapse_deltas: bool = False
+    expected: Sequence[Any],
+    actual: Sequence[Any],
+    *,
+    collapse_deltas: bool = False,
+    sides: tuple[str, str] = ("expected", "got"),
 ) -> list[Difference]:
     """Differences between two server sides (lists of frames in wire order); empty when equal.
 
     ``collapse_deltas`` counts a run of identical delta notifications as one (for sides whose
-    streams were chunked differently).
+    streams were chunked differently). ``sides`` names the two in the text (:class:`Difference`).
     """
     left = _segments(expected, collapse_deltas)
     right = _segments(actual, collapse_deltas)
@@ -179,10 +190,12 @@ def diff_server_sides(
             if tag == "equal":
                 continue
             what = {"delete": "missing", "insert": "extra", "replace": "changed"}[tag]
-            out.append(Difference(index, tuple(exp_order[i1:i2]), tuple(act_order[j1:j2]), what))
+            out.append(Difference(index, tuple(exp_order[i1:i2]), tuple(act_order[j1:j2]), what, sides))
         if exp_resolved != act_resolved:
             out.append(
-                Difference(index, tuple(exp_resolved.elements()), tuple(act_resolved.elements()), "resolved count")
+                Difference(
+                    index, tuple(exp_resolved.elements()), tuple(act_resolved.elements()), "resolved count", sides
+                )
             )
     return out
 

@@ -14,16 +14,18 @@ def server_side(record: SessionRecord) -> list[Any]:
     return [entry.frame for entry in record.wire if entry.dir == "s2c"]
 
 
-def trace_differences(real: Path | None, fake: Path | None) -> list[str]:
-    """The fake's server trace bundle against the real one's, as lines (empty: the same events)."""
+def trace_differences(
+    left: Path | None, right: Path | None, sides: tuple[str, str] = ("fake", "real")
+) -> list[str]:
+    """Two servers' trace bundles compared event by event, as lines naming ``sides`` (empty: the same events)."""
     from contracts.trace.errors import TraceInvalid, TraceUnreadable
     from contracts.trace.sequence import diff_sequences, event_shapes
 
-    if real is None or fake is None:
-        if real is fake:
+    if left is None or right is None:
+        if left is right:
             return []
-        return [f"only the {'real binary' if fake is None else 'fake'} wrote a trace bundle"]
+        return [f"only the {sides[0] if right is None else sides[1]} side wrote a trace bundle"]
     try:
-        return diff_sequences(event_shapes(real), event_shapes(fake))
+        return diff_sequences(event_shapes(left), event_shapes(right), sides=sides)
     except (TraceInvalid, TraceUnreadable) as exc:
         return [f"a trace bundle could not be read: {exc}"]

@@ -124,7 +124,7 @@ def test_a_release_report_names_the_trace_events_that_differ() -> None:
     from harness.html.release import render_release
 
     r = report("0.169.0")
-    line = "after event 6 (protocol_event_observed turn_started): expected history_item_accepted msg_*; got nothing"
+    line = "after event 6 (protocol_event_observed turn_started): fake history_item_accepted msg_*; real nothing"
     assert r.fidelity is not None
     entry = r.fidelity.entries[1]
     r.fidelity.entries[1] = FidelityEntry({**entry.data, "equal": False, "trace_differences": [line]})

@@ -76,6 +76,6 @@ def test_differing_sides_exit_1(
     monkeypatch.setattr(harness.runner, "play", fake_without_turn_completed)
     assert main(["diff", "--scenario", "plain", "--codex", str(codex_bin)]) == 1
     out = capsys.readouterr().out
-    assert "segment 1: extra: expected nothing; got turn/completed/completed" in out
+    assert "segment 1: only on real: fake nothing; real turn/completed/completed" in out
     assert main(["diff", "--scenario", "plain", "--codex", str(codex_bin), "--json"]) == 1
     assert '"equal": false' in capsys.readouterr().out

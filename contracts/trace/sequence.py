@@ -127,8 +127,11 @@ def canonical(shapes: Sequence[str]) -> list[str]:
     return out
 
 
-def diff_sequences(expected: Sequence[str], actual: Sequence[str]) -> list[str]:
-    """What ``actual`` lacks or adds against ``expected`` (both canonicalised), one line each; empty: equal."""
+def diff_sequences(
+    expected: Sequence[str], actual: Sequence[str], *, sides: tuple[str, str] = ("expected", "got")
+) -> list[str]:
+    """What ``actual`` lacks or adds against ``expected`` (both canonicalised), one line each; empty: equal.
+    ``sides`` names the two in the text (``diff``: ``("fake", "real")``)."""
     left, right = canonical(expected), canonical(actual)
     lines: list[str] = []
     matcher = difflib.SequenceMatcher(a=left, b=right, autojunk=False)
@@ -138,5 +141,5 @@ def diff_sequences(expected: Sequence[str], actual: Sequence[str]) -> list[str]:
         where = f"after event {i1} ({left[i1 - 1]})" if i1 > 0 else "at the start"
         missing = ", ".join(left[i1:i2]) or "nothing"
         extra = ", ".join(right[j1:j2]) or "nothing"
-        lines.append(f"{where}: expected {missing}; got {extra}")
+        lines.append(f"{where}: {sides[0]} {missing}; {sides[1]} {extra}")
     return lines

@@ -33,6 +33,8 @@ from harness.sides import server_side, trace_differences
 NAME = "diff"
 HELP = "play a scenario on the fake and on the real codex; print the structural difference of the server sides"
 FAKE_TARGETS = ("fake", "fake-process")
+#: How every line of a diff names its two sides, on the wire and in the trace (fake first).
+SIDES = ("fake", "real")
 
 
 @dataclass(slots=True)
@@ -76,7 +78,7 @@ class FidelityResult:
             "invalid_frames": self.invalid_frames,
             "trace_differences": self.trace_differences,
             "differences": [
-                {"segment": d.segment, "what": d.what, "expected": d.expected, "actual": d.actual, "text": str(d)}
+                {"segment": d.segment, "what": d.what, "fake": d.expected, "real": d.actual, "text": str(d)}
                 for d in self.differences
             ],
         }
@@ -138,13 +140,13 @@ def fidelity_diff(
                 result.error = f"{target}: {'; '.join(record.client_errors)}"
                 return result
             records[target] = record
-        result.trace_differences = trace_differences(records["real"].server_trace, records[fake_target].server_trace)
+        result.trace_differences = trace_differences(records[fake_target].server_trace, records["real"].server_trace)
     fake, real = server_side(records[fake_target]), server_side(records["real"])
     result.server_version = records["real"].server_version
     result.profile = records[fake_target].server_version
     result.invalid_frames = _invalid_frames(records[fake_target], "fake") + _invalid_frames(records["real"], "real")
     result.fake_frames, result.real_frames = len(fake), len(real)
-    result.differences = diff_server_sides(fake, real, collapse_deltas=True)
+    result.differences = diff_server_sides(fake, real, collapse_deltas=True, sides=SIDES)
     return result
 
 
@@ -201,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         for line in result.invalid_frames:
             print(f"invalid against its release's schema: {one_line(line, 400)}")
         if result.trace_differences:
-            print("trace bundle events (fake against real):")
+            print("trace bundle events (fake / real):")
             for line in result.trace_differences[:50]:
                 print(f"  {one_line(line, 400)}")
         else:

@@ -45,7 +45,7 @@ def differences(real: SessionRecord, fake: SessionRecord) -> list[str]:
     from harness.sides import server_side, trace_differences
 
     found = [str(d) for d in diff_server_sides(server_side(fake), server_side(real), collapse_deltas=True)]
-    return found + trace_differences(real.server_trace, fake.server_trace)
+    return found + trace_differences(fake.server_trace, real.server_trace)
 
 
 def play_fake(session: Session, release: str | Profile, work: Path) -> SessionRecord | None:
