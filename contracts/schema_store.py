@@ -66,7 +66,8 @@ class ReleaseNotPinned(SchemaStoreError):
         have = ", ".join(pinned) if pinned else "none"
         super().__init__(
             f"no pinned schema for codex-cli {version} (pinned releases: {have}); "
-            f"pin it with `codex-harness schema pin --codex PATH` using a codex {version} binary"
+            f"pin it with `codex-harness schema pin --codex PATH` using a codex {version} binary "
+            f"(into {user_store()}; {store_hint()})"
         )
         self.version = version
         self.pinned = pinned
@@ -392,7 +393,7 @@ def write_release(
     if is_shipped(root):
         raise SchemaStoreError(
             f"{root} holds the pins shipped with the package and is never written; pins go to a store of yours "
-            f"(--store DIR, ${STORE_ENV}, default {default_user_store()})"
+            f"({store_hint()})"
         )
     target = release_dir(version, root)
     meta: dict[str, Any] = {
@@ -441,4 +442,9 @@ def open_bundle(spec: str | os.PathLike[str], experimental: bool = False) -> tup
 
 def describe_stores() -> str:
     """Where lookups look, for messages: the shipped pins and the user's store."""
-    return f"shipped: {SHIPPED_ROOT}; yours: {user_store()}"
+    return f"shipped: {SHIPPED_ROOT}; yours: {user_store()} ({store_hint()})"
+
+
+def store_hint() -> str:
+    """How a user chooses the store, for every message that sends them to it (one wording)."""
+    return f"your store: --store DIR, else ${STORE_ENV}, else ${{XDG_DATA_HOME:-~/.local/share}}/codex-harness/schemas"

@@ -71,7 +71,8 @@ def test_pin_into_an_unwritable_target_exits_3(fake_codex: Path, tmp_path: Path,
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     assert main(["schema", "pin", "--codex", str(fake_codex), "--out", str(blocker / "store")]) == USAGE
-    assert "not a writable directory" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not a writable directory" in err and "$CODEX_HARNESS_STORE" in err
 
 
 def test_pin_with_a_missing_binary_exits_3(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:

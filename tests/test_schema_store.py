@@ -46,8 +46,9 @@ def test_write_and_read_back(tmp_path: Path) -> None:
 
 
 def test_unpinned_release_and_unreadable_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(schema_store.ReleaseNotPinned, match="pin it with `codex-harness schema pin"):
+    with pytest.raises(schema_store.ReleaseNotPinned, match="pin it with `codex-harness schema pin") as caught:
         schema_store.load_bundle("7.7.7", root=tmp_path)
+    assert "--store DIR, else $CODEX_HARNESS_STORE" in str(caught.value)  # how to choose the store it names
     with pytest.raises(schema_store.SchemaStoreError, match="no pinned schema"):
         schema_store.latest_release(tmp_path)
     monkeypatch.setattr(schema_store, "MAX_BUNDLE_BYTES", 1024)

@@ -163,6 +163,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RELEASE",
         help="the profile the fake plays (default: the binary's own release, else the closest by measured behaviour)",
     )
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        type=Path,
+        help="your release store, read for the binary's pin and profiles (default: $CODEX_HARNESS_STORE, else "
+        "${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas)",
+    )
 
 
 def select_binary(codex: str | None, *, require_pinned_schema: bool = True) -> Path:
@@ -177,6 +184,13 @@ def select_binary(codex: str | None, *, require_pinned_schema: bool = True) -> P
 
 
 def run(args: argparse.Namespace) -> int:
+    from contracts import schema_store
+
+    with schema_store.using_user_store(getattr(args, "store", None)):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         scenario = scenario_lookup.resolve(args.scenario)
     except scenario_lookup.ScenarioError as exc:

@@ -86,14 +86,19 @@ def _writable_target(root: Path) -> None:
     while not probe.exists():
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write the schema store {root}: {probe} is not a writable directory")
+        raise UsageError(
+            f"cannot write the schema store {root}: {probe} is not a writable directory ({schema_store.store_hint()})"
+        )
 
 
 def user_store_to_write(store: str | None) -> Path:
     """The user's schema store a command pins into: never the package's shipped pins, writable (else exit 3)."""
     root = schema_store.user_store(store).resolve()
     if schema_store.is_shipped(root):
-        raise UsageError(f"{root} holds the pins shipped with the package and is never written: choose --store DIR")
+        raise UsageError(
+            f"{root} holds the pins shipped with the package and is never written: choose "
+            f"{schema_store.store_hint().removeprefix('your store: ')}"
+        )
     _writable_target(root)
     return root
 

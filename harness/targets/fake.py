@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from contracts import schema_store
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from fake_server import ledger, profiles
@@ -127,6 +128,8 @@ async def fake_process(
     env[TRACE_ROOT_ENV] = str(trace_root)
     fault_ledger = work_dir / "faults-struck.jsonl"
     env[ledger.FAULT_LEDGER_ENV] = str(fault_ledger)
+    # The store this run reads (--store included), so the process finds the releases it does.
+    env[schema_store.STORE_ENV] = str(schema_store.user_store())
     # The release profile as the process will pick it; a scenario file of our own may lack the scenario's key.
     release = profiles.select(release, env.get(profiles.RELEASE_ENV), scenario.release).release
     argv = [*fake_codex_argv(), "app-server", "--scenario", str(scenario_file), "--release", release]

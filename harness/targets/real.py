@@ -177,7 +177,8 @@ def schema_not_pinned_message(version: str) -> str:
     pinned = ", ".join(schema_store.pinned_releases()) or "none"
     return (
         f"no pinned schema for codex-cli {version} (pinned: {pinned}); pin it with "
-        f"`codex-harness schema pin --codex PATH` or run `codex-harness validate-release --codex PATH`"
+        f"`codex-harness schema pin --codex PATH` or run `codex-harness validate-release --codex PATH` "
+        f"(into {schema_store.user_store()}; {schema_store.store_hint()})"
     )
 
 
