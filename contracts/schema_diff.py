@@ -52,11 +52,36 @@ class Change:
     breaking: bool = False
 
 
+#: What a change means to a client, worst first: it can stop compiling or parsing (*breaking*); a client that
+#: matches exhaustively on what the server sends meets a value or variant it has no arm for (*exhaustive-match
+#: risk*); or nothing it does today changes (*additive*).
+IMPACTS: Final = ("breaking", "exhaustive-match risk", "additive")
+_WIDENING: Final = frozenset({ChangeKind.ENUM_VALUES_ADDED, ChangeKind.VARIANT_ADDED})
+
+
 @dataclass(frozen=True, slots=True)
 class SchemaDiff:
     old_label: str
     new_label: str
     changes: list[Change] = field(default_factory=list)
+    #: the types the new release's server writes (notifications, its requests, answers to the client's requests)
+    server_sent: frozenset[str] = frozenset()
+
+    def impact(self, change: Change) -> str:
+        """One of :data:`IMPACTS`. A server request the client has never seen must be answered: a risk too."""
+        if change.breaking:
+            return "breaking"
+        if change.kind in _WIDENING and change.where.split("<", 1)[0].split(".", 1)[0] in self.server_sent:
+            return "exhaustive-match risk"
+        if change.kind == ChangeKind.METHOD_ADDED and change.where == Union.SERVER_REQUEST.value:
+            return "exhaustive-match risk"
+        return "additive"
+
+    def by_impact(self) -> dict[str, list[Change]]:
+        out: dict[str, list[Change]] = {name: [] for name in IMPACTS}
+        for change in self.changes:
+            out[self.impact(change)].append(change)
+        return out
 
     @property
     def breaking(self) -> list[Change]:
@@ -127,6 +152,24 @@ def client_sent_types(bundle: Mapping[str, Any]) -> set[str]:
             names.add(entry.response_file.rsplit("/", 1)[-1].removesuffix(".json"))
             names.update(bundle[entry.response_file].get("definitions", {}))
     return names
+
+
+def server_sent_types(bundle: Mapping[str, Any]) -> set[str]:
+    """Types the server writes: its notifications and requests, and its answers to the client's requests."""
+    names: set[str] = set()
+    for union in (Union.SERVER_NOTIFICATION, Union.SERVER_REQUEST):
+        names.update(bundle.get(UNION_FILES[union], {}).get("definitions", {}))
+    for entry in build_index(bundle).methods[Union.CLIENT_REQUEST].values():
+        if entry.response_file and isinstance(bundle.get(entry.response_file), dict):
+            names.add(entry.response_file.rsplit("/", 1)[-1].removesuffix(".json"))
+            names.update(bundle[entry.response_file].get("definitions", {}))
+    names.discard("v2")
+    nested = {}
+    for union in (Union.SERVER_NOTIFICATION, Union.SERVER_REQUEST):
+        defs = bundle.get(UNION_FILES[union], {}).get("definitions", {})
+        if isinstance(defs.get("v2"), dict):
+            nested.update(defs["v2"])
+    return names | set(nested)
 
 
 def _is_null(schema: Any) -> bool:
@@ -260,7 +303,7 @@ def diff_bundles(
         if old_defs[name] == new_defs[name]:
             continue
         changes += _diff_type(name, old_defs[name], new_defs[name], name in client_sent)
-    return SchemaDiff(old_label, new_label, changes)
+    return SchemaDiff(old_label, new_label, changes, frozenset(server_sent_types(new)))
 
 
 def _diff_type(name: str, old: Any, new: Any, client_sends: bool) -> list[Change]:

@@ -84,11 +84,12 @@ def test_the_table_has_releases_as_columns_and_marks_failures() -> None:
     assert header == "| | codex-cli 0.163.0 | codex-cli 0.169.0 |"
     rows = {line.split(" | ")[0].lstrip("| "): line for line in md.splitlines() if line.startswith("| ")}
     assert rows["contract trace_closure"] == "| contract trace_closure | 0 pass, **1 FAIL** | 1 pass |"
-    assert "**differ: file_change_approval**" in rows["fidelity to its profile"]
+    assert "1/2 equal; **1 differ**" in rows["fidelity to its profile"]
+    assert "- codex-cli 0.163.0: fidelity differs on file_change_approval" in md
     assert "6 / 9 (n=10)" in rows["interrupt latency p50 / p99 ms: long_stream"]
     expected = diff_bundles(schema_store.load_bundle("0.163.0"), schema_store.load_bundle("0.169.0"))
-    assert f"{len(expected.changes)} change(s) from 0.163.0" in rows["wire schema vs previous column"]
-    assert "### Wire schema 0.163.0 -> 0.169.0" in md
+    assert f"from 0.163.0: {len(expected.breaking)} breaking" in rows["wire schema vs previous column"]
+    assert "### codex-cli 0.163.0 -> 0.169.0" in md
     assert "modelProvider/list" in md
     assert not judge(m).ok and judge(m).result == "FAIL"
     data = json.loads(json.dumps(matrix_json(m), default=str))
@@ -140,3 +141,46 @@ def test_matrix_checks_its_out_folder_before_the_work(tmp_path: Path) -> None:
     done = harness("matrix", "--codex", str(a), "--codex", str(b), "--out", str(out), "--store", str(tmp_path / "s"))
     assert done.returncode == 3, done
     assert "matrix.md" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_release_step_lists_what_the_real_servers_did_differently() -> None:
+    """Real against real, per scenario: one turn/diff/updated fewer on the newer release, in the output."""
+    from contracts.report import SchemaChanges
+    from harness.commands.matrix import behaviour_changes
+    from harness.report.releases import step_groups
+
+    def frames(diffs: int) -> list[dict]:
+        turn = [{"method": "turn/started", "params": {"turn": {"status": "inProgress"}}}]
+        turn += [{"method": "turn/diff/updated", "params": {}}, {"method": "item/completed", "params": {}}] * diffs
+        return [*turn, {"method": "turn/completed", "params": {"turn": {"status": "completed"}}}]
+
+    old, new = report("0.163.0"), report("0.171.0")
+    assert old.fidelity is not None and new.fidelity is not None
+    for column, n in ((old, 3), (new, 2)):
+        for entry in column.fidelity.entries:
+            entry.real_frames = frames(n if entry.scenario == "file_change_approval" else 1)
+            entry.real_trace = ["rollout_started", "rollout_ended completed"]
+    found = {b.scenario: b for b in behaviour_changes(old, new)}
+    assert not found["plain"].changed
+    [line] = found["file_change_approval"].wire
+    assert "only on 0.163.0" in line and "turn/diff/updated" in line
+    step = SchemaChanges("0.163.0", "0.171.0", None, "x", list(found.values()))
+    assert step.counts()["behaviour changes"] == 1
+    assert any("turn/diff/updated" in x for _, entries, _ in step_groups(step) for x in entries) is False  # no diff
+    step.diff = diff_bundles(schema_store.load_bundle("0.163.0"), schema_store.load_bundle("0.171.0"))
+    groups = {title.split(" (")[0]: entries for title, entries, _ in step_groups(step)}
+    assert any("turn/diff/updated" in x for x in groups["behaviour changes"])
+    assert any("CodexErrorInfo" in x for x in groups["exhaustive-match risk"])
+
+
+def test_validate_release_from_and_matrix_judge_a_pair_alike() -> None:
+    """One verdict vocabulary: the step's breaking changes fail both (the same report model), counts equal."""
+    from harness.report.releases import step_cell
+
+    cols = [report("0.163.0"), report("0.169.0")]
+    m = matrix_report(cols, neighbours(["0.163.0", "0.169.0"], cols))
+    v = judge(m)
+    assert not v.ok and all("breaking 0.163.0 -> 0.169.0" in f.what for f in v.failed_findings)
+    expected = diff_bundles(schema_store.load_bundle("0.163.0"), schema_store.load_bundle("0.169.0"))
+    assert len(v.failed_findings) == len(expected.breaking)
+    assert f"{len(expected.breaking)} breaking" in step_cell(m.neighbours[0])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from contracts.report.checks_file import checks_json, read_checks_json, write_checks_json
 from contracts.report.model import (
+    BehaviourChange,
     Counts,
     FidelityEntry,
     FidelityPart,
@@ -24,6 +25,7 @@ from contracts.report.verdict import BaselineEntry, Verdict, exit_code, judge, l
 
 __all__ = [
     "BaselineEntry",
+    "BehaviourChange",
     "Counts",
     "FidelityEntry",
     "FidelityPart",

@@ -140,6 +140,8 @@ class SchemaPart:
     pin: str = ""
     store: str = ""
     compared_with: str | None = None
+    #: why that release: "the nearest older release pinned", "--from", or why there is none
+    baseline: str = ""
     diff: SchemaDiff | None = None
     decides: bool = True
 
@@ -169,33 +171,85 @@ class SchemaPart:
             "pin": self.pin,
             "store": self.store,
             "compared_with": self.compared_with,
+            "baseline": self.baseline,
+            "impact": {k: len(v) for k, v in self.diff.by_impact().items()} if self.diff else None,
             "changes": len(self.diff.changes) if self.diff else None,
             "breaking": self.breaking,
             "added_methods": self.added_methods,
         }
 
 
+@dataclass(frozen=True, slots=True)
+class BehaviourChange:
+    """What one scenario's real server sides did differently from one release to the next (real against real,
+    structurally, with the orders the binary varies read in one order, as ``diff`` compares): wire and trace
+    lines naming the two releases; ``note``: why it was not compared."""
+
+    scenario: str
+    wire: tuple[str, ...] = ()
+    trace: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.wire or self.trace)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "wire": list(self.wire), "trace": list(self.trace), "note": self.note}
+
+
 @dataclass(slots=True)
 class SchemaChanges:
-    """The wire-schema changes from one release to the next (a matrix's neighbouring columns)."""
+    """From one release to the next (a matrix's neighbouring columns; ``validate-release --from``): the wire-schema
+    changes by what they mean to a client, and the behaviour changes of the real servers per scenario.
+
+    The one verdict of a release step: a breaking schema change fails it (as it fails ``validate-release``); an
+    exhaustive-match risk, an additive change and a behaviour change are what a client must read, not failures.
+    """
 
     old: str
     new: str
     diff: SchemaDiff | None
     error: str = ""
+    behaviour: list[BehaviourChange] = field(default_factory=list)
+
+    def findings(self) -> list[Finding]:
+        if self.diff is None:
+            return [Finding("skip", f"wire schema {self.old} -> {self.new}: not compared: {self.error}")]
+        breaking = [change_text(c) for c in self.diff.breaking]
+        if not breaking:
+            return [Finding("pass", f"wire schema {self.old} -> {self.new}: nothing breaking")]
+        return [Finding("fail", f"breaking {self.old} -> {self.new}: {b}") for b in breaking]
+
+    def impact_counts(self) -> dict[str, int]:
+        return {name: len(found) for name, found in self.diff.by_impact().items()} if self.diff else {}
+
+    def counts(self) -> dict[str, int]:
+        """The numbers every renderer and both commands print for this step."""
+        return {
+            **self.impact_counts(),
+            "behaviour changes": sum(1 for b in self.behaviour if b.changed),
+            "scenarios compared": sum(1 for b in self.behaviour if not b.note),
+        }
 
     def to_json(self) -> dict[str, Any]:
+        behaviour = [b.to_json() for b in self.behaviour]
         if self.diff is None:
-            return {"from": self.old, "to": self.new, "error": self.error}
+            return {"from": self.old, "to": self.new, "error": self.error, "behaviour": behaviour}
         changes = self.diff.changes
+        impacts = self.diff.by_impact()
         return {
             "from": self.old,
             "to": self.new,
             "changes": len(changes),
-            "breaking": [change_text(c) for c in self.diff.breaking],
+            "counts": self.counts(),
+            "breaking": [change_text(c) for c in impacts["breaking"]],
+            "exhaustive_match_risk": [change_text(c) for c in impacts["exhaustive-match risk"]],
+            "additive": [change_text(c) for c in impacts["additive"]],
             "methods_added": [c.name for c in self.diff.of_kind(ChangeKind.METHOD_ADDED)],
             "methods_removed": [c.name for c in self.diff.of_kind(ChangeKind.METHOD_REMOVED)],
             "all": [change_text(c) for c in changes],
+            "behaviour": behaviour,
         }
 
 
@@ -204,6 +258,10 @@ class FidelityEntry:
     """One scenario's fidelity diff (fake against real), as ``diff`` reports it (its JSON, kept whole)."""
 
     data: dict[str, Any]
+    #: The real binary's server side and trace events as played for this diff (kept in memory, not in the JSON):
+    #: what the next release's are compared with (:class:`BehaviourChange`). None: not played.
+    real_frames: list[Any] | None = field(default=None, compare=False)
+    real_trace: list[str] | None = field(default=None, compare=False)
 
     @property
     def scenario(self) -> str:

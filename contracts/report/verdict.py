@@ -96,6 +96,7 @@ class Verdict:
 def findings(report: Report) -> list[Finding]:
     """What the report's parts found, and for a matrix each column's own verdict."""
     out = [f for part in report.parts() for f in part.findings()]
+    out += [f for step in report.neighbours for f in step.findings()]  # a release step: as validate-release
     for column in report.columns:
         v = judge(column)
         name = column.title

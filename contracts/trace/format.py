@@ -113,7 +113,7 @@ class BundleFormat:
     payload_files: bool
     #: The event that ends a recording as this release writes it (the fake's writer follows it): schema 1 has no
     #: ``recording_completed``; its last event is ``rollout_ended``. The reader does not take it from here: it
-    #: reads which event closed a bundle from the bundle (0.166.0 writes schema 2 without recording_completed).
+    #: reads which event closed a bundle from the bundle (the first writers of schema 2 write no recording_completed).
     closing_event: str
     #: Fields schema 3 requires that this schema does not write (its reducer reads bundles without them).
     not_written: frozenset[tuple[str, str]] = frozenset()

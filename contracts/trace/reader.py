@@ -156,8 +156,8 @@ class ReplayedTrace:
     log_newline_terminated: bool = True
     #: The seq of the event that closed the recording (see :attr:`closed_by`).
     recording_completed_seq: int | None = None
-    #: What closed it, read from the bundle itself: ``recording_completed``, or, in a log that has none (releases
-    #: up to 0.166.0 write none, whatever their envelope schema), its last ``rollout_ended``; None: unclosed.
+    #: What closed it, read from the bundle itself: ``recording_completed``, or, in a log that has none (older
+    #: releases write none, whatever their envelope schema), its last ``rollout_ended``; None: unclosed.
     closed_by: str | None = None
     rollout_ended: list[EndMark] = field(default_factory=list)
     threads: dict[str, Window] = field(default_factory=dict)
@@ -301,8 +301,8 @@ def _started_at(bundle: Path) -> int:
 def _format_of(trace: ReplayedTrace) -> BundleFormat:
     """The format of a bundle whose manifest was read (its schema was readable then).
 
-    An envelope schema is not one release: 0.165.0 writes schema 2 without the ``kind`` schema 1 leaves out of
-    ``tool_call_runtime_started``, 0.168.0 schema 2 with it, and nothing in the bundle says which wrote it. So a
+    An envelope schema is not one release: one release writes schema 2 without the ``kind`` schema 1 leaves out of
+    ``tool_call_runtime_started``, a later one schema 2 with it, and nothing in the bundle says which wrote it. So a
     bundle of an older schema than the newest may leave out any field some older format leaves out (each
     release's own reducer reads its bundles so); the newest schema is held to its own fields."""
     formats = _trace_formats()
@@ -918,14 +918,14 @@ def _read_bundle(bundle: Path, fd: int, limits: ReadLimits) -> ReplayedTrace:
             raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a shape the checks above did not foresee
             raise _parse_error(number, f"invalid event shape: {exc}") from exc
-        # Only recording_completed ends the log: a release that writes none (schema 1, and schema 2 up to 0.166.0)
+        # Only recording_completed ends the log: a release writing none (schema 1, and the first writers of schema 2)
         # has its reducer replay what follows rollout_ended too (a killed command's runtime end can land after
-        # shutdown, observed on 0.163.0).
+        # shutdown, observed on a schema 1 writer).
         if trace.closed_by == "recording_completed":
             completed = True
     trace.log_newline_terminated = terminated
     # Which event closes a recording is read from the bundle, not from the release or the envelope schema:
-    # 0.166.0 writes schema 2 without recording_completed, 0.168.0 schema 2 with it. A log without one is closed
+    # the first writers of schema 2 write no recording_completed, later ones do. A log without one is closed
     # by its rollout_ended, as each release's own reducer takes rollout_ended's status for the rollout's.
     if trace.closed_by is None and trace.rollout_ended:
         trace.recording_completed_seq = trace.rollout_ended[-1].seq

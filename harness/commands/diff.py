@@ -53,6 +53,9 @@ class FidelityResult:
     profile_note: str = ""  # how it was chosen (its own release, the closest measured, --profile)
     invalid_frames: list[str] = field(default_factory=list)  # frames failing their release's schema
     trace_differences: list[str] = field(default_factory=list)  # the fake's trace events against the real's
+    # The real side as played (not in the JSON): another release's is compared with it (validate-release --from).
+    real_side: list[Any] | None = None
+    real_trace_events: list[str] | None = None
 
     @property
     def equal(self) -> bool:
@@ -141,13 +144,28 @@ def fidelity_diff(
                 return result
             records[target] = record
         result.trace_differences = trace_differences(records[fake_target].server_trace, records["real"].server_trace)
+        result.real_trace_events = _events(records["real"].server_trace)  # read while the bundle is there
     fake, real = server_side(records[fake_target]), server_side(records["real"])
     result.server_version = records["real"].server_version
     result.profile = records[fake_target].server_version
     result.invalid_frames = _invalid_frames(records[fake_target], "fake") + _invalid_frames(records["real"], "real")
     result.fake_frames, result.real_frames = len(fake), len(real)
+    result.real_side = real
     result.differences = diff_server_sides(fake, real, collapse_deltas=True, sides=SIDES)
     return result
+
+
+def _events(bundle: Path | None) -> list[str] | None:
+    """A bundle's event shapes (:func:`contracts.trace.sequence.event_shapes`); None: none, or unreadable."""
+    from contracts.trace.errors import TraceInvalid, TraceUnreadable
+    from contracts.trace.sequence import event_shapes
+
+    if bundle is None:
+        return None
+    try:
+        return event_shapes(bundle)
+    except (TraceInvalid, TraceUnreadable):
+        return None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from contracts import schema_store
 from contracts.exitcodes import UsageError
-from contracts.report import Report, SchemaChanges, judge
+from contracts.report import BehaviourChange, Report, SchemaChanges, judge
 from contracts.schema_diff import diff_bundles
 from contracts.text import escape
 from harness import confine
@@ -42,14 +42,44 @@ def matrix_report(columns: list[Report], changes: list[SchemaChanges], command: 
     return Report(title="codex releases side by side", columns=columns, neighbours=changes, command=command)
 
 
-def neighbours(versions: list[str]) -> list[SchemaChanges]:
+def neighbours(versions: list[str], columns: list[Report] | None = None) -> list[SchemaChanges]:
+    """Each release step: the schema diff old -> new and, given the columns, what the real servers did
+    differently per scenario."""
     out = []
+    by_version = {c.version(): c for c in columns or []}
     for old, new in itertools.pairwise(versions):
         try:
             diff = diff_bundles(schema_store.load_bundle(old), schema_store.load_bundle(new), old, new)
-            out.append(SchemaChanges(old, new, diff))
+            step = SchemaChanges(old, new, diff)
         except Exception as exc:  # a release whose pin could not be made: said in its cell
-            out.append(SchemaChanges(old, new, None, f"{type(exc).__name__}: {exc}"))
+            step = SchemaChanges(old, new, None, f"{type(exc).__name__}: {exc}")
+        if old in by_version and new in by_version:
+            step.behaviour = behaviour_changes(by_version[old], by_version[new])
+        out.append(step)
+    return out
+
+
+def behaviour_changes(old: Report, new: Report) -> list[BehaviourChange]:
+    """Per scenario both releases played: the real server sides against each other (wire, then trace events),
+    structurally, the orders a real binary varies read in one order (as ``diff`` compares fake and real)."""
+    from contracts.fidelity import diff_server_sides
+    from contracts.trace.sequence import diff_sequences
+
+    sides = (old.version(), new.version())
+    before = {f.scenario: f for f in (old.fidelity.entries if old.fidelity else [])}
+    out = []
+    for entry in new.fidelity.entries if new.fidelity else []:
+        other = before.get(entry.scenario)
+        if other is None or other.real_frames is None or entry.real_frames is None:
+            why = "not played on both releases" if other is None else (other.error or entry.error or "not played")
+            out.append(BehaviourChange(entry.scenario, note=why))
+            continue
+        wire = diff_server_sides(other.real_frames, entry.real_frames, collapse_deltas=True, sides=sides)
+        if other.real_trace is None or entry.real_trace is None:
+            trace = [] if other.real_trace is entry.real_trace else ["only one release wrote a readable trace bundle"]
+        else:
+            trace = diff_sequences(other.real_trace, entry.real_trace, sides=sides)
+        out.append(BehaviourChange(entry.scenario, tuple(str(d) for d in wire), tuple(trace)))
     return out
 
 
@@ -96,14 +126,17 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     reports = []
     with schema_store.using_user_store(root):
-        for version in versions:
+        for n, version in enumerate(versions):
             progress_line(f"== codex-cli {version}")
             samples = args.latency_samples
-            report = validate(binaries[version], version, root, scenarios=scenarios, latency_samples=samples)
+            previous = versions[n - 1] if n else None  # each column's schema against the column before it
+            report = validate(
+                binaries[version], version, root, scenarios=scenarios, latency_samples=samples, baseline=previous
+            )
             if report.release is not None:
                 report.release.codex = given[version]
             reports.append(report)
-        matrix = matrix_report(reports, neighbours(versions))
+        matrix = matrix_report(reports, neighbours(versions, reports))
     matrix.command = "codex-harness matrix " + " ".join(f"--codex {c}" for c in args.codex)
     matrix.wall_s = time.perf_counter() - started
     return write_matrix(matrix, args.out)

@@ -105,6 +105,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the profile the fake plays (default: the binary's own release, else the closest by measured behaviour)",
     )
     parser.add_argument(
+        "--from",
+        dest="from_codex",
+        metavar="PATH",
+        help="the release your clients run today: play the catalogue on both binaries and report the step "
+        "from it to --codex (schema by client impact, behaviour changes per scenario; as `matrix` with the two)",
+    )
+    parser.add_argument(
         "--store",
         metavar="DIR",
         type=Path,
@@ -125,6 +132,7 @@ def validate(
     scenarios: list[Scenario],
     latency_samples: int,
     profile: str | None = None,
+    baseline: str | None = None,
 ) -> Report:
     """The release report of the binary: pin, schema diff, contracts, fidelity, latency (the model's parts)."""
     from harness.commands.diff import fidelity_diff, profile_for
@@ -144,8 +152,14 @@ def validate(
         schema.store = f"{schema_store.SHIPPED_ROOT} (shipped with the package)"
     others = [v for v in schema_store.pinned_releases() if v != version]  # shipped and the user's
     if stable is not None:
+        # The baseline is always an older release, named with why: --from's, else the nearest older pinned one.
         older = [v for v in others if schema_store.version_key(v) < schema_store.version_key(version)]
-        base = (older or others or [None])[-1]
+        base = baseline or (older[-1] if older else None)
+        schema.baseline = (
+            "--from"
+            if baseline
+            else ("the nearest older release pinned" if base else "none: no older release is pinned")
+        )
         if base is not None:
             schema.compared_with = base
             schema.diff = diff_bundles(schema_store.load_bundle(base), stable, base, version)
@@ -163,7 +177,7 @@ def validate(
         result = fidelity_diff(scenario, binary, release=release.profile)
         entry: dict[str, Any] = result.to_json()
         entry["rendered"] = render(result.differences)
-        fidelity.entries.append(FidelityEntry(entry))
+        fidelity.entries.append(FidelityEntry(entry, real_frames=result.real_side, real_trace=result.real_trace_events))
     latency = report.latency = LatencyPart()
     if latency_samples > 0:
         names = {s.name for s in scenarios}
@@ -192,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
 
     root = user_store_to_write(args.store)
     scenarios = select_scenarios(args.scenario)
+    if getattr(args, "from_codex", None):
+        return _upgrade(args, binary, version, root, scenarios)
     out = args.out or Path(f"release-{version}")
     from harness.report_dir import writable_with
 
@@ -204,6 +220,49 @@ def run(args: argparse.Namespace) -> int:
     if note:
         print(f"codex-harness validate-release: {note}", file=sys.stderr)
     return write_release(report, out)
+
+
+def _upgrade(args: argparse.Namespace, binary: Path, version: str, root: Path, scenarios: list[Scenario]) -> int:
+    """``--from OLD``: both releases validated, the step between them; the same report ``matrix`` makes of the
+    two (one verdict: the same exit code and counts), written as matrix.md / matrix.json / matrix.html."""
+    from harness.commands.matrix import matrix_report, neighbours, write_matrix
+    from harness.report_dir import writable_with
+    from harness.targets import TargetUnavailable
+    from harness.targets.real_adapter import preflight
+
+    try:
+        old_binary, old_version = preflight(Path(args.from_codex), require_pinned_schema=False)
+    except TargetUnavailable as exc:
+        raise UsageError(f"--from: {exc}") from None
+    if old_version == version:
+        raise UsageError(f"--from {args.from_codex} and --codex {binary} are both codex-cli {version}")
+    if schema_store.version_key(old_version) > schema_store.version_key(version):
+        raise UsageError(f"--from codex-cli {old_version} is newer than --codex codex-cli {version}")
+    out = args.out or Path(f"release-{old_version}-to-{version}")
+    writable_with(out, ("matrix.md", "matrix.json", "matrix.html"), "--out")
+    started = time.perf_counter()
+    reports = []
+    with schema_store.using_user_store(root):
+        steps = ((old_binary, old_version, None, args.from_codex), (binary, version, old_version, args.codex))
+        for path, ver, base, given in steps:
+            progress_line(f"== codex-cli {ver}")
+            report = validate(
+                path,
+                ver,
+                root,
+                scenarios=scenarios,
+                latency_samples=args.latency_samples,
+                baseline=base,
+                profile=args.profile if ver == version else None,  # --profile is the new release's
+            )
+            if report.release is not None and given:
+                report.release.codex = given  # as the user wrote it, as matrix shows it
+            reports.append(report)
+        matrix = matrix_report(reports, neighbours([old_version, version], reports))
+    matrix.title = f"codex-cli {old_version} -> {version}"
+    matrix.command = f"codex-harness validate-release --codex {args.codex or binary} --from {args.from_codex}"
+    matrix.wall_s = time.perf_counter() - started
+    return write_matrix(matrix, out)
 
 
 def write_release(report: Report, out: Path) -> int:

@@ -43,6 +43,10 @@ span.level.should{border-color:#f59e0b;color:#92400e}
 .legend{color:#475569;font-size:12px;margin:4px 0}
 .legend b{font-weight:600}
 #js-errors{background:#fee2e2;color:#991b1b;padding:6px;white-space:pre-wrap;font-family:monospace}
+table.matrix{table-layout:fixed;width:100%;max-width:1400px}
+table.matrix th,table.matrix td{white-space:normal;overflow-wrap:anywhere;vertical-align:top}
+table.matrix td code{overflow-wrap:anywhere}
+details{margin:2px 0}details summary{cursor:pointer}li.breaking{color:#991b1b;font-weight:600}
 section.lazy{content-visibility:auto;contain-intrinsic-size:auto 900px}
 pre{background:#f8fafc;border:1px solid #e2e8f0;padding:8px;overflow-x:auto;font-size:12px}
 svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
@@ -121,6 +125,8 @@ s.querySelectorAll('g.arrow').forEach(function(g){var r=g.getBBox();if(r.width>0
 s.setAttribute('data-drawn',String(n));total+=n;});
 b.setAttribute('data-drawn-arrows',String(total));}
 b.setAttribute('data-height',String(document.documentElement.scrollHeight));
+b.setAttribute('data-width',String(document.documentElement.scrollWidth));
+var t=document.querySelector('table.sum');if(t){b.setAttribute('data-table-width',String(t.scrollWidth));}
 b.setAttribute('data-ready','1');});
 })();
 """

@@ -27,7 +27,7 @@ def render_release(report: Report, markdown: str, verdict: Verdict | None = None
     ]
     if schema is not None and schema.diff is not None:
         body.append(
-            f"<p>compared with {e(schema.compared_with)}: {len(schema.diff.changes)} change(s), "
+            f"<p>compared with {e(schema.compared_with)} ({e(schema.baseline)}): {len(schema.diff.changes)} change(s), "
             f"{len(schema.breaking)} breaking</p>"
         )
         if schema.breaking:

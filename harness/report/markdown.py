@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contracts.checks import shown
 from contracts.report import Report, Verdict, judge
-from harness.report.releases import HEADLINES, matrix_rows, ms
+from harness.report.releases import HEADLINES, fidelity_differing, matrix_rows, ms, step_cell, step_groups
 
 SHOWN_CHANGES = 40
 
@@ -70,9 +70,13 @@ def _release(report: Report, verdict: Verdict) -> str:
         f"- pinned: {schema.pin if schema else ''} ({schema.store if schema else ''})",
     ]
     if schema is None or schema.diff is None:
-        lines.append("- no other pinned release to compare with")
+        lines.append(f"- not compared: {schema.baseline if schema and schema.baseline else 'no older release'}")
     else:
-        lines.append(f"- compared with {schema.compared_with}: {len(schema.diff.changes)} change(s)")
+        impact = {k: len(v) for k, v in schema.diff.by_impact().items()}
+        lines.append(
+            f"- compared with {schema.compared_with} ({schema.baseline}): {len(schema.diff.changes)} change(s): "
+            + ", ".join(f"{n} {k}" for k, n in impact.items())
+        )
         lines.append(f"- breaking: {len(schema.breaking)}")
         lines += [f"  - {b}" for b in schema.breaking[:50]]
         added = schema.added_methods
@@ -123,20 +127,37 @@ def _matrix(matrix: Report) -> str:
         for r in (c.release for c in columns)
         if r is not None and r.profile_note and r.profile != r.version
     ]
+    notes += [
+        f"codex-cli {c.version()}: fidelity differs on {', '.join(names)}"
+        for c in columns
+        if (names := fidelity_differing(c))
+    ]
+    notes += [
+        f"codex-cli {c.version()}: schema pin {c.schema.pin}"
+        for c in columns
+        if c.schema is not None and c.schema.pin_failed
+    ]
     if notes:
         lines += ["", *[f"- {n}" for n in notes]]
     for n in matrix.neighbours:
-        data = n.to_json()
-        lines += ["", f"### Wire schema {n.old} -> {n.new}", ""]
+        lines += ["", f"### codex-cli {n.old} -> {n.new}", ""]
         if n.diff is None:
-            lines.append(f"not compared: {n.error}")
-            continue
-        lines.append(f"{data['changes']} change(s), {len(data['breaking'])} breaking.")
-        if data["methods_added"]:
-            lines.append(f"- methods added: {', '.join(data['methods_added'])}")
-        if data["methods_removed"]:
-            lines.append(f"- methods removed: {', '.join(data['methods_removed'])}")
-        lines += [f"- breaking: {b}" for b in data["breaking"][:SHOWN_CHANGES]]
+            lines.append(f"wire schema not compared: {n.error}")
+        else:
+            lines.append(f"Wire schema (baseline {n.old}): {step_cell(n).replace('**', '')}.")
+            data = n.to_json()
+            if data["methods_added"]:
+                lines.append(f"- methods added: {', '.join(data['methods_added'])}")
+            if data["methods_removed"]:
+                lines.append(f"- methods removed: {', '.join(data['methods_removed'])}")
+        for title, entries, breaking in step_groups(n):
+            if title.startswith("additive") or not entries:
+                continue  # additive changes: counted above, listed in matrix.json / matrix.html
+            lines.append(f"- {title}:")
+            mark = "BREAKING " if breaking else ""
+            lines += [f"  - {mark}{x}" for x in entries[:SHOWN_CHANGES]]
+            if len(entries) > SHOWN_CHANGES:
+                lines.append(f"  - ... and {len(entries) - SHOWN_CHANGES} more (matrix.json)")
     failures = [(c.version(), k) for c in columns for k in c.of_status("fail")]
     if failures:
         lines += ["", "### Failed checks", ""]

@@ -7,7 +7,8 @@ import math
 from typing import Any
 
 from contracts.checks import CONTRACT_NAMES
-from contracts.report import Report, Verdict, judge
+from contracts.report import Report, SchemaChanges, Verdict, judge
+from contracts.report.model import change_text
 
 LATENCY_METRIC = "interrupt_to_completed"
 #: What ``report.json`` has always called the three verdicts.
@@ -45,13 +46,51 @@ def contract_cell(column: Report, contract: str) -> str:
 
 
 def fidelity_cell(column: Report) -> str:
+    """A count (the scenarios that differ are listed below the table, not in the cell)."""
     entries = column.fidelity.compared if column.fidelity is not None else []
     equal = sum(1 for f in entries if f.equal)
-    differing = [f.scenario for f in entries if not f.equal]
+    differing = len(entries) - equal
     text = f"{equal}/{len(entries)} equal"
     if differing:
-        text += f"; **differ: {', '.join(differing)}**"
+        text += f"; **{differing} differ**"
     return text
+
+
+def fidelity_differing(column: Report) -> list[str]:
+    entries = column.fidelity.compared if column.fidelity is not None else []
+    return [f.scenario for f in entries if not f.equal]
+
+
+def step_cell(step: SchemaChanges) -> str:
+    """A release step in one cell: its counts (the one vocabulary of validate-release and matrix)."""
+    if step.diff is None:
+        return f"not compared: {step.error}"
+    counts = step.counts()
+    text = (
+        f"from {step.old}: {counts['breaking']} breaking, {counts['exhaustive-match risk']} exhaustive-match risk, "
+        f"{counts['additive']} additive"
+    )
+    if counts["breaking"]:
+        text = "**" + text + "**"
+    if step.behaviour:
+        text += f"; behaviour: {counts['behaviour changes']} of {counts['scenarios compared']} scenario(s) changed"
+    return text
+
+
+def step_groups(step: SchemaChanges) -> list[tuple[str, list[str], bool]]:
+    """(title, entries, breaking) for a release step's folded lists, in reading order."""
+    if step.diff is None:
+        return []
+    impacts = step.diff.by_impact()
+    groups = [
+        (f"{name} ({len(found)})", [change_text(c) for c in found], name == "breaking")
+        for name, found in impacts.items()
+    ]
+    changed = [b for b in step.behaviour if b.changed]
+    lines = [f"{b.scenario}: {x}" for b in changed for x in (*b.wire, *(f"trace: {t}" for t in b.trace))]
+    lines += [f"{b.scenario}: not compared: {b.note}" for b in step.behaviour if b.note]
+    groups.append((f"behaviour changes ({len(changed)} scenario(s))", lines, False))
+    return groups
 
 
 def latency_rows(columns: list[Report]) -> list[tuple[str, list[str]]]:
@@ -77,23 +116,16 @@ def latency_rows(columns: list[Report]) -> list[tuple[str, list[str]]]:
 def matrix_rows(matrix: Report) -> list[tuple[str, list[str]]]:
     """(label, one cell per release) in table order."""
     columns = matrix.columns
-    schema_cells = ["(oldest column)"]
-    for n in matrix.neighbours:
-        if n.diff is None:
-            schema_cells.append(f"not compared: {n.error}")
-            continue
-        data = n.to_json()
-        schema_cells.append(
-            f"{data['changes']} change(s) from {n.old}, {len(data['breaking'])} breaking; "
-            f"methods +{len(data['methods_added'])} -{len(data['methods_removed'])}"
-        )
+    schema_cells = ["(oldest column)"] + [step_cell(n) for n in matrix.neighbours]
     releases = [c.release for c in columns]
+    pins = [c.schema.pin if c.schema is not None else "-" for c in columns]
     rows: list[tuple[str, list[str]]] = [
         ("binary", [f"`{r.codex}`" if r else "-" for r in releases]),
         (
             "fake profile",
             [f"{r.profile}" + ("" if r.profile == r.version else _how(r.profile_note)) if r else "-" for r in releases],
         ),
+        ("schema pin", [("**" + p + "**") if p.startswith("failed") or "DIFFERENT" in p else p for p in pins]),
         ("wire schema vs previous column", schema_cells),
     ]
     rows += [(f"contract {name}", [contract_cell(c, name) for c in columns]) for name in CONTRACT_NAMES]
