@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
 def _upgrade(args: argparse.Namespace, binary: Path, version: str, root: Path, scenarios: list[Scenario]) -> int:
     """``--from OLD``: both releases validated, the step between them; the same report ``matrix`` makes of the
     two (one verdict: the same exit code and counts), written as matrix.md / matrix.json / matrix.html."""
-    from harness.commands.matrix import matrix_report, neighbours, write_matrix
+    from harness.release_step import matrix_report, neighbours, write_matrix
     from harness.report_dir import writable_with
     from harness.targets import TargetUnavailable
     from harness.targets.real_adapter import preflight
