@@ -169,7 +169,8 @@ def test_a_release_step_lists_what_the_real_servers_did_differently() -> None:
     assert any("turn/diff/updated" in x for _, entries, _ in step_groups(step) for x in entries) is False  # no diff
     step.diff = diff_bundles(schema_store.load_bundle("0.163.0"), schema_store.load_bundle("0.171.0"))
     groups = {title.split(" (")[0]: entries for title, entries, _ in step_groups(step)}
-    assert any("turn/diff/updated" in x for x in groups["behaviour changes"])
+    assert any("turn/diff/updated" in x for x in groups["behaviour changes on the wire"])
+    assert step.counts()["wire changes"] == 1 and step.counts()["trace changes"] == 0
     assert any("CodexErrorInfo" in x for x in groups["exhaustive-match risk"])
 
 

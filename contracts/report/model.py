@@ -229,6 +229,9 @@ class SchemaChanges:
         return {
             **self.impact_counts(),
             "behaviour changes": sum(1 for b in self.behaviour if b.changed),
+            # what a client sees (the wire) apart from what only a trace reader sees
+            "wire changes": sum(1 for b in self.behaviour if b.wire),
+            "trace changes": sum(1 for b in self.behaviour if b.trace),
             "scenarios compared": sum(1 for b in self.behaviour if not b.note),
         }
 

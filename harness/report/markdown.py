@@ -151,8 +151,8 @@ def _matrix(matrix: Report) -> str:
             if data["methods_removed"]:
                 lines.append(f"- methods removed: {', '.join(data['methods_removed'])}")
         for title, entries, breaking in step_groups(n):
-            if title.startswith("additive") or not entries:
-                continue  # additive changes: counted above, listed in matrix.json / matrix.html
+            if title.startswith(("additive", "behaviour changes in the trace")) or not entries:
+                continue  # counted above, listed in matrix.json / matrix.html
             lines.append(f"- {title}:")
             mark = "BREAKING " if breaking else ""
             lines += [f"  - {mark}{x}" for x in entries[:SHOWN_CHANGES]]

@@ -73,7 +73,10 @@ def step_cell(step: SchemaChanges) -> str:
     if counts["breaking"]:
         text = "**" + text + "**"
     if step.behaviour:
-        text += f"; behaviour: {counts['behaviour changes']} of {counts['scenarios compared']} scenario(s) changed"
+        text += (
+            f"; behaviour of {counts['scenarios compared']} scenario(s): {counts['wire changes']} changed on the wire, "
+            f"{counts['trace changes']} in the trace"
+        )
     return text
 
 
@@ -86,10 +89,13 @@ def step_groups(step: SchemaChanges) -> list[tuple[str, list[str], bool]]:
         (f"{name} ({len(found)})", [change_text(c) for c in found], name == "breaking")
         for name, found in impacts.items()
     ]
-    changed = [b for b in step.behaviour if b.changed]
-    lines = [f"{b.scenario}: {x}" for b in changed for x in (*b.wire, *(f"trace: {t}" for t in b.trace))]
+    wire = [b for b in step.behaviour if b.wire]
+    lines = [f"{b.scenario}: {x}" for b in wire for x in b.wire]
     lines += [f"{b.scenario}: not compared: {b.note}" for b in step.behaviour if b.note]
-    groups.append((f"behaviour changes ({len(changed)} scenario(s))", lines, False))
+    groups.append((f"behaviour changes on the wire ({len(wire)} scenario(s))", lines, False))
+    traced = [b for b in step.behaviour if b.trace]
+    lines = [f"{b.scenario}: {x}" for b in traced for x in b.trace]
+    groups.append((f"behaviour changes in the trace ({len(traced)} scenario(s))", lines, False))
     return groups
 
 
