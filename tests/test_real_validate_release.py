@@ -55,10 +55,12 @@ def test_failed_check_or_fidelity_breaks() -> None:
     report.checks = [Check("plain", "real", "usage", "turn 1 usage", "fail", "input 1 != 2")]
     assert judge(report).result == "FAIL"
     assert "FAIL plain usage turn 1 usage: input 1 != 2" in render_markdown(report)
+    assert render_markdown(report).startswith("# codex-cli 1.0.0: FAILS: the server violates a contract")
     report.checks = []
     differs = {"scenario": "plain", "equal": False, "skipped": None, "error": None, "differences": []}
     report.fidelity.entries = [FidelityEntry(differs)]
     assert judge(report).result == "FAIL"
+    assert "FAILS: the fake differs from the release (the harness's own)" in render_markdown(report)
     fake_only = {"scenario": "x", "equal": False, "skipped": "fake-only", "error": None, "differences": []}
     report.fidelity.entries = [FidelityEntry(fake_only)]
     assert judge(report).result == "NOTHING JUDGED"  # no check ran and no diff was made: not "ok"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from contracts.report import Report, Verdict, judge
 from harness.html.page import e, page
-from harness.report.releases import fidelity_differing, matrix_rows, step_cell, step_groups
+from harness.report.releases import fidelity_differing, headline, matrix_rows, step_cell, step_groups
 
 #: Entries shown in one folded list (matrix.json has them all).
 SHOWN = 500
@@ -23,12 +23,7 @@ def render_matrix(matrix: Report, verdict: Verdict | None = None) -> str:
     body_rows = [
         f"<tr><th>{e(label)}</th>{''.join(_cell(c) for c in cells)}</tr>" for label, cells in matrix_rows(matrix)
     ]
-    breaking = any(n.diff is not None and n.diff.is_breaking for n in matrix.neighbours)
-    words = (
-        "no release step breaks clients, every release holds"
-        if verdict.ok
-        else ("BREAKS CLIENTS" if breaking else "SOME RELEASE FAILS")
-    )
+    words = "no release step breaks clients, every release holds" if verdict.ok else headline(matrix, verdict)
     parts = [
         f"<h1>{e(matrix.title)}</h1>",
         f'<p><span class="verdict {"pass" if verdict.ok else "fail"}">{e(words)}</span> '

@@ -10,7 +10,7 @@ from harness.html.histogram import histogram_svg
 from harness.html.latency import DRAWN, TITLES
 from harness.html.page import LEGEND, e, page
 from harness.html.report import session_section, summary_table
-from harness.report.releases import HEADLINES
+from harness.report.releases import headline
 
 
 def render_release(report: Report, markdown: str, verdict: Verdict | None = None) -> str:
@@ -20,7 +20,7 @@ def render_release(report: Report, markdown: str, verdict: Verdict | None = None
     assert release is not None
     body = [
         f"<h1>codex-cli {e(release.version)}</h1>",
-        f'<p><span class="verdict {"pass" if verdict.ok else "fail"}">{e(HEADLINES[verdict.result])}</span> '
+        f'<p><span class="verdict {"pass" if verdict.ok else "fail"}">{e(headline(report, verdict))}</span> '
         f'<span class="meta">binary {e(release.codex)}; {round(report.wall_s, 1)} s</span></p>',
         "<h2>Wire schema</h2>",
         f"<p>pinned: {e(schema.pin if schema else '')} ({e(schema.store if schema else '')})</p>",

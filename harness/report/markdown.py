@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contracts.checks import shown
 from contracts.report import Report, Verdict, judge
-from harness.report.releases import HEADLINES, fidelity_differing, matrix_rows, ms, step_cell, step_groups
+from harness.report.releases import fidelity_differing, headline, matrix_rows, ms, step_cell, step_groups
 
 SHOWN_CHANGES = 40
 
@@ -61,7 +61,7 @@ def _release(report: Report, verdict: Verdict) -> str:
     release, schema = report.release, report.schema
     assert release is not None
     lines = [
-        f"# codex-cli {release.version}: {HEADLINES[verdict.result]}",
+        f"# codex-cli {release.version}: {headline(report, verdict)}",
         "",
         f"Binary: `{release.codex}`; run took {round(report.wall_s, 1)} s.",
         "",

@@ -20,6 +20,24 @@ HEADLINES = {
 }
 
 
+def headline(report: Report, verdict: Verdict) -> str:
+    """The verdict in words, saying whose failure it is: a breaking schema change (the release breaks clients), a
+    contract the real server violates (the release's bug), or only the fake differing from it (the harness's)."""
+    if verdict.result != "FAIL":
+        return HEADLINES[verdict.result]
+    parts = [report, *report.columns]
+    breaking = any(p.schema is not None and p.schema.decides and p.schema.breaking for p in parts) or any(
+        n.diff is not None and n.diff.is_breaking for n in report.neighbours
+    )
+    if breaking:
+        return HEADLINES["FAIL"]
+    if any(c.status == "fail" for p in parts for c in p.checks) or any(
+        p.schema is not None and p.schema.pin_failed for p in parts
+    ):
+        return "FAILS: the server violates a contract"
+    return "FAILS: the fake differs from the release (the harness's own)"
+
+
 def verdict_word(verdict: Verdict) -> str:
     return VERDICT_WORDS[verdict.result]
 
