@@ -7,10 +7,11 @@ first, with the wire-schema changes between neighbours. Writes ``matrix.md``, ``
 ``matrix.html`` into ``--out`` and prints the Markdown.
 
 The matrix is one report model (:mod:`contracts.report`): a column per release, each a validate-release
-report, and the schema changes between neighbours; its verdict is the one function every command uses. Exit 0
-when every release holds its contracts and matches its fake profile, 1 otherwise (a schema change between
-releases is a fact to read, not a failure: a column's schema part does not decide), 3 for usage errors (fewer
-than two binaries, one that does not run, two of the same release, no writable store).
+report, and the release steps between neighbours (:mod:`harness.release_step`: the schema by client impact,
+the behaviour changes real against real); its verdict is the one function every command uses. Exit 0 when every
+release holds its contracts and matches its fake profile and no step has a breaking schema change (as
+``validate-release`` judges one; exhaustive-match risks and behaviour changes are facts to read), 1 otherwise, 3
+for usage errors (fewer than two binaries, one that does not run, two of the same release, no writable store).
 """
 
 from __future__ import annotations
