@@ -211,11 +211,14 @@ def test_plan_holds_no_expect_and_the_env_is_complete(run_scenario: Callable[...
 # --- the command line ---------------------------------------------------------------------------------------
 
 
-def test_client_cmd_runs_on_fake_process_only(capsys: pytest.CaptureFixture[str]) -> None:
+def test_client_cmd_runs_on_fake_process_or_real(capsys: pytest.CaptureFixture[str]) -> None:
     cmd = " ".join(CAREFUL)
     assert main(["run", "--client-cmd", cmd, "--target", "fake", "--scenario", "plain"]) == USAGE
-    assert "--target fake-process only" in capsys.readouterr().err
-    assert main(["run", "--client-cmd", cmd, "--target", "real", "--scenario", "plain"]) == USAGE
+    assert "--target fake-process or real, not fake" in capsys.readouterr().err
+    # A binary that cannot run stops the run at once.
+    argv = ["run", "--client-cmd", cmd, "--target", "real", "--codex", "/nonexistent/codex", "--scenario", "plain"]
+    assert main(argv) == USAGE
+    assert "/nonexistent/codex" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("cmd", ["/nonexistent/client", "", "'unbalanced", "/"])

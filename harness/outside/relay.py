@@ -1,0 +1,296 @@
+"""The recorder relay between an outside client and a server process (``run --client-cmd CMD --target real``).
+
+The client's ``codex`` shim execs this module; it starts the server (the real binary, sealed as ``--target real``
+seals it: :func:`main`) and sits between the two pipes. Each direction is one thread doing ``os.read`` then
+``os.write`` of exactly the bytes read: nothing is reordered, held back until a newline or merged, so each side
+sees what the other wrote as the pipe gave it. After a chunk is forwarded its completed lines are recorded in the
+format of ``fake-codex --record`` (:mod:`fake_server.recording`: ``DIR/<n>-<pid>/`` with ``start.json``,
+``wire.jsonl``, ``end.json``), ``t`` the monotonic time the chunk was read, so the same wire checks judge it. A
+line is held only up to the wire's cap (:class:`contracts.wire.LineFraming`); the wire file stops at
+:data:`~fake_server.recording.MAX_WIRE_BYTES` with one ``recording truncated`` note; each write is whole lines
+in one ``os.write``, so a relay killed mid-line leaves a readable file.
+
+The client's moves reach the server as they would have: its stdin closed closes the server's (a ``stdin
+closed`` note); SIGTERM / SIGINT / SIGHUP sent to the relay go to the server's process group (a ``signal``
+note). The relay exits as the server did (its status, or the same signal), after ``end.json``.
+
+``relay.json`` holds the relay's own cost: per message the time from the read of the chunk that completed it to
+the end of that chunk's write (in → out), as percentiles per direction (bench/relay.py reads it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from contracts.wire import DEFAULT_MAX_LINE, LineFraming, parse_items
+from fake_server.recording import MAX_WIRE_BYTES, RECORDING_FORMAT, wire_entry
+
+READ_BYTES = 65536
+#: Overhead samples kept per direction (a flood past it is counted, not sampled).
+MAX_SAMPLES = 2_000_000
+#: How long the server's stdout may stay open after it exited (a grandchild holding it).
+DRAIN_AFTER_EXIT_S = 2.0
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: The environment entry every relay (and what it starts) carries: the recording root, so the harness tells a
+#: server's processes from the client's own helpers. Not ``CODEX_*``: that prefix is scrubbed from the binary.
+RELAY_ENV = "HARNESS_RELAY_RECORD"
+
+
+class WireWriter:
+    """``wire.jsonl`` of one server: whole lines per ``os.write``, bounded, shared by both directions."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd: int | None = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+        self._lock = threading.Lock()
+        self._written = 0
+        self.truncated = False
+        self.failure: str | None = None
+
+    def put(self, entries: list[dict[str, Any]]) -> None:
+        if not entries:
+            return
+        data = b"".join(orjson.dumps(e) + b"\n" for e in entries)
+        with self._lock:
+            if self._fd is None or self.truncated:
+                return
+            if self._written + len(data) > MAX_WIRE_BYTES:
+                self.truncated = True
+                note = {"t": round(time.monotonic(), 6), "dir": "note", "msg": {"note": "recording truncated"}}
+                data = orjson.dumps(note) + b"\n"
+            self._written += len(data)
+            try:
+                while data:
+                    data = data[os.write(self._fd, data) :]
+            except OSError as exc:  # a full disk stops the recording, never the relay
+                self.failure = f"{exc.strerror or exc} writing wire.jsonl"
+                self.truncated = True
+
+    def note(self, text: str, t: float | None = None) -> None:
+        self.put([{"t": round(time.monotonic() if t is None else t, 6), "dir": "note", "msg": {"note": text}}])
+
+    def close(self) -> None:
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+class Pump(threading.Thread):
+    """One direction: read a chunk, write it on at once, then record the lines it completed."""
+
+    def __init__(
+        self,
+        direction: str,
+        src: int,
+        dst: int,
+        wire: WireWriter,
+        *,
+        on_eof: Callable[[float], None] | None = None,
+        close_dst: bool = True,
+    ) -> None:
+        super().__init__(name=f"relay-{direction}", daemon=True)
+        self.direction, self.src, self.dst, self.wire = direction, src, dst, wire
+        self.framing = LineFraming(DEFAULT_MAX_LINE)
+        self.on_eof = on_eof
+        self.close_dst = close_dst
+        self.samples = array("d")
+        self.messages = 0
+        self.bytes = 0
+        self.forward_failed: str | None = None
+
+    def run(self) -> None:
+        src, dst, framing, wire, samples = self.src, self.dst, self.framing, self.wire, self.samples
+        direction, monotonic, read, write = self.direction, time.monotonic, os.read, os.write
+        forwarding = True
+        while True:
+            try:
+                data = read(src, READ_BYTES)
+            except OSError:
+                data = b""
+            t_in = monotonic()
+            if not data:
+                break
+            if forwarding:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[write(dst, view) :]
+                except OSError as exc:  # the reader went away: keep recording what the writer still sends
+                    forwarding = False
+                    self.forward_failed = exc.strerror or str(exc)
+            t_out = monotonic()
+            self.bytes += len(data)
+            items = parse_items(framing.feed(data))
+            if items:
+                self.messages += len(items)
+                if forwarding and len(samples) < MAX_SAMPLES:
+                    samples.extend([t_out - t_in] * len(items))
+                wire.put([wire_entry(t_in, direction, item) for item in items])
+        wire.put([wire_entry(t_in, direction, item) for item in parse_items(framing.feed_eof())])
+        if self.close_dst:
+            try:
+                os.close(dst)
+            except OSError:
+                pass
+        if self.on_eof is not None:
+            self.on_eof(t_in)
+
+    def stats(self) -> dict[str, Any]:
+        return {"messages": self.messages, "bytes": self.bytes, **percentiles(self.samples)}
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, Any]:
+    """p50 / p99 / max of ``samples`` (seconds) in milliseconds, and how many were sampled."""
+    if not samples:
+        return {"sampled": 0}
+    ordered = sorted(samples)
+    n = len(ordered)
+
+    def at(q: float) -> float:
+        return round(ordered[min(n - 1, int(q * n))] * 1000, 4)
+
+    return {"sampled": n, "p50_ms": at(0.50), "p99_ms": at(0.99), "max_ms": round(ordered[-1] * 1000, 4)}
+
+
+class Relay:
+    """One server process behind the relay, recorded into ``folder`` (claimed already, ``start.json`` written)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.wire = WireWriter(folder / "wire.jsonl")
+        self.stdin_closed_t: float | None = None
+        self.signal: str | None = None
+        self.signal_t: float | None = None
+        self.child: subprocess.Popen[bytes] | None = None
+
+    def _stdin_closed(self, t: float) -> None:
+        self.stdin_closed_t = t
+        self.wire.note("stdin closed", t)
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.signal is None:
+            self.signal, self.signal_t = name, time.monotonic()
+            self.wire.note(f"signal {name}", self.signal_t)
+        child = self.child
+        if child is not None and child.returncode is None:
+            try:
+                os.killpg(child.pid, signum)  # its group: the launcher and the server inside it
+            except OSError:
+                pass
+
+    def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdin: int = 0, stdout: int = 1) -> int:
+        """Start ``argv`` and relay ``stdin`` / ``stdout`` to it until it exited; its ``returncode``."""
+        for signum in FORWARDED:
+            signal.signal(signum, self._on_signal)
+        try:
+            self.child = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,  # one group to signal, ours untouched
+                bufsize=0,
+            )
+        except OSError as exc:
+            self.abandon(f"server could not start: {exc.strerror or exc}", 127)
+            return 127
+        assert self.child.stdin is not None and self.child.stdout is not None
+        to_server = os.dup(self.child.stdin.fileno())
+        from_server = os.dup(self.child.stdout.fileno())
+        self.child.stdin.close()
+        self.child.stdout.close()
+        c2s = Pump("c2s", stdin, to_server, self.wire, on_eof=self._stdin_closed)
+        s2c = Pump("s2c", from_server, stdout, self.wire, close_dst=False)
+        c2s.start()
+        s2c.start()
+        code = self.child.wait()
+        exited = time.monotonic()
+        s2c.join(DRAIN_AFTER_EXIT_S)
+        if s2c.is_alive():
+            self.wire.note("server's stdout still open after it exited (a process it started holds it)")
+        self._finish(code, exited, {"c2s": c2s.stats(), "s2c": s2c.stats()})
+        return code
+
+    def abandon(self, why: str, code: int) -> None:
+        """No server was started: the note says why, ``end.json`` the status the client gets."""
+        self.wire.note(why)
+        self._finish(code, time.monotonic(), {})
+
+    def _finish(self, code: int, exited: float, stats: dict[str, Any]) -> None:
+        ends = [(t, why) for t, why in ((self.stdin_closed_t, "stdin_closed"), (self.signal_t, "signal")) if t]
+        at, reason = min(ends) if ends else (exited, "exit")
+        end = {
+            "reason": reason,
+            "t": at,
+            "exited_t": exited,
+            "exit_code": max(-255, min(255, code)),
+            "signal": self.signal,
+            "stdin_closed_t": self.stdin_closed_t,
+            "truncated": self.wire.truncated,
+            "write_failed": self.wire.failure,
+        }
+        self.wire.close()
+        write_json(self.folder / "relay.json", {"overhead": stats})
+        write_json(self.folder / "end.json", end)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Whole or not at all (a reader never sees half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def exit_as(code: int) -> int:
+    """Leave as the server did: its status, or killed by the same signal."""
+    sys.stdout.flush()
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        return 128 - code
+    return code
+
+
+def start_json(folder: Path, extra: dict[str, Any]) -> None:
+    start = {
+        "format": RECORDING_FORMAT,
+        "n": int(folder.name.split("-", 1)[0]),
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "argv": sys.argv[:32],
+        "started_t": time.monotonic(),
+        "started_unix": time.time(),
+        **extra,
+    }
+    write_json(folder / "start.json", start)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.outside.relay SPEC.json CLIENT-ARGS...`` (the shim's line; SPEC: :mod:`.real_relay`)."""
+    from harness.outside.real_relay import serve
+
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("harness.outside.relay: usage: relay SPEC.json [ARGS...]", file=sys.stderr)
+        return 2
+    return exit_as(serve(Path(args[0]), args[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
