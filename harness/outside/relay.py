@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from contracts.wire import DEFAULT_MAX_LINE, LineFraming, parse_items
-from fake_server.recording import MAX_WIRE_BYTES, RECORDING_FORMAT, wire_entry
+from fake_server.recording import MAX_WIRE_BYTES, RECORDING_FORMAT, claim_folder, wire_entry
 
 READ_BYTES = 65536
 #: Overhead samples kept per direction (a flood past it is counted, not sampled).
@@ -281,14 +281,27 @@ def start_json(folder: Path, extra: dict[str, Any]) -> None:
     write_json(folder / "start.json", start)
 
 
+def bare(root: Path, argv: list[str]) -> int:
+    """Relay to ``argv`` itself (no real target, no mock), recorded under ``root``: the flood test and the
+    benchmark's peer."""
+    folder = claim_folder(root)
+    if folder is None:
+        return 126
+    start_json(folder, {"scenario": None, "profile": None, "relay": {"args": argv[:32]}})
+    return Relay(folder).run(argv, os.environ, Path.cwd())
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.outside.relay SPEC.json CLIENT-ARGS...`` (the shim's line; SPEC: :mod:`.real_relay`)."""
+    """``python -m harness.outside.relay SPEC.json CLIENT-ARGS...`` (the shim's line; SPEC: :mod:`.real_relay`),
+    or ``--bare ROOT -- ARGV...`` (:func:`bare`)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) >= 4 and args[0] == "--bare" and args[2] == "--":
+        return exit_as(bare(Path(args[1]), args[3:]))
+    if not args:
+        print("harness.outside.relay: usage: relay SPEC.json [ARGS...] | --bare ROOT -- ARGV...", file=sys.stderr)
+        return 2
     from harness.outside.real_relay import serve
 
-    args = sys.argv[1:] if argv is None else argv
-    if not args:
-        print("harness.outside.relay: usage: relay SPEC.json [ARGS...]", file=sys.stderr)
-        return 2
     return exit_as(serve(Path(args[0]), args[1:]))
 
 

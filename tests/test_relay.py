@@ -1,0 +1,120 @@
+"""The recorder relay between an outside client and its server (harness.outside.relay), on a peer of our own.
+
+A flood of 100,000 deltas reaches the client byte for byte and the recording holds every one, in order; a client
+that dies mid-line leaves a recording the harness reads (the torn line named, the server ended by the stdin
+close); the client's signal reaches the server. No real binary: the relay is the same whatever it starts.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from harness.client.process import child_environment
+from harness.outside.record import read_recordings
+
+N = 100_000
+#: The peer: reads one request, answers it, floods N deltas in writes of 7,000 bytes (lines cut across writes),
+#: then waits for its stdin to close.
+PEER = f"""
+import os, sys
+line = sys.stdin.buffer.readline()
+out = [b'{{"id":1,"result":{{}}}}\\n']
+for k in range({N}):
+    out.append(b'{{"method":"item/agentMessage/delta","params":{{"delta":"x","seq":%d}}}}\\n' % k)
+data = b"".join(out)
+for i in range(0, len(data), 7000):
+    os.write(1, data[i:i + 7000])
+sys.stdin.buffer.read()
+"""
+ECHO_UNTIL_EOF = "import sys\nfor line in sys.stdin.buffer: pass\n"
+SLEEPER = "import time\ntime.sleep(60)\n"
+
+
+def relay(root: Path, *peer: str) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "harness.outside.relay", "--bare", str(root), "--", sys.executable, "-c", *peer]
+    return subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_environment(None)
+    )
+
+
+def finish(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def test_a_flood_of_100000_deltas_is_relayed_and_recorded_whole_and_in_order(tmp_path: Path) -> None:
+    proc = relay(tmp_path, PEER)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b'{"id":1,"method":"ping"}\n')
+    proc.stdin.flush()
+    got = bytearray()
+    want_lines = N + 1
+    deadline = time.monotonic() + 60
+    last = b'"seq":%d}}\n' % (N - 1)
+    while not got.endswith(last) and time.monotonic() < deadline:
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        got += chunk
+    proc.stdin.close()
+    assert finish(proc) == 0
+    lines = bytes(got).splitlines()
+    assert len(lines) == want_lines  # nothing lost, nothing added
+    assert [orjson.loads(x)["params"]["seq"] for x in lines[1:]] == list(range(N))  # nothing reordered
+    (server,) = read_recordings(tmp_path)
+    s2c = [e for e in server.wire if e.dir == "s2c"]
+    assert [(e.frame or {}).get("params", {}).get("seq") for e in s2c[1:]] == list(range(N))
+    assert [e.frame for e in server.wire if e.dir == "c2s"] == [{"id": 1, "method": "ping"}]
+    times = [e.t for e in server.wire if e.dir != "note"]
+    assert times == sorted(times)  # monotonic, as read
+    assert server.end is not None and server.end["reason"] == "stdin_closed" and server.end["exit_code"] == 0
+    overhead = orjson.loads((server.folder / "relay.json").read_bytes())["overhead"]
+    assert overhead["s2c"]["messages"] == N + 1 and overhead["s2c"]["sampled"] == N + 1
+
+
+def test_a_client_killed_mid_line_leaves_a_bounded_readable_record(tmp_path: Path) -> None:
+    # The client: writes one whole request and half of the next, then dies (SIGKILL) with the relay's stdin.
+    client = (
+        "import os, signal, subprocess, sys\n"
+        f"p = subprocess.Popen({[sys.executable, '-m', 'harness.outside.relay', '--bare', str(tmp_path), '--']!r}"
+        f" + [sys.executable, '-c', {ECHO_UNTIL_EOF!r}], stdin=subprocess.PIPE)\n"
+        "p.stdin.write(b'{\"id\":1,\"method\":\"a\"}\\n{\"id\":2,\"method\":\"b\",\"params\":{\"x\":');"
+        " p.stdin.flush()\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", client], env=child_environment(None), timeout=60)
+    assert done.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("*/end.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the relay, orphaned, ends its server and writes end.json by itself
+    (server,) = read_recordings(tmp_path)
+    c2s = [e for e in server.wire if e.dir == "c2s"]
+    assert c2s[0].frame == {"id": 1, "method": "a"}
+    assert c2s[1].error == "truncated_at_eof" and str(c2s[1].raw).startswith('{"id":2')
+    assert any(e.dir == "note" and e.note == "stdin closed" for e in server.wire)
+    assert server.end is not None and server.end["reason"] == "stdin_closed"
+    assert (server.folder / "wire.jsonl").stat().st_size < 4096
+
+
+def test_the_clients_signal_reaches_the_server_and_the_relay_exits_as_it_did(tmp_path: Path) -> None:
+    proc = relay(tmp_path, SLEEPER)
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("*/start.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # the server started after start.json
+    proc.send_signal(signal.SIGTERM)
+    assert finish(proc, 30) == -signal.SIGTERM  # the server died of it, and so does the relay
+    (server,) = read_recordings(tmp_path)
+    assert server.end is not None and server.end["reason"] == "signal" and server.end["signal"] == "SIGTERM"
+    assert any(e.dir == "note" and e.note == "signal SIGTERM" for e in server.wire)
