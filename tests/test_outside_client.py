@@ -693,3 +693,13 @@ def test_what_the_server_started_left_alive_is_a_should_and_a_helper_a_must(
     careless = run_scenario("plain", client=CARELESS)
     helper = next(c for c in careless.checks if c.name == "nothing left running")
     assert (helper.status, helper.level) == ("fail", "must") and "sleep 60" in helper.detail, helper
+
+
+def test_a_binary_that_cannot_run_stops_the_run_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "codex"
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    broken.chmod(0o755)
+    argv = ["run", "--client-cmd", " ".join(CAREFUL), "--target", "real", "--codex", str(broken)]
+    assert main([*argv, "--scenario", "plain", "--report", str(tmp_path / "r")]) == USAGE
+    assert "--version" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # nothing written, nothing played

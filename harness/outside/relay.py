@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from contracts.wire import DEFAULT_MAX_LINE, LineFraming, parse_items
+from contracts.wire import DEFAULT_MAX_LINE, Incoming, LineFraming, WireError, parse_items
 from fake_server.recording import MAX_WIRE_BYTES, RECORDING_FORMAT, claim_folder, wire_entry
 
 READ_BYTES = 65536
@@ -60,7 +60,9 @@ class WireWriter:
     def put(self, entries: list[dict[str, Any]]) -> None:
         if not entries:
             return
-        data = b"".join(orjson.dumps(e) + b"\n" for e in entries)
+        self._write(b"".join(orjson.dumps(e) + b"\n" for e in entries))
+
+    def _write(self, data: bytes) -> None:
         with self._lock:
             if self._fd is None or self.truncated:
                 return
@@ -75,6 +77,10 @@ class WireWriter:
             except OSError as exc:  # a full disk stops the recording, never the relay
                 self.failure = f"{exc.strerror or exc} writing wire.jsonl"
                 self.truncated = True
+
+    def put_lines(self, lines: list[bytes]) -> None:
+        """Lines already made (:func:`recorded_lines`), written as :meth:`put` writes entries."""
+        self._write(b"".join(lines))
 
     def note(self, text: str, t: float | None = None) -> None:
         self.put([{"t": round(time.monotonic() if t is None else t, 6), "dir": "note", "msg": {"note": text}}])
@@ -98,13 +104,18 @@ class Pump(threading.Thread):
         *,
         on_eof: Callable[[float], None] | None = None,
         close_dst: bool = True,
+        record: bool = True,
     ) -> None:
         super().__init__(name=f"relay-{direction}", daemon=True)
         self.direction, self.src, self.dst, self.wire = direction, src, dst, wire
         self.framing = LineFraming(DEFAULT_MAX_LINE)
         self.on_eof = on_eof
         self.close_dst = close_dst
+        #: False: forward and time only, lines counted by their newlines (the benchmark's baseline)
+        self.record = record
         self.samples = array("d")
+        #: per chunk, from its read to the end of its recording (what the next read waits for)
+        self.cycles = array("d")
         self.messages = 0
         self.bytes = 0
         self.forward_failed: str | None = None
@@ -131,12 +142,20 @@ class Pump(threading.Thread):
                     self.forward_failed = exc.strerror or str(exc)
             t_out = monotonic()
             self.bytes += len(data)
-            items = parse_items(framing.feed(data))
-            if items:
-                self.messages += len(items)
+            if not self.record:
+                count = data.count(b"\n")
+                self.messages += count
+                if forwarding and count and len(samples) < MAX_SAMPLES:
+                    samples.extend([t_out - t_in] * count)
+                    self.cycles.append(monotonic() - t_in)
+                continue
+            lines = recorded_lines(framing.feed(data), t_in, direction)
+            if lines:
+                self.messages += len(lines)
+                wire.put_lines(lines)
                 if forwarding and len(samples) < MAX_SAMPLES:
-                    samples.extend([t_out - t_in] * len(items))
-                wire.put([wire_entry(t_in, direction, item) for item in items])
+                    samples.extend([t_out - t_in] * len(lines))
+                    self.cycles.append(monotonic() - t_in)
         wire.put([wire_entry(t_in, direction, item) for item in parse_items(framing.feed_eof())])
         if self.close_dst:
             try:
@@ -147,7 +166,35 @@ class Pump(threading.Thread):
             self.on_eof(t_in)
 
     def stats(self) -> dict[str, Any]:
-        return {"messages": self.messages, "bytes": self.bytes, **percentiles(self.samples)}
+        cycle = {f"cycle_{k}": v for k, v in percentiles(self.cycles).items() if k != "sampled"}
+        return {"messages": self.messages, "bytes": self.bytes, **percentiles(self.samples), **cycle}
+
+
+def recorded_lines(payloads: list[Incoming], t: float, direction: str) -> list[bytes]:
+    """``wire.jsonl`` lines of what a framing completed. A frame is embedded as the bytes it came in (its JSON
+    already checked by one parse, so the reader gets the very object; no second encoding on the relay's path);
+    anything else (a framing error, not JSON, not a message) is recorded as ``fake-codex --record`` does."""
+    out = []
+    head = b'{"t":%.6f,"dir":"%s","msg":' % (t, direction.encode())
+    loads = orjson.loads
+    for one in payloads:
+        if type(one) is bytes:
+            try:
+                obj = loads(one)
+            except orjson.JSONDecodeError:
+                obj = None
+            # A notification (no id, a string method) is a message as it is; anything else is classified.
+            if type(obj) is dict and "id" not in obj and type(obj.get("method")) is str:
+                out.append(head + one.strip() + b"}\n")
+                continue
+            if not one.strip():
+                continue
+        for item in parse_items([one]):
+            if isinstance(item, WireError):
+                out.append(orjson.dumps(wire_entry(t, direction, item)) + b"\n")
+            else:
+                out.append(head + one.strip() + b"}\n")  # type: ignore[union-attr]
+    return out
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, Any]:
@@ -166,8 +213,9 @@ def percentiles(samples: Sequence[float]) -> dict[str, Any]:
 class Relay:
     """One server process behind the relay, recorded into ``folder`` (claimed already, ``start.json`` written)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, record: bool = True) -> None:
         self.folder = folder
+        self.record = record
         self.wire = WireWriter(folder / "wire.jsonl")
         self.stdin_closed_t: float | None = None
         self.signal: str | None = None
@@ -212,8 +260,8 @@ class Relay:
         from_server = os.dup(self.child.stdout.fileno())
         self.child.stdin.close()
         self.child.stdout.close()
-        c2s = Pump("c2s", stdin, to_server, self.wire, on_eof=self._stdin_closed)
-        s2c = Pump("s2c", from_server, stdout, self.wire, close_dst=False)
+        c2s = Pump("c2s", stdin, to_server, self.wire, on_eof=self._stdin_closed, record=self.record)
+        s2c = Pump("s2c", from_server, stdout, self.wire, close_dst=False, record=self.record)
         c2s.start()
         s2c.start()
         code = self.child.wait()
@@ -281,22 +329,22 @@ def start_json(folder: Path, extra: dict[str, Any]) -> None:
     write_json(folder / "start.json", start)
 
 
-def bare(root: Path, argv: list[str]) -> int:
+def bare(root: Path, argv: list[str], *, record: bool = True) -> int:
     """Relay to ``argv`` itself (no real target, no mock), recorded under ``root``: the flood test and the
-    benchmark's peer."""
+    benchmark's peer. ``record=False``: forwarded and timed only (the benchmark's baseline)."""
     folder = claim_folder(root)
     if folder is None:
         return 126
     start_json(folder, {"scenario": None, "profile": None, "relay": {"args": argv[:32]}})
-    return Relay(folder).run(argv, os.environ, Path.cwd())
+    return Relay(folder, record=record).run(argv, os.environ, Path.cwd())
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m harness.outside.relay SPEC.json CLIENT-ARGS...`` (the shim's line; SPEC: :mod:`.real_relay`),
     or ``--bare ROOT -- ARGV...`` (:func:`bare`)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) >= 4 and args[0] == "--bare" and args[2] == "--":
-        return exit_as(bare(Path(args[1]), args[3:]))
+    if len(args) >= 4 and args[0] in ("--bare", "--bare-copy") and args[2] == "--":
+        return exit_as(bare(Path(args[1]), args[3:], record=args[0] == "--bare"))
     if not args:
         print("harness.outside.relay: usage: relay SPEC.json [ARGS...] | --bare ROOT -- ARGV...", file=sys.stderr)
         return 2

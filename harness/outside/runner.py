@@ -35,7 +35,7 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
 from fake_server.recording import RECORD_ENV, play_identity
-from harness import proctree, workdirs
+from harness import confine, proctree, workdirs
 from harness.budgets import scenario_deadline_s, with_budgets
 from harness.client.process import run_marker
 from harness.outside.plan import adapter_plan, budgets
@@ -121,6 +121,9 @@ class ClientRun:
     confinement: str = ""
     #: processes of the client's tree that ran the real binary (or an app-server) outside the relay it was given
     bypassed: list[str] = field(default_factory=list)
+    #: what was killed that is a server itself on the real target (its relay, the launcher, the binary), by the
+    #: tree's pid: not something a server started
+    server_parts: set[int] = field(default_factory=set)
 
 
 def check_command(argv: list[str]) -> None:
@@ -221,7 +224,7 @@ async def _run_client(
             nursery.start_soon(_drain, tree.stderr, stderr, drained)
             if watch is not None:
                 nursery.start_soon(watch.run, tree, out)
-            await _watch(tree, out, deadline_s, grace_s, server_env)
+            await _watch(tree, out, deadline_s, grace_s, server_env, watch)
             with trio.move_on_after(DRAIN_AFTER_EXIT_S):
                 while len(drained) < 2:
                     await trio.sleep(_POLL_S)
@@ -236,7 +239,12 @@ async def _run_client(
 
 
 async def _watch(
-    tree: proctree.ProcessTree, out: ClientRun, deadline_s: float, grace_s: float, server_env: str | None
+    tree: proctree.ProcessTree,
+    out: ClientRun,
+    deadline_s: float,
+    grace_s: float,
+    server_env: str | None,
+    watch: BypassWatch | None = None,
 ) -> None:
     """Until the client exits or its deadline; then, after a grace, what it left running (named and killed)."""
     with trio.move_on_after(deadline_s) as limit:
@@ -245,22 +253,26 @@ async def _watch(
     out.ended_t = time.monotonic() - out.started_at
     if out.deadline_hit:
         out.exit_code = None
-        _kill(tree, out, server_env)
+        _kill(tree, out, server_env, watch)
         return
     # Grace: a server the client closed may still be finishing its shutdown.
     with trio.move_on_after(grace_s):
         while not tree.empty():
             await trio.sleep(_POLL_S)
     if not tree.empty():
-        out.left_running = _kill(tree, out, server_env)
+        out.left_running = _kill(tree, out, server_env, watch)
 
 
-def _kill(tree: proctree.ProcessTree, out: ClientRun, server_env: str | None = None) -> list[str]:
+def _kill(
+    tree: proctree.ProcessTree, out: ClientRun, server_env: str | None = None, watch: BypassWatch | None = None
+) -> list[str]:
     """Name what is alive in the tree, note which of it runs with a server's environment (``server_env``, the
     ``NAME=value`` the shim exports), kill all of it; the names."""
     members = tree.members()
     if server_env is not None:
         out.of_servers = {m.inner: m.described for m in members if _environment_has(m.pid, server_env)}
+        if watch is not None:
+            out.server_parts = {m.inner for m in members if m.inner in out.of_servers and watch.server_part(m.pid)}
     tree.kill()
     out.killed_pids = {m.inner for m in members}
     out.killed = [m.described for m in members] or [UNNAMED]
@@ -318,6 +330,22 @@ class BypassWatch:
                 if self.bypasses(member.pid) and member.described not in out.bypassed:
                     out.bypassed.append(member.described)
             await trio.sleep(BYPASS_POLL_S)
+
+    def server_part(self, pid: int) -> bool:
+        """Whether ``pid`` is a relayed server itself: the relay, the confining launcher, the binary (its install
+        tree); what the binary started (a command's shell) is not."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                words = [w.decode("utf-8", "surrogateescape") for w in fh.read(_CMDLINE_BYTES).split(b"\0") if w]
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            return False
+        if any(w in ("harness.outside.relay", str(confine.INIT)) for w in words):
+            return True
+        if os.path.basename(exe) in confine.MECHANISMS:
+            return True
+        inside = [exe, *(os.path.realpath(w) for w in words if os.sep in w)]
+        return any(p == self.install_tree or p.startswith(self.install_tree + os.sep) for p in inside)
 
     def bypasses(self, pid: int) -> bool:
         try:
@@ -597,7 +625,8 @@ def _left_by_servers(client: ClientRun, servers: list[Any]) -> list[str]:
         return []
     server_pids = {s.pid for s in servers}  # as the tree numbers them (start.json's pid is the server's own)
     left = set(client.left_running)
-    return [name for pid, name in client.of_servers.items() if pid not in server_pids and name in left]
+    own = server_pids | client.server_parts  # a relayed server is its relay, its launcher and the binary
+    return [name for pid, name in client.of_servers.items() if pid not in own and name in left]
 
 
 @dataclass(slots=True)
@@ -670,7 +699,6 @@ def _real_shim(
 ) -> tuple[Path, str, BypassWatch]:
     """The ``codex`` of a client on the real binary (:mod:`harness.outside.real_relay`), the release it plays (the
     binary's own), and the watch for a server started around it."""
-    from harness import confine
     from harness.outside.real_relay import write_real_shim
 
     if spec.codex is None or spec.version is None:
