@@ -1,6 +1,6 @@
 """One server of an outside client on the real binary: the sealed real target behind the recorder relay.
 
-The shim (:func:`write_real_shim`) execs ``python -m harness.outside.relay SPEC.json "$@"``; :func:`serve`
+The shim (:func:`write_real_shim`) execs ``python -m harness.outside.real_relay SPEC.json "$@"``; :func:`serve`
 claims a recording folder (as ``fake-codex --record`` does), prepares the real target for the scenario
 (:func:`harness.targets.real.real_target`: private ``CODEX_HOME`` / ``HOME`` / ``TMPDIR``, the environment
 scrubbed, the mock Responses API playing the model side, the confined launcher the harness already chose),
@@ -30,7 +30,7 @@ import orjson
 
 from contracts.scenario import Scenario
 from fake_server.recording import claim_folder, play_identity, scenario_hash
-from harness.outside.relay import RELAY_ENV, Relay, start_json, write_json
+from harness.outside.relay import RELAY_ENV, Relay, exit_as, start_json, write_json
 
 #: Bound on preparing the run (the mock's start, the config): past it the relay gives up (exit 126).
 PREPARE_TIMEOUT_S = 60.0
@@ -48,7 +48,7 @@ def write_real_shim(directory: Path, spec: dict[str, Any], version_line: str) ->
     spec_path = directory / "relay-spec.json"
     spec_path.write_bytes(orjson.dumps(spec))
     q = shlex.quote
-    relay = " ".join(q(a) for a in (sys.executable, "-m", "harness.outside.relay", str(spec_path)))
+    relay = " ".join(q(a) for a in (sys.executable, "-m", "harness.outside.real_relay", str(spec_path)))
     script = f"""#!/bin/sh
 # codex shim written by codex-harness: runs the real codex sealed, behind a relay that records the wire.
 case "$1" in
@@ -176,4 +176,16 @@ def _write_model(folder: Path, traffic: list[dict[str, Any]]) -> None:
         pass
 
 
-__all__ = ["serve", "write_json", "write_real_shim"]
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.outside.real_relay SPEC.json CLIENT-ARGS...``: the shim's line."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("harness.outside.real_relay: usage: real_relay SPEC.json [ARGS...]", file=sys.stderr)
+        return 2
+    return exit_as(serve(Path(args[0]), args[1:]))
+
+
+__all__ = ["main", "serve", "write_json", "write_real_shim"]
+
+if __name__ == "__main__":
+    sys.exit(main())

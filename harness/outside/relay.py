@@ -340,17 +340,13 @@ def bare(root: Path, argv: list[str], *, record: bool = True) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.outside.relay SPEC.json CLIENT-ARGS...`` (the shim's line; SPEC: :mod:`.real_relay`),
-    or ``--bare ROOT -- ARGV...`` (:func:`bare`)."""
+    """``python -m harness.outside.relay --bare ROOT -- ARGV...`` (:func:`bare`; ``--bare-copy``: not recorded).
+    The shim of a real run starts :mod:`harness.outside.real_relay` instead."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) >= 4 and args[0] in ("--bare", "--bare-copy") and args[2] == "--":
         return exit_as(bare(Path(args[1]), args[3:], record=args[0] == "--bare"))
-    if not args:
-        print("harness.outside.relay: usage: relay SPEC.json [ARGS...] | --bare ROOT -- ARGV...", file=sys.stderr)
-        return 2
-    from harness.outside.real_relay import serve
-
-    return exit_as(serve(Path(args[0]), args[1:]))
+    print("harness.outside.relay: usage: relay --bare|--bare-copy ROOT -- ARGV...", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

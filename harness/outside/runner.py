@@ -340,7 +340,7 @@ class BypassWatch:
             exe = os.readlink(f"/proc/{pid}/exe")
         except OSError:
             return False
-        if any(w in ("harness.outside.relay", str(confine.INIT)) for w in words):
+        if any(w in ("harness.outside.relay", "harness.outside.real_relay", str(confine.INIT)) for w in words):
             return True
         if os.path.basename(exe) in confine.MECHANISMS:
             return True
