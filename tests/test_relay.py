@@ -89,7 +89,7 @@ def test_a_client_killed_mid_line_leaves_a_bounded_readable_record(tmp_path: Pat
         "import os, signal, subprocess, sys\n"
         f"p = subprocess.Popen({[sys.executable, '-m', 'harness.outside.relay', '--bare', str(tmp_path), '--']!r}"
         f" + [sys.executable, '-c', {ECHO_UNTIL_EOF!r}], stdin=subprocess.PIPE)\n"
-        "p.stdin.write(b'{\"id\":1,\"method\":\"a\"}\\n{\"id\":2,\"method\":\"b\",\"params\":{\"x\":');"
+        'p.stdin.write(b\'{"id":1,"method":"a"}\\n{"id":2,"method":"b","params":{"x":\');'
         " p.stdin.flush()\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
