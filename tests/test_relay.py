@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -35,6 +36,21 @@ sys.stdin.buffer.read()
 """
 ECHO_UNTIL_EOF = "import sys\nfor line in sys.stdin.buffer: pass\n"
 SLEEPER = "import time\ntime.sleep(60)\n"
+
+
+def until(done: Callable[[], bool], limit_s: float = 30.0) -> None:
+    """Poll ``done`` until it holds, at most ``limit_s`` (a real process's own pace, bounded)."""
+    deadline = time.monotonic() + limit_s
+    while not done():
+        assert time.monotonic() < deadline, "not within the bound"
+        time.sleep(0.02)
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def relay(root: Path, *peer: str) -> subprocess.Popen[bytes]:
@@ -95,9 +111,7 @@ def test_a_client_killed_mid_line_leaves_a_bounded_readable_record(tmp_path: Pat
     )
     done = subprocess.run([sys.executable, "-c", client], env=child_environment(None), timeout=60)
     assert done.returncode == -signal.SIGKILL
-    deadline = time.monotonic() + 30
-    while not list(tmp_path.glob("*/end.json")) and time.monotonic() < deadline:
-        time.sleep(0.05)  # the relay, orphaned, ends its server and writes end.json by itself
+    until(lambda: bool(list(tmp_path.glob("*/end.json"))))  # the relay, orphaned, ends its server by itself
     (server,) = read_recordings(tmp_path)
     c2s = [e for e in server.wire if e.dir == "c2s"]
     assert c2s[0].frame == {"id": 1, "method": "a"}
@@ -109,12 +123,41 @@ def test_a_client_killed_mid_line_leaves_a_bounded_readable_record(tmp_path: Pat
 
 def test_the_clients_signal_reaches_the_server_and_the_relay_exits_as_it_did(tmp_path: Path) -> None:
     proc = relay(tmp_path, SLEEPER)
-    deadline = time.monotonic() + 30
-    while not list(tmp_path.glob("*/start.json")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.2)  # the server started after start.json
+    until(lambda: bool(children(proc.pid)))  # the server started
     proc.send_signal(signal.SIGTERM)
     assert finish(proc, 30) == -signal.SIGTERM  # the server died of it, and so does the relay
     (server,) = read_recordings(tmp_path)
     assert server.end is not None and server.end["reason"] == "signal" and server.end["signal"] == "SIGTERM"
     assert any(e.dir == "note" and e.note == "signal SIGTERM" for e in server.wire)
+
+
+def test_a_server_started_around_the_relay_is_told_from_one_behind_it(tmp_path: Path) -> None:
+    """The bypass watch of a real run: an app-server (or the binary's install tree) without the relay's entry is
+    a bypass; the same with the entry (behind a relay), or the shim itself, is not."""
+    from harness.outside.relay import RELAY_ENV
+    from harness.outside.runner import BypassWatch
+
+    install = tmp_path / "node_modules"
+    binary = install / "codex" / "bin" / "codex.js"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("")
+    shim = tmp_path / "bin" / "codex"
+    entry = f"{RELAY_ENV}={tmp_path / 'recording'}"
+    sleep = [sys.executable, "-c", "import time; time.sleep(30)"]
+    cases = [
+        ([*sleep, "app-server"], {}, True),
+        ([*sleep, str(binary)], {}, True),  # the binary's install tree, whatever the subcommand
+        ([*sleep, "app-server"], {RELAY_ENV: str(tmp_path / "recording")}, False),
+        ([*sleep, str(shim), "app-server"], {}, False),
+        ([*sleep, "exec"], {}, False),
+    ]
+    procs = [subprocess.Popen(argv, env={**child_environment(None), **env}) for argv, env, _ in cases]
+    try:
+        until(lambda: all(b"time.sleep" in Path(f"/proc/{p.pid}/cmdline").read_bytes() for p in procs))
+        watch = BypassWatch(str(install), entry, str(shim))
+        assert [watch.bypasses(p.pid) for p in procs] == [want for _, _, want in cases]
+        assert not watch.bypasses(procs[0].pid)  # a process is named once (until it executes something else)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

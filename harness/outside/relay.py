@@ -221,6 +221,8 @@ class Relay:
         self.signal: str | None = None
         self.signal_t: float | None = None
         self.child: subprocess.Popen[bytes] | None = None
+        #: signals that came before the server could be signalled (while it was being started): sent once it is
+        self._pending: list[int] = []
 
     def _stdin_closed(self, t: float) -> None:
         self.stdin_closed_t = t
@@ -232,7 +234,9 @@ class Relay:
             self.signal, self.signal_t = name, time.monotonic()
             self.wire.note(f"signal {name}", self.signal_t)
         child = self.child
-        if child is not None and child.returncode is None:
+        if child is None:
+            self._pending.append(signum)
+        elif child.returncode is None:
             try:
                 os.killpg(child.pid, signum)  # its group: the launcher and the server inside it
             except OSError:
@@ -256,6 +260,11 @@ class Relay:
             self.abandon(f"server could not start: {exc.strerror or exc}", 127)
             return 127
         assert self.child.stdin is not None and self.child.stdout is not None
+        for signum in self._pending:  # what the client sent while the server was starting reaches it now
+            try:
+                os.killpg(self.child.pid, signum)
+            except OSError:
+                pass
         to_server = os.dup(self.child.stdin.fileno())
         from_server = os.dup(self.child.stdout.fileno())
         self.child.stdin.close()
