@@ -150,14 +150,26 @@ def test_a_server_started_around_the_relay_is_told_from_one_behind_it(tmp_path: 
         ([*sleep, "app-server"], {RELAY_ENV: str(tmp_path / "recording")}, False),
         ([*sleep, str(shim), "app-server"], {}, False),
         ([*sleep, "exec"], {}, False),
+        # a server's own helper, started with a cleared environment by a process behind the relay: not a bypass
+        (
+            [sys.executable, "-c", f"import subprocess; subprocess.run({[*sleep, 'app-server']!r}, env={{}})"],
+            {RELAY_ENV: str(tmp_path / "recording")},
+            False,
+        ),
     ]
     procs = [subprocess.Popen(argv, env={**child_environment(None), **env}) for argv, env, _ in cases]
     try:
         until(lambda: all(b"time.sleep" in Path(f"/proc/{p.pid}/cmdline").read_bytes() for p in procs))
+        until(lambda: bool(children(procs[-1].pid)))
         watch = BypassWatch(str(install), entry, str(shim))
-        assert [watch.bypasses(p.pid) for p in procs] == [want for _, _, want in cases]
+        assert [watch.bypasses(p.pid) for p in procs[:-1]] == [want for _, _, want in cases[:-1]]
+        (helper,) = children(procs[-1].pid)
+        until(lambda: b"app-server" in Path(f"/proc/{helper}/cmdline").read_bytes())
+        assert not watch.bypasses(helper)
         assert not watch.bypasses(procs[0].pid)  # a process is named once (until it executes something else)
     finally:
         for p in procs:
+            for child in children(p.pid):
+                os.kill(child, signal.SIGKILL)
             p.kill()
             p.wait()

@@ -289,6 +289,26 @@ def _environment_has(pid: int, entry: str) -> bool:
     return entry.encode("utf-8", "surrogateescape") in data.split(b"\0")
 
 
+#: How far up a process's parents are followed (a relayed server's helpers are a few levels below its relay).
+_MAX_ANCESTORS = 32
+
+
+def _ancestors(pid: int) -> list[int]:
+    """``pid``'s parents, nearest first, up to :data:`_MAX_ANCESTORS` (``/proc/PID/stat``; a process gone ends
+    the walk)."""
+    out: list[int] = []
+    while len(out) < _MAX_ANCESTORS:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+            pid = int(stat[stat.rindex(b")") + 2 :].split()[1])  # after the name (which may hold spaces): state, ppid
+        except (OSError, ValueError, IndexError):
+            break
+        if pid <= 1:
+            break
+        out.append(pid)
+    return out
+
+
 def run_client(
     argv: list[str],
     env: dict[str, str],
@@ -365,8 +385,9 @@ class BypassWatch:
         runs_binary = any(p == self.install_tree or p.startswith(self.install_tree + os.sep) for p in inside)
         if not runs_binary and "app-server" not in words:
             return False
-        # Seen before the shim's exec replaced it (the environment is the shim's, its argv no longer)?
-        return not _environment_has(pid, self.relay_entry)
+        # Started by a relayed server (the binary's own sandbox helper runs the binary again, its environment
+        # cleared): behind the relay, not around it.
+        return not any(_environment_has(p, self.relay_entry) for p in _ancestors(pid))
 
 
 def _skips(record: SessionRecord, contract: str, reason: str, *, applies: bool = True) -> Check:
