@@ -99,6 +99,36 @@ def test_a_flood_of_100000_deltas_is_relayed_and_recorded_whole_and_in_order(tmp
     assert overhead["s2c"]["messages"] == N + 1 and overhead["s2c"]["sampled"] == N + 1
 
 
+ECHO = """
+import os
+buf = b""
+while data := os.read(0, 65536):
+    buf += data
+    while b"\\n" in buf:
+        line, buf = buf.split(b"\\n", 1)
+        os.write(1, b'{"id":%s,"result":{}}\\n' % line[6:line.index(b",")])
+"""
+
+
+def test_an_answer_is_recorded_after_its_request_though_each_direction_records_after_forwarding(tmp_path: Path) -> None:
+    """The server answers a request as soon as the relay forwarded it, before the relay recorded it: the file still
+    holds every request before its answer, and its times never go back."""
+    proc = relay(tmp_path, ECHO)
+    assert proc.stdin is not None and proc.stdout is not None
+    for k in range(300):
+        os.write(proc.stdin.fileno(), b'{"id":%d,"method":"ping"}\n' % k)
+        got = b""
+        while not got.endswith(b"\n"):
+            got += os.read(proc.stdout.fileno(), 65536)
+    proc.stdin.close()
+    assert finish(proc) == 0
+    (server,) = read_recordings(tmp_path)
+    order = [(e.dir, (e.frame or {}).get("id")) for e in server.wire if e.dir != "note"]
+    assert order == [pair for k in range(300) for pair in (("c2s", k), ("s2c", k))]
+    times = [e.t for e in server.wire]
+    assert times == sorted(times)
+
+
 def test_a_client_killed_mid_line_leaves_a_bounded_readable_record(tmp_path: Path) -> None:
     # The client: writes one whole request and half of the next, then dies (SIGKILL) with the relay's stdin.
     client = (

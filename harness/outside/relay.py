@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,23 +49,49 @@ RELAY_ENV = "HARNESS_RELAY_RECORD"
 
 
 class WireWriter:
-    """``wire.jsonl`` of one server: whole lines per ``os.write``, bounded, shared by both directions."""
+    """``wire.jsonl`` of one server: whole lines per ``os.write``, bounded, shared by both directions, in the
+    order of the times the chunks were read.
+
+    Each direction records a chunk after forwarding it, so the other direction may answer it before it is
+    recorded. Order holds all the same: a chunk's time is taken, and its place claimed, under one lock
+    (:meth:`claim`) before it is forwarded, and a place is written only once every earlier one is filled
+    (:meth:`fill`). What one side sends in reply to a line was read after that line was forwarded, so it comes
+    later in the file, as in time."""
 
     def __init__(self, path: Path) -> None:
         self._fd: int | None = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a signal's note may come in the main thread while it holds it
+        self._slots: deque[list[bytes | None]] = deque()
         self._written = 0
         self.truncated = False
         self.failure: str | None = None
 
-    def put(self, entries: list[dict[str, Any]]) -> None:
-        if not entries:
-            return
-        self._write(b"".join(orjson.dumps(e) + b"\n" for e in entries))
+    def claim(self) -> tuple[list[bytes | None], float]:
+        """A place in the file, and the time it stands for (now)."""
+        slot: list[bytes | None] = [None]
+        with self._lock:
+            t = time.monotonic()
+            self._slots.append(slot)
+        return slot, t
+
+    def fill(self, slot: list[bytes | None], data: bytes) -> None:
+        """``data`` (whole lines, maybe none) at its place; written with every filled place before it."""
+        with self._lock:
+            slot[0] = data
+            ready = []
+            while self._slots and self._slots[0][0] is not None:
+                ready.append(self._slots.popleft()[0])
+            if ready:
+                self._write(b"".join(ready))  # type: ignore[arg-type]
+
+    def put(self, entries: list[dict[str, Any]], slot: list[bytes | None] | None = None) -> None:
+        if slot is None:
+            slot, _ = self.claim()
+        self.fill(slot, b"".join(orjson.dumps(e) + b"\n" for e in entries))
 
     def _write(self, data: bytes) -> None:
         with self._lock:
-            if self._fd is None or self.truncated:
+            if not data or self._fd is None or self.truncated:
                 return
             if self._written + len(data) > MAX_WIRE_BYTES:
                 self.truncated = True
@@ -78,15 +105,17 @@ class WireWriter:
                 self.failure = f"{exc.strerror or exc} writing wire.jsonl"
                 self.truncated = True
 
-    def put_lines(self, lines: list[bytes]) -> None:
-        """Lines already made (:func:`recorded_lines`), written as :meth:`put` writes entries."""
-        self._write(b"".join(lines))
-
-    def note(self, text: str, t: float | None = None) -> None:
-        self.put([{"t": round(time.monotonic() if t is None else t, 6), "dir": "note", "msg": {"note": text}}])
+    def note(self, text: str) -> float:
+        """A note at its place; the time it stands for."""
+        slot, t = self.claim()
+        self.put([{"t": round(t, 6), "dir": "note", "msg": {"note": text}}], slot)
+        return t
 
     def close(self) -> None:
         with self._lock:
+            # A place a thread never filled (it was still recording as the relay ended) is left out.
+            self._write(b"".join(slot[0] for slot in self._slots if slot[0] is not None))
+            self._slots.clear()
             fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
@@ -103,6 +132,7 @@ class Pump(threading.Thread):
         wire: WireWriter,
         *,
         on_eof: Callable[[float], None] | None = None,
+        eof_note: str | None = None,
         close_dst: bool = True,
         record: bool = True,
     ) -> None:
@@ -110,6 +140,8 @@ class Pump(threading.Thread):
         self.direction, self.src, self.dst, self.wire = direction, src, dst, wire
         self.framing = LineFraming(DEFAULT_MAX_LINE)
         self.on_eof = on_eof
+        #: the note recorded at the end of this direction's input (``stdin closed``), before the other side is told
+        self.eof_note = eof_note
         self.close_dst = close_dst
         #: False: forward and time only, lines counted by their newlines (the benchmark's baseline)
         self.record = record
@@ -124,14 +156,15 @@ class Pump(threading.Thread):
         src, dst, framing, wire, samples = self.src, self.dst, self.framing, self.wire, self.samples
         direction, monotonic, read, write = self.direction, time.monotonic, os.read, os.write
         forwarding = True
+        claim = wire.claim
         while True:
             try:
                 data = read(src, READ_BYTES)
             except OSError:
                 data = b""
-            t_in = monotonic()
             if not data:
                 break
+            slot, t_in = claim()  # the chunk's time and its place in the file, before the other side can answer
             if forwarding:
                 try:
                     view = memoryview(data)
@@ -143,6 +176,7 @@ class Pump(threading.Thread):
             t_out = monotonic()
             self.bytes += len(data)
             if not self.record:
+                wire.fill(slot, b"")
                 count = data.count(b"\n")
                 self.messages += count
                 if forwarding and count and len(samples) < MAX_SAMPLES:
@@ -150,20 +184,24 @@ class Pump(threading.Thread):
                     self.cycles.append(monotonic() - t_in)
                 continue
             lines = recorded_lines(framing.feed(data), t_in, direction)
+            wire.fill(slot, b"".join(lines))
             if lines:
                 self.messages += len(lines)
-                wire.put_lines(lines)
                 if forwarding and len(samples) < MAX_SAMPLES:
                     samples.extend([t_out - t_in] * len(lines))
                     self.cycles.append(monotonic() - t_in)
-        wire.put([wire_entry(t_in, direction, item) for item in parse_items(framing.feed_eof())])
+        slot, t_end = claim()  # the torn line and the note take their place before the other side sees the end
+        ended = [wire_entry(t_end, direction, item) for item in parse_items(framing.feed_eof())]
+        if self.eof_note is not None:
+            ended.append({"t": round(t_end, 6), "dir": "note", "msg": {"note": self.eof_note}})
+        wire.put(ended, slot)
         if self.close_dst:
             try:
                 os.close(dst)
             except OSError:
                 pass
         if self.on_eof is not None:
-            self.on_eof(t_in)
+            self.on_eof(t_end)
 
     def stats(self) -> dict[str, Any]:
         cycle = {f"cycle_{k}": v for k, v in percentiles(self.cycles).items() if k != "sampled"}
@@ -226,13 +264,12 @@ class Relay:
 
     def _stdin_closed(self, t: float) -> None:
         self.stdin_closed_t = t
-        self.wire.note("stdin closed", t)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         name = signal.Signals(signum).name
         if self.signal is None:
-            self.signal, self.signal_t = name, time.monotonic()
-            self.wire.note(f"signal {name}", self.signal_t)
+            self.signal = name
+            self.signal_t = self.wire.note(f"signal {name}")
         child = self.child
         if child is None:
             self._pending.append(signum)
@@ -269,7 +306,9 @@ class Relay:
         from_server = os.dup(self.child.stdout.fileno())
         self.child.stdin.close()
         self.child.stdout.close()
-        c2s = Pump("c2s", stdin, to_server, self.wire, on_eof=self._stdin_closed, record=self.record)
+        c2s = Pump(
+            "c2s", stdin, to_server, self.wire, on_eof=self._stdin_closed, eof_note="stdin closed", record=self.record
+        )
         s2c = Pump("s2c", from_server, stdout, self.wire, close_dst=False, record=self.record)
         c2s.start()
         s2c.start()
