@@ -74,8 +74,8 @@ def _mock_thread(
     scenario: Scenario, spec: dict[str, Any], folder: Path, args: list[str], ready: queue.Queue[Any]
 ) -> threading.Event:
     """The real target prepared in a trio loop of its own thread; ``ready`` gets it (or the exception). Setting
-    the returned event ends the block (the mock stops, the run directory goes); the thread then puts the traffic,
-    rebased to monotonic seconds."""
+    the returned event ends the block (the mock stops, the run directory goes; its traffic is in ``model.jsonl``
+    as it came: :class:`ModelFile`); the thread then puts None."""
     import trio
 
     from harness.targets.real import real_target
@@ -95,12 +95,16 @@ def _mock_thread(
                 command=tuple(args),
             ) as target:
                 ready.put(target)
-                await trio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
-                traffic = [dict(e, t=e["t"] + offset) for e in target.mock.traffic[:MAX_MODEL_ENTRIES]]
-        except BaseException as exc:
+                model = ModelFile(folder / "model.jsonl", offset)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(model.follow, target.mock.traffic)
+                    await trio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+                    nursery.cancel_scope.cancel()
+                model.flush(target.mock.traffic)
+        except BaseException as exc:  # handed to the relay's thread, which says it
             ready.put(exc)
             return
-        ready.put(traffic)
+        ready.put(None)
 
     thread = threading.Thread(target=trio.run, args=(hold,), name="relay-mock", daemon=True)
     thread.start()
@@ -157,23 +161,48 @@ def serve(spec_path: Path, args: list[str]) -> int:
         code = relay.run(target.argv, env, target.cwd)
     finally:
         done.set()
-        try:
-            traffic = ready.get(timeout=MOCK_STOP_S)
+        try:  # the mock's last events written, its run directory removed
+            ready.get(timeout=MOCK_STOP_S)
         except queue.Empty:
-            traffic = None
-        if isinstance(traffic, list):
-            _write_model(folder, traffic)
+            pass
     return code
 
 
-def _write_model(folder: Path, traffic: list[dict[str, Any]]) -> None:
-    data = b"".join(orjson.dumps({"t": round(e["t"], 6), "dir": e["dir"], "msg": e["msg"]}) + b"\n" for e in traffic)
-    tmp = folder / "model.jsonl.tmp"
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, folder / "model.jsonl")
-    except OSError:
-        pass
+#: How often the mock's new events go to model.jsonl: a relay killed with its client loses at most this much.
+MODEL_FLUSH_S = 0.1
+
+
+class ModelFile:
+    """``model.jsonl``, appended as the mock's traffic grows (whole lines per write, at most
+    :data:`MAX_MODEL_ENTRIES`), times rebased from trio's clock to monotonic seconds."""
+
+    def __init__(self, path: Path, offset: float) -> None:
+        self.path, self.offset, self.done = path, offset, 0
+
+    async def follow(self, traffic: list[dict[str, Any]]) -> None:
+        import trio
+
+        while True:
+            self.flush(traffic)
+            await trio.sleep(MODEL_FLUSH_S)
+
+    def flush(self, traffic: list[dict[str, Any]]) -> None:
+        new = traffic[self.done : MAX_MODEL_ENTRIES]
+        if not new:
+            return
+        data = b"".join(
+            orjson.dumps({"t": round(e["t"] + self.offset, 6), "dir": e["dir"], "msg": e["msg"]}) + b"\n" for e in new
+        )
+        self.done += len(new)
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+            try:
+                while data:
+                    data = data[os.write(fd, data) :]
+            finally:
+                os.close(fd)
+        except OSError:
+            self.done = MAX_MODEL_ENTRIES  # a disk that refuses stops the model lane, never the relay
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -228,6 +228,8 @@ def _model(fd: int, folder: Path) -> list[ModelEntry]:
                 raise RecordFormatError("not {t, dir, msg}")
             out.append(ModelEntry.from_json(data))
         except (orjson.JSONDecodeError, RecordFormatError, KeyError, TypeError, ValueError) as exc:
+            if n == len(lines):
+                break  # a last line cut by a SIGKILL mid-write
             raise RecordingError(f"{folder / 'model.jsonl'}:{n}: {exc}") from None
     return out
 
