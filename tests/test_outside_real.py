@@ -96,6 +96,23 @@ def test_a_client_that_runs_the_binary_around_its_codex_fails_server_started(
     assert str(Path(codex_bin).name) in started.detail or "codex" in started.detail
 
 
+def test_a_client_that_takes_the_binary_away_from_the_mock_fails_played_as_given(
+    run_scenario: Callable[..., Any], codex_bin: Path, tmp_path: Path
+) -> None:
+    # Its arguments reach the real binary (the fake ignores -c): here a base URL that stays on this machine.
+    body = (
+        "url = 'model_providers.mock_provider.base_url=http://127.0.0.1:9/v1'\n"
+        "p = subprocess.Popen([os.environ['CODEX_BIN'], '-c', url, 'app-server'], stdin=subprocess.PIPE,\n"
+        "                     stdout=subprocess.DEVNULL)\n"
+        "p.stdin.close()\n"
+        "p.wait(timeout=30)\n"
+    )
+    run = run_scenario("plain", client=client_script(tmp_path, body), target="real", codex=codex_bin)
+    check = next(c for c in run.checks if c.name == "played as given")
+    assert check.status == "fail" and "set by -c model_providers" in check.detail, check
+    assert "not 'mock_provider'" in check.detail, check
+
+
 def test_a_client_past_its_deadline_is_killed_with_its_server(
     run_scenario: Callable[..., Any], codex_bin: Path, tmp_path: Path
 ) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+import pytest
 
 from harness.client.process import child_environment
 from harness.outside.record import read_recordings
@@ -203,3 +204,22 @@ def test_a_server_started_around_the_relay_is_told_from_one_behind_it(tmp_path: 
                 os.kill(child, signal.SIGKILL)
             p.kill()
             p.wait()
+
+
+@pytest.mark.parametrize(
+    ("args", "left"),
+    [
+        (["app-server"], False),
+        (["app-server", "-c", "model=o3"], False),
+        (["-c", "model_provider=openai", "app-server"], True),
+        (["app-server", "--config=model_providers.mock_provider.base_url=http://127.0.0.1:9"], True),
+        (["app-server", "-cmodel_provider=x"], True),
+    ],
+)
+def test_an_argument_that_takes_the_binary_away_from_the_mock_is_named(args: list[str], left: bool) -> None:
+    from harness.outside.real_relay import model_provider
+    from harness.targets.real import PROVIDER_ID
+
+    provider, source = model_provider(args)
+    assert (provider != PROVIDER_ID) is left, (provider, source)
+    assert source.startswith("-c ") is left

@@ -259,7 +259,7 @@ def _played_as_given(make: Maker, server: dict[str, Any], facts: dict[str, Any])
         else:
             changed.append(f"{key} {str(got)[:40]!r}{by}, not {str(want)[:40]!r}")
     if changed:
-        return make("played as given", "fail", "the client changed what the fake plays: " + "; ".join(changed))
+        return make("played as given", "fail", "the client changed what the server plays: " + "; ".join(changed))
     given = ", ".join(f"{k} {str(v)[:12]}" for k, v in expected.items())
     return make("played as given", "pass", f"the server played scenario {server.get('scenario')!r} as given ({given})")
 

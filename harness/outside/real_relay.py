@@ -63,6 +63,28 @@ exec {relay} "$@"
     return path
 
 
+def model_provider(args: list[str]) -> tuple[str, str]:
+    """The model provider the binary will use with these arguments, and what set it: the mock's
+    (:data:`~harness.targets.real.PROVIDER_ID`, from the run's config.toml) unless a ``-c`` / ``--config`` override
+    of ``model_provider`` or ``model_providers.*`` takes the binary away from it (the fake ignores ``-c``; the real
+    binary does not)."""
+    from harness.targets.real import PROVIDER_ID
+
+    for k, arg in enumerate(args):
+        if arg in ("-c", "--config"):
+            value = args[k + 1] if k + 1 < len(args) else ""
+        elif arg.startswith("--config="):
+            value = arg.removeprefix("--config=")
+        elif arg.startswith("-c") and len(arg) > 2:
+            value = arg[2:]
+        else:
+            continue
+        key = value.split("=", 1)[0].strip()
+        if key == "model_provider" or key.startswith("model_providers"):
+            return f"{value[:80]} (not the mock)", f"-c {key[:40]}"
+    return PROVIDER_ID, "config.toml"
+
+
 def _say(text: str) -> None:
     try:
         os.write(2, f"codex-harness relay: {text}\n".encode("utf-8", "replace"))
@@ -130,6 +152,7 @@ def serve(spec_path: Path, args: list[str]) -> int:
         _say(f"{spec['record_dir']} holds too many recordings")
         return CANNOT_RUN
     version = str(spec["version"])
+    provider, provider_source = model_provider(args)
     start_json(
         folder,
         {
@@ -137,8 +160,8 @@ def serve(spec_path: Path, args: list[str]) -> int:
             "scenario_ref": str(spec["scenario_file"]),
             "scenario_hash": scenario_hash(scenario),
             "profile": version,
-            "play": play_identity(scenario, version),
-            "play_sources": {"scenario_hash": "harness", "release": "--codex"},
+            "play": {**play_identity(scenario, version), "model_provider": provider},
+            "play_sources": {"scenario_hash": "harness", "release": "--codex", "model_provider": provider_source},
             "run_marker": spec.get("marker"),
             "relay": {"codex": str(spec["codex"]), "args": args[:32], "confinement": spec["confinement"]},
         },

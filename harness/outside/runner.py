@@ -692,10 +692,15 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     # The client runs where the user runs the harness: its command line is relative to that.
     # The shim exports the recording folder to every server it starts: their processes are told by it.
     client = run_client(spec.argv, env, Path.cwd(), deadline, grace, server_env=server_env, watch=watch)
+    expected_play: dict[str, str] = play_identity(scenario, profile)
+    if spec.target == REAL:  # the binary's arguments reach it: one that leaves the mock changes the play
+        from harness.targets.real import PROVIDER_ID
+
+        expected_play["model_provider"] = PROVIDER_ID
     facts: dict[str, Any] = {
         "client_cmd": list(spec.argv),
         "deadline_s": deadline,
-        "expected_play": play_identity(scenario, profile),
+        "expected_play": expected_play,
         "profile": profile,
         "plan_turns": plan["turns"],
         "plan": {k: plan[k] for k in ("approvals", "experimental_api", "opt_out_notifications")},
