@@ -66,8 +66,8 @@ exec {relay} "$@"
 def model_provider(args: list[str]) -> tuple[str, str]:
     """The model provider the binary will use with these arguments, and what set it: the mock's
     (:data:`~harness.targets.real.PROVIDER_ID`, from the run's config.toml) unless a ``-c`` / ``--config`` override
-    of ``model_provider`` or ``model_providers.*`` takes the binary away from it (the fake ignores ``-c``; the real
-    binary does not)."""
+    of ``model_provider`` or ``model_providers.*`` takes the binary away from it (the fake serves no model: there it
+    changes nothing)."""
     from harness.targets.real import PROVIDER_ID
 
     for k, arg in enumerate(args):
