@@ -37,6 +37,7 @@ SCRIPTS: tuple[tuple[str, str, bool], ...] = (
     ("trace", "trace.py", False),
     ("suite", "suite.py", True),
     ("scale", "scale.py", True),
+    ("relay", "relay.py", True),
 )
 QUICK_ARGS: dict[str, tuple[str, ...]] = {
     "validate.py": ("--seconds", "0.3"),
@@ -142,7 +143,7 @@ def update_docs(text: str, doc: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__.splitlines()[0])
     parser.add_argument(
-        "--only", nargs="*", help="run only these (ingest, sdk, interrupt, validate, trace, suite, scale)"
+        "--only", nargs="*", help="run only these (ingest, sdk, interrupt, validate, trace, suite, scale, relay)"
     )
     parser.add_argument("--update-docs", action="store_true", help="write the results into docs/performance.md")
     parser.add_argument("--runs", type=int, default=5, help="runs of the gated scripts (medians reported)")

@@ -101,7 +101,8 @@ def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., o
     budgets=None)`` → ScenarioRun.
 
     ``client=["python", "my_client.py"]`` judges that outside client instead of ours (on ``fake-process``,
-    as ``codex-harness run --client-cmd`` does); it runs with this test's run marker, so the leak check
+    as ``codex-harness run --client-cmd`` does; ``target="real", codex=PATH``: on the real binary behind the
+    recorder relay, as ``--target real`` does); it runs with this test's run marker, so the leak check
     covers it and everything it starts. ``budgets={"turn_timeout_ms": 600000}``: what the client declares
     (``run --budget``).
     """
@@ -124,13 +125,17 @@ def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., o
 
             scenario = with_budgets(scenario, budgets)
         if client is not None:
-            from harness.outside.runner import TARGET, ClientSpec, check_command, run_outside_one
+            from harness.outside.runner import REAL, TARGET, ClientSpec, check_command, run_outside_one
 
-            if target not in ("fake", TARGET):
-                raise ValueError(f"an outside client runs on target {TARGET}, not {target}")
+            if target not in ("fake", TARGET, REAL):
+                raise ValueError(f"an outside client runs on target {TARGET} or {REAL}, not {target}")
             check_command(list(client))
             save = tmp_path / f"record-{next(counter)}-{scenario.name}-client"
             spec_ = ClientSpec(list(client), client_deadline, release, dict(budgets or {}))
+            if target == REAL:
+                from harness.targets.real_adapter import preflight
+
+                spec_.target, (spec_.codex, spec_.version) = REAL, preflight(codex)  # cannot run: TargetUnavailable
             return run_outside_one(scenario, spec_, save_dir=save, work_root=tmp_path)
         save = tmp_path / f"record-{next(counter)}-{scenario.name}-{target}"
         if release is not None:

@@ -87,6 +87,17 @@ def _claim_folder(root: Path) -> Path | None:
     return None
 
 
+#: Public names for other recorders of the same format (harness.outside.relay).
+def claim_folder(root: Path) -> Path | None:
+    """``root/<n>-<pid>`` for this process (:func:`_claim_folder`), None when the recording is full."""
+    return _claim_folder(root)
+
+
+def wire_entry(t: float, direction: str, item: Any) -> dict[str, Any]:
+    """One ``wire.jsonl`` line's object: a parsed frame, or a framing error as ``_raw`` / ``_error`` / ``_size``."""
+    return _entry(t, direction, item)
+
+
 class _Direction:
     """Messages of one direction, as the reader at the other end gets them (the wire's framing bounds them);
     the start of a message cut off by a crash is reported at the end of the stream, as the reader sees it."""

@@ -181,6 +181,15 @@ def set_unconfined(flag: bool) -> None:
     _unconfined_asked, _chosen = flag, None
 
 
+def adopt(mechanism: str, tool: str | None) -> None:
+    """Use the launcher another process of this run already chose and self-tested (the relay of an outside
+    client's server: :mod:`harness.outside.real_relay`), without testing it again."""
+    global _chosen
+    if mechanism not in (*MECHANISMS, UNCONFINED):
+        raise ConfinementUnavailable(f"unknown confinement mechanism {mechanism!r}")
+    _chosen = Launcher(mechanism, tool)
+
+
 def current() -> Launcher:
     """The launcher of this process: the first mechanism that passes its self-test, else the reason why none."""
     global _chosen
@@ -342,6 +351,11 @@ def _binary_files(argv0: str, path_env: str | None) -> list[str]:
     if interpreter is not None:
         files += [f for f in _unique([interpreter, _real(interpreter)]) if f not in files]
     return files
+
+
+def install_tree(binary: str) -> str:
+    """The tree ``binary`` was installed in (:func:`_tree_of`): what a process running that release runs from."""
+    return _tree_of(os.path.realpath(binary))
 
 
 def _tree_of(binary: str) -> str:

@@ -83,6 +83,14 @@ def test_sdk_compare_runs_when_the_sdk_is_installed(tmp_path: Path) -> None:
     assert ratios(rows) and "x pipe SDK" in text
 
 
+def test_relay_measures_its_own_in_to_out_against_a_forwarding_only_copy(tmp_path: Path) -> None:
+    text, rows = run_script("relay.py", tmp_path)
+    names = {r["name"] for r in rows}
+    assert {"pingpong relay in->out p99", "pingpong copy in->out p99", "flood relay in->out p99"} <= names
+    assert all(r > 0 for r in ratios(rows))
+    assert "x pingpong copy in->out p99" in text
+
+
 def test_run_all_combines_the_tables(tmp_path: Path) -> None:
     out = tmp_path / "all.json"
     proc = subprocess.run(

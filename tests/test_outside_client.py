@@ -211,11 +211,14 @@ def test_plan_holds_no_expect_and_the_env_is_complete(run_scenario: Callable[...
 # --- the command line ---------------------------------------------------------------------------------------
 
 
-def test_client_cmd_runs_on_fake_process_only(capsys: pytest.CaptureFixture[str]) -> None:
+def test_client_cmd_runs_on_fake_process_or_real(capsys: pytest.CaptureFixture[str]) -> None:
     cmd = " ".join(CAREFUL)
     assert main(["run", "--client-cmd", cmd, "--target", "fake", "--scenario", "plain"]) == USAGE
-    assert "--target fake-process only" in capsys.readouterr().err
-    assert main(["run", "--client-cmd", cmd, "--target", "real", "--scenario", "plain"]) == USAGE
+    assert "--target fake-process or real, not fake" in capsys.readouterr().err
+    # A binary that cannot run stops the run at once.
+    argv = ["run", "--client-cmd", cmd, "--target", "real", "--codex", "/nonexistent/codex", "--scenario", "plain"]
+    assert main(argv) == USAGE
+    assert "/nonexistent/codex" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("cmd", ["/nonexistent/client", "", "'unbalanced", "/"])
@@ -690,3 +693,13 @@ def test_what_the_server_started_left_alive_is_a_should_and_a_helper_a_must(
     careless = run_scenario("plain", client=CARELESS)
     helper = next(c for c in careless.checks if c.name == "nothing left running")
     assert (helper.status, helper.level) == ("fail", "must") and "sleep 60" in helper.detail, helper
+
+
+def test_a_binary_that_cannot_run_stops_the_run_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "codex"
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    broken.chmod(0o755)
+    argv = ["run", "--client-cmd", " ".join(CAREFUL), "--target", "real", "--codex", str(broken)]
+    assert main([*argv, "--scenario", "plain", "--report", str(tmp_path / "r")]) == USAGE
+    assert "--version" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # nothing written, nothing played

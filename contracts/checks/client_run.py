@@ -259,7 +259,7 @@ def _played_as_given(make: Maker, server: dict[str, Any], facts: dict[str, Any])
         else:
             changed.append(f"{key} {str(got)[:40]!r}{by}, not {str(want)[:40]!r}")
     if changed:
-        return make("played as given", "fail", "the client changed what the fake plays: " + "; ".join(changed))
+        return make("played as given", "fail", "the client changed what the server plays: " + "; ".join(changed))
     given = ", ".join(f"{k} {str(v)[:12]}" for k, v in expected.items())
     return make("played as given", "pass", f"the server played scenario {server.get('scenario')!r} as given ({given})")
 
@@ -325,15 +325,24 @@ def _agrees(reported: str, turn: dict[str, Any] | None, interrupted: bool) -> bo
 def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
     make = CONTRACT.maker(record)
     servers = facts.get("servers") or []
-    checks = [
-        make(
+    bypassed = [str(x) for x in facts.get("bypassed") or []]
+    if bypassed:
+        # A server the harness did not start is neither sealed nor recorded: what the client did with it is unjudged.
+        started = make(
+            "server started",
+            "fail",
+            "the client started a server around the codex it was given (CODEX_BIN / PATH), not recorded: "
+            + _summary(bypassed),
+        )
+    else:
+        started = make(
             "server started",
             "pass" if servers else "fail",
             f"{len(servers)} server process(es) started through the shim"
             if servers
             else "the client never started a server through CODEX_BIN or PATH",
         )
-    ]
+    checks = [started]
     deadline = facts.get("deadline_s")
     if deadline is None:
         why = "a recording alone does not show the client's deadline"

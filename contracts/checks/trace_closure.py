@@ -22,7 +22,8 @@ NAME = "trace_closure"
 REFERENCE = "docs/trace.md §2"
 #: The server's bundles judge the target (the fake's fidelity, a release's trace bug), not an outside client.
 _SERVER_BUNDLE = (
-    "the fake's own trace bundle says nothing of an outside client (kept in the recording); "
+    "the server's own trace bundle (the fake's, or the real binary's) says nothing of an outside client (kept in "
+    "the recording); "
     "how the client ended the server is judged by client / server ended"
 )
 CONTRACT = Contract(

@@ -37,7 +37,14 @@ STDERR_LINES = 10  # of a server that did not start, shown on the terminal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", choices=TARGET_NAMES, default=None, help="where the server runs (default: fake)")
+    parser.add_argument(
+        "--target",
+        choices=TARGET_NAMES,
+        action="append",
+        default=None,
+        help="where the server runs (default: fake; with --client-cmd fake-process); repeatable: one row per "
+        "(scenario, target)",
+    )
     parser.add_argument(
         "--transport",
         choices=TRANSPORTS,
@@ -129,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     client = client_spec(args) if args.client_cmd is not None else None  # an outside client (harness.outside)
     jobs = jobs_from_args(args)
     declared = client.budgets if client is not None else budgets.from_args(args)
-    args.target = args.target or "fake"
+    targets: list[str] = list(dict.fromkeys(args.target or ["fake"]))
     baseline = load_baseline(args.baseline) if args.baseline else []
     try:
         scenarios = _scenarios(args)
@@ -143,14 +150,16 @@ def run(args: argparse.Namespace) -> int:
             scenarios = [budgets.with_budgets(s, declared) for s in scenarios]
     # A target that cannot run at all is said once, before anything is written or played.
     codex = Path(args.codex) if args.codex else None
-    if args.target == "real":
+    real: tuple[Path, str] | None = None
+    if "real" in targets:
         from harness.targets import TargetUnavailable
         from harness.targets.real_adapter import preflight
 
         try:
-            codex, _ = preflight(codex)
+            real = preflight(codex)
         except TargetUnavailable as exc:
             raise UsageError(f"--target real: {exc}") from None
+        codex = real[0]
     left_out = getattr(args, "left_out", [])
     if left_out and not args.quiet:
         names = ", ".join(left_out)
@@ -158,16 +167,23 @@ def run(args: argparse.Namespace) -> int:
     # Every path the run will write, checked before anything is played; then held and locked to the end.
     report = None
     if args.report:
-        report = report_dir_check.prepare(Path(args.report), [(args.target, s.name) for s in scenarios])
+        report = report_dir_check.prepare(Path(args.report), [(t, s.name) for t in targets for s in scenarios])
     try:
         if client is not None:
-            progress = None if args.quiet else _progress
-            runs = run_clients(client, scenarios, report_dir=report, progress=progress, jobs=jobs)
+            runs = run_clients(
+                client,
+                scenarios,
+                report_dir=report,
+                progress=None if args.quiet else _progress,
+                jobs=jobs,
+                targets=targets,
+                codex=real,
+            )
             describe(runs)
         else:
             runs = run_many(
                 scenarios,
-                [args.target],
+                targets,
                 codex=codex,
                 report_dir=report,
                 progress=None if args.quiet else _progress,

@@ -1,12 +1,13 @@
 """``codex-harness run --client-cmd "CMD ARGS"``: the contract suite against an outside client.
 
-``--client-cmd`` implies ``--target fake-process``; any other target is a usage error (exit 3), so is a
-command that cannot start. The outputs are those of any run: the table, ``--report`` (checks.json,
-junit.xml, one record per scenario with the fake's recordings and the client's output tails), exit 0/1,
-``--baseline``.
+``--client-cmd`` implies ``--target fake-process``; ``--target real --codex PATH`` runs it against the real
+binary (:mod:`.real_relay`); both targets in one run give one row per (scenario, target). Any other target is
+a usage error (exit 3), so is a command that cannot start or a binary that cannot run. The outputs are those of
+any run: the table, ``--report`` (checks.json, junit.xml, one record per scenario with the recordings and the
+client's output tails), exit 0/1, ``--baseline``.
 
 ``--jobs N`` plays up to N scenarios at once (:func:`run_clients`): each in its own work directory, process
-tree, fake process and deadline, exactly as alone; the runs, the table and the report keep the catalogue's
+tree, server and deadline, exactly as alone; the runs, the table and the report keep the catalogue's
 order.
 """
 
@@ -18,6 +19,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import trio
@@ -26,7 +28,7 @@ from contracts.exitcodes import UsageError
 from contracts.releases import default_version
 from contracts.scenario import Scenario
 from harness import budgets, proctree, workdirs
-from harness.outside.runner import TARGET, ClientSpec, check_command, deadline_for, run_outside_one
+from harness.outside.runner import TARGET, TARGETS, ClientSpec, check_command, deadline_for, run_outside_one
 from harness.report_dir import ReportDir
 
 
@@ -34,7 +36,8 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--client-cmd",
         metavar='"CMD ARGS"',
-        help="judge this outside client instead of ours (split like a shell; implies --target fake-process)",
+        help="judge this outside client instead of ours (split like a shell; --target fake-process, the default, "
+        "and/or real with --codex PATH)",
     )
     try:  # the release seam: --release may already be there for every target
         parser.add_argument(
@@ -68,9 +71,11 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
 
 def client_spec(args: argparse.Namespace) -> ClientSpec:
     """Validate the --client-cmd options (usage errors exit 3) and set the implied target."""
-    if args.target not in (None, TARGET):
-        raise UsageError(f"--client-cmd runs on --target {TARGET} only, not {args.target}")
-    args.target = TARGET
+    targets = list(args.target or [TARGET])
+    wrong = [t for t in targets if t not in TARGETS]
+    if wrong:
+        raise UsageError(f"--client-cmd runs on --target {' or '.join(TARGETS)}, not {', '.join(wrong)}")
+    args.target = list(dict.fromkeys(targets))
     try:
         argv = shlex.split(args.client_cmd)
     except ValueError as exc:
@@ -138,24 +143,31 @@ def run_clients(
     report_dir: ReportDir | None,
     progress: Callable[..., None] | None,
     jobs: int = 1,
+    targets: Sequence[str] = (TARGET,),
+    codex: tuple[Path, str] | None = None,
 ) -> list:
-    """Every scenario against the client, in the catalogue's order; ``jobs`` > 1: that many at once
-    (:func:`_run_at_once`), where the machine confines process trees (else one at a time, said once)."""
+    """Every (scenario, target), target by target, each target's scenarios in the catalogue's order; ``jobs`` > 1:
+    that many at once (:func:`_run_at_once`), where the machine confines process trees (else one at a time, said
+    once). ``codex``: the real binary and its version (``real``)."""
     if jobs > 1 and len(scenarios) > 1 and not proctree.confinement().confined:
         # An unconfined tree is told by the harness's descendants and the run marker, which scenarios played at
         # once share: one scenario's sweep would name and kill another's processes.
         why = proctree.confinement().detail
         print(f"codex-harness run: --jobs {jobs}: scenarios run one at a time ({why})", file=sys.stderr)
         jobs = 1
-    if jobs > 1 and len(scenarios) > 1:
-        return trio.run(_run_at_once, spec, list(scenarios), report_dir, progress, jobs)
-    runs = []
-    for n, scenario in enumerate(scenarios, 1):
-        save = report_dir.slot(TARGET, scenario.name) if report_dir is not None else None
-        run = run_outside_one(scenario, spec, save_dir=save)
-        runs.append(run)
-        if progress is not None:
-            progress(run, n, len(scenarios))
+    runs: list = []
+    total = len(scenarios) * len(targets)
+    for target in targets:
+        own = replace(spec, target=target, codex=codex[0], version=codex[1]) if codex else replace(spec, target=target)
+        if jobs > 1 and len(scenarios) > 1:
+            runs += trio.run(_run_at_once, own, list(scenarios), report_dir, progress, jobs)
+            continue
+        for scenario in scenarios:
+            save = report_dir.slot(target, scenario.name) if report_dir is not None else None
+            run = run_outside_one(scenario, own, save_dir=save)
+            runs.append(run)
+            if progress is not None:
+                progress(run, len(runs), total)
     return runs
 
 
@@ -187,7 +199,7 @@ async def _run_at_once(
 
     async def play(k: int) -> None:
         scenario = scenarios[k]
-        save = report_dir.slot(TARGET, scenario.name) if report_dir is not None else None
+        save = report_dir.slot(spec.target, scenario.name) if report_dir is not None else None
         with workdirs.work_dir(f"codex-harness-jobs-{scenario.name}-") as root:
             one = functools.partial(run_outside_one, scenario, spec, save_dir=save, work_root=root)
             await starting.acquire()
@@ -289,4 +301,3 @@ def describe(runs: list) -> None:
         if refused:
             more = f" (and {len(refused) - 3} more, in record.json)" if len(refused) > 3 else ""
             print(f"{run.scenario}: not copied into the report: {'; '.join(refused[:3])}{more}", file=sys.stderr)
-

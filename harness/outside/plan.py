@@ -40,4 +40,3 @@ def adapter_plan(scenario: Scenario) -> dict[str, Any]:
         "experimental_api": plan.experimental_api,
         "opt_out_notifications": list(plan.opt_out),
     }
-

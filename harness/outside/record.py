@@ -14,14 +14,14 @@ import math
 import os
 import re
 import stat
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from contracts import safe_read
-from contracts.record import Budgets, SessionRecord, WireEntry
+from contracts.record import Budgets, ModelEntry, RecordFormatError, SessionRecord, WireEntry
 from contracts.releases import default_version
 from contracts.scenario import Scenario
 from contracts.trace.reader import bundles_under
@@ -47,6 +47,8 @@ class ServerRecording:
     end: dict[str, Any] | None
     wire: list[WireEntry]
     trace_bundle: Path | None
+    #: the mock Responses API's traffic (``model.jsonl``: a relay to the real binary writes it; monotonic ``t``)
+    model: list[ModelEntry] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -200,7 +202,36 @@ def _read_recording(folder: Path, fd: int) -> ServerRecording:
     end = _json(fd, folder, "end.json")
     end = _checked_end(folder / "end.json", end) if end is not None else None
     trace = _first_bundle(folder / "server-trace") if safe_read.is_dir("server-trace", dir_fd=fd) else None
-    return ServerRecording(folder, start, end, wire, trace)
+    return ServerRecording(folder, start, end, wire, trace, _model(fd, folder))
+
+
+#: model.jsonl: the mock keeps at most 100,000 events of a few hundred bytes.
+MAX_MODEL_BYTES = 64 * 1024 * 1024
+
+
+def _model(fd: int, folder: Path) -> list[ModelEntry]:
+    """The mock's traffic a relay left (none from fake-codex); a line that is not one is a RecordingError."""
+    if not safe_read.is_regular("model.jsonl", dir_fd=fd):
+        return []
+    try:
+        with safe_read.open_bounded("model.jsonl", MAX_MODEL_BYTES, dir_fd=fd, shown=folder / "model.jsonl") as fh:
+            lines = fh.read().splitlines()
+    except safe_read.Refused as exc:
+        raise RecordingError(str(exc)) from None
+    except OSError as exc:
+        raise RecordingError(f"cannot read {folder / 'model.jsonl'}: {exc.strerror}") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        try:
+            data = orjson.loads(line)
+            if not isinstance(data, dict) or not _number(data.get("t")):
+                raise RecordFormatError("not {t, dir, msg}")
+            out.append(ModelEntry.from_json(data))
+        except (orjson.JSONDecodeError, RecordFormatError, KeyError, TypeError, ValueError) as exc:
+            if n == len(lines):
+                break  # a last line cut by a SIGKILL mid-write
+            raise RecordingError(f"{folder / 'model.jsonl'}:{n}: {exc}") from None
+    return out
 
 
 def read_recordings(

@@ -35,7 +35,7 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
 from fake_server.recording import RECORD_ENV, play_identity
-from harness import proctree, workdirs
+from harness import confine, proctree, workdirs
 from harness.budgets import scenario_deadline_s, with_budgets
 from harness.client.process import run_marker
 from harness.outside.plan import adapter_plan, budgets
@@ -48,12 +48,16 @@ from harness.outside.record import (
     server_record,
     session_record,
 )
+from harness.outside.relay import RELAY_ENV
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, write_shim
 from harness.proctree import procfs
 from harness.targets.real import write_mock_config
 
 TARGET = "fake-process"
+REAL = "real"
+#: The targets an outside client runs on.
+TARGETS = (TARGET, REAL)
 PLAN_ENV = "CODEX_HARNESS_PLAN"
 RESULT_ENV = "CODEX_HARNESS_RESULT"
 #: What is kept of the client's stdout and stderr each: the end of it (a test runner's summary comes last).
@@ -90,6 +94,11 @@ class ClientSpec:
     profile: str | None = None
     #: the budgets the client declares (harness.budgets: plan names → ms); they replace the scenario's
     budgets: dict[str, int] = field(default_factory=dict)
+    #: ``fake-process`` (the shim runs fake-codex) or ``real`` (the shim runs ``codex``, sealed, behind a relay)
+    target: str = TARGET
+    #: the real binary and its version (``real``: :func:`harness.targets.real_adapter.preflight` found them)
+    codex: Path | None = None
+    version: str | None = None
 
 
 @dataclass(slots=True)
@@ -110,6 +119,11 @@ class ClientRun:
     stderr_tail: str = ""
     #: how the client's tree was confined (harness.proctree), or "not confined: why"
     confinement: str = ""
+    #: processes of the client's tree that ran the real binary (or an app-server) outside the relay it was given
+    bypassed: list[str] = field(default_factory=list)
+    #: what was killed that is a server itself on the real target (its relay, the launcher, the binary), by the
+    #: tree's pid: not something a server started
+    server_parts: set[int] = field(default_factory=set)
 
 
 def check_command(argv: list[str]) -> None:
@@ -179,7 +193,13 @@ def _client_env(shim: Path, scenario_file: Path, plan: Path, result: Path, marke
 
 
 async def _run_client(
-    argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float, server_env: str | None = None
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    deadline_s: float,
+    grace_s: float,
+    server_env: str | None = None,
+    watch: BypassWatch | None = None,
 ) -> ClientRun:
     out = ClientRun()
     stdout, stderr = _Tail(), _Tail()
@@ -202,7 +222,9 @@ async def _run_client(
             drained: list[int] = []
             nursery.start_soon(_drain, tree.stdout, stdout, drained)
             nursery.start_soon(_drain, tree.stderr, stderr, drained)
-            await _watch(tree, out, deadline_s, grace_s, server_env)
+            if watch is not None:
+                nursery.start_soon(watch.run, tree, out)
+            await _watch(tree, out, deadline_s, grace_s, server_env, watch)
             with trio.move_on_after(DRAIN_AFTER_EXIT_S):
                 while len(drained) < 2:
                     await trio.sleep(_POLL_S)
@@ -217,7 +239,12 @@ async def _run_client(
 
 
 async def _watch(
-    tree: proctree.ProcessTree, out: ClientRun, deadline_s: float, grace_s: float, server_env: str | None
+    tree: proctree.ProcessTree,
+    out: ClientRun,
+    deadline_s: float,
+    grace_s: float,
+    server_env: str | None,
+    watch: BypassWatch | None = None,
 ) -> None:
     """Until the client exits or its deadline; then, after a grace, what it left running (named and killed)."""
     with trio.move_on_after(deadline_s) as limit:
@@ -226,22 +253,26 @@ async def _watch(
     out.ended_t = time.monotonic() - out.started_at
     if out.deadline_hit:
         out.exit_code = None
-        _kill(tree, out, server_env)
+        _kill(tree, out, server_env, watch)
         return
     # Grace: a server the client closed may still be finishing its shutdown.
     with trio.move_on_after(grace_s):
         while not tree.empty():
             await trio.sleep(_POLL_S)
     if not tree.empty():
-        out.left_running = _kill(tree, out, server_env)
+        out.left_running = _kill(tree, out, server_env, watch)
 
 
-def _kill(tree: proctree.ProcessTree, out: ClientRun, server_env: str | None = None) -> list[str]:
+def _kill(
+    tree: proctree.ProcessTree, out: ClientRun, server_env: str | None = None, watch: BypassWatch | None = None
+) -> list[str]:
     """Name what is alive in the tree, note which of it runs with a server's environment (``server_env``, the
     ``NAME=value`` the shim exports), kill all of it; the names."""
     members = tree.members()
     if server_env is not None:
         out.of_servers = {m.inner: m.described for m in members if _environment_has(m.pid, server_env)}
+        if watch is not None:
+            out.server_parts = {m.inner for m in members if m.inner in out.of_servers and watch.server_part(m.pid)}
     tree.kill()
     out.killed_pids = {m.inner for m in members}
     out.killed = [m.described for m in members] or [UNNAMED]
@@ -258,13 +289,105 @@ def _environment_has(pid: int, entry: str) -> bool:
     return entry.encode("utf-8", "surrogateescape") in data.split(b"\0")
 
 
+#: How far up a process's parents are followed (a relayed server's helpers are a few levels below its relay).
+_MAX_ANCESTORS = 32
+
+
+def _ancestors(pid: int) -> list[int]:
+    """``pid``'s parents, nearest first, up to :data:`_MAX_ANCESTORS` (``/proc/PID/stat``; a process gone ends
+    the walk)."""
+    out: list[int] = []
+    while len(out) < _MAX_ANCESTORS:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+            pid = int(stat[stat.rindex(b")") + 2 :].split()[1])  # after the name (which may hold spaces): state, ppid
+        except (OSError, ValueError, IndexError):
+            break
+        if pid <= 1:
+            break
+        out.append(pid)
+    return out
+
+
 def run_client(
-    argv: list[str], env: dict[str, str], cwd: Path, deadline_s: float, grace_s: float, server_env: str | None = None
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    deadline_s: float,
+    grace_s: float,
+    server_env: str | None = None,
+    watch: BypassWatch | None = None,
 ) -> ClientRun:
     """Run the client to its end or deadline in a tree of its own (:mod:`harness.proctree`): nothing it
     started survives it. ``server_env``: the ``NAME=value`` every server (and what it starts) inherits from the
-    shim, so what a server started is told from the client's own helpers."""
-    return trio.run(_run_client, argv, env, cwd, deadline_s, grace_s, server_env)
+    shim, so what a server started is told from the client's own helpers. ``watch``: looks for a server started
+    around the shim while the client runs."""
+    return trio.run(_run_client, argv, env, cwd, deadline_s, grace_s, server_env, watch)
+
+
+#: How often the client's tree is looked at for a server it started around the shim, and how many are named.
+BYPASS_POLL_S = 0.1
+MAX_BYPASSED = 5
+_CMDLINE_BYTES = 4096
+
+
+@dataclass(slots=True)
+class BypassWatch:
+    """Finds processes of the client's tree that run the real binary (its install tree) or an ``app-server``
+    without the relay's environment entry: a client that started a server around the ``codex`` it was given.
+    Sampled every :data:`BYPASS_POLL_S` (a server that lives less long can slip by; it is then not recorded
+    either, and ``server started`` fails on that)."""
+
+    install_tree: str
+    relay_entry: str
+    shim: str
+    #: (pid, command line) already looked at: a process is looked at again once it executed something else
+    seen: set[tuple[int, bytes]] = field(default_factory=set)
+
+    async def run(self, tree: proctree.ProcessTree, out: ClientRun) -> None:
+        while len(out.bypassed) < MAX_BYPASSED:
+            for member in tree.members():
+                if self.bypasses(member.pid) and member.described not in out.bypassed:
+                    out.bypassed.append(member.described)
+            await trio.sleep(BYPASS_POLL_S)
+
+    def server_part(self, pid: int) -> bool:
+        """Whether ``pid`` is a relayed server itself: the relay, the confining launcher, the binary (its install
+        tree); what the binary started (a command's shell) is not."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                words = [w.decode("utf-8", "surrogateescape") for w in fh.read(_CMDLINE_BYTES).split(b"\0") if w]
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            return False
+        if any(w in ("harness.outside.relay", "harness.outside.real_relay", str(confine.INIT)) for w in words):
+            return True
+        if os.path.basename(exe) in confine.MECHANISMS:
+            return True
+        inside = [exe, *(os.path.realpath(w) for w in words if os.sep in w)]
+        return any(p == self.install_tree or p.startswith(self.install_tree + os.sep) for p in inside)
+
+    def bypasses(self, pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                raw = fh.read(_CMDLINE_BYTES)
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            return False
+        if (pid, raw) in self.seen:
+            return False
+        self.seen.add((pid, raw))
+        argv = raw.split(b"\0")
+        words = [a.decode("utf-8", "surrogateescape") for a in argv if a]
+        if any(self.shim == w for w in words) or _environment_has(pid, self.relay_entry):
+            return False
+        inside = [exe, *(os.path.realpath(w) for w in words if os.sep in w)]
+        runs_binary = any(p == self.install_tree or p.startswith(self.install_tree + os.sep) for p in inside)
+        if not runs_binary and "app-server" not in words:
+            return False
+        # Started by a relayed server (the binary's own sandbox helper runs the binary again, its environment
+        # cleared): behind the relay, not around it.
+        return not any(_environment_has(p, self.relay_entry) for p in _ancestors(pid))
 
 
 def _skips(record: SessionRecord, contract: str, reason: str, *, applies: bool = True) -> Check:
@@ -457,6 +580,7 @@ def build_records(
     result_path: Path,
     *,
     work_fd: int | None = None,
+    target: str = TARGET,
 ) -> list[SessionRecord]:
     """``work_fd``: the work directory, held since before the client ran: the recordings and the result file are
     read from it, nothing the client could plant in it followed."""
@@ -487,6 +611,7 @@ def build_records(
             # what of it a server started itself (its environment is the shim's, and it is no server)
             "left_by_servers": _left_by_servers(client, servers),
             "confinement": client.confinement,
+            "bypassed": client.bypassed,
             "servers": [server_facts(s, zero, s.pid in client.killed_pids) for s in servers],
             "result": result,
             "recording_cut": cut,
@@ -501,7 +626,10 @@ def build_records(
         own = dict(facts, primary=k == 0, server=facts["servers"][k] if servers else None)
         if k > 0:
             own = {key: v for key, v in own.items() if key not in ("stdout_tail", "stderr_tail", "result")}
-        records.append(server_record(scenario, server, zero=zero, facts=own))
+        record = server_record(scenario, server, zero=zero, facts=own, target=target)
+        if server is not None:
+            record.model = [replace(e, t=round(e.t - zero, 6)) for e in server.model]
+        records.append(record)
     if result["state"] == "valid":
         records[0].results = turn_results(read)
         # What the server sent for each turn is a wire fact, not the client's report.
@@ -518,7 +646,8 @@ def _left_by_servers(client: ClientRun, servers: list[Any]) -> list[str]:
         return []
     server_pids = {s.pid for s in servers}  # as the tree numbers them (start.json's pid is the server's own)
     left = set(client.left_running)
-    return [name for pid, name in client.of_servers.items() if pid not in server_pids and name in left]
+    own = server_pids | client.server_parts  # a relayed server is its relay, its launcher and the binary
+    return [name for pid, name in client.of_servers.items() if pid not in own and name in left]
 
 
 @dataclass(slots=True)
@@ -544,10 +673,16 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     plan = adapter_plan(scenario)
     plan_path.write_bytes(orjson.dumps(plan, option=orjson.OPT_INDENT_2))
     marker = run_marker()
-    profile = spec.profile or scenario.release or DEFAULT_PROFILE
-    shim = write_shim(
-        work_dir / "bin", scenario_file=scenario_file, record_dir=record_dir, marker=marker, profile=profile
-    )
+    watch = None
+    if spec.target == REAL:
+        shim, profile, watch = _real_shim(spec, work_dir, scenario_file, record_dir, marker)
+        server_env = f"{RELAY_ENV}={record_dir}"
+    else:
+        profile = spec.profile or scenario.release or DEFAULT_PROFILE
+        shim = write_shim(
+            work_dir / "bin", scenario_file=scenario_file, record_dir=record_dir, marker=marker, profile=profile
+        )
+        server_env = f"{RECORD_ENV}={record_dir}"
     home = work_dir / "codex-home"
     home.mkdir(exist_ok=True)
     write_mock_config(home, scenario.config)  # as the real target's home: the fake answers from it
@@ -556,11 +691,16 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     grace = scenario.client.teardown_ms / 1000 + client_contract.SLACK_S
     # The client runs where the user runs the harness: its command line is relative to that.
     # The shim exports the recording folder to every server it starts: their processes are told by it.
-    client = run_client(spec.argv, env, Path.cwd(), deadline, grace, server_env=f"{RECORD_ENV}={record_dir}")
+    client = run_client(spec.argv, env, Path.cwd(), deadline, grace, server_env=server_env, watch=watch)
+    expected_play: dict[str, str] = play_identity(scenario, profile)
+    if spec.target == REAL:  # the binary's arguments reach it: one that leaves the mock changes the play
+        from harness.targets.real import PROVIDER_ID
+
+        expected_play["model_provider"] = PROVIDER_ID
     facts: dict[str, Any] = {
         "client_cmd": list(spec.argv),
         "deadline_s": deadline,
-        "expected_play": play_identity(scenario, profile),
+        "expected_play": expected_play,
         "profile": profile,
         "plan_turns": plan["turns"],
         "plan": {k: plan[k] for k in ("approvals", "experimental_api", "opt_out_notifications")},
@@ -575,8 +715,36 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
         facts,
         result_path,
         work_fd=work_fd,
+        target=spec.target,
     )
     return OutsideRun(records, judge(records), record_dir)
+
+
+def _real_shim(
+    spec: ClientSpec, work_dir: Path, scenario_file: Path, record_dir: Path, marker: str
+) -> tuple[Path, str, BypassWatch]:
+    """The ``codex`` of a client on the real binary (:mod:`harness.outside.real_relay`), the release it plays (the
+    binary's own), and the watch for a server started around it."""
+    from harness.outside.real_relay import write_real_shim
+
+    if spec.codex is None or spec.version is None:
+        raise UsageError("--target real needs --codex PATH (or $CODEX_BIN)")
+    launcher = confine.current()
+    scratch = work_dir / "real-runs"
+    scratch.mkdir(exist_ok=True)
+    relay_spec = {
+        "scenario_file": str(scenario_file),
+        "record_dir": str(record_dir),
+        "codex": str(spec.codex),
+        "version": spec.version,
+        "confinement": launcher.mechanism,
+        "tool": launcher.tool,
+        "scratch": str(scratch),
+        "marker": marker,
+    }
+    shim = write_real_shim(work_dir / "bin", relay_spec, f"codex-cli {spec.version}")
+    install = confine.install_tree(str(spec.codex))  # the npm install: its launcher script and the native binary
+    return shim, spec.version, BypassWatch(install, f"{RELAY_ENV}={record_dir}", str(shim))
 
 
 def save_outside(run: OutsideRun, save_dir: Path | Slot, work_fd: int) -> Path:
@@ -603,7 +771,8 @@ def run_outside_one(
     """Play and judge one scenario; a :class:`harness.runner.ScenarioRun` (never raises for the client's faults)."""
     from harness.runner import unsupported_run
 
-    outcome = unsupported_run(scenario, TARGET)
+    target = spec.target
+    outcome = unsupported_run(scenario, target)
     if outcome.skipped:
         return outcome
     started = time.perf_counter()
@@ -617,7 +786,7 @@ def run_outside_one(
                     raise
                 except Exception as exc:
                     detail = "".join(traceback.format_exception(exc)[-3:]).strip()
-                    outcome.checks = [Check(scenario.name, TARGET, "runner", "play", "fail", detail, "")]
+                    outcome.checks = [Check(scenario.name, target, "runner", "play", "fail", detail, "")]
                     return outcome
                 outcome.record = run.records[0]
                 outcome.checks = run.checks

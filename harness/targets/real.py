@@ -200,6 +200,7 @@ async def real_target(
     version: str | None = None,
     listen: str | None = None,
     server_args: tuple[str, ...] = (),
+    command: tuple[str, ...] | None = None,
 ) -> AsyncIterator[RealTarget]:
     """Prepare a real-binary run of ``scenario`` and keep its mock Responses API up for the block.
 
@@ -207,7 +208,8 @@ async def real_target(
     None: no trace. ``base_dir``: parent of the run's temporary directory (default: the system's).
     ``version``: skip running ``codex --version`` (already known). ``listen``: the ``--listen`` value (default
     ``stdio://``; ``{run}`` in it is the run's directory, for a unix socket there). ``server_args``: more
-    ``app-server`` flags (``--ws-auth …``; ``{run}`` as in ``listen``).
+    ``app-server`` flags (``--ws-auth …``; ``{run}`` as in ``listen``). ``command``: the binary's arguments as
+    an outside client gave them (:mod:`harness.outside.real_relay`), instead of ``app-server --listen …``.
 
     Raises :class:`ScenarioNotSupported` for a fake-only scenario, :class:`SchemaNotPinned` when
     ``require_pinned_schema`` and the binary's release is not pinned, :class:`RealTargetError` when
@@ -236,8 +238,11 @@ async def real_target(
         async with serve_responses_api(scenario, workdir=PurePosixPath(run.workdir)) as mock:
             (run.codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
             env = run.env(os.environ, trace_root=trace_root)
-            argv = server_argv(codex, (listen or "stdio://").replace("{run}", os.fspath(run.root)))
-            argv += tuple(a.replace("{run}", os.fspath(run.root)) for a in server_args)
+            if command is not None:
+                argv = (os.fspath(codex), *command)
+            else:
+                argv = server_argv(codex, (listen or "stdio://").replace("{run}", os.fspath(run.root)))
+                argv += tuple(a.replace("{run}", os.fspath(run.root)) for a in server_args)
             writable = [run.root] if trace_root is None else [run.root, trace_root]
             writable += socket_dirs(argv)
             where = confine.layout(
