@@ -112,6 +112,29 @@ class ProcessHandle(Protocol):
         """Whether :meth:`stderr_tail` lost some of them (None when not counted)."""
 
 
+class NoProcess:
+    """The :class:`ProcessHandle` members of a server that is no process (the engine in this process): no id,
+    no group to outlive it, its input is its connection, its stderr not counted. A mixin for such handles."""
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    def group_alive(self) -> bool:
+        return False  # no process group: nothing outlives the server
+
+    def stop_after_close(self) -> None:
+        """Nothing to do: the server's input is its connection."""
+
+    @property
+    def stderr_bytes(self) -> int | None:
+        return None  # not counted
+
+    @property
+    def stderr_truncated(self) -> bool | None:
+        return None
+
+
 @runtime_checkable
 class Transport(Protocol):
     """What a session runs on."""

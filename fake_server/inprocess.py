@@ -27,7 +27,7 @@ from typing import Protocol
 import trio
 
 from contracts.scenario import Scenario
-from contracts.transport import LineStream, MessageStream, TransportClosed
+from contracts.transport import LineStream, MessageStream, NoProcess, TransportClosed
 from contracts.wire import Incoming
 from fake_server import profiles
 from fake_server.effects import FaultStruck, TraceEvent, TransportFault
@@ -138,7 +138,7 @@ class LinePipe:
             self._out_send.close()
 
 
-class InProcessServer:
+class InProcessServer(NoProcess):
     """One in-process fake app-server session (a :class:`~contracts.transport.Transport`)."""
 
     def __init__(
@@ -221,23 +221,6 @@ class InProcessServer:
     def stderr_tail(self) -> str:
         return "".join(self._stderr)
 
-    @property
-    def pid(self) -> int | None:
-        return None
-
-    def group_alive(self) -> bool:
-        return False  # no process group: nothing outlives the server
-
-    def stop_after_close(self) -> None:
-        """Nothing to do: the server's input is its connection."""
-
-    @property
-    def stderr_bytes(self) -> int | None:
-        return None  # not counted
-
-    @property
-    def stderr_truncated(self) -> bool | None:
-        return None
 
     # --- the engine's side ------------------------------------------------------------------------
 

@@ -14,12 +14,12 @@ import trio
 import trio.testing
 
 from contracts.messages import NOTSET, JsonId, Message, Notification
-from contracts.transport import LineStream, TransportClosed
+from contracts.transport import LineStream, NoProcess, TransportClosed
 from contracts.wire import DEFAULT_MAX_LINE, LineDecoder, WireError, encode_frame
 from harness.client.stderr import StderrTail
 
 
-class MemoryTransport:
+class MemoryTransport(NoProcess):
     """The client's end: stdin/stdout as one-way memory streams, newline-framed (``stream``), and a simulated
     process (``process``: itself); ``kill`` closes both and exits -9."""
 
@@ -91,23 +91,6 @@ class MemoryTransport:
     def stderr_tail(self) -> str:
         return self.stderr.text()
 
-    @property
-    def pid(self) -> int | None:
-        return None
-
-    def group_alive(self) -> bool:
-        return False  # no process group: nothing outlives the server
-
-    def stop_after_close(self) -> None:
-        """Nothing to do: the server's input is its connection."""
-
-    @property
-    def stderr_bytes(self) -> int | None:
-        return None  # not counted
-
-    @property
-    def stderr_truncated(self) -> bool | None:
-        return None
 
 
 class ScriptedPeer:
