@@ -7,7 +7,6 @@ made here, from the saved wire.jsonl files, by the collapsing rule the report do
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import orjson
@@ -26,13 +25,7 @@ EVENTS = {"turn/started", "turn/completed", "serverRequest/resolved", "error"}
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    binary = browser.find_chromium()
-    if binary is None:
-        reason = "no Chromium installed (apt-get install chromium; .ci/run installs it)"
-        if os.environ.get("CODEX_HARNESS_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"CODEX_HARNESS_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    return binary
+    return browser.chromium_or_skip()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ entries marked; a column whose schema pin failed says why.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,7 @@ WIDTH = 1400
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    binary = browser.find_chromium()
-    if binary is None:
-        reason = "no Chromium installed (apt-get install chromium; .ci/run installs it)"
-        if os.environ.get("CODEX_HARNESS_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"CODEX_HARNESS_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    return binary
+    return browser.chromium_or_skip()
 
 
 def wide_matrix() -> str:

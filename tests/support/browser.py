@@ -235,3 +235,18 @@ def ink_ratio(image: Image) -> float:
     total = image.width * image.height
     background = counts.most_common(1)[0][1] if counts else 0
     return (total - background) / total if total else 0.0
+
+
+def chromium_or_skip() -> str:
+    """Chromium's path for a test; skips when none is installed, fails instead under
+    ``CODEX_HARNESS_REQUIRE_BROWSER=1`` (CI installs it, so a missing one there is a broken setup)."""
+    import pytest  # here: bench/ uses this module without pytest
+
+    binary = find_chromium()
+    if binary is None:
+        reason = "no Chromium installed (apt-get install chromium; .ci/run installs it)"
+        if os.environ.get("CODEX_HARNESS_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"CODEX_HARNESS_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    return binary
+
