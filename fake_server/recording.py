@@ -98,6 +98,21 @@ def wire_entry(t: float, direction: str, item: Any) -> dict[str, Any]:
     return _entry(t, direction, item)
 
 
+
+def start_fields(folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
+    """A recording's ``start.json``: which folder of the run (``n``), which process, and what it plays
+    (``extra``); every recorder (fake-codex, the relay in front of a real binary) writes this shape."""
+    return {
+        "format": RECORDING_FORMAT,
+        "n": int(folder.name.split("-", 1)[0]),
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "argv": sys.argv[:32],
+        **extra,
+        "started_t": time.monotonic(),
+        "started_unix": time.time(),
+    }
+
 class _Direction:
     """Messages of one direction, as the reader at the other end gets them (the wire's framing bounds them);
     the start of a message cut off by a crash is reported at the end of the stream, as the reader sees it."""
@@ -158,22 +173,18 @@ class Recorder:
             self._fd = os.open(folder / "wire.jsonl", os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
         except OSError as exc:
             self._failed("wire.jsonl", exc)
-        start = {
-            "format": RECORDING_FORMAT,
-            "n": int(folder.name.split("-", 1)[0]),
-            "pid": os.getpid(),
-            "ppid": os.getppid(),
-            "argv": sys.argv[:32],
-            "scenario": scenario.name,
-            "scenario_ref": spec,
-            "scenario_hash": scenario_hash(scenario),
-            "profile": profile,
-            "play": play_identity(scenario, profile),
-            "play_sources": dict(sources or {}),
-            "run_marker": os.environ.get(RUN_MARKER_ENV),
-            "started_t": time.monotonic(),
-            "started_unix": time.time(),
-        }
+        start = start_fields(
+            folder,
+            {
+                "scenario": scenario.name,
+                "scenario_ref": spec,
+                "scenario_hash": scenario_hash(scenario),
+                "profile": profile,
+                "play": play_identity(scenario, profile),
+                "play_sources": dict(sources or {}),
+                "run_marker": os.environ.get(RUN_MARKER_ENV),
+            },
+        )
         self._write_json("start.json", start)
 
     def _failed(self, name: str, exc: OSError) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from contracts.wire import DEFAULT_MAX_LINE, Incoming, LineFraming, WireError, parse_items
-from fake_server.recording import MAX_WIRE_BYTES, RECORDING_FORMAT, claim_folder, wire_entry
+from fake_server.recording import MAX_WIRE_BYTES, claim_folder, start_fields, wire_entry
 
 READ_BYTES = 65536
 #: Overhead samples kept per direction (a flood past it is counted, not sampled).
@@ -364,17 +364,7 @@ def exit_as(code: int) -> int:
 
 
 def start_json(folder: Path, extra: dict[str, Any]) -> None:
-    start = {
-        "format": RECORDING_FORMAT,
-        "n": int(folder.name.split("-", 1)[0]),
-        "pid": os.getpid(),
-        "ppid": os.getppid(),
-        "argv": sys.argv[:32],
-        "started_t": time.monotonic(),
-        "started_unix": time.time(),
-        **extra,
-    }
-    write_json(folder / "start.json", start)
+    write_json(folder / "start.json", start_fields(folder, extra))
 
 
 def bare(root: Path, argv: list[str], *, record: bool = True) -> int:
