@@ -924,10 +924,12 @@ def _read_bundle(bundle: Path, fd: int, limits: ReadLimits) -> ReplayedTrace:
         if trace.closed_by == "recording_completed":
             completed = True
     trace.log_newline_terminated = terminated
-    # Which event closes a recording is read from the bundle, not from the release or the envelope schema:
-    # the first writers of schema 2 write no recording_completed, later ones do. A log without one is closed
-    # by its rollout_ended, as each release's own reducer takes rollout_ended's status for the rollout's.
-    if trace.closed_by is None and trace.rollout_ended:
+    # Which event closes a recording is read from the bundle, not from the release: the first writers of payload
+    # files (schema 1, and schema 2 up to 0.166) write no recording_completed, later ones do, and a log without
+    # one is closed by its rollout_ended, as those releases' reducers take it. A sharded bundle is different:
+    # its shards are finished only by recording_completed, and its writer's reducer calls the recording
+    # unclosed without it (observed on the sharded writer's own trace-reduce), so rollout_ended does not close it.
+    if trace.closed_by is None and trace.rollout_ended and replay.fmt.payload_files:
         trace.recording_completed_seq = trace.rollout_ended[-1].seq
         trace.closed_by = "rollout_ended"
     # A final line without its newline was still being written: it is replayed, but does not close the recording.
