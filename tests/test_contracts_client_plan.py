@@ -124,8 +124,8 @@ def test_the_input_is_compared_by_content(items: list[dict[str, Any]]) -> None:
 @pytest.mark.parametrize(
     ("items", "said"),
     [
-        (text("Say goodbye"), "input 'Say goodbye', not 'Say hello'"),
-        ([{"type": "image", "url": "x"}], "an input item of type 'image' where the plan gives text"),
+        (text("Say goodbye"), "turn 1's turn/start did not carry its input: it had input 'Say goodbye'"),
+        ([{"type": "image", "url": "x"}], "no text item (an input item of type 'image' where the plan gives text)"),
         ([], "no input items"),
         ("Say hello", "no input items"),  # a string, not a list of items
     ],
@@ -152,7 +152,67 @@ def test_retries_and_extra_requests_are_allowed() -> None:
 def test_turns_out_of_order_fail() -> None:
     wire = handshake() + turn(5, 1.0, "Say it again", "t2") + turn(6, 2.0, "Say hello", "t1")
     check = judged(records(wire, turns=TWO))
-    assert check.status == "fail" and "turn 2 was due" in check.detail, check
+    assert check.status == "fail" and "turn 1's turn/start did not carry its input" in check.detail, check
+    assert "turn 2's turn/start did not carry its input: it had input 'Say hello'" in check.detail, check
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "[USER]\n{}",  # role tags
+        "User: {}\nAssistant:",
+        "You are a helpful assistant. Answer briefly.\n\n{}",  # a system preamble
+        "<|user|>{}<|end|>",
+        "Ｓａｙ　ｈｅｌｌｏ",  # full-width letters and an ideographic space: the same text under NFKC
+    ],
+)
+def test_a_templated_input_carries_the_plans_text(template: str) -> None:
+    """The plan's text appears in the turn's input: the template around it is the client's own."""
+    wire = handshake() + turn(5, 1.0, template.format("Say hello"), "t1")
+    check = judged(records(wire, turns=ONE))
+    assert check.status == "pass", check
+
+
+def test_a_transcript_of_the_earlier_turns_passes() -> None:
+    """A client that sends the whole conversation every turn: turn 2's input holds turn 1's too."""
+    second = "User: Say hello\nAssistant: Hello!\nUser: Say it again"
+    wire = handshake() + turn(5, 1.0, "User: Say hello", "t1") + turn(6, 2.0, second, "t2")
+    assert judged(records(wire, turns=TWO)).status == "pass"
+
+
+def test_a_later_turns_failure_quotes_its_own_input() -> None:
+    wire = handshake() + turn(5, 1.0, "Say bye", "t1") + turn(6, 2.0, "Do something else", "t2")
+    check = judged(records(wire, turns=TWO))
+    assert check.status == "fail", check
+    assert "turn 1's turn/start did not carry its input: it had input 'Say bye'" in check.detail, check
+    assert "turn 2's turn/start did not carry its input: it had input 'Do something else'" in check.detail, check
+
+
+def test_turns_are_matched_by_order() -> None:
+    """Turn N is the N-th turn/start of the run, whatever the texts say (docs/clients.md)."""
+    same = [plan_turn(1, "Say hello"), plan_turn(2, "Say hello")]
+    wire = handshake() + turn(5, 1.0, "Say hello", "t1") + turn(6, 2.0, "Say hello", "t2")
+    check = judged(records(wire, turns=same))
+    assert check.status == "pass" and "2 turn(s) started" in check.detail, check
+    # A retry of a refused turn/start stands for it: turn 2's cancel is judged on the retried turn, not on the
+    # refused request (whose stretch of the wire holds no trigger).
+    cancel = [plan_turn(1, "Say hello"), plan_turn(2, "Say hello", action("cancel", "delta", 1))]
+    refused = [
+        (2.0, "c2s", {"id": 6, "method": "turn/start", "params": {"threadId": "th", "input": text("Say hello")}}),
+        (2.01, "s2c", {"id": 6, "error": {"code": -32001, "message": "Server overloaded"}}),
+    ]
+    retried = [*turn(7, 2.5, "Say hello", "t2", completed=2.0), delta(2.6, "t2")]
+    wire = handshake() + turn(5, 1.0, "Say hello", "t1") + refused + sorted(retried, key=lambda e: e[0])
+    check = judged(records(wire, turns=cancel))
+    assert check.status == "fail" and "turn 2: the plan cancels at delta #1" in check.detail, check
+    # A turn/start folded into the running turn (answered with its id) starts no turn.
+    folded = [
+        *turn(5, 1.0, "Say hello", "t1"),
+        (1.1, "c2s", {"id": 6, "method": "turn/start", "params": {"threadId": "th", "input": text("More")}}),
+        (1.11, "s2c", {"id": 6, "result": {"turn": {"id": "t1", "status": "inProgress"}}}),
+    ]
+    wire = handshake() + sorted(folded, key=lambda e: e[0]) + turn(7, 2.0, "Say it again", "t2")
+    assert judged(records(wire, turns=TWO)).status == "pass"
 
 
 def test_the_next_turn_is_due_once_the_last_ended() -> None:
