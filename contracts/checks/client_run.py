@@ -12,7 +12,8 @@ result file. Per server:
   within the interrupt budget, or the client gave up and ended the server within budget;
 - ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
   its last turn ended (``turn/completed``), or after the turn budget when the server went silent (counted from
-  the server's last frame: a turn deadline and an inactivity timeout both pass; "ended late" past it); a
+  the server's last frame: a turn deadline and an inactivity timeout both pass; then the interrupt budget, and
+  the request budget when the client sent a request once the server went silent; "ended late" past it); a
   server that ended itself (crash, exit) needs nothing. The client's first move counts,
   from every sign the recording holds: ``end.json`` and the wire's ``stdin closed`` / ``signal`` notes (all a
   server killed before it wrote ``end.json`` leaves).
@@ -121,6 +122,13 @@ def _client_moves(server: dict[str, Any], wire: list[WireEntry]) -> list[tuple[f
     return sorted(moves)
 
 
+def _cleanup_request(entry: WireEntry) -> bool:
+    """A request of the client's other than the interrupt (whose budget is counted on its own)."""
+    frame = entry.frame if entry.dir == "c2s" and isinstance(entry.frame, dict) else None
+    method = frame.get("method") if frame else None
+    return frame is not None and "id" in frame and isinstance(method, str) and method != "turn/interrupt"
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -174,6 +182,13 @@ def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: d
         allowed = record.budgets.interrupt_s + teardown
         since = "turn/start" if heard == started else "the server's last frame"
         what = f"the last turn's deadline ({since} + turn_timeout {turn_timeout:g} s)"
+        # A request the client sent once the server had gone silent (a cleanup on a hung server) is one it may
+        # wait on for its request timeout before it ends the server, as the run deadline allows (docs/clients.md).
+        cleanup = next((e for e in record.wire if e.t >= heard and e.t <= until and _cleanup_request(e)), None)
+        if cleanup is not None:
+            allowed += record.budgets.request_s
+            method = str((cleanup.frame or {}).get("method"))[:40]
+            what += f", then a {method} request (request timeout {record.budgets.request_s:g} s)"
     else:
         frames = [e.t for e in record.wire if e.dir != "note"]
         ref = frames[-1] if frames else float(server.get("started_t") or 0.0)
