@@ -65,6 +65,7 @@ def records(
     ends: list[dict[str, Any] | None] | None = None,
     plan: dict[str, Any] | None = None,
     result: dict[str, Any] | None = None,
+    process: tuple[float, float] | None = None,
 ) -> list[SessionRecord]:
     """One record per server wire; each server ended by stdin close 0.1 s after its last line unless ``ends``."""
     out = []
@@ -72,6 +73,8 @@ def records(
         last = max((t for t, _, _ in wire), default=0.0)
         end = (ends or [None] * len(wires))[k] or {"reason": "stdin_closed", "t": last + 0.1}
         server = {"n": k + 1, "pid": 10 + k, "end": end, "killed_by_harness": False}
+        if process is not None:  # start.json: when the client started the process, when the recording started
+            server.update(process_started_t=process[0], started_t=process[1])
         facts = {
             "primary": k == 0,
             "server": server,
@@ -428,3 +431,41 @@ def test_a_handshake_answered_after_the_request_timeout_excuses_the_turn() -> No
     rest = [(e[0] + 3.0, *e[1:]) for e in handshake()[2:]] + turn(5, 4.0, "Say hello", "t1")
     played = sorted(late + rest, key=lambda e: e[0])
     assert judged(records(played, turns=ONE)).status == "pass"
+
+
+# --- the handshake, with the server process's start in view -------------------------------------------------------
+
+
+def _slow_start(answer_t: float | None, end_t: float, ready_t: float = 1.8) -> list[SessionRecord]:
+    """The client started the server at 0.0; the process was ready (and read initialize) at ``ready_t`` (1.8: a
+    loaded machine); initialize answered at ``answer_t`` (None: never); the client ended the server at ``end_t``."""
+    sent, answer = handshake()[:2]
+    wire = [(ready_t, *sent[1:])] + ([(answer_t, *answer[1:])] if answer_t is not None else [])
+    return records(wire, turns=ONE, ends=[{"reason": "stdin_closed", "t": end_t}], process=(0.0, ready_t - 0.1))
+
+
+def test_a_handshake_the_client_gave_up_on_is_judged_from_the_process_start() -> None:
+    """initialize answered 2.7 s after the client started the server (0.9 s after the fake read it): past the 2 s
+    request timeout on the client's clock. Not "turn 1 was due but never started": nothing was due."""
+    check = judged(_slow_start(2.7, 2.8))
+    assert check.status == "skip", check
+    assert "answered initialize after the request timeout (2.7 s from the server process's start)" in check.detail
+    # Never answered, and the client gave up 2.4 s after it started the server: its request timeout ran out.
+    check = judged(_slow_start(None, 2.4))
+    assert check.status == "skip" and "not answered within the request timeout (counted from" in check.detail, check
+
+
+def test_a_client_that_gives_up_on_initialize_early_is_told_so() -> None:
+    """Ended 1.0 s after the process start with initialize unanswered, within its 2 s request timeout: the client's
+    doing, named as the handshake it gave up on (not "no turn/start reached a server")."""
+    check = judged(_slow_start(None, 1.0, ready_t=0.3))
+    assert check.status == "fail", check
+    assert "the client gave up on the handshake: it ended server 1 1.0 s after its process started with initialize" in (
+        check.detail
+    ), check
+    assert "start-up budget 30 s" in check.detail, check
+    # Answered in time, and nothing sent after it.
+    check = judged(_slow_start(1.9, 2.0, ready_t=0.3))
+    assert check.status == "fail" and "server 1 answered initialize 1.9 s after its process started, and the" in (
+        check.detail
+    ), check

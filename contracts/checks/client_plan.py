@@ -54,6 +54,8 @@ HANDSHAKE = ("initialize", "thread/start", "thread/resume", "thread/fork")
 _ACCEPT_FORMS = ("acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment")
 _SHOWN = 4
 _CLIP = 60
+#: The longest a server process may take to start that the judge believes (start.json's process start).
+MAX_START_S = 600.0
 
 
 def _summary(items: list[str]) -> str:
@@ -122,6 +124,8 @@ class _Server:
     #: when it was last alive (its end, else the client's end, else never known: infinity)
     last_t: float
     truncated: bool
+    #: when the client started the server's process (``start.json``), on the run's clock; None: not known
+    process_t: float | None = None
 
 
 def _servers(records: Sequence[SessionRecord]) -> list[_Server]:
@@ -146,9 +150,19 @@ def _servers(records: Sequence[SessionRecord]) -> list[_Server]:
                 min(gone) if gone else None,
                 float(last) if isinstance(last, int | float) else float("inf"),
                 truncated,
+                _process_t(server),
             )
         )
     return out
+
+
+def _process_t(server: dict[str, Any]) -> float | None:
+    """When the client started this server's process: before the recording started, by at most
+    :data:`MAX_START_S` (a larger gap is not a process start: not believed)."""
+    process_t, started_t = server.get("process_started_t"), server.get("started_t")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (process_t, started_t)):
+        return None
+    return float(process_t) if 0 <= started_t - process_t <= MAX_START_S else None
 
 
 @dataclass(slots=True)
@@ -273,6 +287,7 @@ class _Judge:
         self.turn_s = float(budgets.get("turn_timeout_ms", 60000)) / 1000
         self.interrupt_s = first.interrupt_s
         self.request_s = first.request_s
+        self.startup_s = _int(budgets.get("startup_timeout_ms"), 30000) / 1000
         # The handshake requests that failed and the thread/resume requests, indexed by time (a long plan is judged
         # in n log n); the turns the run started, in order (turn N of the plan is the N-th).
         self.counted = counted_starts(self.starts, self.request_s)
@@ -299,16 +314,23 @@ class _Judge:
         for request in server.index.client_requests.values():
             if request.method not in HANDSHAKE:
                 continue
+            # The client's clock on initialize may run from the moment it started the process; the wire's only
+            # from the moment the process was ready to read (an interpreter's imports on a loaded machine).
+            sent, since = request.t, ""
+            if request.method == "initialize" and server.process_t is not None and server.process_t < request.t:
+                sent, since = server.process_t, " from the server process's start"
             if request.answers:
                 _, answered_t, frame = request.answers[0]
                 if "error" in frame or not isinstance(frame.get("result"), dict):
                     out.append((request.t, f"the server answered {request.method} with an error"))
-                elif answered_t - request.t > self.request_s + SLACK_S:  # the client may have given up on it
-                    out.append((request.t, f"the server answered {request.method} after the request timeout"))
+                elif answered_t - sent > self.request_s + SLACK_S:  # the client may have given up on it
+                    took = f"{answered_t - sent:.1f} s{since}"
+                    out.append((request.t, f"the server answered {request.method} after the request timeout ({took})"))
             elif server.gone_t is not None and server.gone_t >= request.t:
                 out.append((request.t, f"the server went before answering {request.method}"))
-            elif server.last_t - request.t >= self.request_s - SLACK_S:
-                out.append((request.t, f"{request.method} was not answered within the request timeout"))
+            elif server.last_t - sent >= self.request_s - SLACK_S:
+                what = f"{request.method} was not answered within the request timeout"
+                out.append((request.t, what + (f" (counted{since})" if since else "")))
         return out
 
     def _failed_setup(self, after: float) -> str | None:
@@ -520,8 +542,40 @@ class _Judge:
                     self.fail_at(server, request.pos, f"initialize did not opt out of {', '.join(missing)}")
 
     def handshake_story(self) -> str:
-        """What the wire shows of a run that started no turn."""
-        return "no turn/start reached a server"
+        """What the wire shows of a run that started no turn: how far the last server's handshake went, and when
+        the client gave up on it, on the clock a client's timeout runs on (from the process start)."""
+        if not self.servers:
+            return "no turn/start reached a server"
+        server = self.servers[-1]
+        name = f"server {server.k + 1}"
+        requests = sorted(server.index.client_requests.values(), key=lambda r: r.pos)
+        init = next((r for r in requests if r.method == "initialize"), None)
+        zero = server.process_t
+        ended = server.last_t if server.last_t != float("inf") else None
+
+        def since(t: float, ref: float, what: str) -> str:
+            return f"{t - ref:.1f} s after {what}"
+
+        start_ref = (zero, "its process started") if zero is not None else None
+        if init is None:
+            return f"the client sent no initialize to {name}: no turn/start reached a server"
+        if not init.answers:
+            ref, what = start_ref or (init.t, "initialize reached it")
+            when = f" {since(ended, ref, what)}" if ended is not None else ""
+            return (
+                f"the client gave up on the handshake: it ended {name}{when} with initialize unanswered "
+                f"(request timeout {self.request_s:g} s, start-up budget {self.startup_s:g} s)"
+            )
+        answered_t = init.answers[0][1]
+        ref, what = start_ref or (init.t, "initialize reached it")
+        answered = f"{name} answered initialize {since(answered_t, ref, what)}"
+        setup = next((r for r in requests if r.method in HANDSHAKE[1:]), None)
+        if setup is None:
+            return f"{answered}, and the client sent no thread/start (nor resume or fork) after it"
+        if not setup.answers:
+            when = f" {since(ended, setup.t, 'sending it')}" if ended is not None else ""
+            return f"{answered}; the client ended it{when} with {setup.method} unanswered"
+        return f"{answered} and {setup.method}, but no turn/start reached a server"
 
     def fail_at(self, server: _Server, pos: int, text: str) -> None:
         self.problems.append(text)
