@@ -1,0 +1,70 @@
+"""Clients that drive the protocol their own way, judged end to end (careful.py behind a small wrapper).
+
+A client that templates its prompt (role tags, a system preamble, a transcript of the earlier turns) follows the
+plan: the plan's text is in every turn's input. One that sends the wrong text fails, and the failure quotes the
+input of the turn that carried it. Before, ``client / plan followed`` required the plan's input verbatim and
+matched turns by text, so the templating client failed every scenario it played.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CAREFUL = Path(__file__).resolve().parents[1] / "conformance" / "clients" / "careful.py"
+
+#: careful.py reading a plan whose inputs ``REWRITE`` changed first (what a templating client sends).
+_WRAPPER = (
+    "import json, os, sys, tempfile\n"
+    f"sys.path.insert(0, {str(CAREFUL.parent)!r})\n"
+    "plan = json.load(open(os.environ['CODEX_HARNESS_PLAN']))\n"
+    "texts = [t['input'] for t in plan['turns']]\n"
+    "REWRITE\n"
+    "fd, path = tempfile.mkstemp(suffix='.json')\n"
+    "os.write(fd, json.dumps(plan).encode()); os.close(fd)\n"
+    "os.environ['CODEX_HARNESS_PLAN'] = path\n"
+    "import careful\n"
+    "try:\n"
+    "    code = careful.main()\n"
+    "finally:\n"
+    "    os.unlink(path)\n"
+    "sys.exit(code)\n"
+)
+#: A system preamble, role tags and the transcript of the earlier turns around each turn's text.
+_TEMPLATING = (
+    "for k, turn in enumerate(plan['turns']):\n"
+    "    earlier = ''.join(f'[USER]\\n{t}\\n[ASSISTANT]\\n...\\n' for t in texts[:k])\n"
+    "    turn['input'] = f'[SYSTEM]\\nYou are terse.\\n{earlier}[USER]\\n{texts[k]}'"
+)
+#: Turn 2 sends turn 1's text again.
+_REPEATING = "plan['turns'][1]['input'] = texts[0]"
+
+
+def _client(tmp_path: Path, rewrite: str) -> list[str]:
+    script = tmp_path / "wrapped.py"
+    script.write_text(_WRAPPER.replace("REWRITE", rewrite))
+    return [sys.executable, str(script)]
+
+
+def _plan_followed(run: Any) -> Any:
+    return next(c for c in run.checks if (c.contract, c.name) == ("client", "plan followed"))
+
+
+def test_a_client_that_templates_its_prompt_follows_the_plan(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+    run = run_scenario("plain_two_turns", client=_client(tmp_path, _TEMPLATING))
+    check = _plan_followed(run)
+    assert check.status == "pass" and "2 turn(s) started" in check.detail, check
+    assert [c for c in run.checks if c.status == "fail"] == []
+
+
+def test_a_client_that_repeats_turn_1_fails_quoting_turn_2s_own_input(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    run = run_scenario("plain_two_turns", client=_client(tmp_path, _REPEATING))
+    check = _plan_followed(run)
+    first = run.record.meta["outside"]["plan_turns"][0]["input"]
+    assert check.status == "fail", check
+    assert f"turn 2's turn/start did not carry its input: it had input {first[:60]!r}" in check.detail, check
+    assert "turn 1" not in check.detail, check  # turn 1 carried its input: it is not the one blamed
