@@ -68,3 +68,39 @@ def test_a_client_that_repeats_turn_1_fails_quoting_turn_2s_own_input(
     assert check.status == "fail", check
     assert f"turn 2's turn/start did not carry its input: it had input {first[:60]!r}" in check.detail, check
     assert "turn 1" not in check.detail, check  # turn 1 carried its input: it is not the one blamed
+
+
+#: careful.py that, once a turn timed out, sends one cleanup request and waits its request timeout on it.
+_CLEANUP = (
+    "run_turn = careful.Client.run_turn\n"
+    "def with_cleanup(self, number, spec):\n"
+    "    result = run_turn(self, number, spec)\n"
+    "    if result['status'] == 'timeout':\n"
+    "        self.call('thread/unsubscribe', {'threadId': self.thread_id})\n"
+    "    return result\n"
+    "careful.Client.run_turn = with_cleanup\n"
+)
+
+
+def test_one_bounded_cleanup_request_on_a_hung_server_is_within_the_run_deadline(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    """hang_alive with a 1 s turn and a 12 s request budget: after its turn timeout the client waits 12 s on a
+    cleanup request the hung server never answers, then ends it. The run deadline counts that request (before, it
+    was turn + interrupt + teardown + 10 s = 11.8 s: killed as "still running at its deadline", a must), and so
+    does ``server ended``."""
+    import dataclasses
+
+    from fake_server.catalogue import load_builtin
+
+    scenario = load_builtin("hang_alive")
+    short = {"turn_timeout_ms": 1000, "interrupt_budget_ms": 300, "teardown_ms": 500, "request_timeout_ms": 12000}
+    client = dataclasses.replace(scenario.client, **short, startup_timeout_ms=5000)
+    scenario = dataclasses.replace(scenario, name="hang_alive_cleanup", client=client, source=None)
+    script = tmp_path / "cleanup.py"
+    script.write_text(_WRAPPER.replace("REWRITE", "").replace("import careful\n", "import careful\n" + _CLEANUP))
+    run = run_scenario(scenario, client=[sys.executable, str(script)])
+    failed = [(c.contract, c.name) for c in run.checks if c.status == "fail"]
+    assert failed == [], [c for c in run.checks if c.status == "fail"]
+    ended = next(c for c in run.checks if (c.contract, c.name) == ("client", "server ended"))
+    assert "then a thread/unsubscribe request (request timeout 12 s)" in ended.detail, ended

@@ -9,7 +9,8 @@ result file. Per server:
   ``--scenario`` or ``--release`` to it fails, the changed input and where it came from named;
 - ``not answered after resolved``: no answer to a server request after its ``serverRequest/resolved``;
 - ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
-  within the interrupt budget, or the client gave up and ended the server within budget;
+  within the interrupt budget, or the client gave up and ended the server within budget (the interrupt's and the
+  teardown's, and a request's when it sent one before ending it: a cleanup on a hung server);
 - ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
   its last turn ended (``turn/completed``), or after the turn budget when the server went silent (counted from
   the server's last frame: a turn deadline and an inactivity timeout both pass; then the interrupt budget, and
@@ -240,7 +241,10 @@ def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dic
         if done and done[0] - request.t <= budget + SLACK_S:
             continue
         gave_up = how in ("client", "sigkill") and end_t is not None
-        if gave_up and end_t - request.t <= budget + record.budgets.teardown_s + SLACK_S:
+        allowed = budget + record.budgets.teardown_s
+        if gave_up and any(request.t < e.t <= end_t and _cleanup_request(e) for e in record.wire):
+            allowed += record.budgets.request_s  # one bounded request before it ended the server, as in server ended
+        if gave_up and end_t - request.t <= allowed + SLACK_S:
             continue
         what = f"{done[0] - request.t:.3f} s later" if done else "never"
         bad.append(f"interrupt at t={request.t:.3f}: turn/completed {what}, and the client did not end the server")
