@@ -101,6 +101,20 @@ def wire_turns(index: WireIndex) -> list[dict[str, Any]]:
     return out
 
 
+def started_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turns of :func:`wire_turns` the server started, in order (the N-th is plan turn N, as
+    ``plan followed`` counts them): not a ``turn/start`` it refused, nor one it folded into a running turn (answered
+    with that turn's id)."""
+    out, ids = [], set()
+    for turn in turns:
+        if turn["error"] or (turn["id"] is not None and turn["id"] in ids):
+            continue
+        out.append(turn)
+        if turn["id"] is not None:
+            ids.add(turn["id"])
+    return out
+
+
 def _client_moves(server: dict[str, Any], wire: list[WireEntry]) -> list[tuple[float, str]]:
     """Every sign the recording holds of the client ending the server, (t, what), earliest first: ``end.json``'s
     reason and its ``stdin_closed_t``, and the ``stdin closed`` / ``signal NAME`` notes of the wire (all there is
@@ -396,7 +410,7 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
         return checks
     checks.append(make("result file", "pass", f"valid, {len(result.get('turns', []))} turn(s) reported"))
     index = WireIndex.build(record.wire)
-    seen = wire_turns(index)
+    seen = started_turns(wire_turns(index))
     wrong = []
     by_id = {t["id"]: t for t in seen if t["id"]}
     for reported in result.get("turns", []):
