@@ -176,6 +176,12 @@ def test_a_templated_input_carries_the_plans_text(template: str) -> None:
     assert check.status == "pass", check
 
 
+def test_the_plans_text_inside_a_longer_word_is_not_its_input() -> None:
+    plan = [plan_turn(1, "hi")]
+    assert judged(records(handshake() + turn(5, 1.0, "this", "t1"), turns=plan)).status == "fail"
+    assert judged(records(handshake() + turn(5, 1.0, "User: hi!", "t1"), turns=plan)).status == "pass"
+
+
 def test_a_transcript_of_the_earlier_turns_passes() -> None:
     """A client that sends the whole conversation every turn: turn 2's input holds turn 1's too."""
     second = "User: Say hello\nAssistant: Hello!\nUser: Say it again"

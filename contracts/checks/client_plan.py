@@ -99,6 +99,21 @@ def _keys(texts: list[str]) -> tuple[str, ...]:
     return (joined,) if joined == spaced else (joined, spaced)
 
 
+def _contains(text: str, want: str) -> bool:
+    """``want`` appears in ``text`` as a whole: not inside a longer word ("hi" is not in "this")."""
+    if not want:
+        return True
+    start = text.find(want)
+    while start >= 0:
+        end = start + len(want)
+        before = text[start - 1] if start > 0 else " "
+        after = text[end] if end < len(text) else " "
+        if not (want[0].isalnum() and before.isalnum()) and not (want[-1].isalnum() and after.isalnum()):
+            return True
+        start = text.find(want, start + 1)
+    return False
+
+
 def input_matches(items: Any, text: str) -> tuple[bool, str]:
     """Whether ``items`` carries the plan's ``text`` (it appears in the input's text, whitespace and Unicode
     normalised: a template around it, role tags, a transcript of earlier turns or a preamble are the client's
@@ -107,7 +122,7 @@ def input_matches(items: Any, text: str) -> tuple[bool, str]:
     if not texts:
         return False, held
     want = _norm(text)
-    if any(want in key for key in _keys(texts)):
+    if any(_contains(key, want) for key in _keys(texts)):
         return True, ""
     return False, f"input {_clip(' '.join(texts))}, which does not contain {_clip(text)}"
 
