@@ -40,6 +40,7 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
 from contracts.text import escaped_output
 from contracts.transport import LineStream
+from contracts.version import version_line
 from contracts.wire import Incoming
 from fake_server import ledger, profiles
 from fake_server.catalogue import builtin_names, resolve
@@ -367,6 +368,9 @@ def _parser() -> ArgumentParser:
     )
     parser.add_argument("--version", "-V", action="store_true", help="print the version like the real binary")
     parser.add_argument(
+        "--harness", action="store_true", help="with --version: the version of codex-harness that ships this fake"
+    )
+    parser.add_argument(
         "--release",
         metavar="X",
         help=f"the release to play: {', '.join(profiles.names())} (default: ${profiles.RELEASE_ENV}, "
@@ -445,7 +449,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"fake-codex: {exc}", file=sys.stderr)
         return USAGE
     if args.version:
-        print(profile.version_line)
+        print(version_line() if args.harness else profile.version_line)
         return 0
     if args.command != "app-server":
         parser.print_help()

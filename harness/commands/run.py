@@ -15,11 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
+
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
+from contracts.version import harness_version
 from harness import budgets, confine, scenario_lookup
 from harness import report_dir as report_dir_check
 from harness.client.sockets import TRANSPORTS
@@ -80,6 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     confine.add_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--ascii", action="store_true", help="plain ASCII statuses in the table")
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="every skip on its own line (scenario and reason), and what the harness killed or did not copy for "
+        "passing scenarios too (by default: skips one line per reason, and only failing scenarios' notes)",
+    )
     add_client_arguments(parser)
     budgets.add_arguments(parser)
 
@@ -102,10 +112,11 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario]:
 
 
 def _startup_failures(runs: list[ScenarioRun]) -> None:
-    """A server that did not start is said on the terminal with its stderr tail, not only in the report."""
+    """A server that did not start is said on the terminal with its stderr tail, not only in the report; not
+    where the scenario expected it (its checks pass: what a scenario expects is part of its row, not a warning)."""
     for run in runs:
         failure = run.record.meta.get("startup_failure") if run.record is not None else None
-        if not failure:
+        if not failure or run.status != "fail":
             continue
         print(f"codex-harness run: {run.scenario} [{run.target}]: the server did not start: {failure}", file=sys.stderr)
         tail = terminal_lines(run.record.stderr_tail if run.record is not None else "", STDERR_LINES)
@@ -179,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
                 targets=targets,
                 codex=real,
             )
-            describe(runs)
+            describe(runs if args.verbose else [r for r in runs if r.status == "fail"])
         else:
             runs = run_many(
                 scenarios,
@@ -191,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
             )
         _startup_failures(runs)
         with collector_paused():  # the records are only read from here on (contracts.heap)
-            code = _report(args, runs, baseline, report, declared)
+            code = _report(args, runs, baseline, report, declared, judged_by(args, runs, targets))
         _wall_time(runs, time.monotonic() - started, jobs if client is not None else 1)
         return code
     finally:
@@ -205,21 +216,40 @@ def _report(
     baseline: list[BaselineEntry],
     report: ReportDir | None,
     declared: dict[str, int] | None = None,
+    judged: dict[str, str] | None = None,
 ) -> int:
     model = Report(
         checks=[c for r in runs for c in r.checks],
         records=[r.record for r in runs if r.record is not None],
         budgets=dict(declared or {}),
+        judged=dict(judged or {}),
     )
     verdict = judge(model, strict=args.strict, baseline=baseline, stale_fails=args.stale == "fail")
-    print(render_table(model, verdict, ascii_only=args.ascii), end="")
+    print(render_table(model, verdict, ascii_only=args.ascii, verbose=args.verbose), end="")
     if report is not None:  # each file written whole through the held directory, never through a link
+        report.write("run.json", orjson.dumps({**model.judged, "result": verdict.result}, option=orjson.OPT_INDENT_2))
         report.write("checks.json", checks_json(model.checks))
-        report.write("junit.xml", junit_xml(model, strict=args.strict))
+        times = {(r.scenario, r.target): r.wall_s for r in runs}
+        report.write("junit.xml", junit_xml(model, strict=args.strict, times=times))
         print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({len(model.checks)} checks)")
         page = write_index_html(report.path, model, model.records, verdict=verdict, into=report.root)
         print(f"HTML report: {page}")
     return verdict.exit_code
+
+
+def judged_by(args: argparse.Namespace, runs: list[ScenarioRun], targets: list[str]) -> dict[str, str]:
+    """What the run judged and by what: the client (ours, or the command given), the targets, the releases the
+    server sides were (from the records: what really played), and the harness's version."""
+    client = f"the command {args.client_cmd!r}" if args.client_cmd is not None else "the harness's own trio client"
+    releases = sorted(
+        {r.record.server_version or r.record.schema_release for r in runs if r.record is not None} - {""}
+    )
+    return {
+        "client": client,
+        "target": ", ".join(targets),
+        "release": ", ".join(releases),
+        "harness": harness_version(),
+    }
 
 
 def _wall_time(runs: list[ScenarioRun], elapsed: float, jobs: int) -> None:
