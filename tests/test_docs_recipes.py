@@ -136,7 +136,7 @@ def test_the_shell_recipe_of_docs_ci_md_fails_only_on_new_must_failures(fresh_ve
     careful = REPO / "conformance" / "clients" / "careful.py"
     ok = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": f"python3 {careful}", "OUT": "out-careful"})
     assert ok.returncode == 0, ok.stdout[-4000:] + ok.stderr[-2000:]
-    assert orjson.loads((tmp_path / "known-failures.json").read_bytes()) == []  # the first run made it
+    assert (tmp_path / "known-failures.toml").read_text() == "failures = []\n"  # the first run made it
     suites = ET.parse(tmp_path / "out-careful" / "junit.xml").getroot()
     assert {s.get("name", "").split("[")[0].strip() for s in suites.iter("testsuite")} >= set(CI_SCENARIOS)
     assert (tmp_path / "out-careful" / "index.html").is_file()
@@ -148,11 +148,26 @@ def test_the_shell_recipe_of_docs_ci_md_fails_only_on_new_must_failures(fresh_ve
     failed = [c for c in orjson.loads((tmp_path / "out-buggy" / "checks.json").read_bytes()) if c["status"] == "fail"]
     assert failed and all(c["level"] == "must" for c in failed)
 
-    # Accepted in the baseline, it no longer fails the job; fixed (the careful client again), it is stale:
-    # listed, and with --stale warn the job still passes.
-    (tmp_path / "known-failures.json").write_bytes(orjson.dumps(failed))
+    # Accepted in the baseline (as the recipe says: `codex-harness baseline OUT`), it no longer fails the job;
+    # fixed (the careful client again), it is stale: listed, and with --stale warn the job still passes.
+    made = run([str(fresh_venv / "bin" / "codex-harness"), "baseline", "out-buggy"], tmp_path, env)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.count("\n    \"") == len(failed)  # one id a line, only the failures
+    (tmp_path / "known-failures.toml").write_text(made.stdout)
     accepted = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": buggy, "OUT": "out-accepted"})
     assert accepted.returncode == 0, accepted.stdout[-4000:]
     fixed = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": f"python3 {careful}", "OUT": "out-fixed"})
     assert fixed.returncode == 0, fixed.stdout[-4000:]
     assert "Stale baseline entries" in fixed.stdout
+
+
+def test_the_docs_script_is_the_actions_own_step() -> None:
+    """docs/ci.md's shell recipe is scripts/codex-contracts.sh, and action.yml runs that script with its inputs."""
+    script = (REPO / "scripts" / "codex-contracts.sh").read_text(encoding="utf-8")
+    assert doc_block("ci.md", "the script", "bash") == script
+    action = (REPO / "action.yml").read_text(encoding="utf-8")
+    assert "using: composite" in action
+    assert 'run: bash "${{ github.action_path }}/scripts/codex-contracts.sh"' in action
+    for variable in re.findall(r"\$\{([A-Z_]+)[:}]", script):  # every input the script reads is set by the action
+        assert f"        {variable}: ${{{{" in action, variable
+    assert "actions/upload-artifact" in action and "if: always()" in action
