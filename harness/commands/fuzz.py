@@ -23,7 +23,9 @@ HELP = "fuzz the client with generated fault scenarios; a failure is shrunk to a
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", type=int, default=1000, metavar="N", help="examples to generate (default 1000)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="hypothesis seed (default 0)")
-    parser.add_argument("--out", metavar="DIR", help="where a failing scenario and its checks are written")
+    parser.add_argument(
+        "--report", "--out", dest="out", metavar="DIR", help="where a failing scenario and its checks are written"
+    )
     parser.add_argument(
         "--target", choices=("fake", "fake-process"), default="fake", help="in-process fake (default) or fake-codex"
     )
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--examples must be at least 1")
     out = Path(args.out) if args.out else None
     if out is not None:  # checked now, not when a failure must be written after minutes of fuzzing
-        paths.require_writable_dir(out, "--out")
+        paths.require_writable_dir(out, "--report")
     kinds = FAST_FAULTS if args.fast else DEFAULT_FAULTS
     report = fuzz(
         args.examples,

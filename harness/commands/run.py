@@ -65,6 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario-dir", metavar="DIR", action="append", default=[], help="every scenario file of DIR")
     parser.add_argument(
         "--report",
+        "--out",
+        dest="report",
         metavar="DIR",
         help="write checks.json, junit.xml, each session record and index.html (the HTML report) here",
     )
