@@ -10,9 +10,11 @@ entries.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -29,6 +31,8 @@ from harness.client.sockets import TRANSPORTS
 from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, jobs_from_args, run_clients
+from harness.outside.runner import ClientSpec
+from harness.progress import Progress
 from harness.report import junit_xml, render_table
 from harness.report_dir import ReportDir
 from harness.runner import ScenarioRun, run_many
@@ -126,7 +130,8 @@ def _startup_failures(runs: list[ScenarioRun]) -> None:
             print(f"  stderr: {line}", file=sys.stderr)
 
 
-def _progress(run: ScenarioRun, n: int, total: int) -> None:
+def progress_line(run: ScenarioRun, n: int, total: int) -> str:
+    """``[3/56] plain [fake] PASS 15 pass, 0 fail, 0 warn, 0 skip (0.37s)``: a scenario as it ends."""
     counts = {s: sum(c.status == s for c in run.checks) for s in ("pass", "fail", "warn", "skip")}
     should = sum(c.status == "fail" and c.level == "should" for c in run.checks)
     if run.skipped:
@@ -135,11 +140,7 @@ def _progress(run: ScenarioRun, n: int, total: int) -> None:
         failed = f"{counts['fail']} fail" + (f" ({should} should)" if should else "")
         what = f"{counts['pass']} pass, {failed}, {counts['warn']} warn, {counts['skip']} skip"
     width = len(str(total))
-    print(
-        f"[{n:>{width}}/{total}] {run.scenario} [{run.target}] {run.status.upper():4} {what} ({run.wall_s:.2f}s)",
-        file=sys.stderr,
-        flush=True,
-    )
+    return f"[{n:>{width}}/{total}] {run.scenario} [{run.target}] {run.status.upper():4} {what} ({run.wall_s:.2f}s)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -181,27 +182,17 @@ def run(args: argparse.Namespace) -> int:
     report = None
     if args.report:
         report = report_dir_check.prepare(Path(args.report), [(t, s.name) for t in targets for s in scenarios])
+    shown = Progress(len(scenarios) * len(targets)) if not args.quiet else None
+
+    def ended(run: ScenarioRun, n: int, total: int) -> None:
+        if shown is not None:
+            shown.ended(run.scenario, run.target, progress_line(run, n, total))
+
     try:
+        with shown if shown is not None else contextlib.nullcontext():
+            runs = _play(args, client, scenarios, targets, report, jobs, real, codex, ended, shown)
         if client is not None:
-            runs = run_clients(
-                client,
-                scenarios,
-                report_dir=report,
-                progress=None if args.quiet else _progress,
-                jobs=jobs,
-                targets=targets,
-                codex=real,
-            )
             describe(runs if args.verbose else [r for r in runs if r.status == "fail"])
-        else:
-            runs = run_many(
-                scenarios,
-                targets,
-                codex=codex,
-                report_dir=report,
-                progress=None if args.quiet else _progress,
-                transport=args.transport,
-            )
         _startup_failures(runs)
         with collector_paused():  # the records are only read from here on (contracts.heap)
             code = _report(args, runs, baseline, report, declared, judged_by(args, runs, targets))
@@ -210,6 +201,41 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if report is not None:
             report.close()
+
+
+def _play(
+    args: argparse.Namespace,
+    client: ClientSpec | None,
+    scenarios: list[Scenario],
+    targets: list[str],
+    report: ReportDir | None,
+    jobs: int,
+    real: tuple[Path, str] | None,
+    codex: Path | None,
+    ended: Callable[[ScenarioRun, int, int], None],
+    shown: Progress | None,
+) -> list[ScenarioRun]:
+    started = shown.started if shown is not None else None
+    if client is not None:
+        return run_clients(
+            client,
+            scenarios,
+            report_dir=report,
+            progress=ended,
+            jobs=jobs,
+            targets=targets,
+            codex=real,
+            started=started,
+        )
+    return run_many(
+        scenarios,
+        targets,
+        codex=codex,
+        report_dir=report,
+        progress=ended,
+        transport=args.transport,
+        started=started,
+    )
 
 
 def _report(
