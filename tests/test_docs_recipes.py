@@ -88,7 +88,35 @@ def clean_env(home: Path) -> dict[str, str]:
     return env
 
 
-def test_the_pytest_file_of_docs_pytest_md_passes_in_a_fresh_project(fresh_venv: Path, tmp_path: Path) -> None:
+def test_the_wheel_without_extras_is_lean_and_judges_an_outside_client(fresh_venv: Path, tmp_path: Path) -> None:
+    """The plain install (no extra) has no pytest, pytest-trio or hypothesis, and `run --client-cmd` works; fuzz
+    says which extra it needs. (Runs first in this file: the tests after it add the pytest extra.)"""
+    python = str(fresh_venv / "bin" / "python")
+    env = clean_env(tmp_path)
+    for module in ("pytest", "pytest_trio", "hypothesis"):
+        found = run([python, "-c", f"import {module}"], tmp_path, env)
+        assert found.returncode != 0, f"{module} is installed without its extra"
+    careful = REPO / "conformance" / "clients" / "careful.py"
+    cli = str(fresh_venv / "bin" / "codex-harness")
+    done = run([cli, "run", "--client-cmd", f"python3 {careful}", "--scenario", "plain"], tmp_path, env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "RESULT: PASS" in done.stdout
+    fuzz = run([cli, "fuzz", "--examples", "1"], tmp_path, env)
+    assert fuzz.returncode == 3 and "codex-harness[fuzz]" in fuzz.stderr, fuzz.stderr
+
+
+@pytest.fixture(scope="module")
+def pytest_venv(fresh_venv: Path) -> Path:
+    """The same venv with the pytest extra, as docs/pytest.md installs it."""
+    (wheel,) = (fresh_venv.parent / "wheel").glob("codex_harness-*.whl")
+    python = str(fresh_venv / "bin" / "python")
+    done = run([python, "-m", "pip", "install", "--quiet", f"{wheel}[pytest]"], fresh_venv, clean_env(fresh_venv))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return fresh_venv
+
+
+def test_the_pytest_file_of_docs_pytest_md_passes_in_a_fresh_project(pytest_venv: Path, tmp_path: Path) -> None:
+    fresh_venv = pytest_venv
     project = tmp_path / "project"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_codex_contracts.py").write_text(doc_block("pytest.md", "test file", "python"))
@@ -102,7 +130,8 @@ def test_the_pytest_file_of_docs_pytest_md_passes_in_a_fresh_project(fresh_venv:
     assert "requested an async fixture" not in done.stdout
 
 
-def test_the_failure_message_names_the_failed_check_and_the_session(fresh_venv: Path, tmp_path: Path) -> None:
+def test_the_failure_message_names_the_failed_check_and_the_session(pytest_venv: Path, tmp_path: Path) -> None:
+    fresh_venv = pytest_venv
     # The same fixture and helper on a client with a known bug: the test fails, and says why.
     project = tmp_path / "project"
     project.mkdir()
