@@ -257,6 +257,9 @@ def _report(
     if report is not None:  # each file written whole through the held directory, never through a link
         report.write("run.json", orjson.dumps({**model.judged, "result": verdict.result}, option=orjson.OPT_INDENT_2))
         report.write("checks.json", checks_json(model.checks))
+        for r in runs:  # each record keeps the verdict it was given: `show` repeats it, never judges differently
+            if r.record is not None:
+                report.write_verdict(r.target, r.scenario, checks_json(r.checks))
         times = {(r.scenario, r.target): r.wall_s for r in runs}
         report.write("junit.xml", junit_xml(model, strict=args.strict, times=times))
         print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({len(model.checks)} checks)")
