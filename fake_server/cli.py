@@ -40,7 +40,6 @@ from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
 from contracts.text import escaped_output
 from contracts.transport import LineStream
-from contracts.version import version_line
 from contracts.wire import Incoming
 from fake_server import ledger, profiles
 from fake_server.catalogue import builtin_names, resolve
@@ -449,7 +448,12 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"fake-codex: {exc}", file=sys.stderr)
         return USAGE
     if args.version:
-        print(version_line() if args.harness else profile.version_line)
+        if args.harness:
+            from contracts.version import version_line  # importlib.metadata: only when asked (start-up time)
+
+            print(version_line())
+        else:
+            print(profile.version_line)
         return 0
     if args.command != "app-server":
         parser.print_help()
