@@ -214,6 +214,11 @@ def test_turns_are_matched_by_order() -> None:
     wire = handshake() + turn(5, 1.0, "Say hello", "t1") + refused + sorted(retried, key=lambda e: e[0])
     check = judged(records(wire, turns=cancel))
     assert check.status == "fail" and "turn 2: the plan cancels at delta #1" in check.detail, check
+    # A turn/start the hung server never answered, retried on a new server: one turn.
+    hung = [*handshake(), turn(5, 1.0, "Say hello", "t1")[0]]
+    second = handshake(4.0) + turn(5, 5.0, "Say hello", "t9") + turn(6, 6.0, "Say it again", "t10")
+    check = judged(records(hung, second, turns=TWO, ends=[{"reason": "stdin_closed", "t": 3.9}, None]))
+    assert check.status == "pass" and "2 turn(s) started" in check.detail, check
     # A turn/start folded into the running turn (answered with its id) starts no turn.
     folded = [
         *turn(5, 1.0, "Say hello", "t1"),

@@ -235,7 +235,8 @@ def counted_starts(starts: list[_Start], request_s: float) -> list[_Start]:
     ``turn/start`` counts but a retry and one folded into a running turn:
 
     - one the server refused (an error answer), or did not answer within the request timeout, followed by a
-      ``turn/start`` with the same input is that turn retried: the retry stands for it;
+      ``turn/start`` with the same input (on that server or a new one) is that turn retried: the retry stands
+      for it;
     - one the server answered with the id of a turn already started on that server was folded into it (the server
       started no turn)."""
     out: list[_Start] = []
@@ -243,7 +244,7 @@ def counted_starts(starts: list[_Start], request_s: float) -> list[_Start]:
     for start in starts:
         if start.turn_id is not None and (start.server.k, start.turn_id) in seen:
             continue
-        if out and out[-1].server.k == start.server.k and _given_up(out[-1], request_s) and _same_input(out[-1], start):
+        if out and _given_up(out[-1], request_s) and _same_input(out[-1], start):  # on this server or a new one
             out.pop()
         out.append(start)
         if start.turn_id is not None:
