@@ -587,7 +587,11 @@ class _Judge:
         answered = f"{name} answered initialize {since(answered_t, ref, what)}"
         setup = next((r for r in requests if r.method in HANDSHAKE[1:]), None)
         if setup is None:
-            return f"{answered}, and the client sent no thread/start (nor resume or fork) after it"
+            when = f" {since(ended, ref, what)}" if ended is not None else ""
+            return (
+                f"{answered}, and the client ended it{when} without a thread/start (nor resume or fork) after it "
+                f"(request timeout {self.request_s:g} s, start-up budget {self.startup_s:g} s)"
+            )
         if not setup.answers:
             when = f" {since(ended, setup.t, 'sending it')}" if ended is not None else ""
             return f"{answered}; the client ended it{when} with {setup.method} unanswered"
