@@ -561,7 +561,7 @@ class _Judge:
         """What the wire shows of a run that started no turn: how far the last server's handshake went, and when
         the client gave up on it, on the clock a client's timeout runs on (from the process start)."""
         if not self.servers:
-            return "no turn/start reached a server"
+            return "no server the client started was recorded: client / server started says why"
         server = self.servers[-1]
         name = f"server {server.k + 1}"
         requests = sorted(server.index.client_requests.values(), key=lambda r: r.pos)
