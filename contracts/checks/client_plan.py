@@ -20,8 +20,10 @@ within its budget (``turn_timeout_ms`` + ``interrupt_budget_ms``), or the server
 stdout before the client could start it.
 An action is due when its trigger came (``contracts.triggers`` moments on the turn's own stretch of the wire,
 plus ``delay_ms``) and the turn was still running :data:`SLACK_S` later. Turns the client reported
-``unsupported`` are not judged; when it reported every turn so, the check is a skip. This check fails
-whatever levels come later: a client that plays nothing has not been judged on anything else.
+``unsupported`` are not judged; when it reported every turn so, the check is a skip. An action or an approval
+decision a turn's ``unsupported`` list names (:func:`unsupported_parts`) is not judged, the rest of the turn
+is. This check fails whatever levels come later: a client that plays nothing has not been judged on anything
+else.
 """
 
 from __future__ import annotations
@@ -226,6 +228,7 @@ class _Judge:
         self.answered = 0  # approvals answered as planned
         self.not_due: list[str] = []
         self.excused: list[str] = []  # parts of the plan the client reported unsupported (not judged)
+        self.parts = unsupported_parts(facts)  # turn → the (action|approval, N) it reported unsupported
 
     def fail(self, text: str, start: _Start | None = None, pos: int | None = None) -> None:
         self.problems.append(text)
@@ -329,7 +332,7 @@ class _Judge:
             if start is None:
                 continue
             if number not in unsupported:
-                parts = unsupported_parts(self.facts).get(number, set())
+                parts = self.parts.get(number, set())
                 for k, action in enumerate(_actions(planned), 1):
                     if ("action", k) in parts:
                         self.excused.append(f"turn {number} action {k} ({action.get('do')})")
@@ -438,7 +441,7 @@ class _Judge:
                 in_turn[number] = in_turn.get(number, 0) + 1
             if number is None or number in unsupported or in_turn[number] in held.get(number, set()):
                 continue
-            if ("approval", in_turn[number]) in unsupported_parts(self.facts).get(number, set()):
+            if ("approval", in_turn[number]) in self.parts.get(number, set()):
                 self.excused.append(f"turn {number} approval {in_turn[number]}")
                 continue
             if not request.answers:
