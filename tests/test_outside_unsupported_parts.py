@@ -112,3 +112,34 @@ def test_the_result_file_carries_unsupported_parts_and_a_usage_style(tmp_path: P
         turn = {"turn": 1, "status": "completed", "unsupported": [bad]}
         assert _read(tmp_path, {"turns": [turn]}).state == "invalid", bad
     assert _read(tmp_path, {"turns": [], "usage_style": {"input": "raw"}}).state == "invalid"
+
+
+#: An OpenAI-style client: input counts the cached tokens, and its usage is the turn's last model request only
+#: (the `last` of the final update), declared in the result file.
+LAST_REQUEST = """
+run_turn = _run
+_dump = careful.json.dump
+def dump(obj, fh, **kw):
+    if isinstance(obj, dict) and 'turns' in obj:
+        obj = dict(obj, usage_style={'input': 'with_cache', 'scope': 'last_request'})
+    return _dump(obj, fh, **kw)
+careful.json.dump = dump
+def buckets(updates):
+    last = (updates[-1].get('last') or {}) if updates else {}
+    names = {'input': 'inputTokens', 'cache_read': 'cachedInputTokens', 'cache_write': 'cacheWriteInputTokens',
+             'output': 'outputTokens', 'reasoning': 'reasoningOutputTokens'}
+    return {k: int(last.get(v) or 0) for k, v in names.items()}
+careful.buckets = buckets
+"""
+
+
+@pytest.mark.parametrize(("scenario", "verdict"), [("plain", "pass"), ("command_approval", "fail")])
+def test_a_declared_last_request_style_passes_one_request_and_fails_several(
+    run_scenario: Callable[..., Any], tmp_path: Path, scenario: str, verdict: str
+) -> None:
+    run = run_scenario(scenario, client=_careful_with(tmp_path, LAST_REQUEST))
+    usage = next(c for c in run.checks if (c.contract, c.name) == ("usage", "turn 1 usage"))
+    assert usage.status == verdict, usage.detail
+    if verdict == "fail":  # the bug it is, named as such: the tool turn made two model requests
+        assert "last model request only" in usage.detail and "made 2" in usage.detail, usage.detail
+    assert [c for c in _fails(run) if c is not usage] == []
