@@ -147,6 +147,8 @@ class TurnResult:
     #: how the client counts usage (an outside client's declared ``usage_style``: ``input``
     #: uncached|with_cache, ``scope`` turn|last_request); empty: the buckets of docs/client-rules.md §4.3
     usage_style: dict[str, str] = field(default_factory=dict)
+    #: the buckets the client does not expose (an outside client's ``null``): not judged, never zeros
+    usage_unexposed: list[str] = field(default_factory=list)
     #: the parts of the turn's plan the client reported it cannot do (``action N`` / ``approval N``, 1-based in
     #: the turn), with its reason: everything else of the turn is judged, its status by the wire
     unsupported: list[str] = field(default_factory=list)

@@ -257,3 +257,34 @@ def test_a_last_request_report_of_a_turn_of_several_requests_fails_as_the_bug_it
     record.results[0].usage_style = style
     record.results[0].usage = {"m": UsageBuckets(input=100, cache_read=40, output=20)}
     assert by_name(record)["turn 1 usage"].status == "pass", by_name(record)["turn 1 usage"].detail
+
+
+def test_a_bucket_the_client_does_not_expose_is_not_judged() -> None:
+    """An OpenAI-style client has prompt tokens (cache included) and cached tokens, but no cache writes: its
+    ``null`` bucket is not judged, never read as zeros; what it does expose still is."""
+    record = _two_requests({"input": "with_cache"}, UsageBuckets(input=230, cache_read=100, output=50))
+    record.results[0].usage_unexposed = ["cache_write"]
+    record.wire = [  # the server reports 7 cache-written tokens in the last request
+        dataclasses.replace(e, frame=_with_cache_write(e.frame)) for e in record.wire
+    ]
+    check = by_name(record)["turn 1 usage"]
+    assert check.status == "fail" and "input 230 != 237" in check.detail, check.detail  # inputTokens includes them
+    record.results[0].usage = {"m": UsageBuckets(input=237, cache_read=100, output=50)}
+    check = by_name(record)["turn 1 usage"]
+    assert check.status == "pass" and "not judged: cache_write" in check.detail, check.detail
+    record.results[0].usage_unexposed = []
+    assert by_name(record)["turn 1 usage"].status == "fail"  # cache_write 0 != 7, when it says it exposes it
+
+
+def _with_cache_write(frame: object) -> object:
+    if not (isinstance(frame, dict) and frame.get("method") == "thread/tokenUsage/updated"):
+        return frame
+    usage = frame["params"]["tokenUsage"]
+    if usage["total"]["inputTokens"] != 230:
+        return frame
+    out = {
+        **usage,
+        "last": {**usage["last"], "inputTokens": usage["last"]["inputTokens"] + 7, "cacheWriteInputTokens": 7},
+        "total": {**usage["total"], "inputTokens": 237, "cacheWriteInputTokens": 7},
+    }
+    return {**frame, "params": {**frame["params"], "tokenUsage": out}}

@@ -112,6 +112,12 @@ def test_the_result_file_carries_unsupported_parts_and_a_usage_style(tmp_path: P
         turn = {"turn": 1, "status": "completed", "unsupported": [bad]}
         assert _read(tmp_path, {"turns": [turn]}).state == "invalid", bad
     assert _read(tmp_path, {"turns": [], "usage_style": {"input": "raw"}}).state == "invalid"
+    # A bucket the client does not expose is null (input and output are always known).
+    usage = {"input": 230, "cache_read": 100, "cache_write": None, "output": 50, "reasoning": None}
+    (result,) = turn_results(_read(tmp_path, {"turns": [{"turn": 1, "status": "completed", "usage": usage}]}))
+    assert result.usage_unexposed == ["cache_write", "reasoning"] and result.total_usage().input == 230
+    usage = {**usage, "input": None}
+    assert _read(tmp_path, {"turns": [{"turn": 1, "status": "completed", "usage": usage}]}).state == "invalid"
 
 
 #: An OpenAI-style client: input counts the cached tokens, and its usage is the turn's last model request only

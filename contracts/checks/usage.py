@@ -15,6 +15,7 @@ naming why, never zeros.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -61,10 +62,13 @@ def _show(b: UsageBuckets, style: dict[str, str] | None = None) -> str:
     return text + (f" (reasoning {b.reasoning})" if b.reasoning else "")
 
 
-def _differences(got: UsageBuckets, expected: UsageBuckets) -> list[str]:
-    """What the billed buckets get wrong (reasoning is informational: ``turn N reasoning``)."""
+def _differences(got: UsageBuckets, expected: UsageBuckets, unexposed: Collection[str] = ()) -> list[str]:
+    """What the billed buckets get wrong (reasoning is informational: ``turn N reasoning``); a bucket the client
+    does not expose (``unexposed``) is not judged."""
     return [
-        f"{n} {getattr(got, n)} != {getattr(expected, n)}" for n in BILLED if getattr(got, n) != getattr(expected, n)
+        f"{n} {getattr(got, n)} != {getattr(expected, n)}"
+        for n in BILLED
+        if n not in unexposed and getattr(got, n) != getattr(expected, n)
     ]
 
 
@@ -239,12 +243,13 @@ def _judge_usage(
         return [make(f"{label} usage", "fail", detail + note)]
     truth = wire.turn if wire is not None else UsageBuckets()
     expected = styled(truth, style)
-    diffs = _differences(got, expected)
+    hidden = set(result.usage_unexposed)
+    diffs = _differences(got, expected, hidden)
     where = "the server reported no usage of this turn" if wire is None else "the server's usage of this turn"
     if wire is not None and style.get("scope") == "last_request":
         # A correct client of this style reads the `last` of the turn's final update: one request's usage.
         last = styled(wire.last_request, style)
-        if len(wire.requests) > 1 and not _differences(got, last):
+        if len(wire.requests) > 1 and not _differences(got, last, hidden):
             # ... and this turn made several: the style under-counts it, the bug it is, named as such.
             why = (
                 f"the client reports the last model request only (usage_style scope last_request) and this turn "
@@ -252,7 +257,7 @@ def _judge_usage(
                 "(docs/client-rules.md §4.2: a turn's usage counts each request once)"
             )
             return [make(f"{label} usage", "fail", why + note)]
-        if len(wire.requests) == 1 and not _differences(got, last):
+        if len(wire.requests) == 1 and not _differences(got, last, hidden):
             diffs = []
         where += f" (its last model request {_show(last, style)})"
     if wire is not None and len(wire.requests) > 1:
@@ -262,6 +267,8 @@ def _judge_usage(
     text = f"got {_show(got, style)}; {where}" + (f": {_show(expected, style)}" if wire is not None else "")
     if declared is not None and declared.usage is not None and declared.usage != truth:
         text += f" ([expect] declares {_show(declared.usage)} for the course {' or '.join(declared.statuses)})"
+    if hidden:
+        note += f" [not exposed by the client, not judged: {', '.join(sorted(hidden))}]"
     verdict = ("; ".join(diffs) + " — " if diffs else "") + text + note
     checks = [make(f"{label} usage", "fail" if diffs else "pass", verdict)]
     if got.reasoning and got.reasoning != truth.reasoning:

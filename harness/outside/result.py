@@ -6,8 +6,10 @@ docs/scenarios.md, the final text and the error. A status ``unsupported`` says t
 plan asks (a decision it has no way to send): that turn's status and plan are not judged. Usage is judged
 only where the client reported it: ``null`` (or no ``usage``) says the client reports none, ``"unsupported"``
 that it has no way to; either is not judged, with that reason, never taken as zeros. ``usage_style`` says how
-the client counts (docs/client-rules.md §4.4). A turn's ``unsupported`` list names one part of its plan the
-client cannot do (``{"action": N}``, ``{"approval": N}``): that part is not judged, the rest of the turn is.
+the client counts (docs/client-rules.md §4.4); a bucket ``null`` (``cache_read``, ``cache_write``,
+``reasoning``) is one the client does not expose, not judged. A turn's ``unsupported`` list names one part of
+its plan the client cannot do (``{"action": N}``, ``{"approval": N}``): that part is not judged, the rest of the
+turn is.
 """
 
 from __future__ import annotations
@@ -97,7 +99,8 @@ def turn_results(read: ReadResult) -> list[TurnResult]:
     out = []
     for t in read.turns:
         usage = t.get("usage")
-        buckets = {"reported": UsageBuckets.from_dict(usage)} if isinstance(usage, dict) else {}
+        exposed = {k: v for k, v in usage.items() if v is not None} if isinstance(usage, dict) else None
+        buckets = {"reported": UsageBuckets.from_dict(exposed)} if exposed is not None else {}
         out.append(
             TurnResult(
                 index=t["turn"] - 1,
@@ -108,6 +111,7 @@ def turn_results(read: ReadResult) -> list[TurnResult]:
                 usage={k: v for k, v in buckets.items() if not v.is_zero()},
                 usage_unjudged=None if isinstance(usage, dict) else _why_no_usage(t),
                 usage_style=dict(read.usage_style),
+                usage_unexposed=sorted(k for k, v in usage.items() if v is None) if isinstance(usage, dict) else [],
                 unsupported=unsupported_parts(t),
                 # What the client read is its own: the server having sent turn/completed says nothing of it.
                 completed_consumed=None,
