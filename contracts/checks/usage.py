@@ -251,12 +251,13 @@ def _judge_usage(
         last = styled(wire.last_request, style)
         if len(wire.requests) > 1 and not _differences(got, last, hidden):
             # ... and this turn made several: the style under-counts it, the bug it is, named as such.
+            declared = ", ".join(f"{k} {v}" for k, v in sorted(style.items()))
             why = (
-                f"the client reports the last model request only (usage_style scope last_request) and this turn "
+                f"the client reports the last model request only (usage_style {declared}) and this turn "
                 f"made {len(wire.requests)}: it reported {_show(got, style)}, the turn used {_show(expected, style)} "
                 "(docs/client-rules.md §4.2: a turn's usage counts each request once)"
             )
-            return [make(f"{label} usage", "fail", why + note)]
+            return [make(f"{label} usage", "fail", why + played.matched)]
         if len(wire.requests) == 1 and not _differences(got, last, hidden):
             diffs = []
         where += f" (its last model request {_show(last, style)})"
