@@ -251,9 +251,9 @@ def _judge_usage(
         last = styled(wire.last_request, style)
         if len(wire.requests) > 1 and not _differences(got, last, hidden):
             # ... and this turn made several: the style under-counts it, the bug it is, named as such.
-            declared = ", ".join(f"{k} {v}" for k, v in sorted(style.items()))
+            said = ", ".join(f"{k} {v}" for k, v in sorted(style.items()))
             why = (
-                f"the client reports the last model request only (usage_style {declared}) and this turn "
+                f"the client reports the last model request only (usage_style {said}) and this turn "
                 f"made {len(wire.requests)}: it reported {_show(got, style)}, the turn used {_show(expected, style)} "
                 "(docs/client-rules.md §4.2: a turn's usage counts each request once)"
             )
