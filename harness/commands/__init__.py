@@ -10,6 +10,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.latency",
     "harness.commands.scenarios",
     "harness.commands.baseline",
+    "harness.commands.report",
     "harness.commands.show",
     "harness.commands.diff",
     "harness.commands.record",

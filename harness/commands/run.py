@@ -25,7 +25,7 @@ from contracts.report import BaselineEntry, Report, checks_json, judge, load_bas
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
 from contracts.version import harness_version
-from harness import budgets, confine, scenario_lookup
+from harness import budgets, confine, scenario_lookup, shards
 from harness import report_dir as report_dir_check
 from harness.client.sockets import TRANSPORTS
 from harness.client.stderr import terminal_lines
@@ -88,6 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
     confine.add_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="play only shard K of N of the scenarios (split by name, the same on every machine); `codex-harness "
+        "report merge OUT DIR...` joins the N reports into one (docs/ci.md)",
+    )
     parser.add_argument("--ascii", action="store_true", help="plain ASCII statuses in the table")
     parser.add_argument(
         "--verbose",
@@ -152,11 +158,15 @@ def run(args: argparse.Namespace) -> int:
     declared = client.budgets if client is not None else budgets.from_args(args)
     targets: list[str] = list(dict.fromkeys(args.target or ["fake"]))
     baseline = load_baseline(args.baseline) if args.baseline else []
+    shard = shards.parse(args.shard) if args.shard else None
     try:
         scenarios = _scenarios(args)
     except scenario_lookup.ScenarioError as exc:
         print(f"codex-harness run: {exc}", file=sys.stderr)
         return INVALID_INPUT
+    if shard is not None:
+        scenarios = shards.pick(scenarios, [s.name for s in scenarios], *shard)
+        print(f"codex-harness run: shard {shard[0]}/{shard[1]}: {len(scenarios)} scenario(s)", file=sys.stderr)
     if declared:  # the client is judged by the budgets it declares; every scenario's plan takes them
         budgets.check_run_caps(budgets.with_budgets(s, declared) for s in scenarios)
         print(f"codex-harness run: budgets declared: {budgets.describe(declared)}", file=sys.stderr)
