@@ -21,8 +21,10 @@ within its budget (``turn_timeout_ms`` + ``interrupt_budget_ms``), or the server
 stdout before the client could start it.
 An action is due when its trigger came (``contracts.triggers`` moments on the turn's own stretch of the wire,
 plus ``delay_ms``) and the turn was still running :data:`SLACK_S` later. Turns the client reported
-``unsupported`` are not judged; when it reported every turn so, the check is a skip. This check fails
-whatever levels come later: a client that plays nothing has not been judged on anything else.
+``unsupported`` are not judged; when it reported every turn so, the check is a skip. An action or an approval
+decision a turn's ``unsupported`` list names (:func:`unsupported_parts`) is not judged, the rest of the turn
+is. This check fails whatever levels come later: a client that plays nothing has not been judged on anything
+else.
 """
 
 from __future__ import annotations
@@ -316,6 +318,8 @@ class _Judge:
         self.judged: list[str] = []  # actions sent as planned
         self.answered = 0  # approvals answered as planned
         self.not_due: list[str] = []
+        self.excused: list[str] = []  # parts of the plan the client reported unsupported (not judged)
+        self.parts = unsupported_parts(facts)  # turn → the (action|approval, N) it reported unsupported
 
     def fail(self, text: str, start: _Start | None = None, pos: int | None = None) -> None:
         self.problems.append(text)
@@ -420,8 +424,12 @@ class _Judge:
             if start is None:
                 continue
             if number not in unsupported:
-                for action in _actions(planned):
-                    self._action(number, action, start, previous_t)
+                parts = self.parts.get(number, set())
+                for k, action in enumerate(_actions(planned), 1):
+                    if ("action", k) in parts:
+                        self.excused.append(f"turn {number} action {k} ({action.get('do')})")
+                    else:
+                        self._action(number, action, start, previous_t)
             previous_t = start.t
 
     def _action(self, number: int, action: dict[str, Any], start: _Start, previous_t: float) -> None:
@@ -524,6 +532,9 @@ class _Judge:
             if number is not None:
                 in_turn[number] = in_turn.get(number, 0) + 1
             if number is None or number in unsupported or in_turn[number] in held.get(number, set()):
+                continue
+            if ("approval", in_turn[number]) in self.parts.get(number, set()):
+                self.excused.append(f"turn {number} approval {in_turn[number]}")
                 continue
             if not request.answers:
                 continue  # judged by protocol / server requests answered
@@ -641,6 +652,21 @@ def reported_turn_ids(facts: dict[str, Any]) -> dict[str, int]:
     return out
 
 
+def unsupported_parts(facts: dict[str, Any]) -> dict[int, set[tuple[str, int]]]:
+    """turn → the parts of its plan the client's result file reported ``unsupported``: (``action``, N) the N-th
+    action of the plan turn, (``approval``, N) the decision for the N-th approval the turn asks."""
+    result = facts.get("result")
+    reported = result.get("turns") if isinstance(result, dict) else None
+    out: dict[int, set[tuple[str, int]]] = {}
+    for t in reported if isinstance(reported, list) else []:
+        parts = t.get("unsupported") if isinstance(t, dict) else None
+        for part in parts if isinstance(parts, list) else []:
+            for kind in ("action", "approval"):
+                if isinstance(part, dict) and isinstance(part.get(kind), int):
+                    out.setdefault(_int(t.get("turn"), 0), set()).add((kind, part[kind]))
+    return out
+
+
 def unsupported_turns(facts: dict[str, Any]) -> set[int]:
     """The turns the client's result file reported ``unsupported``."""
     result = facts.get("result")
@@ -688,4 +714,6 @@ def _check(records: Sequence[SessionRecord]) -> Check:
         parts.append(f"not due: {_summary(judge.not_due)}")
     if unsupported & numbers:
         parts.append(f"reported unsupported: turn(s) {', '.join(str(n) for n in sorted(unsupported & numbers))}")
+    if judge.excused:
+        parts.append(f"reported unsupported, not judged: {_summary(judge.excused)}")
     return make(CHECK, "pass", "; ".join(parts))

@@ -204,6 +204,30 @@ def _final_text(
     )
 
 
+#: turn/completed's status on the wire -> the Result status that reports it
+_REPORTS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
+
+
+def _unsupported_course(
+    index: WireIndex, result: TurnResult, order: list[str | None] | None, allowed: tuple[str, ...]
+) -> tuple[tuple[str, ...], str]:
+    """A turn of which the client reported a part of the plan ``unsupported`` (an action it cannot send, a
+    decision it cannot give) took another course than [expect]'s: the status that reports what the server did
+    is right (the client's own ``timeout`` or ``failed`` where the server never ended the turn)."""
+    turn_id = result.turn_id
+    if turn_id is None and order is not None and 0 <= result.index < len(order):
+        turn_id = order[result.index]
+    completions = index.turn_completions(turn_id) if turn_id else []
+    frame = completions[0][1].frame or {} if completions else {}
+    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    turn = params.get("turn") if isinstance(params, dict) else None
+    ended = _REPORTS.get(turn.get("status")) if isinstance(turn, dict) else None
+    played = (ended,) if ended else ("timeout", "failed")
+    said = "; ".join(result.unsupported)[:300]
+    why = f" (reported unsupported: {said}; the server ended the turn {ended or 'never'})"
+    return (*allowed, *(s for s in played if s not in allowed)), why
+
+
 @CONTRACT.judge
 def check(record: SessionRecord) -> list[Check]:
     make = CONTRACT.maker(record)
@@ -257,13 +281,15 @@ def check(record: SessionRecord) -> list[Check]:
             ):
                 allowed = (*allowed, "timeout")
                 why = " (the server never confirmed the cancelled turn ended: the client's budget ended it)"
+            if result.unsupported:
+                allowed, why = _unsupported_course(index, result, order, allowed)
             declared = " or ".join(allowed)
             if result.status not in allowed:
                 error = f" ({result.error})" if result.error else ""
                 detail = f"Result {result.status}{error}, [expect] declares {declared}{why}"
                 checks.append(make(f"{label} status", "fail", detail))
             else:
-                also = f" ([expect] declares {declared}{why})" if len(allowed) > 1 else ""
+                also = f" ([expect] declares {declared}{why})" if len(allowed) > 1 or result.unsupported else ""
                 course = f"; the course where {record.expect.why}" if record.expect.why else ""
                 checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}{course}"))
         checks.append(_final_text(make, record, result, texts, order))
