@@ -64,9 +64,11 @@ def physical_path(path: str, home: str | None = None) -> str:
 def private_dir(path: str, *, create: bool = True) -> int:
     """A descriptor of ``path``, a directory of this user's with mode 0700, never followed through a link
     (made so when ``create`` and missing); SocketPathError otherwise."""
+    made = False
     if create:
         try:
             os.mkdir(path, DIR_MODE)
+            made = True
         except FileExistsError:
             pass
     try:
@@ -76,6 +78,9 @@ def private_dir(path: str, *, create: bool = True) -> int:
             raise SocketPathError(SOCKET_DIR_REFUSED) from None
         raise
     held = os.fstat(fd)
+    if made and held.st_uid == os.geteuid():  # ours, just made: 0700 whatever the umask took away
+        os.fchmod(fd, DIR_MODE)
+        held = os.fstat(fd)
     if held.st_uid != os.geteuid() or stat.S_IMODE(held.st_mode) != DIR_MODE:
         os.close(fd)
         raise SocketPathError(SOCKET_DIR_REFUSED)
