@@ -356,16 +356,22 @@ async def unix_side(start: Start) -> dict[str, Any]:
 
         # a socket address holds 107 bytes: a long temporary folder is reached through the link's target
         name = str(path) if len(os.fsencode(str(path))) <= MAX_SOCKET_PATH else os.path.realpath(path)
-        if server.sockets is not None:
-            name = str(server.sockets / physical_name(str(path)))
+        folder = None
+        if server.sockets is not None:  # a confined binary's socket, in its folder on this side
+            folder = os.open(server.sockets, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            name = f"/proc/self/fd/{folder}/{physical_name(str(path))}"  # short, whatever the folder's path
 
         async def connect() -> trio.abc.Stream:
             return await trio.open_unix_socket(name)
 
-        out["GET /readyz"] = await http(connect, HTTP_CASES["GET /readyz"])
-        out["upgrade without version"] = await http(connect, HTTP_CASES["upgrade without version"])
-        out["upgrade without a token"] = await http(connect, request("GET", "/", UPGRADE))
-        out["frames"] = await frames(connect)
+        try:
+            out["GET /readyz"] = await http(connect, HTTP_CASES["GET /readyz"])
+            out["upgrade without version"] = await http(connect, HTTP_CASES["upgrade without version"])
+            out["upgrade without a token"] = await http(connect, request("GET", "/", UPGRADE))
+            out["frames"] = await frames(connect)
+        finally:
+            if folder is not None:
+                os.close(folder)
     return out
 
 
