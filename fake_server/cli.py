@@ -338,7 +338,7 @@ def _serve_socket(
     sources: dict[str, str],
     record_root: str | None,
 ) -> int:
-    from fake_server.ws_serve import UnixPathError
+    from contracts.unix_socket import SocketPathError
 
     try:
         try:
@@ -350,7 +350,7 @@ def _serve_socket(
             if len(leaves) != 1:
                 raise
             raise leaves[0] from None
-    except UnixPathError as exc:
+    except SocketPathError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the address is taken, not ours, not here
