@@ -6,10 +6,11 @@ Cases (each a sequence of server processes sharing one ``CODEX_HOME``, :mod:`thr
 - ``config: …``: what ``config/read`` (with and without its layers) answers from an empty ``CODEX_HOME`` with
   no ``-c`` at all, and from a home whose ``config.toml`` or ``-c`` sets keys the harness's own file does not
   (or sets them otherwise): the values, which keys have an origin (and in which layer), the layers;
-- ``archive: …``: ``thread/archive`` of threads with and without a turn, ``thread/list`` with ``archived: true``,
+- ``archive``: ``thread/archive`` of threads with and without a turn, ``thread/list`` with ``archived: true``,
   ``thread/unarchive`` (its thread's ``model``), in one process and across two;
-- ``resume: …``: the notifications ``thread/resume`` sends, the ones just after its answer included (the
-  restored token usage).
+- ``archive: a model written``: threads with no turn whose rollout gets the model all the same;
+- ``resume``: the notifications ``thread/resume`` sends, the ones just after its answer included (the restored
+  token usage, ``restored``: its total), and the total the next turn reports, in the thread's process and a new one.
 
 A session whose home has no ``config.toml`` would reach for the network at start-up (the plugin sync, analytics,
 the update check: ``harness.targets.real.HERMETIC_CONFIG``); with ``--isolate`` (the default when ``unshare``
@@ -94,16 +95,25 @@ OVERRIDES = (
 )
 
 
-async def trail(conn: tso.Conn, seconds: float = TRAIL_S) -> list[str]:
+async def trail(conn: tso.Conn, seconds: float = TRAIL_S) -> list[dict[str, Any]]:
     """The notifications that come within ``seconds`` of the last one (none: ``seconds`` after the call)."""
-    notes: list[str] = []
+    notes: list[dict[str, Any]] = []
     while True:
         with trio.move_on_after(seconds) as scope:
             message = await conn.recv()
         if scope.cancelled_caught:
             return notes
         if "method" in message and "id" not in message and message["method"] not in AMBIENT_METHODS:
-            notes.append(message["method"])
+            notes.append(message)
+
+
+def total_tokens(messages: list[dict[str, Any]]) -> int | None:
+    """The thread's total tokens the last ``thread/tokenUsage/updated`` of ``messages`` reports (None: none)."""
+    found = None
+    for message in messages:
+        if message.get("method") == "thread/tokenUsage/updated":
+            found = ((message.get("params") or {}).get("tokenUsage") or {}).get("total", {}).get("totalTokens")
+    return found
 
 
 def config_view(result: dict[str, Any]) -> dict[str, Any]:
@@ -125,12 +135,37 @@ class Play(tso.Play):
         if method != "config/read":
             answer = await super().call(conn, method, params, until)
             if method == "thread/resume":
-                self.steps[-1]["after"] = await trail(conn)
+                after = await trail(conn)
+                self.steps[-1]["after"] = [m["method"] for m in after]
+                self.steps[-1]["restored"] = total_tokens(after)
             return answer
         answer, _notes = await conn.call(method, params)
-        view = {"error": answer["error"]} if "error" in answer else config_view(answer.get("result") or {})
+        result = answer.get("result") or {}
+        view: dict[str, Any] = {"error": answer["error"]} if "error" in answer else config_view(result)
         self.steps.append({"method": method, "params": params, **view})
         return answer
+
+    async def turn(self, conn: tso.Conn, name: str) -> None:
+        """A turn, its notifications' names, and the thread's total tokens its last usage reports."""
+        conn.next_id += 1
+        rid = conn.next_id
+        params = {"threadId": self.ids[name], "input": tso.TEXT}
+        await conn.send({"id": rid, "method": "turn/start", "params": params})
+        seen: list[dict[str, Any]] = []
+        answered = False
+        with trio.fail_after(tso.STEP_S):
+            while not (answered and any(m.get("method") == "turn/completed" for m in seen)):
+                message = await conn.recv()
+                if "method" in message and "id" in message:  # a server request: not expected here
+                    await conn.send({"id": message["id"], "error": {"code": -32601, "message": "unexpected"}})
+                elif "method" in message:
+                    if message["method"] not in AMBIENT_METHODS:
+                        seen.append(message)
+                elif message.get("id") == rid:
+                    answered = True
+        sent = {"threadId": self.labels(self.ids[name]), "input": tso.TEXT}
+        notes = [m["method"] for m in seen]
+        self.steps.append({"method": "turn/start", "params": sent, "notes": notes, "total": total_tokens(seen)})
 
 
 @asynccontextmanager
@@ -185,8 +220,29 @@ async def case_archive(home: tso.Home) -> list[dict[str, Any]]:
     return play.steps
 
 
+async def case_model_written(home: tso.Home) -> list[dict[str, Any]]:
+    """Threads with no turn whose rollout gets a turn context: items injected (D), a thread/revert (E)."""
+    play = Play()
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "injected"}]}
+    async with home(True) as (server, workdir):
+        async with server(()) as conn:
+            play.process(1)
+            d = await play.start(conn, "d", workdir)
+            await play.call(conn, "thread/inject_items", {"threadId": d, "items": [item]})
+            await play.call(conn, "thread/archive", {"threadId": d})
+            e = await play.start(conn, "e", workdir)
+            await play.call(conn, "thread/name/set", {"threadId": e, "name": "named"})
+            await play.call(conn, "thread/revert", {"threadId": e, "beforeTurnId": "t1"})
+            await play.call(conn, "thread/archive", {"threadId": e})
+            await play.call(conn, "thread/list", {"archived": True})
+            await play.call(conn, "thread/unarchive", {"threadId": d})
+            await play.call(conn, "thread/unarchive", {"threadId": e})
+    return play.steps
+
+
 async def case_resume(home: tso.Home) -> list[dict[str, Any]]:
-    """A thread with two turns resumed in its own process, then by a new one; one with no turn."""
+    """A thread with two turns resumed in its own process, then by a new one (with and without its turns); one
+    with no turn."""
     play = Play()
     async with home(True) as (server, workdir):
         async with server(()) as conn:
@@ -195,10 +251,12 @@ async def case_resume(home: tso.Home) -> list[dict[str, Any]]:
             await play.turn(conn, "a")
             await play.turn(conn, "a")
             await play.call(conn, "thread/resume", {"threadId": a})
+            await play.call(conn, "thread/resume", {"threadId": a, "excludeTurns": True})
             b = await play.start(conn, "b", workdir)
             await play.call(conn, "thread/name/set", {"threadId": b, "name": "named"})
         async with server(()) as conn:
             play.process(2)
+            await play.call(conn, "thread/resume", {"threadId": a, "excludeTurns": True})
             await play.call(conn, "thread/resume", {"threadId": a})
             await play.call(conn, "thread/resume", {"threadId": b})
             await play.turn(conn, "a")
@@ -219,6 +277,7 @@ async def observe(home: tso.Home, *, together: bool = False) -> dict[str, Any]:
     cases: dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]] = {
         **{f"config: {name}": functools.partial(case_config, home, *setup) for name, setup in CONFIGS.items()},
         "archive": functools.partial(case_archive, home),
+        "archive: a model written": functools.partial(case_model_written, home),
         "resume": functools.partial(case_resume, home),
     }
     out: dict[str, Any] = {}
