@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -311,23 +310,6 @@ def fake_home(tmp: Path, release: str | None = None) -> tso.Home:
 
 # --- the release's answers from an empty home --------------------------------------------------------
 
-#: The answers.json keys of ``config/read`` from an empty ``CODEX_HOME`` (no config.toml, no ``-c``): what the
-#: fake derives every setup's answer from (:mod:`fake_server.home_config`).
-EMPTY_KEYS = {"config/read+empty": {}, "config/read+layers+empty": {"includeLayers": True}}
-
-
-async def empty_answers(home: tso.Home) -> dict[str, Any]:
-    """The raw answers of :data:`EMPTY_KEYS`, the home's path as ``${codex_home}`` (answers.json's variable)."""
-    out: dict[str, Any] = {}
-    async with home(False) as (server, workdir):
-        codex_home = str(workdir.parent / "codex_home")
-        async with server(()) as conn:
-            for key, params in EMPTY_KEYS.items():
-                answer, _notes = await conn.call("config/read", params)
-                text = orjson.dumps(answer["result"]).decode().replace(codex_home, "${codex_home}")
-                out[key] = orjson.loads(text)
-    return out
-
 
 def write_answers(path: Path, found: dict[str, Any]) -> None:
     """``found`` into a release folder's answers.json, its other answers kept in their order."""
@@ -340,22 +322,6 @@ def write_answers(path: Path, found: dict[str, Any]) -> None:
 
 
 # --- running it in a network namespace -----------------------------------------------------------------
-
-
-def can_isolate() -> bool:
-    tool = shutil.which("unshare")
-    if tool is None:
-        return False
-    probe = subprocess.run([tool, "--net", "--map-root-user", "true"], capture_output=True, timeout=30, check=False)
-    return probe.returncode == 0
-
-
-def isolated(argv: list[str]) -> list[str]:
-    """``argv`` in a network namespace of its own (loopback only), as the same user."""
-    tool = shutil.which("unshare") or "unshare"
-    if os.geteuid() == 0:
-        return [tool, "--net", *argv]
-    return [tool, "--net", "--map-root-user", *argv]
 
 
 def loopback_up() -> None:
@@ -388,6 +354,16 @@ def main() -> None:
         "--no-isolate", action="store_true", help="do not run in a network namespace of its own (unshare --net)"
     )
     args = parser.parse_args()
+    from harness.learn import empty_home
+    from harness.learn.empty_home import can_isolate, isolated
+
+    if args.answers_into:  # the binary's own session isolates itself (as release learn records it)
+        with tempfile.TemporaryDirectory() as tmp:
+            found = empty_home.record(Path(args.codex), Path(tmp))
+        if found is None:
+            sys.exit("no network namespace can be made here (unshare --net): nothing recorded")
+        write_answers(Path(args.answers_into) / "answers.json", found)
+        return
     if not args.no_isolate and os.environ.get("SURFACE_OBSERVE_ISOLATED") != "1" and can_isolate():
         env = {**os.environ, "SURFACE_OBSERVE_ISOLATED": "1"}
         sys.exit(
@@ -397,12 +373,6 @@ def main() -> None:
         )
     if os.environ.get("SURFACE_OBSERVE_ISOLATED") == "1":
         loopback_up()
-    if args.answers_into:
-        codex = Path(args.codex)
-        with tempfile.TemporaryDirectory() as tmp:
-            found = trio.run(empty_answers, tso.real_home(codex, Path(tmp)))
-        write_answers(Path(args.answers_into) / "answers.json", found)
-        return
     if args.codex:
         data = run(lambda tmp: tso.real_home(Path(args.codex), tmp))
     else:

@@ -86,3 +86,27 @@ def test_the_live_binary_answers_as_the_fake(codex_bin: Path, tmp_path: Path) ->
     fake = _fake(release) if release in OBSERVED else _fake("0.171.0")
     for case, steps in live.items():
         assert _answers(steps) == _answers(fake[case]), case
+
+
+def test_release_learn_records_no_empty_home_without_a_network_namespace(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without ``unshare`` the binary is never started with no config (it would reach for the network)."""
+    from harness.learn import empty_home
+
+    monkeypatch.setattr(empty_home.shutil, "which", lambda _name: None)
+    assert empty_home.record(tmp_path / "no-such-codex", tmp_path) is None
+
+
+@pytest.mark.real_codex
+def test_release_learn_records_the_shipped_empty_home_answers(codex_bin: Path, tmp_path: Path) -> None:
+    """What ``release learn`` records from an empty home is what the release folder ships."""
+    from contracts import releases
+    from harness.learn import empty_home
+
+    found = empty_home.record(codex_bin, tmp_path)
+    if found is None:
+        pytest.skip("no network namespace can be made here (unshare --net)")
+    version = subprocess.run([str(codex_bin), "--version"], capture_output=True, text=True, check=True, timeout=60)
+    shipped = releases.get(version.stdout.split()[-1]).data("answers.json")
+    assert found == {key: shipped[key] for key in empty_home.KEYS}
