@@ -11,7 +11,8 @@ real binary's; ``tests/test_fake_surface_ws.py`` compares the fake with it on ev
 ``real_codex``).
 
 Record again: ``.venv/bin/python tests/ws_lifetime_observe.py --codex .tools/node_modules/.bin/codex --out
-tests/data/real/0.171.0/transports/ws_lifetime.json``.
+tests/data/real/0.171.0/transports/ws_lifetime.json`` (0.163.0: ``.tools/codex-0.163.0/node_modules/.bin/codex``,
+into its own folder).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Server:
 Start = Callable[[], AbstractAsyncContextManager[Server]]
 
 
-def fake_start(tmp: Path) -> Start:
+def fake_start(tmp: Path, release: str | None = None) -> Start:
     from harness.client.process import spawn_process
     from harness.codex_bin import scrubbed_env
     from harness.targets.fake import fake_codex_argv
@@ -69,6 +70,7 @@ def fake_start(tmp: Path) -> Start:
         )
         env["HOME"] = str(folder / "home")
         argv = [*fake_codex_argv(), "app-server", "--scenario", str(SCENARIO), "--listen", "ws://127.0.0.1:0"]
+        argv += ["--release", release] if release else []
         async with spawn_process(argv, cwd=folder / "workdir", env=env) as process:
             yield Server(process, folder / "trace", folder / "workdir", None)
 
@@ -271,10 +273,11 @@ async def observe(start: Start) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--codex", help="the real binary (default: observe fake-codex)")
+    parser.add_argument("--release", help="the release fake-codex plays (default: its own)")
     parser.add_argument("--out", help="write the observation here (default: stdout)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="observe-") as tmp:
-        start = real_start(Path(args.codex), Path(tmp)) if args.codex else fake_start(Path(tmp))
+        start = real_start(Path(args.codex), Path(tmp)) if args.codex else fake_start(Path(tmp), args.release)
         result = trio.run(observe, start)
     data = orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n"
     if args.out:
