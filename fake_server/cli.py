@@ -263,6 +263,7 @@ async def serve_socket(
 
     trace_env = os.environ.get(TRACE_ENV)
     clock = default_clock_ms()
+    loaded: set[str] = set()  # threads an earlier connection left loaded: this server still holds them
 
     async def session(ws: Any, n: int) -> tuple[int, bool] | None:
         recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
@@ -274,18 +275,24 @@ async def serve_socket(
             cwd=os.getcwd(),
             codex_home=_codex_home(),
             hostname=socket.gethostname(),
-            store=open_store(),
+            store=ServerStore.around(open_store(), loaded),
             setup=open_setup(),
         )
         io: Any = ConnectionIo(ws, write_stderr, trace.on_event if trace else (lambda _e: None), _ledger_append)
         if recorder is not None:
             recorder.note(f"connection {n} over {listen.scheme}")
             io = RecordingIo(io, recorder)
-        outcome = await run_engine(engine, io, clock)
-        if engine.world.store is not None:
-            engine.world.store.close()  # one per connection: a long-lived listener keeps no descriptors of it
-        if trace is not None and not outcome.crash:
-            trace.finish(graceful=True)
+        outcome = None
+        try:
+            # A closed connection leaves its turns going (observed: tests/ws_lifetime_observe.py).
+            outcome = await run_engine(engine, io, clock, detach_on_eof=True)
+        finally:
+            # Closed when the connection's turns ended, and on SIGTERM (observed: the real closes its traces then).
+            if trace is not None and (outcome is None or not outcome.crash):
+                trace.finish(graceful=True)
+            if engine.world.store is not None:
+                engine.world.store.close()  # one per connection: a long-lived listener keeps no descriptors of it
+            loaded.update(ServerStore.still_loaded(engine.world))
         if recorder is not None:
             recorder.finish(outcome.code, outcome.crash)
         return (outcome.code, True) if outcome.crash else None
@@ -321,6 +328,41 @@ async def serve_socket(
             announce(listen, port)
             nursery.start_soon(on_signal)
     return result[0] if result else (0, False)
+
+
+class ServerStore:
+    """A connection's view of the home's thread store (:class:`fake_server.home_store.HomeStore`) in a server that
+    serves many: a thread an earlier connection left loaded is found loaded (the real server keeps it in memory
+    when its connection closes, observed: ``tests/ws_lifetime_observe.py``); the rest is the store's."""
+
+    def __init__(self, store: Any, loaded: set[str]) -> None:
+        self._store = store
+        self._loaded = loaded
+        self._marked: set[str] = set()  # marked once: what the client does to them afterwards is its own
+
+    @classmethod
+    def around(cls, store: Any, loaded: set[str]) -> Any:
+        return None if store is None else cls(store, loaded)
+
+    @staticmethod
+    def still_loaded(world: Any) -> set[str]:
+        out = set()
+        for thread_id in world.threads:
+            extra = world.surface.threads.get(thread_id)
+            if extra is None or (extra.loaded and not extra.archived and not extra.deleted):
+                out.add(thread_id)
+        return out
+
+    def fill(self, world: Any) -> None:
+        self._store.fill(world)
+        for thread_id in self._loaded - self._marked:
+            extra = world.surface.threads.get(thread_id)
+            if thread_id in world.threads and extra is not None and extra.from_store and not extra.archived:
+                extra.loaded = True
+                self._marked.add(thread_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
 
 
 def _ledger_append(effect: FaultStruck) -> None:
