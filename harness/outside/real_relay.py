@@ -42,8 +42,11 @@ MAX_MODEL_ENTRIES = 100_000
 CANNOT_RUN = 126
 
 
-def write_real_shim(directory: Path, spec: dict[str, Any], version_line: str) -> Path:
-    """``directory/codex``: answers ``--version`` with the binary's own line, else execs the relay."""
+def write_real_shim(directory: Path, spec: dict[str, Any], version_line: str, starts: Path | None = None) -> Path:
+    """``directory/codex``: answers ``--version`` with the binary's own line, else execs the relay. ``starts``: the
+    file each start is noted in (:func:`harness.outside.shim.start_log`)."""
+    from harness.outside.shim import start_log
+
     directory.mkdir(parents=True, exist_ok=True)
     spec_path = directory / "relay-spec.json"
     spec_path.write_bytes(orjson.dumps(spec))
@@ -51,6 +54,7 @@ def write_real_shim(directory: Path, spec: dict[str, Any], version_line: str) ->
     relay = " ".join(q(a) for a in (sys.executable, "-m", "harness.outside.real_relay", str(spec_path)))
     script = f"""#!/bin/sh
 # codex shim written by codex-harness: runs the real codex sealed, behind a relay that records the wire.
+{start_log(starts) if starts is not None else ":"}
 case "$1" in
   --version|-V) echo {q(version_line)}; exit 0 ;;
 esac
