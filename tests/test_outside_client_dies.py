@@ -66,7 +66,16 @@ def test_a_client_that_exits_zero_passes_exit_status(run_scenario: Callable[...,
     assert check.status == "pass" and check.detail.startswith("the client exited 0 after"), check
 
 
-def test_a_codex_that_is_not_the_shim_is_named(run_scenario: Callable[..., Any], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["app-server"], "it started a server around the codex it was given, not recorded: "),
+        (["login", "status"], "a codex that is not the shim ran in its process tree: "),
+    ],
+)
+def test_a_codex_that_is_not_the_shim_is_named(
+    run_scenario: Callable[..., Any], tmp_path: Path, args: list[str], said: str
+) -> None:
     """A client that resolves its own bundled codex (ignoring PATH and CODEX_BIN): the finding names it."""
     bundled = tmp_path / "node_modules" / "@openai" / "codex" / "bin" / "codex"
     bundled.parent.mkdir(parents=True)
@@ -75,17 +84,17 @@ def test_a_codex_that_is_not_the_shim_is_named(run_scenario: Callable[..., Any],
     client = tmp_path / "client.py"
     client.write_text(
         "import subprocess, sys\n"
-        f"code = subprocess.run([{str(bundled)!r}, 'app-server']).returncode\n"
-        "sys.exit(f'the bundled server exited {code}')\n"
+        f"code = subprocess.run([{str(bundled)!r}, *{args!r}]).returncode\n"
+        "sys.exit(f'the bundled codex exited {code}')\n"
     )
     run = run_scenario("plain", client=[sys.executable, str(client)])
     fails = failed(run)
     assert list(fails) == [("client", "server started")], fails
     detail = fails[("client", "server started")]
-    assert "a codex that is not the shim ran in its process tree" in detail and str(bundled) in detail
-    assert "bundled @openai/codex" in detail
+    assert said in detail and f"/bin/sh {bundled}" in detail, detail
+    assert "bundled @openai/codex ignores PATH and CODEX_BIN" in detail
     assert "the shim was never run" in detail
-    assert "its stderr ends: the bundled server exited 1" in detail
+    assert "its stderr ends: the bundled codex exited 1" in detail
 
 
 def test_what_the_client_asked_the_shim_is_said(run_scenario: Callable[..., Any]) -> None:

@@ -372,14 +372,15 @@ def _no_server(facts: dict[str, Any]) -> str:
     end = client_end(facts)
     if end is not None:
         text = f"the client {end} without starting a server through CODEX_BIN or PATH"
-    foreign = list(
-        dict.fromkeys(str(x) for x in [*(facts.get("codex_not_shim") or []), *(facts.get("bypassed") or [])])
-    )
+    bypassed = [str(x) for x in facts.get("bypassed") or []]
+    foreign = [x for x in dict.fromkeys(str(x) for x in facts.get("codex_not_shim") or []) if x not in bypassed]
+    if bypassed:
+        text += f"; it started a server around the codex it was given, not recorded: {_summary(bypassed)}"
     if foreign:
-        text += (
-            f"; a codex that is not the shim ran in its process tree: {_summary(foreign)} (a client that resolves"
-            " its own bundled @openai/codex ignores PATH and CODEX_BIN until its own path option is set)"
-        )
+        text += f"; a codex that is not the shim ran in its process tree: {_summary(foreign)}"
+    if bypassed or foreign:
+        text += " (a client that resolves its own bundled @openai/codex ignores PATH and CODEX_BIN until its own path"
+        text += " option is set)"
     asked = [str(x) for x in facts.get("shim_starts") or []]
     if asked:
         text += f"; the shim was run {len(asked)} time(s), no server recorded: {_summary(asked)}"
