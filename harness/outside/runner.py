@@ -741,7 +741,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     marker = run_marker()
     starts = work_dir / SHIM_STARTS
     if spec.target == REAL:
-        shim, profile, watch = _real_shim(spec, work_dir, scenario_file, record_dir, marker)
+        shim, profile, watch = _real_shim(spec, work_dir, scenario, scenario_file, record_dir, marker)
         server_env = f"{RELAY_ENV}={record_dir}"
     else:
         profile = spec.profile or scenario.release or DEFAULT_PROFILE
@@ -794,7 +794,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
 
 
 def _real_shim(
-    spec: ClientSpec, work_dir: Path, scenario_file: Path, record_dir: Path, marker: str
+    spec: ClientSpec, work_dir: Path, scenario: Scenario, scenario_file: Path, record_dir: Path, marker: str
 ) -> tuple[Path, str, BypassWatch]:
     """The ``codex`` of a client on the real binary (:mod:`harness.outside.real_relay`), the release it plays (the
     binary's own), and the watch for a server started around it."""
@@ -802,9 +802,17 @@ def _real_shim(
 
     if spec.codex is None or spec.version is None:
         raise UsageError("--target real needs --codex PATH (or $CODEX_BIN)")
+    from harness.targets.real import RealTargetError, shared_run
+
     launcher = confine.current()
     scratch = work_dir / "real-runs"
     scratch.mkdir(exist_ok=True)
+    # One run directory and one turn count for every server of the run: a client that starts a server per turn
+    # resumes its thread from the run's CODEX_HOME and gets turn N of the scenario on the run's N-th turn.
+    try:
+        shared: str | None = str(shared_run(scratch / "run", scenario).root)
+    except RealTargetError:  # each relay says why the binary cannot run this scenario, as it starts
+        shared = None
     relay_spec = {
         "scenario_file": str(scenario_file),
         "record_dir": str(record_dir),
@@ -813,6 +821,8 @@ def _real_shim(
         "confinement": launcher.mechanism,
         "tool": launcher.tool,
         "scratch": str(scratch),
+        "shared_run": shared,
+        "turns": str(scratch / "turns"),
         "marker": marker,
     }
     shim = write_real_shim(work_dir / "bin", relay_spec, f"codex-cli {spec.version}", work_dir / SHIM_STARTS)
