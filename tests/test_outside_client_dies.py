@@ -130,3 +130,30 @@ def test_the_terminal_and_the_reports_show_it_once(
     page = (report / "index.html").read_text()
     assert f"Client judged: <code>{client[0]} {client[1]}</code>" in page
     assert "the client's stderr ends:</p><pre>Traceback (most recent call last):" in page
+
+
+def test_a_server_started_through_the_shim_but_never_recorded_is_not_the_clients_failure(
+    run_scenario: Callable[..., Any], tmp_path: Path
+) -> None:
+    """A client whose request budget is shorter than the fake's start-up on a loaded host kills its server before
+    fake-codex records anything (per_turn.py on scripted_methods, 2 s): it did start a server through the shim
+    (the shim noted it), so ``server started`` does not fail it, and nothing of that server is judged. Here the
+    server cannot start at all (a module it imports is broken in the environment the client gives it)."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "orjson.py").write_text("raise ImportError('broken on purpose')\n")
+    result = {"turns": [{"turn": 1, "status": "completed"}]}
+    script = (
+        f'PYTHONPATH="{broken}" "$CODEX_BIN" app-server </dev/null 2>/dev/null;'
+        f" printf '%s' '{orjson.dumps(result).decode()}' > \"$CODEX_HARNESS_RESULT\""
+    )
+    run = run_scenario("plain", client=["sh", "-c", script])
+    assert failed(run) == {}, failed(run)
+    (started,) = [c for c in run.checks if c.name == "server started"]
+    assert started.status == "skip" and started.applies, started
+    assert (
+        "the client started the shim as a server 1 time(s) (app-server), but no server was recorded" in started.detail
+    )
+    for check in run.checks:
+        if check.contract in ("terminal_status", "usage", "schema", "protocol") or check.name == "plan followed":
+            assert check.status == "skip" and "never recorded" in check.detail, check

@@ -389,6 +389,30 @@ def _no_server(facts: dict[str, Any]) -> str:
     return _with_stderr(text, facts) if "stderr_tail" in facts else text
 
 
+#: What ``server started`` says of a server the client started through the shim that was never recorded.
+UNRECORDED = "no server was recorded"
+
+
+def _server_starts(facts: dict[str, Any]) -> list[str]:
+    """The shim's starts as an ``app-server`` (its arguments as the shim noted them)."""
+    return [str(x) for x in facts.get("shim_starts") or [] if "app-server" in str(x).split()]
+
+
+def _unrecorded(facts: dict[str, Any]) -> str:
+    """The client started the shim as a server, and it ended before it recorded anything: fake-codex (or the
+    relay) had not started recording (a start-up slower than the client waited, on a loaded host). Not the
+    client's failure, and nothing of that server can be judged."""
+    starts = _server_starts(facts)
+    end = client_end(facts)
+    how = f"; the client {end}" if end else ""
+    text = (
+        f"the client started the shim as a server {len(starts)} time(s) ({_summary(starts)}), but {UNRECORDED}: "
+        f"each ended before it recorded anything (killed while it started, later than the client waited, or it"
+        f" failed to start){how}"
+    )
+    return _with_stderr(text, facts) if "stderr_tail" in facts else text
+
+
 def _exit_status(make: Maker, facts: dict[str, Any], started: bool) -> Check:
     """Exit 0, or the status and the end of the client's stderr (a should: an adapter may exit 1 on purpose when
     its library raised). With no server started, ``server started`` already says it: not judged twice."""
@@ -420,6 +444,8 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
         )
     elif servers:
         started = make("server started", "pass", f"{len(servers)} server process(es) started through the shim")
+    elif _server_starts(facts):
+        started = make("server started", "skip", _unrecorded(facts))
     else:
         started = make("server started", "fail", _no_server(facts))
     checks = [started, _exit_status(make, facts, bool(servers))]

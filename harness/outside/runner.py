@@ -579,12 +579,18 @@ def _no_server(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
     if facts.get("servers"):
         return checks
     started = next((c for c in checks if (c.contract, c.name) == ("client", "server started")), None)
-    if started is None or started.status != "fail":
+    if started is not None and started.status == "fail":
+        why = "not judged: the client never started a server (client / server started)"
+        kept = _PROCESS_CHECKS | {(c.contract, c.name) for c in checks if c.contract in RESULT_CONTRACTS}
+    elif started is not None and started.status == "skip" and client_contract.UNRECORDED in started.detail:
+        # It started a server the harness did not see: neither the wire nor the turns it reports can be judged.
+        why = "not judged: the client's server was never recorded (client / server started)"
+        kept = _PROCESS_CHECKS - {("client", "reported statuses agree with the wire")}
+    else:
         return checks
-    why = "not judged: the client never started a server (client / server started)"
     return [
         c
-        if (c.contract, c.name) in _PROCESS_CHECKS or c.contract in ("runner", *RESULT_CONTRACTS)
+        if (c.contract, c.name) in kept or c.contract == "runner"
         else replace(c, status="skip", detail=why, at=(), applies=False)
         for c in checks
     ]
