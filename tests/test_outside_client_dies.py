@@ -128,7 +128,8 @@ def test_the_terminal_and_the_reports_show_it_once(
     assert all("ModuleNotFoundError" in c["detail"] for c in fails)
     assert "ModuleNotFoundError" in (report / "junit.xml").read_text()
     page = (report / "index.html").read_text()
-    assert f"Client judged: <code>{client[0]} {client[1]}</code>" in page
+    assert f"Judged: the command &#x27;{client[0]} {client[1]}&#x27;" in page  # the run's Judged line
+    assert f"client <code>{client[0]} {client[1]}</code>; it exited 1 after" in page  # and each session's
     assert "the client's stderr ends:</p><pre>Traceback (most recent call last):" in page
 
 

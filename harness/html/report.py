@@ -213,11 +213,6 @@ def render_index(
         f"{counts.skipped} skipped</p>",
         summary_table(report, with_records),
     ]
-    commands = list(dict.fromkeys(c for c in map(client_command, records) if c is not None))
-    if commands:
-        shown_commands = ", ".join(f"<code>{e(c)}</code>" for c in commands[:3])
-        more = f" (+{len(commands) - 3} more)" if len(commands) > 3 else ""
-        body.insert(2, f'<p class="meta">Client judged: {shown_commands}{more}</p>')
     if report.budgets:
         from harness.report.terminal import budget_text
 
