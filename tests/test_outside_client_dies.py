@@ -76,10 +76,11 @@ def test_a_client_that_exits_zero_passes_exit_status(run_scenario: Callable[...,
 def test_a_codex_that_is_not_the_shim_is_named(
     run_scenario: Callable[..., Any], tmp_path: Path, args: list[str], said: str
 ) -> None:
-    """A client that resolves its own bundled codex (ignoring PATH and CODEX_BIN): the finding names it."""
+    """A client that resolves its own bundled codex (ignoring PATH and CODEX_BIN): the finding names it. The watch
+    samples the tree every 0.1 s: the bundled codex lives 3 s, so a loaded host still sees it."""
     bundled = tmp_path / "node_modules" / "@openai" / "codex" / "bin" / "codex"
     bundled.parent.mkdir(parents=True)
-    bundled.write_text("#!/bin/sh\necho 'codex: not logged in' >&2\nsleep 1\nexit 1\n")
+    bundled.write_text("#!/bin/sh\necho 'codex: not logged in' >&2\nsleep 3\nexit 1\n")
     bundled.chmod(0o755)
     client = tmp_path / "client.py"
     client.write_text(
