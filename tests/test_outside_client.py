@@ -205,7 +205,13 @@ def test_plan_holds_no_expect_and_the_env_is_complete(run_scenario: Callable[...
     assert seen["CODEX_HARNESS_RUN_MARKER"]
     plan = seen["plan"]
     assert "expect" not in plan and plan["turns"][0]["input"] == "Run echo"
-    assert set(plan["budgets"]) == {"interrupt_budget_ms", "request_timeout_ms", "turn_timeout_ms", "teardown_ms"}
+    assert set(plan["budgets"]) == {
+        "interrupt_budget_ms",
+        "request_timeout_ms",
+        "turn_timeout_ms",
+        "teardown_ms",
+        "startup_timeout_ms",
+    }
 
 
 # --- the command line ---------------------------------------------------------------------------------------

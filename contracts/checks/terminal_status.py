@@ -2,6 +2,8 @@
 
 A turn the server completed ("completed") although the client interrupted or cancelled it may be reported
 ``completed`` (what the server says) or ``aborted`` (what the client asked), whatever ``[expect]`` declares.
+A cancelled turn the server never confirmed ended (no ``turn/completed`` within the interrupt budget of the
+client's ``turn/interrupt``) was ended by the client's own budget: ``timeout`` is as right as ``aborted``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
 
 NAME = "terminal_status"
+#: Scheduling room on a wire-judged bound (as contracts.checks.client_run).
+_SLACK_S = 0.5
 REFERENCE = "docs/client-rules.md §3"
 #: Why an outside client is not judged on what it consumed: only what the server sent is on the wire.
 NOT_ON_THE_WIRE = "which turn/completed the client read is not on the wire (the server's sending is)"
@@ -71,6 +75,20 @@ def completed_after_cancel(index: WireIndex, result: TurnResult) -> bool:
     if not isinstance(turn, dict) or turn.get("status") != "completed":
         return False
     return bool(index.interrupts(result.turn_id)) or result.cancel_at is not None
+
+
+def cancel_unconfirmed(index: WireIndex, turn_id: str | None, interrupt_s: float) -> bool:
+    """The client interrupted this turn and the server did not confirm it ended (no ``turn/completed`` within the
+    interrupt budget of the first ``turn/interrupt``): the client's own budget ended the turn, so it may report it
+    ``timeout`` as well as ``aborted``."""
+    if not turn_id:
+        return False
+    interrupts = index.interrupts(turn_id)
+    if not interrupts:
+        return False
+    first = min(r.t for r in interrupts)
+    done = [e.t for _, e in index.turn_completions(turn_id)]
+    return not any(t - first <= interrupt_s + _SLACK_S for t in done)
 
 
 @dataclass(slots=True)
@@ -229,10 +247,17 @@ def check(record: SessionRecord) -> list[Check]:
         else:
             allowed = expected.statuses
             raced = completed_after_cancel(index, result)
+            why = ""
             if raced:
                 allowed = (*allowed, *(s for s in ("completed", "aborted") if s not in allowed))
+                why = " (the server completed the turn after the client's cancel)"
+            turn_id = result.turn_id or (order[i] if order is not None and i < len(order) else None)
+            if "aborted" in allowed and "timeout" not in allowed and cancel_unconfirmed(
+                index, turn_id, record.budgets.interrupt_s
+            ):
+                allowed = (*allowed, "timeout")
+                why = " (the server never confirmed the cancelled turn ended: the client's budget ended it)"
             declared = " or ".join(allowed)
-            why = " (the server completed the turn after the client's cancel)" if raced else ""
             if result.status not in allowed:
                 error = f" ({result.error})" if result.error else ""
                 detail = f"Result {result.status}{error}, [expect] declares {declared}{why}"
