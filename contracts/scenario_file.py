@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import orjson
 import tomli_w
 
-from contracts import method_overrides, probe_refs, scenario_rules
+from contracts import bounded_parse, method_overrides, probe_refs, scenario_rules
 from contracts.expect import RELEASE_KEYS, RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 from contracts.scenario import (
@@ -510,10 +510,10 @@ def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
 def loads(text: str, source: str = "<scenario>", name: str | None = None) -> Scenario:
     """Parse scenario TOML text. ``name`` defaults to the file stem of ``source``."""
     try:
-        data = tomllib.loads(text)
+        data = bounded_parse.loads_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(source, "(file)", "valid TOML", str(exc)) from None
-    except RecursionError:  # tomllib recurses per nested inline array or table
+    except bounded_parse.TooDeep:  # measured before tomllib recurses per nested inline array or table
         limit = scenario_rules.MAX_DEPTH
         raise ScenarioError(source, "(file)", f"tables and arrays nested at most {limit} deep") from None
     try:

@@ -34,7 +34,7 @@ from typing import Any, Final, TypeAlias
 import orjson
 import zstandard
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.safe_dir import SafeDir, WriteError
 
 Bundle: TypeAlias = Mapping[str, Any]
@@ -274,7 +274,7 @@ def _decompressed(path: Path) -> bytes:
 
 def _parse_bundle(raw: bytes, path: Path) -> dict[str, Any]:
     try:
-        bundle = orjson.loads(raw)
+        bundle = bounded_parse.loads_json(raw)
     except orjson.JSONDecodeError as exc:
         raise SchemaStoreError(f"{path}: corrupt bundle: {exc}") from exc
     if not isinstance(bundle, dict) or not all(isinstance(v, dict) for v in bundle.values()):
@@ -359,7 +359,7 @@ def _read_schema_tree(directory: Path, fd: int, prefix: str, bundle: dict[str, A
             total[0] += len(data)
             if total[0] > MAX_BUNDLE_BYTES:
                 raise SchemaStoreError(f"{directory}: more than {MAX_BUNDLE_BYTES} bytes of schema files")
-            bundle[rel] = orjson.loads(data)
+            bundle[rel] = bounded_parse.loads_json(data)
         except (OSError, orjson.JSONDecodeError) as exc:
             why = safe_read.describe(exc) if isinstance(exc, OSError) else str(exc)
             raise SchemaStoreError(f"cannot read schema {path}: {why}") from exc

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from fake_server.state import ThreadState
 from fake_server.world import World
 
@@ -117,7 +117,7 @@ class HomeStore:
                 continue
             try:
                 data = safe_read.read_bounded(name, MAX_THREAD_BYTES, dir_fd=self._threads_fd)
-                loaded = _thread_of(orjson.loads(data), thread_id)
+                loaded = _thread_of(bounded_parse.loads_json(data), thread_id)
             except (OSError, ValueError, TypeError, KeyError) as exc:
                 self._problem(f"{self._shown}/threads/{name} is not a thread fake-codex kept: {exc}")
                 continue

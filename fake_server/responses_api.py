@@ -33,6 +33,7 @@ import orjson
 import trio
 import zstandard
 
+from contracts import bounded_parse
 from contracts.scenario import ModelResponse, Scenario
 from fake_server.sse import IdCounter, StreamPlan, build_stream
 
@@ -105,7 +106,7 @@ def turn_key(headers: dict[str, str], body: Any) -> str | None:
     raw = headers.get(TURN_METADATA_HEADER)
     if raw:
         try:
-            meta = orjson.loads(raw)
+            meta = bounded_parse.loads_json(raw)
         except orjson.JSONDecodeError:
             meta = None
         if isinstance(meta, dict) and isinstance(meta.get("turn_id"), str):
@@ -235,7 +236,7 @@ class MockResponsesServer:
         try:
             if encoding == "zstd":
                 raw = zstandard.ZstdDecompressor().decompress(raw, max_output_size=MAX_REQUEST_BYTES)
-            body = orjson.loads(raw) if raw else None
+            body = bounded_parse.loads_json(raw) if raw else None
         except (orjson.JSONDecodeError, zstandard.ZstdError) as exc:
             self._errors.append(f"unreadable request body: {exc}")
         return RecordedRequest(

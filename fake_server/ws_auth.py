@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 
 MODES: Final = ("capability-token", "signed-bearer-token")
 DEFAULT_MAX_CLOCK_SKEW_SECONDS: Final = 30
@@ -185,8 +185,8 @@ def _claims(policy: Policy, token: str) -> dict[str, Any] | None:
     if len(parts) != 3:
         return None
     try:
-        header = orjson.loads(_b64(parts[0]))
-        claims = orjson.loads(_b64(parts[1]))
+        header = bounded_parse.loads_json(_b64(parts[0]))
+        claims = bounded_parse.loads_json(_b64(parts[1]))
         signature = _b64(parts[2])
     except (ValueError, orjson.JSONDecodeError):
         return None

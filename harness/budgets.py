@@ -17,7 +17,8 @@ Keys (milliseconds, positive integers), each also by its short name:
 
 Capped: a budget at most :data:`MAX_BUDGET_MS` (15 min), a scenario's run deadline at most :data:`MAX_RUN_S`
 (60 min). Anything else (an unknown key, a negative or non-integer value, a file that is a link, a FIFO or
-larger than :data:`MAX_FILE_BYTES`, not TOML) is a :class:`~contracts.exitcodes.UsageError` (exit 3) with one
+larger than :data:`MAX_FILE_BYTES`, not TOML or nested deeper than
+:data:`contracts.bounded_parse.MAX_DEPTH`) is a :class:`~contracts.exitcodes.UsageError` (exit 3) with one
 clear line, before anything runs.
 """
 
@@ -29,7 +30,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.exitcodes import UsageError
 from contracts.scenario import ClientPlan, Scenario
 
@@ -94,7 +95,9 @@ def load_file(path: str | Path) -> dict[str, int]:
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}") from None
     try:
-        table = tomllib.loads(data.decode("utf-8"))
+        table = bounded_parse.loads_toml(data.decode("utf-8"))
+    except bounded_parse.TooDeep as exc:
+        raise UsageError(f"{where}: {exc} (a budgets file holds four numbers)") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{where}: not TOML: {str(exc)[:200]}") from None
     out: dict[str, int] = {}

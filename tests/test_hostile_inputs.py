@@ -1210,3 +1210,93 @@ def test_a_full_disk_is_named_and_the_client_never_blamed(tmp_path: Path) -> Non
     assert result["status"] == "skip" and "disk holding it is full" in result["detail"], result
     assert "never started a server" not in out.stdout and "not JSON" not in out.stdout, out.stdout
     assert_clean(out.stdout + out.stderr)
+
+
+# --- nesting depth: one bounded parser of JSON and TOML (contracts.bounded_parse) -------------------------
+
+
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_a_deep_budgets_file_is_one_line_and_exit_3(
+    depth: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tomllib recursed into a RecursionError (exit 1, a traceback): the depth is measured before parsing."""
+    budgets = tmp_path / "budgets.toml"
+    budgets.write_text("turn = " + "[" * depth + "]" * depth + "\n")
+    code, text = run_cli(capsys, _cli_main(), ["run", "--scenario", "plain", "--budgets", str(budgets)])
+    assert_clean(text)
+    assert code == USAGE and "nested more than 127 deep" in text, text
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "x = " + "[" * 5000 + "]" * 5000,
+        "x = " + "{a = " * 600 + "1" + "}" * 600,
+        "a" + ".a" * 3000 + " = 1",  # dotted keys nest without a bracket
+    ],
+    ids=["arrays", "inline-tables", "dotted-keys"],
+)
+def test_a_deep_config_toml_is_a_config_error(config: str, tmp_path: Path) -> None:
+    from fake_server.home_config import ConfigError, read_setup
+
+    (tmp_path / "config.toml").write_text(config + "\n")
+    with pytest.raises(ConfigError, match="nested more than 127 deep"):
+        read_setup(str(tmp_path), [])
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["x=" + "[" * 5000 + "]" * 5000],
+        ["a" + ".a" * 3000 + "=1", "a" + ".a" * 3000 + "=2"],  # merged layer by layer, recursively
+    ],
+    ids=["deep-value", "deep-key"],
+)
+def test_a_deep_override_is_a_config_error(overrides: list[str], tmp_path: Path) -> None:
+    from fake_server.home_config import ConfigError, read_setup
+
+    with pytest.raises(ConfigError, match="Invalid override"):
+        read_setup(str(tmp_path), overrides)
+
+
+def test_fake_codex_with_a_deep_config_answers_as_from_an_empty_home(tmp_path: Path) -> None:
+    """The process died of the RecursionError; it now says why on one line and serves."""
+    (tmp_path / "config.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    lines = b'{"id":1,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}\n'
+    proc = subprocess.run(
+        [sys.executable, "-m", "fake_server.cli", "app-server", "-c", "y=" + "{a=" * 3000 + "}" * 3000],
+        input=lines,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "CODEX_HOME": str(tmp_path), "FAKE_CODEX_SCENARIO": "plain"},
+    )
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+    assert b'"id":1,"result"' in proc.stdout, proc.stderr.decode()
+    assert b"nested more than 127 deep" in proc.stderr
+
+
+def test_the_depth_is_measured_on_the_text_not_what_strings_hold() -> None:
+    from contracts import bounded_parse
+
+    ok = '{"a": "[[[[{{{{\\"[[[[", "b": ' + "[" * 126 + "]" * 126 + "}"
+    assert bounded_parse.loads_json(ok)["a"].startswith("[[[[")
+    for deep in ("[" * 128 + "]" * 128, '{"a":' * 128 + "1" + "}" * 128, "[{" * 64 + "}]" * 64, "[" * 5000):
+        with pytest.raises(bounded_parse.JsonTooDeep):
+            bounded_parse.loads_json(deep)
+    with pytest.raises(orjson.JSONDecodeError):  # every "not JSON" handler catches it
+        bounded_parse.loads_json("[" * 600 + "]" * 600)
+    toml = 'x = "[[[[" # [[[[\ny = \'\'\'[[[[\'\'\'\n[t]\nz = [[1]]\n'
+    assert bounded_parse.loads_toml(toml) == {"x": "[[[[", "y": "[[[[", "t": {"z": [[1]]}}
+
+
+def test_the_depth_scan_is_bounded_in_time() -> None:
+    """30 MiB of openers, or of shallow arrays: well under a second each (C-speed passes, no recursion)."""
+    from contracts import bounded_parse
+
+    for text in (b"[" * (30 * 1024 * 1024), b"[" + b"[1,[2]]," * (4 * 1024 * 1024) + b"[]]"):
+        started = time.monotonic()
+        try:
+            bounded_parse.check_json_depth(text)
+        except bounded_parse.TooDeep:
+            pass
+        assert time.monotonic() - started < 5.0
