@@ -126,6 +126,13 @@ class ThreadState:
     history: list[dict[str, Any]] = field(default_factory=list)  # finished turns, full view (thread/resume)
     model_provider: str | None = None  # the home's setup's provider (None: the release's recorded one)
 
+    @property
+    def first_turn_id(self) -> str:
+        """The first finished turn's id: a thread kept in CODEX_HOME knows it without its history being read
+        (fake_server.home_store.StoredHistory)."""
+        first = getattr(self.history, "first_id", None)
+        return first if isinstance(first, str) else str(self.history[0]["id"])
+
 
 # --- what the methods beyond the turn core remember -------------------------------------------
 

@@ -154,7 +154,7 @@ def _read_state(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[str
     if has_turns(thread) and extra.forked_from is None:
         if extra.revision is None:
             extra.revision = call.world.ids.uuid4()
-        first = thread.history[0]["id"]
+        first = thread.first_turn_id
         return {"firstUnread": {"type": "turn", "turnId": first}, "revision": extra.revision}
     return {"firstUnread": None, "revision": f"initial:{thread.thread_id}"}
 
