@@ -263,3 +263,48 @@ async def test_keepalive_pings_a_silent_server_and_gives_up_without_a_pong(
                 assert got == [] and trio.current_time() - start == pytest.approx(10)
                 assert client.dead == "no pong within 5 s of a ping (after 5 s of silence)"
             nursery.cancel_scope.cancel()
+
+
+def _tiny_frames(frames: int) -> bytes:
+    """One text message as ``frames`` masked frames of two bytes (a zero mask: the payload as it is)."""
+    first = b"\x01\x82\x00\x00\x00\x00" + b'["'
+    rest = (b"\x00\x82\x00\x00\x00\x00" + b"aa") * (frames - 2)
+    return first + rest + b"\x80\x82\x00\x00\x00\x00" + b'"]'
+
+
+async def test_a_message_of_tiny_fragments_is_dropped_at_the_frame_cap() -> None:
+    """200,000 two-byte frames were kept one bytes object each (the probe's 3,000,000: 33 -> 199 MiB, 137 s of
+    CPU) and the message delivered; past MAX_MESSAGE_FRAMES the server drops the connection, as past its byte
+    caps, and holds the message in one buffer until then."""
+    from contracts.websocket import MAX_MESSAGE_FRAMES
+
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        got: list[object] = []
+        done = trio.Event()
+
+        async def handle(stream: trio.abc.Stream) -> None:
+            ws = await upgrade(stream, unix=False, policy=Policy(), clock_ms=default_clock_ms())
+            assert ws is not None
+            try:
+                while batch := await ws.receive():
+                    got.extend(batch)
+            finally:
+                got.append(ws.dead)
+                done.set()
+
+        nursery.start_soon(trio.serve_listeners, handle, listeners)
+        stream = await trio.open_tcp_stream("127.0.0.1", listeners[0].socket.getsockname()[1])
+        client = await client_handshake(stream)
+        started = trio.current_time()
+        try:
+            await client._stream.send_all(_tiny_frames(200_000))
+        except trio.BrokenResourceError:
+            pass  # dropped under the write: what is wanted
+        with trio.fail_after(60):
+            await done.wait()
+        assert got and got[-1] is not None and f"more than {MAX_MESSAGE_FRAMES} frames" in str(got[-1]), got[-3:]
+        assert not any(isinstance(g, bytes) and len(g) > 100_000 for g in got)
+        assert trio.current_time() - started < 30
+        client.abort()
+        nursery.cancel_scope.cancel()
