@@ -28,6 +28,7 @@ import fcntl
 import os
 import re
 import stat
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -43,6 +44,8 @@ FOLDER = ".fake-codex"
 #: not read.
 MAX_THREAD_BYTES = 96 * 1024 * 1024
 MAX_THREADS = 10_000
+#: How long a turn/start waits for the run's turn counter held by another process.
+LOCK_WAIT_S = 2.0
 #: One thread's head: its facts and turn ids (a preview is the first user message, clipped by nobody).
 MAX_HEAD_BYTES = 1024 * 1024
 #: The heads indexed in all (10,000 threads of 12 KiB each).
@@ -113,7 +116,7 @@ class HomeStore:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise StoreError(errno.EPERM, f"{self._shown}/turns is not a regular file")
-            fcntl.flock(fd, fcntl.LOCK_EX)  # held for microseconds by another fake-codex at most
+            _lock(fd, f"{self._shown}/turns")
             text = os.read(fd, 32).decode("ascii", "replace").strip()
             index = int(text) if text.isdigit() else 0
             os.lseek(fd, 0, os.SEEK_SET)
@@ -359,6 +362,22 @@ class StoredHistory:
 
     def __repr__(self) -> str:
         return f"StoredHistory({self.name!r}, {len(self)} turns)"
+
+
+def _lock(fd: int, shown: str) -> None:
+    """The counter's lock, waited for at most :data:`LOCK_WAIT_S`: another fake-codex holds it for microseconds;
+    a process that holds it longer (another user's, a stuck one) must not hang this one, whose signals and stdin
+    EOF are only heard between requests. Past the wait: :class:`StoreError` (the process counts its own turns)."""
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                why = f"{shown} is locked by another process for over {LOCK_WAIT_S:g} s"
+                raise StoreError(errno.EWOULDBLOCK, why) from None
+            time.sleep(0.01)
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int]:

@@ -330,3 +330,47 @@ def test_a_thread_file_of_the_wrong_shape_is_skipped_not_a_32603(history: Any, t
     assert "Traceback" not in stderr, stderr
     assert all(a.get("error", {}).get("code") != -32603 for a in answers), answers
     assert "is not a thread fake-codex kept" in stderr
+
+
+def test_a_turn_counter_locked_by_another_process_is_waited_for_boundedly(tmp_path: Path) -> None:
+    """turn/start waited forever on the lock, deaf to SIGTERM and stdin EOF; now at most LOCK_WAIT_S, then the
+    process counts its own turns and says so."""
+    import fcntl
+    import time
+
+    HomeStore.open(str(tmp_path)).close()
+    holder = os.open(tmp_path / FOLDER / "turns", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        frames = [
+            {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
+            {"method": "initialized"},
+            {"id": 1, "method": "thread/start", "params": {}},
+        ]
+        proc = subprocess.Popen(
+            FAKE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "CODEX_HOME": str(tmp_path)},
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(orjson.dumps(f) + b"\n" for f in frames))
+        proc.stdin.flush()
+        thread_id = None
+        while thread_id is None:
+            answer = orjson.loads(proc.stdout.readline())
+            if answer.get("id") == 1:
+                thread_id = answer["result"]["thread"]["id"]
+        text = [{"type": "text", "text": "hi"}]
+        turn = {"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": text}}
+        started = time.monotonic()
+        try:  # stdin EOF right after the turn/start: the process must still end
+            out, err = proc.communicate(orjson.dumps(turn) + b"\n", timeout=30)
+        finally:
+            proc.kill()
+        assert time.monotonic() - started < 20
+        assert b'"id":2,"result"' in out, err.decode()
+        assert b"is locked by another process" in err and b"Traceback" not in err
+    finally:
+        os.close(holder)
