@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -46,6 +47,8 @@ MAX_BUDGET_MS = 15 * 60 * 1000
 MAX_RUN_S = 60 * 60.0
 #: A budgets file holds four numbers: anything larger is not one.
 MAX_FILE_BYTES = 64 * 1024
+#: ``--budget`` milliseconds: ASCII digits only, at most 12 of them.
+_ASCII_INT = re.compile(r"-?[0-9]{1,12}")
 #: Room in the run deadline over the budgets' sum: starting the client and the server, streaming, scheduling.
 DEADLINE_EXTRA_S = 10.0
 
@@ -76,7 +79,7 @@ def parse_flag(text: str) -> tuple[str, int]:
         raise UsageError(f"{where}: expected KEY=MS (for example turn_timeout_ms=600000)")
     key = _key(name.strip(), where)
     raw = value.strip()
-    if not raw.lstrip("-").isdigit() or len(raw) > 12:
+    if not _ASCII_INT.fullmatch(raw):  # str.isdigit and int() take any script's digits: "١٢٣" is not a budget
         raise UsageError(f"{where}: {key} must be an integer of milliseconds, not {raw[:60]!r}")
     return key, _ms(int(raw), key, where)
 

@@ -308,3 +308,37 @@ async def test_a_message_of_tiny_fragments_is_dropped_at_the_frame_cap() -> None
         assert trio.current_time() - started < 30
         client.abort()
         nursery.cancel_scope.cancel()
+
+
+async def test_idle_connections_never_starve_a_health_check_or_a_new_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """256 idle websocket connections held every slot: a 257th client's /readyz got no answer. A health check
+    is read and answered at once now, and a new session takes the place of the longest idle one."""
+    from fake_server import ws_serve
+    from fake_server.ws_http import Listen
+
+    monkeypatch.setattr(ws_serve, "MAX_CONNECTIONS", 8)
+    monkeypatch.setattr(ws_serve, "MAX_PENDING", 8, raising=False)
+    monkeypatch.setattr(ws_serve, "IDLE_DROP_S", 0.5, raising=False)
+
+    async def session(ws: WsStream, n: int) -> None:
+        while await ws.receive():
+            pass
+
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(
+            ws_serve.serve_listener, Listen("ws", "127.0.0.1", 0), Policy(), session, default_clock_ms()
+        )
+        held = [await client_handshake(await trio.open_tcp_stream("127.0.0.1", port)) for _ in range(8)]
+        silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(8)]  # no request head ever
+        await trio.sleep(0.6)
+        with trio.fail_after(5):
+            probe = await trio.open_tcp_stream("127.0.0.1", port)
+            await probe.send_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert (await probe.receive_some(4096)).startswith(b"HTTP/1.1 200")
+            newcomer = await client_handshake(await trio.open_tcp_stream("127.0.0.1", port))
+            await newcomer.send([b'{"id":1,"method":"initialize"}'])
+        for ws in [*held, newcomer]:
+            ws.abort()
+        for stream in silent:
+            await stream.aclose()
+        nursery.cancel_scope.cancel()
