@@ -460,7 +460,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         try:
             listen = ws_http.parse_listen(args.listen, _codex_home())
-            policy = ws_auth.policy_from_flags(auth)
+            policy = ws_auth.policy_from_flags(auth, read_secrets=listen.scheme != "stdio")
             ws_http.check_listener(listen, policy)
         except ws_http.ListenUsageError as exc:  # the real binary's argument parser: exit 2
             print(exc, file=sys.stderr)

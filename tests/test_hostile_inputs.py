@@ -1300,3 +1300,29 @@ def test_the_depth_scan_is_bounded_in_time() -> None:
         except bounded_parse.TooDeep:
             pass
         assert time.monotonic() - started < 5.0
+
+
+@pytest.mark.parametrize(
+    ("flags", "code"),
+    [
+        (["--ws-auth", "capability-token", "--ws-token-file", "{missing}"], 0),
+        (["--ws-auth", "capability-token", "--ws-token-file", "{empty}"], 0),
+        (["--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", "{empty}"], 0),
+        (["--ws-auth", "capability-token"], 1),  # flags that do not fit together: refused on stdio too
+        (["--ws-auth", "capability-token", "--ws-token-sha256", "zz"], 1),
+    ],
+)
+def test_auth_flags_with_stdio_read_no_secret_as_the_real_binary(flags: list[str], code: int, tmp_path: Path) -> None:
+    """Observed on 0.171.0 (--listen stdio://, stdin at EOF): a missing or empty secret file is exit 0 (it is not
+    read), flags that do not fit together exit 1. The fake read the file and exited 1."""
+    (tmp_path / "empty").write_bytes(b"")
+    argv = [f.format(missing=tmp_path / "missing", empty=tmp_path / "empty") for f in flags]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fake_server.cli", "app-server", "--listen", "stdio://", *argv],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "FAKE_CODEX_SCENARIO": "plain"},
+    )
+    assert proc.returncode == code, proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr
