@@ -473,8 +473,9 @@ def _main(argv: Sequence[str] | None) -> int:
         _require_readable(spec)
         scenario = resolve(spec)
         profile = profiles.select(flag, env_release, scenario.release)
+        profile.verify()  # a release folder that cannot be used: 3, naming the file
         sources = _play_sources(args, flag, env_release, scenario.release)
-    except UsageError as exc:  # an unreadable path: 3, as for every command (README)
+    except UsageError as exc:  # an unreadable path, an unusable release folder: 3, as for every command (README)
         print(f"fake-codex: {exc}", file=sys.stderr)
         return USAGE
     except ScenarioError as exc:  # a file that is not a valid scenario, an unknown name: 2

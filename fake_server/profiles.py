@@ -123,6 +123,13 @@ class Profile:
         origin = self._origin()
         return Shapes(origin.data("shapes.json"), f"release {self.release}: shapes.json")
 
+    def verify(self) -> None:
+        """Read now what every session needs of the release's folder (its pin's methods and notifications, its
+        shapes and answers): a folder that cannot be used (a corrupt, oversized or missing ``stable.json.zst``)
+        is a ReleaseError naming the file at start (exit 3), not an Internal error on every request."""
+        _ = self.methods, self.notifications, self.shapes
+        self.answers()
+
     def answers(self) -> dict[str, Any]:
         """The answers recorded from the release (``answers.json``), read on first use; raises ReleaseError."""
         answers = self._origin().data("answers.json")
