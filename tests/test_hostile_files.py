@@ -374,3 +374,37 @@ def test_a_store_release_with_a_bad_stable_bundle_exits_3_naming_it(damage: str,
     assert proc.returncode == USAGE, (proc.returncode, proc.stdout[:300], proc.stderr[-2000:])
     assert b"Traceback" not in proc.stderr and b"stable.json.zst" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+BAD_NAME_CODEX = """#!/bin/sh
+case "$*" in
+  *--version*) echo "codex-cli 0.199.0" ;;
+  *generate-json-schema*)
+    for a; do out=$a; done
+    mkdir -p "$out"
+    printf '{"type": "object"}' > "$out/ClientRequest.json"
+    printf '{"type": "object"}' > "$out/$(printf 'Bad\\377Name.json')"
+    ;;
+esac
+"""
+
+
+def test_a_schema_file_name_that_is_not_utf8_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
+    """Old code: a traceback in encode_bundle, and an empty release folder left in the store."""
+    codex = tmp_path / "codex"
+    codex.write_text(BAD_NAME_CODEX)
+    codex.chmod(0o755)
+    store = tmp_path / "store"
+    argv = ["schema", "pin", "--codex", str(codex), "--store", str(store)]
+    outcome = run_measured(argv, tmp_path, tmp_path / "none", dict(os.environ))
+    assert "Traceback" not in outcome.text, outcome.text
+    assert outcome.code in (FAILED, USAGE) and "not UTF-8" in outcome.text, outcome.text
+    assert not store.exists() or list(store.rglob("*")) == [], list(store.rglob("*"))
+
+
+def test_a_bundle_json_cannot_hold_is_refused_before_its_folder_is_made(tmp_path: Path) -> None:
+    from contracts import schema_store
+
+    with pytest.raises(schema_store.SchemaStoreError, match=r"cannot write the schema of 0\.199\.0"):
+        schema_store.write_release("0.199.0", {"Bad\udcffName.json": {}}, {}, root=tmp_path)
+    assert list(tmp_path.iterdir()) == []
