@@ -70,12 +70,12 @@ def write_matrix(matrix: Report, out: Path) -> int:
     from harness.html.matrix import render_matrix
     from harness.report import result_line
     from harness.report.documents import matrix_json
-    from harness.report.markdown import render_markdown
+    from harness.report.markdown import for_file, render_markdown
 
     verdict = judge(matrix)
     markdown = escape(render_markdown(matrix, verdict), keep_newlines=True)  # matrix.md is read in terminals too
     with SafeDir.open(out) as held:  # each file written whole, never through a link
-        held.write_text("matrix.md", markdown)
+        held.write_text("matrix.md", for_file(markdown))  # no raw HTML in a renderer
         held.write_text("matrix.json", json.dumps(matrix_json(matrix, verdict), indent=2, default=str) + "\n")
         held.write_text("matrix.html", render_matrix(matrix, verdict))
     print(markdown, end="")

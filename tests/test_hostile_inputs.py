@@ -1126,6 +1126,36 @@ def test_validate_release_report_md_is_escaped_like_the_terminal(
     ET.fromstring((out / "junit.xml").read_bytes())  # well-formed, whatever the binary said
 
 
+def test_validate_release_report_md_carries_html_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """report.md held a binary's stderr raw (``<script>``): a Markdown renderer ran it. Escaped as report.html."""
+    import harness.commands.validate_release as vr
+    import harness.targets.real_adapter as real_adapter
+    from contracts.checks import Check
+    from contracts.report import Report, release_report
+
+    binary = tmp_path / "codex"
+    monkeypatch.setattr(real_adapter, "preflight", lambda codex, require_pinned_schema=True: (binary, "9.9.9"))
+    said = "<script>alert(1)</script> & <img src=x onerror=alert(2)>"
+
+    def validate(binary: Path, version: str, root: Path, **kwargs: object) -> Report:
+        report = release_report(version, str(binary))
+        report.schema.pin = "new"  # type: ignore[union-attr]
+        report.checks = [Check("plain", "real", "protocol", "frames", "fail", f"the binary said {said}")]
+        return report
+
+    monkeypatch.setattr(vr, "validate", validate)
+    out = tmp_path / "out"
+    argv = ["validate-release", "--codex", str(binary), "--out", str(out), "--store", str(tmp_path / "store")]
+    code, text = run_cli(capsys, _cli_main(), argv)
+    assert code == 1, text
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "<script" not in md and "<img" not in md, md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img" in md
+    assert "<script>alert" not in (out / "report.html").read_text(encoding="utf-8")
+
+
 # --- a full disk: the fake keeps serving, the verdict names the disk and never blames the client -------------
 
 _SESSION = """

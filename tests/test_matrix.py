@@ -3,6 +3,7 @@ The real three-release run is docs/releases.md (regenerated with the command wri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 import subprocess
@@ -185,3 +186,23 @@ def test_validate_release_from_and_matrix_judge_a_pair_alike() -> None:
     expected = diff_bundles(schema_store.load_bundle("0.163.0"), schema_store.load_bundle("0.169.0"))
     assert len(v.failed_findings) == len(expected.breaking)
     assert f"{len(expected.breaking)} breaking" in step_cell(m.neighbours[0])
+
+
+SCRIPT = "<script>alert(1)</script> & <img src=x onerror=alert(2)>"
+
+
+def test_matrix_md_carries_a_binarys_stderr_as_text_not_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """matrix.md held a binary's stderr raw: a Markdown renderer ran its HTML. Escaped as matrix.html escapes it."""
+    from harness.release_step import write_matrix
+
+    failing = report("0.163.0", failed=True)
+    failing.checks[1] = dataclasses.replace(failing.checks[1], detail=f"the binary said {SCRIPT}")
+    m = matrix_report([failing, report("0.169.0")], neighbours(["0.163.0", "0.169.0"]), "cmd")
+    write_matrix(m, tmp_path / "out")
+    md = (tmp_path / "out" / "matrix.md").read_text(encoding="utf-8")
+    assert "<script" not in md and "<img" not in md, md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img" in md
+    assert "<script>alert" not in (tmp_path / "out" / "matrix.html").read_text(encoding="utf-8")
+    capsys.readouterr()
