@@ -7,6 +7,7 @@ server) passes, and what the server made impossible is not due.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -309,8 +310,11 @@ def test_an_approval_the_plan_cancels_while_pending_is_not_judged() -> None:
 
 
 def test_initialize_asks_what_the_plan_asks() -> None:
-    plan = {"approvals": {"default": "accept", "in_order": []}, "experimental_api": True,
-            "opt_out_notifications": ["thread/started"]}
+    plan = {
+        "approvals": {"default": "accept", "in_order": []},
+        "experimental_api": True,
+        "opt_out_notifications": ["thread/started"],
+    }
     wire = handshake() + turn(5, 1.0, "Say hello", "t1")
     check = judged(records(wire, turns=ONE, plan=plan))
     assert check.status == "fail" and "experimentalApi" in check.detail and "thread/started" in check.detail
@@ -368,3 +372,17 @@ def test_a_handshake_answered_after_the_request_timeout_excuses_the_turn() -> No
     rest = [(e[0] + 3.0, *e[1:]) for e in handshake()[2:]] + turn(5, 4.0, "Say hello", "t1")
     played = sorted(late + rest, key=lambda e: e[0])
     assert judged(records(played, turns=ONE)).status == "pass"
+
+
+def test_a_server_that_went_before_initialize_plays_nothing_and_that_is_not_a_pass() -> None:
+    """A relayed client started its server with a flag it refuses (`--no-such-flag`: exit 2 at once): every turn
+    was "not due", the check skipped, and the run read RESULT: PASS on nothing judged."""
+    gone = [handshake()[0]]
+    recs = records(gone, turns=TWO, ends=[{"reason": "exit", "t": 0.05}])
+    recs[0] = dataclasses.replace(recs[0], server_exit=2, stderr_tail="error: unexpected argument '--no-such-flag'")
+    check = judged(recs)
+    assert check.status == "fail" and "nothing was played" in check.detail and "exit 2" in check.detail, check
+    assert "--no-such-flag" in check.detail
+    # A scenario whose server is meant to go (a crash fault sets expect.server_exit) is still not judged.
+    crash = [dataclasses.replace(r, expect=dataclasses.replace(r.expect, server_exit=1)) for r in recs]
+    assert judged(crash).status == "skip"
