@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from contracts import bounded_parse, safe_read
+from contracts.scenario import Usage
 from fake_server.state import ThreadState
 from fake_server.world import World
 
@@ -243,7 +244,8 @@ def _materialised(thread: ThreadState, extra: Any) -> bool:
 def _signature(thread: ThreadState, extra: Any) -> tuple[Any, ...]:
     """What changes when anything kept changes (turns only grow; a turn's view is final once in the history)."""
     kept = (getattr(extra, k, None) for k in ("name", "archived", "forked_from", "materialised"))
-    return (len(thread.turns), len(thread.history), thread.preview, thread.model, thread.model_provider, *kept)
+    usage = len(thread.usage_frames)
+    return (len(thread.turns), len(thread.history), usage, thread.preview, thread.model, thread.model_provider, *kept)
 
 
 def _record(thread: ThreadState, extra: Any) -> bytes:
@@ -258,6 +260,13 @@ def _record(thread: ThreadState, extra: Any) -> bytes:
         history_len=len(history),
         first_turn=history[0]["id"] if history else None,
     )
+    # The thread's token usage so far, as its rollout keeps it: a new process reports it on thread/resume and
+    # counts on from it (observed, tests/data/real/<release>/surface/observed.json).
+    total = thread.total
+    head["usage"] = {
+        "total": [total.input, total.cached, total.output, total.reasoning],
+        "last": thread.usage_frames[-1]["params"] if thread.usage_frames else None,
+    }
     return orjson.dumps(head) + b"\n" + orjson.dumps(history) + b"\n"
 
 
@@ -303,6 +312,13 @@ def _thread_of(data: Any, thread_id: str) -> tuple[ThreadState, dict[str, Any]]:
         history=[],
         model_provider=provider if isinstance(provider, str) else None,
     )
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        total, last = usage.get("total"), usage.get("last")
+        if isinstance(total, list) and len(total) == 4 and all(type(n) is int and n >= 0 for n in total):
+            thread.total = Usage(*total)
+        if isinstance(last, dict):
+            thread.usage_frames = [{"method": "thread/tokenUsage/updated", "params": last}]
     name, forked = data.get("name"), data.get("forked_from")
     kept = {
         "name": name if isinstance(name, str) else None,

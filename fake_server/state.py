@@ -148,6 +148,8 @@ class ThreadExtra:
     deleted: bool = False
     materialised: bool = False  # its rollout can be found by id (a turn ran, it was named or forked)
     from_store: bool = False  # an earlier process of this CODEX_HOME left it (fake_server.home_store)
+    # its rollout holds its model (a turn context) with no turn: written by inject_items and thread/revert
+    model_written: bool = False
     section: str | None = None
     goal: dict[str, Any] | None = None
     revision: str | None = None

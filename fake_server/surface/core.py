@@ -138,6 +138,10 @@ def thread_resume(call: Call) -> None:
     if loaded:
         reloaded(world, thread, result)
     box.respond(call.request.id, result)
+    if thread.usage_frames and (loaded or not call.params.get("excludeTurns")):
+        # Observed: the usage restored from the rollout, as its last turn reported it, when the resume loads the
+        # thread or answers its turns (not for a loaded thread resumed with excludeTurns).
+        box.notify("thread/tokenUsage/updated", {**thread.usage_frames[-1]["params"], "threadId": thread.thread_id})
     box.notify("thread/goal/cleared", {"threadId": thread.thread_id})
 
 

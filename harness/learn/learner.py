@@ -6,12 +6,14 @@ What it does, in order (:func:`learn`):
 2. plays the reference set (``tests/data/real/reference.txt``, what ``make reference`` records: the
    transcripts and the probes) and :data:`EXTRA` on the binary, :data:`WORKERS` sessions at a time, each
    through the confined launcher as every real session is, keeping each server's trace bundle;
-3. derives what the release does (:mod:`harness.learn.derive`): the methods its deserializer lists beyond
+3. records ``config/read`` from an empty home (:mod:`harness.learn.empty_home`, in a network namespace of its
+   own);
+4. derives what the release does (:mod:`harness.learn.derive`): the methods its deserializer lists beyond
    the pin, its trace bundle format, the answers it gives beyond the turn core; then the profile it is
    closest to (each playable profile's fake against the recordings, :mod:`harness.learn.fit`), the switch
    values under which the fake plays the recordings with the fewest differences, and the fields that
    profile's frames carry that the release never writes;
-4. writes ``release.json``, ``answers.json`` and ``shapes.json`` next to the pin in the store.
+5. writes ``release.json``, ``answers.json`` and ``shapes.json`` next to the pin in the store.
 
 The folder holds what the release does; the recordings are thrown away (no transcript is kept to replay).
 """
@@ -55,7 +57,7 @@ def learn(
     run, a store that cannot be written) and ReleaseError (what was learned cannot be written)."""
     from harness.codex_bin import codex_version
     from harness.commands.validate_release import pin_schema
-    from harness.learn import fit
+    from harness.learn import empty_home, fit
 
     seconds: dict[str, float] = {}
     clock = time.monotonic()
@@ -84,8 +86,15 @@ def learn(
         _copy_pin(schema_store.release_dir(version, pin_root), schema_store.release_dir(version, candidate))
         result = fit.fit_release(version, recorded, candidate, work / "fake", progress)
         seconds["derive"] = time.monotonic() - clock
-    folder = releases.write(version, result.description, result.data, root=store)
+        clock = time.monotonic()
+        empty = empty_home.record(codex, work / "empty")
+        seconds["empty home"] = time.monotonic() - clock
     notes = [f"{s.set}/{s.name}: left out ({s.problem})" for s in sessions if s.problem is not None]
+    if empty is not None:  # config/read from an empty home, the base of every setup's answer
+        result.data["answers.json"].update(empty)
+    else:
+        notes.append(f"config/read from an empty home: no network namespace here; {result.base}'s answers kept")
+    folder = releases.write(version, result.description, result.data, root=store)
     if version in schema_store.shipped_releases():
         notes.append(f"{version} is shipped with the package: the shipped folder is the one played; {folder} is kept")
     return Learned(version, folder, result.base, result.description, sessions, result.remaining, seconds, notes)
