@@ -135,7 +135,6 @@ class _Direction:
         return out
 
 
-
 def _entry(t: float, direction: str, item: Any) -> dict[str, Any]:
     if isinstance(item, WireError):
         raw = item.sample[:_RAW_SAMPLE].decode("utf-8", "replace")
