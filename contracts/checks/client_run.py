@@ -178,6 +178,16 @@ def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: d
         frames = [e.t for e in record.wire if e.dir != "note"]
         ref = frames[-1] if frames else float(server.get("started_t") or 0.0)
         allowed, what = teardown, "its last frame"
+        asked = sorted(index.client_requests.values(), key=lambda r: r.pos)
+        if asked and not asked[-1].answers:
+            # The client waits for an answer that never comes (a live server that leaves its request unanswered):
+            # its own request budget runs first. How long it gives a server to start is its own (a process start
+            # is slow under load): an unanswered initialize is bounded by the deadline alone.
+            if asked[-1].method == "initialize":
+                why = "the server never answered initialize: how long a client waits for a server to start is its own"
+                return make("server ended", "skip", why + " (client / deadline bounds it)", applies=False)
+            ref = max(ref, asked[-1].t + record.budgets.request_s)
+            what = f"{asked[-1].method} unanswered (its request budget {record.budgets.request_s:g} s)"
     if at is None:
         why = "the server was killed (SIGKILL) at a time the wire does not show"
         return make("server ended", "skip", why, applies=False)
