@@ -8,9 +8,10 @@ is the project's one interpreter, ``contracts/triggers.py`` (sans-IO, standard l
 in Python may import it the same way; one in another language follows docs/clients.md. It gives up on a silent server
 after the turn timeout (interrupt, then the interrupt budget), always ends the server it started (close
 stdin, wait the teardown budget, SIGTERM, SIGKILL, then the server's whole process group) and writes
-what it saw per turn to ``CODEX_HARNESS_RESULT``. The server's first answer (``initialize``) gets
-:data:`STARTUP_S` rather than the request timeout: a process start is slow on a loaded machine (an
-interpreter's imports, the npm wrapper of the real binary), and that is not the request being late.
+what it saw per turn to ``CODEX_HARNESS_RESULT``. The server's first answer (``initialize``) gets the plan's
+start-up budget (``startup_timeout_ms``; :data:`STARTUP_S` for a plan without one) rather than the request
+timeout: a process start is slow on a loaded machine (an interpreter's imports, the npm wrapper of the real
+binary), and that is not the request being late.
 Usage: ``codex-harness run --client-cmd "python conformance/clients/careful.py"``.
 """
 
@@ -36,8 +37,9 @@ from contracts import triggers  # noqa: E402
 
 MAX_LINE = 32 * 1024 * 1024  # a longer line ends the session, as on EOF (bounded input)
 APPROVALS = triggers.APPROVAL_METHODS
-#: How long the server's first answer may take: its process starting, not a request of the protocol being late.
-STARTUP_S = 60.0
+#: How long the server's first answer may take when the plan names no start-up budget: its process starting, not a
+#: request of the protocol being late.
+STARTUP_S = 30.0
 WIRE_USAGE = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
 
 
@@ -113,6 +115,10 @@ class Client:
         self.alive = True  # the server is still usable
         self.thread_id: str | None = None
         self.protocol_error: str | None = None  # an unknown server request fails the running turn
+
+    def startup_s(self) -> float:
+        """The plan's start-up budget: how long ``initialize`` may take, counted from the server's start."""
+        return float(self.budgets.get("startup_timeout_ms", STARTUP_S * 1000)) / 1000
 
     def decision(self) -> str:
         """The plan's decision for the approval just counted (``approvals_seen`` is 1-based)."""
@@ -294,7 +300,7 @@ def main() -> int:
         if plan["opt_out_notifications"]:
             capabilities["optOutNotificationMethods"] = plan["opt_out_notifications"]
         info = {"name": "careful", "version": "1.0"}
-        answer = client.call("initialize", {"clientInfo": info, "capabilities": capabilities}, STARTUP_S)
+        answer = client.call("initialize", {"clientInfo": info, "capabilities": capabilities}, client.startup_s())
         if answer is not None and "result" in answer:
             client.server.send({"method": "initialized"})
             started = client.call("thread/start", {})
