@@ -85,6 +85,7 @@ class TurnRun:
     agent_messages: list[dict[str, Any]] = field(default_factory=list)
     history_items: list[dict[str, Any]] = field(default_factory=list)  # completed user/agent messages, in order
     pending_interrupts: list[JsonId] = field(default_factory=list)
+    landing: bool = False  # interrupt_delayed: an interrupt is on its way; later ones wait with it
     counts: dict[str, int] = field(default_factory=dict)  # fault points reached
     diff: str = ""
     ended: bool = False

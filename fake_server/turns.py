@@ -15,7 +15,7 @@ from typing import Any
 from contracts.messages import ErrorResponse, JsonId, Response
 from contracts.scenario import CommandItem, Fault, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
 from fake_server import programs, shapes, sse
-from fake_server.faults import strike
+from fake_server.faults import Strike, strike
 from fake_server.outbox import Outbox
 from fake_server.state import Answer, NextAnswer, Program, Sleep, ThreadState, Tool, ToolFinished, TurnRun
 
@@ -182,6 +182,33 @@ def interrupt(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonId
         return  # exited or hung; or the request stays unanswered and the turn runs on
     if request_id is not None:
         run.pending_interrupts.append(request_id)
+    delayed = struck.get("interrupt_delayed")
+    if delayed is not None:
+        # The real binary stores the request and answers it when the abort lands (observed a few ms later): here
+        # ``delay_ms`` later, the turn running on meanwhile; interrupts arriving meanwhile wait with it (join).
+        run.landing = True
+
+        def land() -> None:
+            run.landing = False
+            if not run.ended and not box.silent:
+                _land(box, thread, run, struck)
+
+        box.after(int(delayed.param("delay_ms")), land)
+        return
+    _land(box, thread, run, struck)
+
+
+def join_interrupt(run: TurnRun, request_id: JsonId) -> bool:
+    """A turn/interrupt that arrives while an earlier one is landing (``interrupt_delayed``): stored, answered
+    ``{}`` with it, as the real binary answers two interrupts sent back to back. False: none is landing."""
+    if not run.landing:
+        return False
+    run.pending_interrupts.append(request_id)
+    return True
+
+
+def _land(box: Outbox, thread: ThreadState, run: TurnRun, struck: Strike) -> None:
+    """The abort itself: the turn's program stops, the stored interrupts are answered, the turn ends interrupted."""
     programs.stop(box, run)
     if run.deferred_usage is not None:
         usage, run.deferred_usage = run.deferred_usage, None

@@ -373,15 +373,22 @@ class Client:
         turn = ((answer or {}).get("result") or {}).get("turn") or {}
         turn_id = turn.get("id")
         if turn_id is None:
-            return {"turn": number, "status": "failed", "error": f"turn/start failed: {answer}"}
+            # Never started (refused, or unanswered within the request budget): it used nothing and has no text,
+            # both known, so both reported.
+            error = f"turn/start failed: {answer}" if answer else "turn/start unanswered within the request budget"
+            return {"turn": number, "status": "failed", "error": error, "final_text": "", "usage": buckets([])}
         actions = [a for a in planned if a.do in ("cancel", "steer")]
         schedule = triggers.ActionSchedule(actions)  # what to do when (times: time.monotonic())
         held = {self.approvals_seen + n for n in triggers.held_approvals(actions)}  # by the session's count
         state: dict[str, Any] = {"usage": [], "text": [], "completed": None, "interrupted_at": None}
 
         def act(action: triggers.Action) -> None:
-            if action.do == "cancel" and state["interrupted_at"] is None:
-                state["interrupted_at"] = time.monotonic()
+            if action.do == "cancel":
+                # Every cancel the plan asks is sent (a user pressing cancel twice): the server answers a second
+                # one with the first, or refuses it once the turn is over; either way the turn ends once, and the
+                # interrupt budget runs from the first.
+                if state["interrupted_at"] is None:
+                    state["interrupted_at"] = time.monotonic()
                 self.server.request("turn/interrupt", {"threadId": self.thread_id, "turnId": turn_id})
             elif action.do == "steer":
                 steer_input = [{"type": "text", "text": action.text}]

@@ -225,6 +225,8 @@ def turn_interrupt(call: Call) -> None:
         raise invalid("no active turn to interrupt")
     if turn_id != run.turn_id:
         raise invalid(f"expected active turn id {turn_id} but found {run.turn_id}")
+    if turns.join_interrupt(run, call.request.id):
+        return  # an earlier interrupt is landing: this one is answered with it
     turns.interrupt(box, thread, run, call.request.id)
 
 
