@@ -317,6 +317,7 @@ def thread_fork(call: Call) -> dict[str, Any]:
         approval_policy=source.approval_policy,
         sandbox=source.sandbox,
         model=source.model,
+        reviewer=source.reviewer,
         preview=source.preview,
         turns=list(source.turns),
         history=[dict(turn) for turn in source.history],

@@ -11,7 +11,9 @@ What it does, in order (:func:`learn`):
    closest to (each playable profile's fake against the recordings, :mod:`harness.learn.fit`), the switch
    values under which the fake plays the recordings with the fewest differences, and the fields that
    profile's frames carry that the release never writes;
-4. writes ``release.json``, ``answers.json`` and ``shapes.json`` next to the pin in the store.
+4. plays the policy observation (:mod:`harness.learn.policy_observe`: what each approval policy × sandbox ×
+   reviewer does with a command and a patch) and keeps its table (:mod:`harness.learn.policy`);
+5. writes ``release.json``, ``answers.json``, ``shapes.json`` and ``policy.json`` next to the pin in the store.
 
 The folder holds what the release does; the recordings are thrown away (no transcript is kept to replay).
 """
@@ -84,11 +86,25 @@ def learn(
         _copy_pin(schema_store.release_dir(version, pin_root), schema_store.release_dir(version, candidate))
         result = fit.fit_release(version, recorded, candidate, work / "fake", progress)
         seconds["derive"] = time.monotonic() - clock
+    clock = time.monotonic()
+    progress(f"codex-cli {version}: approval settings (policy.json)")
+    result.data["policy.json"] = learn_policy(codex, version)
+    seconds["policy"] = time.monotonic() - clock
     folder = releases.write(version, result.description, result.data, root=store)
     notes = [f"{s.set}/{s.name}: left out ({s.problem})" for s in sessions if s.problem is not None]
     if version in schema_store.shipped_releases():
         notes.append(f"{version} is shipped with the package: the shipped folder is the one played; {folder} is kept")
     return Learned(version, folder, result.base, result.description, sessions, result.remaining, seconds, notes)
+
+
+def learn_policy(codex: Path, version: str) -> dict[str, Any]:
+    """The release's approval table: the ``thread:`` cases of the policy observation played on ``codex``."""
+    from harness.learn import policy, policy_observe
+
+    observed = policy_observe.observe_real(codex, only="thread: ")
+    return policy.table(
+        observed, version, f"`release learn`: the policy observation (thread/start) on codex-cli {version}"
+    )
 
 
 def _copy_pin(source: Path, target: Path) -> None:
