@@ -54,6 +54,21 @@ class Settings:
             self.reviewer = params["approvalsReviewer"]
 
 
+#: What the schema's GranularAskForApproval defaults (the real binary answers them filled in).
+GRANULAR_DEFAULTS = {"request_permissions": False, "skill_approval": False}
+
+
+def normalise(table: dict[str, Any] | None, policy: Any) -> Any:
+    """The ``approvalPolicy`` as the release answers it: a name it takes for another (the table's ``aliases``:
+    0.171.0 answers ``on-failure`` from config.toml as ``on-request``), a granular form with its defaults."""
+    aliases = table.get("aliases") if isinstance(table, dict) else None
+    if isinstance(policy, str) and isinstance(aliases, dict) and isinstance(aliases.get(policy), str):
+        return aliases[policy]
+    if isinstance(policy, dict) and isinstance(policy.get("granular"), dict):
+        return {"granular": {**GRANULAR_DEFAULTS, **policy["granular"]}}
+    return policy
+
+
 def policy_key(policy: Any) -> str | None:
     """The table's name for an ``approvalPolicy`` value (granular: by whether sandbox approvals are asked)."""
     if isinstance(policy, str):

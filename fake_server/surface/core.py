@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fake_server import home_config, turns
+from fake_server import home_config, policy, turns
 from fake_server.faults import strike
 from fake_server.ids import uuid_error
 from fake_server.policy import Settings
@@ -77,7 +77,10 @@ def thread_start(call: Call) -> None:
         created_ms=now_ms,
         ephemeral=ephemeral,
         path=path,
-        approval_policy=params.get("approvalPolicy") or configured(world, "approval_policy", config.approval_policy),
+        approval_policy=policy.normalise(
+            world.profile.policy(),
+            params.get("approvalPolicy") or configured(world, "approval_policy", config.approval_policy),
+        ),
         sandbox=params.get("sandbox") or configured(world, "sandbox_mode", config.sandbox),
         model=params.get("model") or configured_model(world),
         reviewer=params.get("approvalsReviewer") or configured(world, "approvals_reviewer", "user"),
@@ -185,6 +188,7 @@ def turn_start(call: Call) -> None:
         box.trace("protocol_event", thread_id=thread.thread_id, event_type="warning")
     settings = Settings(thread.approval_policy, thread.sandbox, thread.reviewer)
     settings.override(call.params)  # kept for the turns after this one, as the real binary keeps them
+    settings.approval_policy = policy.normalise(world.profile.policy(), settings.approval_policy)
     thread.approval_policy, thread.sandbox, thread.reviewer = (
         settings.approval_policy,
         settings.sandbox,

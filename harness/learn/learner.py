@@ -101,7 +101,10 @@ def learn_policy(codex: Path, version: str) -> dict[str, Any]:
     """The release's approval table: the ``thread:`` cases of the policy observation played on ``codex``."""
     from harness.learn import policy, policy_observe
 
-    observed = policy_observe.observe_real(codex, only="thread: ")
+    observed = {
+        **policy_observe.observe_real(codex, only="thread: "),
+        **policy_observe.observe_real(codex, only="config: on-failure"),
+    }
     return policy.table(
         observed, version, f"`release learn`: the policy observation (thread/start) on codex-cli {version}"
     )

@@ -10,9 +10,9 @@ the fact the fake plays (:mod:`fake_server.policy`):
 - ``run``: the call runs (in the sandbox) with nothing asked;
 - ``reject``: the call is refused before it starts: no item, the model is told why and called again.
 
-Only the ``thread:`` cases (settings in ``thread/start``) make the table; the ``turn:`` and ``config:`` cases of
-the same settings must agree with them (:func:`disagreements`): where a setting is given does not change what
-it does.
+The ``thread:`` cases (settings in ``thread/start``) make the table, with the settings only ``config.toml`` can
+give (``on-failure``); the ``turn:``, ``config:`` and ``flag:`` cases of the same settings must agree with them
+(:func:`disagreements`): where a setting is given does not change what it does.
 """
 
 from __future__ import annotations
@@ -46,18 +46,33 @@ def _key(case: str) -> tuple[str, str]:
 def table(observed: dict[str, Any], release: str, source: str) -> dict[str, Any]:
     """``policy.json``: ``outcomes["<policy> / <sandbox> / <reviewer>"][action]``."""
     outcomes: dict[str, dict[str, str]] = {}
-    for case, turns in observed.items():
-        where, setting = _key(case)
-        if where != "thread" or "failed" in turns or "error" in turns.get("thread/start", {}):
+    # thread/start first; a setting only config.toml can give (on-failure, no longer a policy of the schema's) next
+    ordered = sorted(observed.items(), key=lambda kv: _key(kv[0])[0] != "thread")
+    for case, turns in ordered:
+        _, setting = _key(case)
+        if setting in outcomes or "failed" in turns or "error" in turns.get("thread/start", {}):
             continue
         outcomes[setting] = {a: outcome(turns[a]) for a in ACTIONS if a in turns and "error" not in turns[a]}
     return {
         "format": FORMAT,
         "release": release,
+        "aliases": aliases(observed),
         "policies": {"granular": "granular with sandbox_approval", "granular-no-sandbox-approval": "granular without"},
         "outcomes": dict(sorted(outcomes.items())),
         "learned_from": source,
     }
+
+
+def aliases(observed: dict[str, Any]) -> dict[str, str]:
+    """Policy names the binary answers as another (``thread/start``'s ``approvalPolicy`` for a case set otherwise)."""
+    out: dict[str, str] = {}
+    for case, turns in observed.items():
+        where, setting = _key(case)
+        answered = turns.get("thread/start", {}).get("approvalPolicy") if "failed" not in turns else None
+        name = setting.split(" / ")[0]
+        if where in ("thread", "config", "flag") and isinstance(answered, str) and answered != name:
+            out[name] = answered
+    return dict(sorted(out.items()))
 
 
 def disagreements(observed: dict[str, Any]) -> list[str]:

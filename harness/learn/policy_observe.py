@@ -92,7 +92,9 @@ def scenario(outside: Path) -> Scenario:
         TurnScript(input=f"do {a}", responses=(ModelResponse(items=(_tool(a, outside),)), AFTER, AFTER))
         for a in ACTIONS
     )
-    return Scenario(name="policy_observe", description="policy observation", turns=turns, config=ServerConfig())
+    # on-request: what the real binary plays when nothing sets a policy (the fake in process has no home to read)
+    config = ServerConfig(approval_policy="on-request")
+    return Scenario(name="policy_observe", description="policy observation", turns=turns, config=config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +114,8 @@ def cases() -> list[Case]:
     out += [Case(p, s, "user", "turn") for p in POLICIES for s in SANDBOXES]
     out += [Case(p, s, "user", "config") for p in ("on-request", "never") for s in SANDBOXES]
     # config.toml refuses "untrusted" (the real binary exits); "on-failure" is no longer in the schema's policies
-    out += [Case(p, "workspace-write", "user", "config") for p in ("untrusted", "on-failure")]
+    out += [Case("untrusted", "workspace-write", "user", "config")]
+    out += [Case("on-failure", s, "user", "config") for s in SANDBOXES]
     out += [Case(p, s, "auto_review", "config") for p in ("on-request",) for s in ("read-only",)]
     out += [Case(p, "workspace-write", r, "flag") for p in ("on-request", "never") for r in REVIEWERS]
     return out
@@ -188,6 +191,7 @@ def reduce_turn(seen: list[dict[str, Any]]) -> dict[str, Any]:
     tool: dict[str, Any] = {}
     notes: list[str] = []
     items: list[str] = []
+    reviews: list[dict[str, Any]] = []
     status = None
     for m in seen:
         method = m["method"]
@@ -207,7 +211,21 @@ def reduce_turn(seen: list[dict[str, Any]]) -> dict[str, Any]:
             status = (params.get("turn") or {}).get("status")
         elif "eview" in method or "guardian" in method.lower():
             notes.append(method)
-    return {"requests": requests, "tool": tool, "items": items, "status": status, "review_notes": sorted(set(notes))}
+            if method.startswith("item/autoApprovalReview/"):
+                review = params.get("review") or {}
+                action = params.get("action") or {}
+                reviews.append(
+                    {
+                        "method": method,
+                        "status": review.get("status"),
+                        "action": action.get("type"),
+                        "fields": sorted(params),
+                    }
+                )
+    out = {"requests": requests, "tool": tool, "items": items, "status": status, "review_notes": sorted(set(notes))}
+    if reviews:
+        out["reviews"] = reviews
+    return out
 
 
 Server = Callable[[Case], AbstractAsyncContextManager[tuple[Conn, Path, Path, Callable[[], list[Any]]]]]
@@ -349,6 +367,23 @@ def fake_server(tmp: Path) -> Server:
     return server
 
 
+def inprocess_server() -> Server:
+    """The fake in this process (settings in thread/start or turn/start need no home): the quick way to observe it."""
+    from fake_server.inprocess import serve_in_process
+
+    @asynccontextmanager
+    async def server(case: Case) -> AsyncIterator[tuple[Conn, Path, Path, Callable[[], list[Any]]]]:
+        workdir, outside = Path("/RUN/workdir"), Path("/RUN/outside")
+        async with serve_in_process(scenario(outside), cwd=str(workdir)) as fake:
+            conn = Conn(fake)
+            init = {"clientInfo": {"name": "observe", "version": "0"}, "capabilities": {"experimentalApi": True}}
+            await conn.call("initialize", init)
+            await conn.send({"method": "initialized"})
+            yield conn, workdir, outside, lambda: []
+
+    return server
+
+
 def scenario_toml(sc: Scenario) -> str:
     import tomli_w
 
@@ -408,9 +443,19 @@ def observe_real(codex: Path, only: str | None = None, jobs: int = 2) -> dict[st
 
 
 def observe_fake(only: str | None = None, jobs: int = 2) -> dict[str, Any]:
-    """Every case (those whose name contains ``only``) on fake-codex."""
+    """Every case (those whose name contains ``only``) on the fake: the ``thread:`` and ``turn:`` cases in process,
+    the ``config:`` and ``flag:`` ones on fake-codex with that home and those flags."""
     with tempfile.TemporaryDirectory(prefix="codex-harness-policy-") as tmp:
-        return trio.run(observe, fake_server(Path(tmp)), only, jobs)
+        process = fake_server(Path(tmp))
+        quick = inprocess_server()
+
+        @asynccontextmanager
+        async def server(case: Case) -> AsyncIterator[tuple[Conn, Path, Path, Callable[[], list[Any]]]]:
+            chosen = quick if case.where in ("thread", "turn") else process
+            async with chosen(case) as session:
+                yield session
+
+        return trio.run(observe, server, only, jobs)
 
 
 def main() -> None:

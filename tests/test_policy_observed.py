@@ -1,0 +1,194 @@
+"""The fake follows the client's approval settings as the real binary does (issue: "observe, then play").
+
+``tests/data/real/<release>/policy/observed.json`` is what the real binary did under each ``approvalPolicy`` ×
+``sandbox`` × ``approvalsReviewer`` (given in ``thread/start``, as ``turn/start`` overrides, in ``config.toml``
+and with ``-c``) with a command, an escalated command and a patch inside / outside the work directory
+(``python -m harness.learn.policy_observe``). The release's ``policy.json`` is its table; fake-codex is observed
+the same way and must play every case as the real binary did, on every run; under ``real_codex`` the live
+binary is observed again and compared with the recording.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from contracts import releases
+from contracts.expect import Expect, ExpectTurn
+from contracts.played_path import played
+from contracts.record import TurnResult, WireEntry
+from contracts.scenario import CommandItem, FileChangeItem
+from fake_server import policy as fake_policy
+from harness.learn import policy, policy_observe
+
+RELEASE = "0.171.0"
+OBSERVED = Path(__file__).parent / "data" / "real" / RELEASE / "policy" / "observed.json"
+#: Cases the fake does not play as the real binary, each with its reason.
+NOT_PLAYED = {
+    # The real binary exits when config.toml sets approval_policy = "untrusted"; fake-codex reads the home's
+    # config.toml for the settings only and starts.
+    "config: untrusted / workspace-write / user": "the real binary refuses to start",
+}
+
+
+def _observed() -> dict[str, Any]:
+    data: dict[str, Any] = orjson.loads(OBSERVED.read_bytes())
+    return data
+
+
+def client_view(turn: dict[str, Any]) -> dict[str, Any]:
+    """What a client sees of one observed turn: the outcome, the requests, the reviews, the turn's status.
+
+    Left out: whether the file was written (the fake writes none), the command's own exit (the fake plays the
+    scripted one; the real command fails in a read-only sandbox), the model requests (the client sees none).
+    """
+    reviews = [(r["method"], r["status"], r["action"], tuple(r["fields"])) for r in turn.get("reviews", [])]
+    return {
+        "outcome": policy.outcome(turn),
+        "requests": turn.get("requests"),
+        "reviews": reviews,
+        "notes": turn.get("review_notes"),
+        "status": turn.get("status"),
+    }
+
+
+def differences(real: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for case, turns in real.items():
+        if case in NOT_PLAYED or case not in other:
+            continue
+        mine = other[case]
+        if "failed" in turns or "failed" in mine:
+            out.append(f"{case}: real {turns.get('failed', 'ran')}, other {mine.get('failed', 'ran')}")
+            continue
+        if turns["thread/start"] != mine["thread/start"]:
+            out.append(f"{case}: thread/start {mine['thread/start']}, real {turns['thread/start']}")
+        for action in policy.ACTIONS:
+            want, got = client_view(turns[action]), client_view(mine[action])
+            if want != got:
+                out.append(f"{case}: {action}: {got}, real {want}")
+    return out
+
+
+# --- the data -------------------------------------------------------------------------------------
+
+
+def test_the_observation_covers_the_matrix() -> None:
+    observed = _observed()
+    assert {c.name for c in policy_observe.cases()} <= set(observed)
+    failed = {c for c, t in observed.items() if "failed" in t}
+    assert failed == set(NOT_PLAYED), failed
+
+
+def test_the_release_table_is_the_observations() -> None:
+    """policy.json in the release folder is what the observation says (harness.learn.policy writes it)."""
+    table = releases.get(RELEASE).data(fake_policy.POLICY_FILE)
+    learned = policy.table(_observed(), RELEASE, "")
+    assert table["outcomes"] == learned["outcomes"]
+    assert set(table["outcomes"]["never / workspace-write / user"].values()) == {"run", "reject"}
+
+
+def test_where_a_setting_is_given_changes_nothing_on_the_real_binary() -> None:
+    assert policy.disagreements(_observed()) == []
+
+
+def test_the_real_binary_asks_none_under_never_and_reviews_under_auto_review() -> None:
+    """The facts the fake must play, read from the recording (not typed)."""
+    observed = _observed()
+    never = observed["thread: never / read-only / user"]
+    assert all(not never[a]["requests"] for a in policy.ACTIONS)
+    assert policy.outcome(never["command_escalated"]) == "reject"
+    workspace = observed["thread: on-request / workspace-write / user"]
+    assert policy.outcome(workspace["patch_inside"]) == "run"
+    assert workspace["patch_outside"]["requests"] == ["item/fileChange/requestApproval"]
+    review = observed["thread: on-request / read-only / auto_review"]["command_escalated"]
+    assert review["requests"] == [] and policy.outcome(review) == "review"
+
+
+# --- the fake against the recording -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fake_observed() -> dict[str, Any]:
+    return policy_observe.observe_fake(jobs=2)
+
+
+def test_the_fake_plays_every_observed_setting(fake_observed: dict[str, Any]) -> None:
+    assert differences(_observed(), fake_observed) == []
+
+
+def test_the_fake_reads_the_policy_it_plays_from_the_release_folder() -> None:
+    table = {"outcomes": {"never / read-only / user": {"command_escalated": "ask"}}}
+    settings = fake_policy.Settings("never", "read-only", "user")
+    escalated = CommandItem(command="x", approval=True)
+    assert fake_policy.outcome(table, settings, escalated, "/w") == "ask"
+    assert fake_policy.outcome(None, settings, escalated, "/w") == "ask"  # no table: the scenario's flag
+    assert fake_policy.outcome(None, settings, CommandItem(command="x"), "/w") == "run"
+
+
+def test_settings_name_the_table_rows() -> None:
+    granular = {"granular": {"sandbox_approval": False, "rules": True, "mcp_elicitations": True}}
+    assert fake_policy.Settings(granular, "read-only", "guardian_subagent").key() == (
+        "granular-no-sandbox-approval / read-only / auto_review"
+    )
+    settings = fake_policy.Settings()
+    settings.override({"approvalPolicy": "never", "sandboxPolicy": {"type": "workspaceWrite"}})
+    assert settings.key() == "never / workspace-write / user"
+    assert fake_policy.action(FileChangeItem(path="a/b.txt", content=""), "/w") == "patch_inside"
+    assert fake_policy.action(FileChangeItem(path="/w/../x.txt", content=""), "/w") == "patch_outside"
+    assert fake_policy.action(FileChangeItem(path="/wx/y.txt", content=""), "/w") == "patch_outside"
+
+
+# --- the truth follows the played path -----------------------------------------------------------------
+
+
+def _wire(*frames: dict[str, Any]) -> list[WireEntry]:
+    return [WireEntry(t=float(i), dir="s2c", frame=f) for i, f in enumerate(frames)]
+
+
+def _completed(turn_id: str, status: str) -> dict[str, Any]:
+    return {"method": "turn/completed", "params": {"threadId": "th", "turn": {"id": turn_id, "status": status}}}
+
+
+CANCELLED = Expect(turns=(ExpectTurn(status="aborted", server_status="interrupted"),))
+
+
+def test_a_turn_the_server_asked_nothing_in_is_judged_by_its_end() -> None:
+    results = [TurnResult(index=0, status="completed", turn_id="t1")]
+    expect, notes = played(CANCELLED, {"approval_turns": [0]}, _wire(_completed("t1", "completed")), results)
+    assert expect.turns[0].status == "completed" and expect.turns[0].server_status == "completed"
+    assert expect.turns[0].usage is None and len(notes) == 1
+
+
+def test_a_turn_that_was_asked_keeps_its_truth() -> None:
+    asked = {"id": 0, "method": "item/commandExecution/requestApproval", "params": {"turnId": "t1"}}
+    results = [TurnResult(index=0, status="completed", turn_id="t1")]
+    wire = _wire(asked, _completed("t1", "completed"))
+    assert played(CANCELLED, {"approval_turns": [0]}, wire, results) == (CANCELLED, [])
+    # a turn that scripts no approval, or one whose end is not on the wire, keeps its truth too
+    assert played(CANCELLED, {"approval_turns": []}, _wire(_completed("t1", "completed")), results)[1] == []
+    assert played(CANCELLED, {"approval_turns": [0]}, [], results)[1] == []
+
+
+# --- the live binary -------------------------------------------------------------------------------------
+
+LIVE_CASES = (
+    "thread: never / workspace-write / user",
+    "thread: on-request / read-only / auto_review",
+    "turn: untrusted / read-only / user",
+    "flag: never / workspace-write / user",
+)
+
+
+@pytest.mark.real_codex
+def test_the_live_binary_still_does_what_was_recorded(codex_bin: Path, fake_observed: dict[str, Any]) -> None:
+    live: dict[str, Any] = {}
+    for case in LIVE_CASES:
+        live |= policy_observe.observe_real(codex_bin, only=case)
+    assert set(live) >= set(LIVE_CASES)
+    recorded = {c: t for c, t in _observed().items() if c in live}
+    assert differences(recorded, live) == []
+    assert differences(live, fake_observed) == []
