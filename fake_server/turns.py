@@ -92,12 +92,15 @@ def user_message(box: Outbox, run: TurnRun, text: str) -> None:
 
 
 def _abandon_pending(box: Outbox, run: TurnRun, *, traced: bool = False) -> list[Tool]:
-    """Approvals still pending are abandoned (their answers will be late); ``traced``: the trace
-    records each pending tool as aborted (or leaks it under ``trace_unclosed_tool``)."""
-    pending = [t for t in run.tools if t.request_id is not None and not t.answered and not t.done]
+    """Approvals still pending are abandoned (their answers will be late), and reviews still deciding;
+    ``traced``: the trace records each pending tool as aborted (or leaks it under ``trace_unclosed_tool``)."""
+    pending = [
+        t for t in run.tools if not t.done and not t.answered and (t.request_id is not None or t.outcome == "review")
+    ]
     for tool in pending:
         tool.answered = True
-        box.abandon_request(tool.request_id)  # type: ignore[arg-type]
+        if tool.request_id is not None:
+            box.abandon_request(tool.request_id)
         if traced:
             box.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not run.trace_bug)
     return pending
@@ -105,6 +108,8 @@ def _abandon_pending(box: Outbox, run: TurnRun, *, traced: bool = False) -> list
 
 def _resolved(box: Outbox, run: TurnRun, tools: list[Tool]) -> None:
     for tool in tools:
+        if tool.request_id is None:
+            continue  # a review the interrupt ended: no request of the client's to resolve
         box.notify("serverRequest/resolved", {"threadId": run.thread_id, "requestId": tool.request_id})
 
 

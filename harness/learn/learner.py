@@ -97,13 +97,17 @@ def learn(
     return Learned(version, folder, result.base, result.description, sessions, result.remaining, seconds, notes)
 
 
+#: Policy sessions at a time: each mostly waits on the server and the mock (four short turns).
+POLICY_JOBS = 4
+
+
 def learn_policy(codex: Path, version: str) -> dict[str, Any]:
     """The release's approval table: the ``thread:`` cases of the policy observation played on ``codex``."""
     from harness.learn import policy, policy_observe
 
     observed = {
-        **policy_observe.observe_real(codex, only="thread: "),
-        **policy_observe.observe_real(codex, only="config: on-failure"),
+        **policy_observe.observe_real(codex, only="thread: ", jobs=POLICY_JOBS),
+        **policy_observe.observe_real(codex, only="config: on-failure", jobs=POLICY_JOBS),
     }
     return policy.table(
         observed, version, f"`release learn`: the policy observation (thread/start) on codex-cli {version}"
