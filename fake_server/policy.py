@@ -59,8 +59,8 @@ GRANULAR_DEFAULTS = {"request_permissions": False, "skill_approval": False}
 
 
 def normalise(table: dict[str, Any] | None, policy: Any) -> Any:
-    """The ``approvalPolicy`` as the release answers it: a name it takes for another (the table's ``aliases``:
-    0.171.0 answers ``on-failure`` from config.toml as ``on-request``), a granular form with its defaults."""
+    """The ``approvalPolicy`` as the release answers it: a name it takes for another (the table's ``aliases``: the
+    releases observed answer ``on-failure`` from config.toml as ``on-request``), a granular form with its defaults."""
     aliases = table.get("aliases") if isinstance(table, dict) else None
     if isinstance(policy, str) and isinstance(aliases, dict) and isinstance(aliases.get(policy), str):
         return aliases[policy]

@@ -121,7 +121,7 @@ SUBAGENT_HEADER = "x-openai-subagent"
 
 
 def is_reviewer_request(headers: dict[str, str], body: Any) -> bool:
-    """A request of the approvals reviewer subagent (observed on 0.171.0: the header, and ``subagent_kind`` in the
+    """A request of the approvals reviewer subagent (as observed: the header, and ``subagent_kind`` in the
     request's turn metadata), not a turn of the scenario."""
     if headers.get(SUBAGENT_HEADER) == "guardian":
         return True

@@ -32,7 +32,7 @@ def outcome(turn: dict[str, Any]) -> str:
         return "review"
     told = " ".join(turn.get("model_was_told") or [])
     # A command that ran in the sandbox and failed there still ran (its output says so); it may complete
-    # without an item when it fails at once (observed both ways on 0.171.0).
+    # without an item when it fails at once (observed both ways).
     if turn.get("tool") or turn.get("ran") or "Process exited with code" in told:
         return "run"
     return "reject"

@@ -16,7 +16,7 @@ compares the fake with it on every run, and the release folder's ``policy.json``
 derived from it (``harness.learn.policy``).
 
 Record again: ``.venv/bin/python -m harness.learn.policy_observe --codex .tools/node_modules/.bin/codex
---out tests/data/real/0.171.0/policy/observed.json``; ``release learn`` plays the ``thread:`` cases on the binary it
+--out tests/data/real/<version>/policy/observed.json``; ``release learn`` plays the ``thread:`` cases on the binary it
 learns and writes the table into the release folder.
 """
 
