@@ -24,8 +24,10 @@ from contracts.scenario import CommandItem, FileChangeItem
 from fake_server import policy as fake_policy
 from harness.learn import policy, policy_observe
 
-RELEASE = "0.171.0"
-OBSERVED = Path(__file__).parent / "data" / "real" / RELEASE / "policy" / "observed.json"
+DATA = Path(__file__).parent / "data" / "real"
+#: Every release with a policy observation (each shipped folder has one).
+RELEASES = sorted(p.parent.parent.name for p in DATA.glob("*/policy/observed.json"))
+RELEASE = releases.default_version()
 #: Cases the fake does not play as the real binary, each with its reason.
 NOT_PLAYED = {
     # The real binary exits when config.toml sets approval_policy = "untrusted"; fake-codex reads the home's
@@ -34,8 +36,8 @@ NOT_PLAYED = {
 }
 
 
-def _observed() -> dict[str, Any]:
-    data: dict[str, Any] = orjson.loads(OBSERVED.read_bytes())
+def _observed(release: str = RELEASE) -> dict[str, Any]:
+    data: dict[str, Any] = orjson.loads((DATA / release / "policy" / "observed.json").read_bytes())
     return data
 
 
@@ -76,23 +78,32 @@ def differences(real: dict[str, Any], other: dict[str, Any]) -> list[str]:
 # --- the data -------------------------------------------------------------------------------------
 
 
-def test_the_observation_covers_the_matrix() -> None:
-    observed = _observed()
+def test_every_shipped_release_has_its_observation_and_table() -> None:
+    shipped = [r.version for r in releases.known() if r.shipped]
+    assert set(shipped) <= set(RELEASES)
+    assert all(releases.get(v).has(fake_policy.POLICY_FILE) for v in shipped)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_observation_covers_the_matrix(release: str) -> None:
+    observed = _observed(release)
     assert {c.name for c in policy_observe.cases()} <= set(observed)
     failed = {c for c, t in observed.items() if "failed" in t}
     assert failed == set(NOT_PLAYED), failed
 
 
-def test_the_release_table_is_the_observations() -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_release_table_is_the_observations(release: str) -> None:
     """policy.json in the release folder is what the observation says (harness.learn.policy writes it)."""
-    table = releases.get(RELEASE).data(fake_policy.POLICY_FILE)
-    learned = policy.table(_observed(), RELEASE, "")
-    assert table["outcomes"] == learned["outcomes"]
+    table = releases.get(release).data(fake_policy.POLICY_FILE)
+    learned = policy.table(_observed(release), release, "")
+    assert (table["outcomes"], table["aliases"]) == (learned["outcomes"], learned["aliases"])
     assert set(table["outcomes"]["never / workspace-write / user"].values()) == {"run", "reject"}
 
 
-def test_where_a_setting_is_given_changes_nothing_on_the_real_binary() -> None:
-    assert policy.disagreements(_observed()) == []
+@pytest.mark.parametrize("release", RELEASES)
+def test_where_a_setting_is_given_changes_nothing_on_the_real_binary(release: str) -> None:
+    assert policy.disagreements(_observed(release)) == []
 
 
 def test_the_real_binary_asks_none_under_never_and_reviews_under_auto_review() -> None:
@@ -118,6 +129,14 @@ def fake_observed() -> dict[str, Any]:
 
 def test_the_fake_plays_every_observed_setting(fake_observed: dict[str, Any]) -> None:
     assert differences(_observed(), fake_observed) == []
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if r != RELEASE])
+def test_each_release_profile_plays_its_own_observation(release: str) -> None:
+    """The other profiles, with the settings in thread/start (in process: quick)."""
+    fake = policy_observe.observe_fake(only="thread: ", jobs=2, release=release)
+    real = {c: t for c, t in _observed(release).items() if c.startswith("thread: ")}
+    assert len(fake) == len(real) and differences(real, fake) == []
 
 
 def test_the_fake_reads_the_policy_it_plays_from_the_release_folder() -> None:

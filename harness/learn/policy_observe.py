@@ -337,7 +337,7 @@ def real_server(codex: Path, tmp: Path) -> Server:
     return server
 
 
-def fake_server(tmp: Path) -> Server:
+def fake_server(tmp: Path, release: str | None = None) -> Server:
     """fake-codex playing the same model side: a scenario file in a temporary folder."""
     import tomli_w
 
@@ -361,20 +361,22 @@ def fake_server(tmp: Path) -> Server:
         script = folder / "policy_observe.toml"
         script.write_text(scenario_toml(scenario(folder / "outside")))
         argv = [*fake_codex_argv(), "app-server", "--scenario", str(script), *flag_args(case)]
+        if release is not None:
+            argv += ["--release", release]
         async with _session(argv, env, folder / "workdir") as conn:
             yield conn, folder / "workdir", folder / "outside", lambda: []
 
     return server
 
 
-def inprocess_server() -> Server:
+def inprocess_server(release: str | None = None) -> Server:
     """The fake in this process (settings in thread/start or turn/start need no home): the quick way to observe it."""
     from fake_server.inprocess import serve_in_process
 
     @asynccontextmanager
     async def server(case: Case) -> AsyncIterator[tuple[Conn, Path, Path, Callable[[], list[Any]]]]:
         workdir, outside = Path("/RUN/workdir"), Path("/RUN/outside")
-        async with serve_in_process(scenario(outside), cwd=str(workdir)) as fake:
+        async with serve_in_process(scenario(outside), cwd=str(workdir), release=release) as fake:
             conn = Conn(fake)
             init = {"clientInfo": {"name": "observe", "version": "0"}, "capabilities": {"experimentalApi": True}}
             await conn.call("initialize", init)
@@ -442,12 +444,12 @@ def observe_real(codex: Path, only: str | None = None, jobs: int = 2) -> dict[st
         return trio.run(observe, real_server(Path(codex), Path(tmp)), only, jobs)
 
 
-def observe_fake(only: str | None = None, jobs: int = 2) -> dict[str, Any]:
+def observe_fake(only: str | None = None, jobs: int = 2, release: str | None = None) -> dict[str, Any]:
     """Every case (those whose name contains ``only``) on the fake: the ``thread:`` and ``turn:`` cases in process,
     the ``config:`` and ``flag:`` ones on fake-codex with that home and those flags."""
     with tempfile.TemporaryDirectory(prefix="codex-harness-policy-") as tmp:
-        process = fake_server(Path(tmp))
-        quick = inprocess_server()
+        process = fake_server(Path(tmp), release)
+        quick = inprocess_server(release)
 
         @asynccontextmanager
         async def server(case: Case) -> AsyncIterator[tuple[Conn, Path, Path, Callable[[], list[Any]]]]:
@@ -464,9 +466,12 @@ def main() -> None:
     parser.add_argument("--out", help="write the observations here (default: stdout)")
     parser.add_argument("--only", help="only the cases whose name contains this")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--release", help="the release profile fake-codex plays (default: the default release)")
     args = parser.parse_args()
     observed = (
-        observe_real(Path(args.codex), args.only, args.jobs) if args.codex else observe_fake(args.only, args.jobs)
+        observe_real(Path(args.codex), args.only, args.jobs)
+        if args.codex
+        else observe_fake(args.only, args.jobs, args.release)
     )
     data = orjson.dumps(observed, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
     if args.out:
