@@ -211,3 +211,50 @@ def test_the_live_binary_still_does_what_was_recorded(codex_bin: Path, fake_obse
     recorded = {c: t for c, t in _observed().items() if c in live}
     assert differences(recorded, live) == []
     assert differences(live, fake_observed) == []
+
+
+# --- the settings stay with the thread --------------------------------------------------------------------
+
+
+def test_resume_and_the_home_store_keep_the_threads_settings() -> None:
+    import trio
+
+    from fake_server import home_store
+    from fake_server.inprocess import serve_in_process
+
+    granular = {"granular": {"sandbox_approval": True, "rules": True, "mcp_elicitations": False}}
+
+    async def play() -> tuple[dict[str, Any], dict[str, Any]]:
+        sc = policy_observe.scenario(Path("/RUN/outside"))
+        async with serve_in_process(sc, cwd="/RUN/workdir") as fake:
+            conn = policy_observe.Conn(fake)
+            await conn.call("initialize", {"clientInfo": {"name": "t", "version": "0"}, "capabilities": {}})
+            await conn.send({"method": "initialized"})
+            params = {"approvalPolicy": granular, "approvalsReviewer": "auto_review", "sandbox": "workspace-write"}
+            started, _ = await conn.call("thread/start", params)
+            thread_id = started["result"]["thread"]["id"]
+            text = [{"type": "text", "text": "hi"}]
+            await conn.call("turn/start", {"threadId": thread_id, "input": text}, until="turn/completed")
+            resumed, _ = await conn.call("thread/resume", {"threadId": thread_id})
+            return started["result"], resumed["result"]
+
+    started, resumed = trio.run(play)
+    for answer in (started, resumed):
+        assert answer["approvalsReviewer"] == "auto_review"
+        assert answer["approvalPolicy"]["granular"]["sandbox_approval"] is True
+    stored = {
+        "thread_id": "t",
+        "cwd": "/w",
+        "created_ms": 0,
+        "approval_policy": granular,
+        "sandbox": "read-only",
+        "reviewer": "auto_review",
+        "model": "m",
+        "preview": "",
+        "turns": [],
+        "history": [],
+    }
+    thread, _ = home_store._thread_of(stored, "t")
+    assert (thread.approval_policy, thread.reviewer) == (granular, "auto_review")
+    with pytest.raises(ValueError):
+        home_store._thread_of({**stored, "approval_policy": {"other": 1}}, "t")

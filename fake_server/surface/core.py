@@ -150,6 +150,8 @@ def thread_resume(call: Call) -> None:
     )
     if thread.model_provider is not None and "modelProvider" in result:
         result["modelProvider"] = thread.model_provider
+    if "approvalsReviewer" in result:
+        result["approvalsReviewer"] = thread.reviewer
     if loaded:
         reloaded(world, thread, result)
     box.respond(call.request.id, result)
