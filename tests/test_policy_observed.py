@@ -258,3 +258,37 @@ def test_resume_and_the_home_store_keep_the_threads_settings() -> None:
     assert (thread.approval_policy, thread.reviewer) == (granular, "auto_review")
     with pytest.raises(ValueError):
         home_store._thread_of({**stored, "approval_policy": {"other": 1}}, "t")
+
+
+def test_a_denying_reviewer_declines_the_call_and_the_scenario_file_names_it() -> None:
+    """``[config] auto_review = "deny"``: the review ends ``denied`` and the command is declined, nothing asked."""
+    from dataclasses import replace
+
+    import trio
+
+    from contracts.scenario_file import ScenarioError, loads
+    from fake_server.inprocess import serve_in_process
+
+    text = 'description = "d"\n[config]\nauto_review = "deny"\n[[turns]]\ninput = "x"\n'
+    assert loads(text, name="t").config.auto_review == "deny"
+    with pytest.raises(ScenarioError):
+        loads(text.replace('"deny"', '"maybe"'), name="t")
+    base = policy_observe.scenario(Path("/RUN/outside"))
+    sc = replace(base, turns=base.turns[1:2], config=replace(base.config, auto_review="deny"))
+
+    async def play() -> list[dict[str, Any]]:
+        async with serve_in_process(sc, cwd="/RUN/workdir") as fake:
+            conn = policy_observe.Conn(fake)
+            await conn.call("initialize", {"clientInfo": {"name": "t", "version": "0"}, "capabilities": {}})
+            await conn.send({"method": "initialized"})
+            started, _ = await conn.call("thread/start", {"approvalsReviewer": "auto_review"})
+            turn = {"threadId": started["result"]["thread"]["id"], "input": [{"type": "text", "text": "x"}]}
+            _, seen = await conn.call("turn/start", turn, until="turn/completed")
+            return seen
+
+    seen = trio.run(play)
+    assert not [m for m in seen if "id" in m]
+    reviewed = [m["params"]["review"]["status"] for m in seen if m["method"] == "item/autoApprovalReview/completed"]
+    assert reviewed == ["denied"]
+    items = [m["params"]["item"] for m in seen if m["method"] == "item/completed"]
+    assert [i["status"] for i in items if i["type"] == "commandExecution"] == ["declined"]
