@@ -671,5 +671,12 @@ def main() -> None:
         print(f"<!-- end: {name} -->\n")
 
 
+#: The kinds the fuzzer draws, and those among them that take real time (``fuzz --fast`` leaves them out); here,
+#: not in harness.fuzz, so the CLI names them without importing hypothesis (an extra: ``codex-harness[fuzz]``).
+FUZZED_KINDS: Final[tuple[str, ...]] = tuple(spec.kind for spec in FAULTS.values() if spec.fuzz)
+SLOW_KINDS: Final[tuple[str, ...]] = tuple(spec.kind for spec in FAULTS.values() if spec.fuzz and spec.slow)
+
+
 if __name__ == "__main__":
     main()
+

@@ -27,6 +27,8 @@ from typing import Any, Literal
 import orjson
 
 from contracts import safe_read
+from contracts.clip import KEEP as CLIP_KEEP
+from contracts.clip import clip
 from contracts.expect import Expect
 from contracts.safe_dir import CopyBudget, SafeDir, Slot
 from contracts.usage import UsageBuckets
@@ -40,7 +42,7 @@ MAX_OTHER_SERVER_TRACES = 32
 #: Bound on the model traffic kept in a record (a stream of 100,000 events stays far below it in size).
 MAX_MODEL_ENTRIES = 200_000
 #: What a record copies of files another program wrote (bundles, a recording, a result file), in all.
-MAX_RECORD_COPY_BYTES = 64 * 1024 * 1024
+MAX_RECORD_COPY_BYTES = 16 * 1024 * 1024
 MAX_NOT_COPIED = 100
 #: Bounds of a saved record's members when it is loaded back (a record dir may come from anyone).
 MAX_RECORD_JSON_BYTES = 256 * 1024 * 1024
@@ -263,16 +265,18 @@ class SessionRecord:
         self.not_copied = list(dict.fromkeys([*self.not_copied, *budget.not_copied]))[:MAX_NOT_COPIED]
         for name, data in files.items():
             out.write(name, data)
-        out.write("wire.jsonl", _jsonl(entry.to_json() for entry in self.wire))
+        # Over-long strings are saved as head, tail, length and hash (contracts.clip): the record says how many.
+        cuts: list[int] = []
+        out.write("wire.jsonl", _jsonl(clip(entry.to_json(), cuts) for entry in self.wire))
         if self.model:
-            out.write("model.jsonl", _jsonl(e.to_json() for e in self.model[:MAX_MODEL_ENTRIES]))
+            out.write("model.jsonl", _jsonl(clip(e.to_json(), cuts) for e in self.model[:MAX_MODEL_ENTRIES]))
         out.write_text("stderr.txt", self.stderr_tail)
         body = {
             "format": RECORD_FORMAT,
             "scenario": self.scenario,
             "target": self.target,
             "expect": self.expect.to_dict(),
-            "results": [r.to_json() for r in self.results],
+            "results": [clip(r.to_json(), cuts) for r in self.results],
             "budgets": asdict(self.budgets),
             "virtual_time": self.virtual_time,
             "client_trace": "client-trace" if client_trace else None,
@@ -285,9 +289,11 @@ class SessionRecord:
             "server_version": self.server_version,
             "schema_release": self.schema_release,
             "experimental_api": self.experimental_api,
-            "meta": self.meta,
+            "meta": clip(self.meta, cuts),
             "not_copied": self.not_copied,
         }
+        if cuts:  # said in the record: what was cut, so a reader knows the saved text is not all of it
+            body["cut_strings"] = {"count": len(cuts), "chars": sum(cuts), "kept_each_end": CLIP_KEEP}
         out.write("record.json", orjson.dumps(body, option=orjson.OPT_INDENT_2))
 
     @classmethod

@@ -88,6 +88,11 @@ class TerminalStream:
     def __init__(self, inner: TextIO) -> None:
         self._inner = inner
 
+    @property
+    def inner(self) -> TextIO:
+        """The wrapped stream, for a caller that writes its own control sequences around escaped text."""
+        return self._inner
+
     def write(self, text: str) -> int:
         self._inner.write(escape(text, keep_newlines=True))
         return len(text)

@@ -367,6 +367,9 @@ def _parser() -> ArgumentParser:
     )
     parser.add_argument("--version", "-V", action="store_true", help="print the version like the real binary")
     parser.add_argument(
+        "--harness", action="store_true", help="with --version: the version of codex-harness that ships this fake"
+    )
+    parser.add_argument(
         "--release",
         metavar="X",
         help=f"the release to play: {', '.join(profiles.names())} (default: ${profiles.RELEASE_ENV}, "
@@ -445,7 +448,12 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"fake-codex: {exc}", file=sys.stderr)
         return USAGE
     if args.version:
-        print(profile.version_line)
+        if args.harness:
+            from contracts.version import version_line  # importlib.metadata: only when asked (start-up time)
+
+            print(version_line())
+        else:
+            print(profile.version_line)
         return 0
     if args.command != "app-server":
         parser.print_help()

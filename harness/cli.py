@@ -10,6 +10,7 @@ from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.text import escaped_output
+from contracts.version import version_line
 from harness import confine, interrupts
 from harness.commands import COMMAND_MODULES
 
@@ -22,6 +23,7 @@ def build_parser() -> ArgumentParser:
             "app-server (JSON-RPC over stdio)."
         ),
     )
+    parser.add_argument("--version", "-V", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     for name in COMMAND_MODULES:
         try:

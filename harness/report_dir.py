@@ -29,6 +29,8 @@ from contracts.paths import kind_of
 from contracts.safe_dir import SafeDir, Slot, write_error
 
 REPORT_FILES = ("checks.json", "junit.xml", "index.html")
+#: In each session's record directory: the checks ``run`` gave it, which ``show DIR`` repeats as its verdict.
+SESSION_VERDICT = "checks.json"
 LOCK_NAME = ".codex-harness.lock"
 _PROBE = ".codex-harness.probe"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -60,6 +62,16 @@ class ReportDir:
 
     def write(self, name: str, data: bytes) -> Path:
         return self.root.write(name, data)
+
+    def write_verdict(self, target: str, scenario: str, data: bytes) -> Path | None:
+        """The checks ``run`` gave a session, as ``checks.json`` in its record directory (``show`` repeats them);
+        None when the session saved no record."""
+        try:
+            held = self.target_dir(target).child(scenario, create=False)
+        except (FileNotFoundError, NotADirectoryError, UsageError):
+            return None
+        with held:
+            return held.write(SESSION_VERDICT, data)
 
     def close(self) -> None:
         for held in self._targets.values():

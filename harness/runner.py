@@ -545,16 +545,18 @@ def run_many(
     report_dir: Path | ReportDir | None = None,
     progress: Callable[[ScenarioRun, int, int], None] | None = None,
     transport: str = "stdio",
+    started: Callable[[str, str], None] | None = None,
 ) -> list[ScenarioRun]:
     """Every (scenario, target); ``report_dir``: the records go to its ``sessions/<target>/<scenario>/`` (a path
-    is prepared and locked here, for this call). ``transport``: how our client reaches each server."""
+    is prepared and locked here, for this call). ``transport``: how our client reaches each server. ``started``
+    is told each (scenario, target) as it starts, ``progress`` as it ends."""
     pairs = [(s, t) for t in targets for s in scenarios]
     if isinstance(report_dir, Path):
         from harness.report_dir import prepare
 
         with prepare(report_dir, [(t, s.name) for s, t in pairs]) as report:
-            return _run_pairs(pairs, codex, report, progress, transport)
-    return _run_pairs(pairs, codex, report_dir, progress, transport)
+            return _run_pairs(pairs, codex, report, progress, transport, started)
+    return _run_pairs(pairs, codex, report_dir, progress, transport, started)
 
 
 def _run_pairs(
@@ -563,9 +565,12 @@ def _run_pairs(
     report: ReportDir | None,
     progress: Callable[[ScenarioRun, int, int], None] | None,
     transport: str = "stdio",
+    started: Callable[[str, str], None] | None = None,
 ) -> list[ScenarioRun]:
     runs = []
     for n, (scenario, target) in enumerate(pairs, 1):
+        if started is not None:
+            started(scenario.name, target)
         save = report.slot(target, scenario.name) if report is not None else None
         run = run_one(scenario, target, codex=codex, save_dir=save, transport=transport)
         runs.append(run)

@@ -235,3 +235,26 @@ def test_builder_frames_are_schema_valid() -> None:
 
     for record in (plain_record(2), interrupted_record(), approval_record()):
         assert {c.status for c in schema.check(record)} == {"pass"}, schema.check(record)
+
+
+def test_a_saved_record_keeps_an_over_long_string_as_head_tail_length_and_hash(tmp_path: Path) -> None:
+    import hashlib
+
+    from contracts.clip import KEEP, MAX_SAVED_STRING
+
+    record = plain_record()
+    huge = "a" * KEEP + "b" * (4 * MAX_SAVED_STRING) + "z" * KEEP
+    delta = {"method": "item/agentMessage/delta", "params": {"delta": huge}}
+    record.wire.append(WireEntry(t=1.0, dir="s2c", frame=delta))
+    record.results[0].final_text = huge
+    saved = record.save(tmp_path / "rec")
+    assert (saved / "wire.jsonl").stat().st_size < 64 * 1024  # not the 1 MiB string
+    assert (saved / "record.json").stat().st_size < 64 * 1024
+    body = (saved / "record.json").read_text()
+    assert '"cut_strings"' in body and f'"chars": {2 * len(huge)}' in body
+    back = SessionRecord.load(saved)
+    kept = back.wire[-1].frame["params"]["delta"]  # type: ignore[index]
+    digest = hashlib.sha256(huge.encode()).hexdigest()
+    assert kept.startswith("a" * KEEP) and kept.endswith("z" * KEEP)
+    assert f"cut {len(huge)} chars, sha256 {digest}" in kept
+    assert [e.frame for e in back.wire[:-1]] == [e.frame for e in record.wire[:-1]]  # the rest whole

@@ -88,7 +88,35 @@ def clean_env(home: Path) -> dict[str, str]:
     return env
 
 
-def test_the_pytest_file_of_docs_pytest_md_passes_in_a_fresh_project(fresh_venv: Path, tmp_path: Path) -> None:
+def test_the_wheel_without_extras_is_lean_and_judges_an_outside_client(fresh_venv: Path, tmp_path: Path) -> None:
+    """The plain install (no extra) has no pytest, pytest-trio or hypothesis, and `run --client-cmd` works; fuzz
+    says which extra it needs. (Runs first in this file: the tests after it add the pytest extra.)"""
+    python = str(fresh_venv / "bin" / "python")
+    env = clean_env(tmp_path)
+    for module in ("pytest", "pytest_trio", "hypothesis"):
+        found = run([python, "-c", f"import {module}"], tmp_path, env)
+        assert found.returncode != 0, f"{module} is installed without its extra"
+    careful = REPO / "conformance" / "clients" / "careful.py"
+    cli = str(fresh_venv / "bin" / "codex-harness")
+    done = run([cli, "run", "--client-cmd", f"python3 {careful}", "--scenario", "plain"], tmp_path, env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "RESULT: PASS" in done.stdout
+    fuzz = run([cli, "fuzz", "--examples", "1"], tmp_path, env)
+    assert fuzz.returncode == 3 and "codex-harness[fuzz]" in fuzz.stderr, fuzz.stderr
+
+
+@pytest.fixture(scope="module")
+def pytest_venv(fresh_venv: Path) -> Path:
+    """The same venv with the pytest extra, as docs/pytest.md installs it."""
+    (wheel,) = (fresh_venv.parent / "wheel").glob("codex_harness-*.whl")
+    python = str(fresh_venv / "bin" / "python")
+    done = run([python, "-m", "pip", "install", "--quiet", f"{wheel}[pytest]"], fresh_venv, clean_env(fresh_venv))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return fresh_venv
+
+
+def test_the_pytest_file_of_docs_pytest_md_passes_in_a_fresh_project(pytest_venv: Path, tmp_path: Path) -> None:
+    fresh_venv = pytest_venv
     project = tmp_path / "project"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_codex_contracts.py").write_text(doc_block("pytest.md", "test file", "python"))
@@ -102,7 +130,8 @@ def test_the_pytest_file_of_docs_pytest_md_passes_in_a_fresh_project(fresh_venv:
     assert "requested an async fixture" not in done.stdout
 
 
-def test_the_failure_message_names_the_failed_check_and_the_session(fresh_venv: Path, tmp_path: Path) -> None:
+def test_the_failure_message_names_the_failed_check_and_the_session(pytest_venv: Path, tmp_path: Path) -> None:
+    fresh_venv = pytest_venv
     # The same fixture and helper on a client with a known bug: the test fails, and says why.
     project = tmp_path / "project"
     project.mkdir()
@@ -136,7 +165,7 @@ def test_the_shell_recipe_of_docs_ci_md_fails_only_on_new_must_failures(fresh_ve
     careful = REPO / "conformance" / "clients" / "careful.py"
     ok = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": f"python3 {careful}", "OUT": "out-careful"})
     assert ok.returncode == 0, ok.stdout[-4000:] + ok.stderr[-2000:]
-    assert orjson.loads((tmp_path / "known-failures.json").read_bytes()) == []  # the first run made it
+    assert (tmp_path / "known-failures.toml").read_text() == "failures = []\n"  # the first run made it
     suites = ET.parse(tmp_path / "out-careful" / "junit.xml").getroot()
     assert {s.get("name", "").split("[")[0].strip() for s in suites.iter("testsuite")} >= set(CI_SCENARIOS)
     assert (tmp_path / "out-careful" / "index.html").is_file()
@@ -148,11 +177,26 @@ def test_the_shell_recipe_of_docs_ci_md_fails_only_on_new_must_failures(fresh_ve
     failed = [c for c in orjson.loads((tmp_path / "out-buggy" / "checks.json").read_bytes()) if c["status"] == "fail"]
     assert failed and all(c["level"] == "must" for c in failed)
 
-    # Accepted in the baseline, it no longer fails the job; fixed (the careful client again), it is stale:
-    # listed, and with --stale warn the job still passes.
-    (tmp_path / "known-failures.json").write_bytes(orjson.dumps(failed))
+    # Accepted in the baseline (as the recipe says: `codex-harness baseline OUT`), it no longer fails the job;
+    # fixed (the careful client again), it is stale: listed, and with --stale warn the job still passes.
+    made = run([str(fresh_venv / "bin" / "codex-harness"), "baseline", "out-buggy"], tmp_path, env)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.count("\n    \"") == len(failed)  # one id a line, only the failures
+    (tmp_path / "known-failures.toml").write_text(made.stdout)
     accepted = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": buggy, "OUT": "out-accepted"})
     assert accepted.returncode == 0, accepted.stdout[-4000:]
     fixed = run(["bash", str(script)], tmp_path, {**env, "CLIENT_CMD": f"python3 {careful}", "OUT": "out-fixed"})
     assert fixed.returncode == 0, fixed.stdout[-4000:]
     assert "Stale baseline entries" in fixed.stdout
+
+
+def test_the_docs_script_is_the_actions_own_step() -> None:
+    """docs/ci.md's shell recipe is scripts/codex-contracts.sh, and action.yml runs that script with its inputs."""
+    script = (REPO / "scripts" / "codex-contracts.sh").read_text(encoding="utf-8")
+    assert doc_block("ci.md", "the script", "bash") == script
+    action = (REPO / "action.yml").read_text(encoding="utf-8")
+    assert "using: composite" in action
+    assert 'run: bash "${{ github.action_path }}/scripts/codex-contracts.sh"' in action
+    for variable in re.findall(r"\$\{([A-Z_]+)[:}]", script):  # every input the script reads is set by the action
+        assert f"        {variable}: ${{{{" in action, variable
+    assert "actions/upload-artifact" in action and "if: always()" in action

@@ -525,7 +525,7 @@ def test_fuzz_out_unusable_is_said_first(where: str, tmp_path: Path, capsys: pyt
     started = time.monotonic()
     code, text = run_cli(capsys, _cli_main(), ["fuzz", "--examples", "100000", "--out", str(out), "--quiet"])
     assert_clean(text)
-    assert code == USAGE and "--out" in text, text
+    assert code == USAGE and "--report" in text, text
     assert time.monotonic() - started < 10  # refused before the first example
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from contracts.checks import Check
 from contracts.exitcodes import FAILED, OK, UsageError
+from contracts.report import Report
 from harness.report import (
     BaselineEntry,
     judge,
@@ -42,8 +43,10 @@ def test_table_shows_rows_columns_and_failures_below() -> None:
     assert any(line.startswith("crash") and "✗ FAIL" in line and "! warn" in line for line in lines)
     assert any(line.startswith("plain") and line.count("✓ pass") == 2 for line in lines)
     assert "Failures:" in text and "Result completed, [expect] declares failed" in text
-    assert "Warnings:" in text and "Skipped:" in text and "can only be produced by the fake" in text
+    assert "Warnings:" in text and "Skipped" in text and "can only be produced by the fake" in text
     assert text.rstrip().endswith("RESULT: FAIL")
+    # the failures are the last thing above the verdict: on the last screen of a CI log
+    assert text.index("Failures:") > max(text.index("Warnings:"), text.index("Skipped"))
     assert verdict.exit_code == FAILED
 
 
@@ -140,3 +143,48 @@ def test_a_scenario_whose_judged_checks_passed_is_a_pass_in_progress_lines() -> 
     assert ScenarioRun("plain", "fake", [C("plain", "latency", "skip")]).status == "skip"
     assert ScenarioRun("plain", "fake", [C("plain", "usage", "warn"), C("plain", "x", "skip")]).status == "warn"
     assert ScenarioRun("plain", "fake", []).status == "skip"  # nothing judged is never a pass
+
+
+def _outside_like(n: int) -> list[Check]:
+    """``n`` scenarios of an outside client: one failure, and per scenario the structural skips of its kind."""
+    out = []
+    for i in range(n):
+        out.append(Check(f"s{i}", "fake-process", "terminal_status", "turn 1 status", "pass", "ok"))
+        out.append(Check(f"s{i}", "fake-process", "latency", "cancel", "skip", "on the client's clock", applies=False))
+        out.append(Check(f"s{i}", "fake-process", "trace_closure", "", "skip", "own trace not judged", applies=False))
+        out.append(Check(f"s{i}", "fake-process", "usage", "turn 1 usage", "skip", "the client reported no usage"))
+    out.append(Check("s0", "fake-process", "usage", "turn 2 usage", "fail", "input 0 != 60"))
+    return out
+
+
+def test_skips_are_one_line_per_reason_and_structural_columns_are_named_once() -> None:
+    checks = _outside_like(40)
+    text = render_table(checks)
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("scenario"))
+    assert "latency" not in header and "trace_closure" not in header  # no column of dashes
+    assert sum("own trace not judged" in line for line in lines) == 1
+    assert sum("the client reported no usage" in line for line in lines) == 1
+    assert "40 check(s) in 40 scenario(s)" in text
+    assert len(lines) < 40 + 25  # one row a scenario, not five skip lines a scenario
+    assert text.index("Failures:") > text.index("Skipped")
+    verbose = render_table(checks, verbose=True)
+    assert sum("the client reported no usage" in line for line in verbose.splitlines()) == 40
+
+
+def test_junit_groups_structural_skips_and_carries_times() -> None:
+    checks = _outside_like(30)
+    times = {(f"s{i}", "fake-process"): 2.0 for i in range(30)}
+    root = ET.fromstring(junit_xml(checks, times=times))
+    cases = list(root.iter("testcase"))
+    not_judged = [c for c in cases if c.get("classname") == "not-judged"]
+    assert len(not_judged) == 2  # one per reason, not 60 skipped cases
+    assert all(c.get("time") is not None for c in cases)
+    assert abs(float(root.get("time")) - 60.0) < 0.01
+
+
+def test_judged_line_names_client_target_release_and_harness() -> None:
+    report = Report(checks=CHECKS, judged={"client": "the command 'x'", "target": "fake", "release": "0.171.0",
+                                           "harness": "9.9"})
+    first = render_table(report).splitlines()[0]
+    assert first == "Judged: the command 'x' on target fake (release 0.171.0), by codex-harness 9.9"

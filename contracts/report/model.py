@@ -374,6 +374,17 @@ class Report:
     wall_s: float = 0.0
     #: the budgets the client declared (``run --budget``: plan name → ms); every scenario was judged with them
     budgets: dict[str, int] = field(default_factory=dict)
+    #: what was judged, by what (``client``, ``target``, ``release``, ``harness``): the header of every rendering
+    judged: dict[str, str] = field(default_factory=dict)
+
+    def judged_line(self) -> str:
+        """``Judged: the client … on target … (release …), by codex-harness X``, or empty when not known."""
+        if not self.judged:
+            return ""
+        j = self.judged
+        release = f" (release {j['release']})" if j.get("release") else ""
+        harness = f", by codex-harness {j['harness']}" if j.get("harness") else ""
+        return f"Judged: {j.get('client', '?')} on target {j.get('target', '?')}{release}{harness}"
 
     def groups(self) -> list[Group]:
         """The checks by (scenario, target), in the order the rows were first seen (linear in the checks)."""

@@ -18,7 +18,8 @@
 The word is ``NOTHING JUDGED`` when nothing was judged, else ``FAIL`` when anything fails, else ``PASS``; the
 exit code is :data:`~contracts.exitcodes.FAILED` (1) unless the word is ``PASS``.
 
-A **baseline** lists known failures: a JSON list of objects with ``scenario``, ``target``, ``contract`` and
+A **baseline** lists known failures: the TOML file ``codex-harness baseline`` writes (one id a line,
+:mod:`contracts.report.baseline_file`), or a JSON list of objects with ``scenario``, ``target``, ``contract`` and
 optionally ``name``; a previous ``checks.json`` works (its non-failures are ignored, whatever format it is).
 """
 
@@ -34,6 +35,7 @@ import orjson
 from contracts import paths
 from contracts.checks.base import Check
 from contracts.exitcodes import FAILED, OK, UsageError
+from contracts.report.baseline_file import parse_baseline_toml
 from contracts.report.model import Finding, Report
 
 MAX_BASELINE_BYTES = 64 * 1024 * 1024  # a checks.json of thousands of scenarios is a few MB
@@ -175,7 +177,13 @@ def load_baseline(path: str | Path) -> list[BaselineEntry]:
     except OSError as exc:
         raise UsageError(f"cannot read baseline {p}: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
-        raise UsageError(f"baseline {p} is not JSON: {exc}") from None
+        if p.suffix == ".json":
+            raise UsageError(f"baseline {p} is not JSON: {exc}") from None
+        try:
+            text = data_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError(f"baseline {p} is neither JSON nor UTF-8 TOML") from None
+        return [BaselineEntry(*entry) for entry in parse_baseline_toml(text, str(p))]
     if not isinstance(data, list):
         raise UsageError(f"baseline {p}: expected a JSON list of objects with scenario, target, contract")
     entries = []

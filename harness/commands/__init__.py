@@ -9,6 +9,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.run",
     "harness.commands.latency",
     "harness.commands.scenarios",
+    "harness.commands.baseline",
+    "harness.commands.report",
     "harness.commands.show",
     "harness.commands.diff",
     "harness.commands.record",

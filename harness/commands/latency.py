@@ -48,7 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     confine.add_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the samples and summaries as JSON")
     parser.add_argument(
-        "--report", metavar="DIR", help="write latency.html (histograms with p50/p95/p99/max) and latency.json here"
+        "--report",
+        "--out",
+        dest="report",
+        metavar="DIR",
+        help="write latency.html (histograms with p50/p95/p99/max) and latency.json here",
     )
 
 

@@ -40,7 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--codex", metavar="PATH", action="append", default=[], help="a codex binary (repeat: at least two)"
     )
-    parser.add_argument("--out", metavar="DIR", type=Path, default=Path("release-matrix"), help="where the files go")
+    parser.add_argument(
+        "--report",
+        "--out",
+        dest="out",
+        metavar="DIR",
+        type=Path,
+        default=Path("release-matrix"),
+        help="where the files go (--out: the same)",
+    )
     parser.add_argument(
         "--latency-samples", type=int, default=10, metavar="N", help="samples per latency case (0 skips them)"
     )
@@ -75,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     scenarios = select_scenarios(args.scenario)
     from harness.report_dir import writable_with
 
-    writable_with(args.out, ("matrix.md", "matrix.json", "matrix.html"), "--out")  # before the work, not after it
+    writable_with(args.out, ("matrix.md", "matrix.json", "matrix.html"), "--report")  # before the work, not after it
     started = time.perf_counter()
     reports = []
     with schema_store.using_user_store(root):

@@ -10,22 +10,29 @@ entries.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import orjson
 
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
-from harness import budgets, confine, scenario_lookup
+from contracts.version import harness_version
+from harness import budgets, confine, scenario_lookup, shards
 from harness import report_dir as report_dir_check
 from harness.client.sockets import TRANSPORTS
 from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, jobs_from_args, run_clients
+from harness.outside.runner import ClientSpec
+from harness.progress import Progress
 from harness.report import junit_xml, render_table
 from harness.report_dir import ReportDir
 from harness.runner import ScenarioRun, run_many
@@ -62,6 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario-dir", metavar="DIR", action="append", default=[], help="every scenario file of DIR")
     parser.add_argument(
         "--report",
+        "--out",
+        dest="report",
         metavar="DIR",
         help="write checks.json, junit.xml, each session record and index.html (the HTML report) here",
     )
@@ -79,7 +88,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
     confine.add_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="play only shard K of N of the scenarios (split by name, the same on every machine); `codex-harness "
+        "report merge OUT DIR...` joins the N reports into one (docs/ci.md)",
+    )
     parser.add_argument("--ascii", action="store_true", help="plain ASCII statuses in the table")
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="every skip on its own line (scenario and reason), and what the harness killed or did not copy for "
+        "passing scenarios too (by default: skips one line per reason, and only failing scenarios' notes)",
+    )
     add_client_arguments(parser)
     budgets.add_arguments(parser)
 
@@ -102,10 +124,11 @@ def _scenarios(args: argparse.Namespace) -> list[Scenario]:
 
 
 def _startup_failures(runs: list[ScenarioRun]) -> None:
-    """A server that did not start is said on the terminal with its stderr tail, not only in the report."""
+    """A server that did not start is said on the terminal with its stderr tail, not only in the report; not
+    where the scenario expected it (its checks pass: what a scenario expects is part of its row, not a warning)."""
     for run in runs:
         failure = run.record.meta.get("startup_failure") if run.record is not None else None
-        if not failure:
+        if not failure or run.status != "fail":
             continue
         print(f"codex-harness run: {run.scenario} [{run.target}]: the server did not start: {failure}", file=sys.stderr)
         tail = terminal_lines(run.record.stderr_tail if run.record is not None else "", STDERR_LINES)
@@ -113,7 +136,8 @@ def _startup_failures(runs: list[ScenarioRun]) -> None:
             print(f"  stderr: {line}", file=sys.stderr)
 
 
-def _progress(run: ScenarioRun, n: int, total: int) -> None:
+def progress_line(run: ScenarioRun, n: int, total: int) -> str:
+    """``[3/56] plain [fake] PASS 15 pass, 0 fail, 0 warn, 0 skip (0.37s)``: a scenario as it ends."""
     counts = {s: sum(c.status == s for c in run.checks) for s in ("pass", "fail", "warn", "skip")}
     should = sum(c.status == "fail" and c.level == "should" for c in run.checks)
     if run.skipped:
@@ -122,11 +146,7 @@ def _progress(run: ScenarioRun, n: int, total: int) -> None:
         failed = f"{counts['fail']} fail" + (f" ({should} should)" if should else "")
         what = f"{counts['pass']} pass, {failed}, {counts['warn']} warn, {counts['skip']} skip"
     width = len(str(total))
-    print(
-        f"[{n:>{width}}/{total}] {run.scenario} [{run.target}] {run.status.upper():4} {what} ({run.wall_s:.2f}s)",
-        file=sys.stderr,
-        flush=True,
-    )
+    return f"[{n:>{width}}/{total}] {run.scenario} [{run.target}] {run.status.upper():4} {what} ({run.wall_s:.2f}s)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,11 +158,15 @@ def run(args: argparse.Namespace) -> int:
     declared = client.budgets if client is not None else budgets.from_args(args)
     targets: list[str] = list(dict.fromkeys(args.target or ["fake"]))
     baseline = load_baseline(args.baseline) if args.baseline else []
+    shard = shards.parse(args.shard) if args.shard else None
     try:
         scenarios = _scenarios(args)
     except scenario_lookup.ScenarioError as exc:
         print(f"codex-harness run: {exc}", file=sys.stderr)
         return INVALID_INPUT
+    if shard is not None:
+        scenarios = shards.pick(scenarios, [s.name for s in scenarios], *shard)
+        print(f"codex-harness run: shard {shard[0]}/{shard[1]}: {len(scenarios)} scenario(s)", file=sys.stderr)
     if declared:  # the client is judged by the budgets it declares; every scenario's plan takes them
         budgets.check_run_caps(budgets.with_budgets(s, declared) for s in scenarios)
         print(f"codex-harness run: budgets declared: {budgets.describe(declared)}", file=sys.stderr)
@@ -168,35 +192,60 @@ def run(args: argparse.Namespace) -> int:
     report = None
     if args.report:
         report = report_dir_check.prepare(Path(args.report), [(t, s.name) for t in targets for s in scenarios])
+    shown = Progress(len(scenarios) * len(targets)) if not args.quiet else None
+
+    def ended(run: ScenarioRun, n: int, total: int) -> None:
+        if shown is not None:
+            shown.ended(run.scenario, run.target, progress_line(run, n, total))
+
     try:
+        with shown if shown is not None else contextlib.nullcontext():
+            runs = _play(args, client, scenarios, targets, report, jobs, real, codex, ended, shown)
         if client is not None:
-            runs = run_clients(
-                client,
-                scenarios,
-                report_dir=report,
-                progress=None if args.quiet else _progress,
-                jobs=jobs,
-                targets=targets,
-                codex=real,
-            )
-            describe(runs)
-        else:
-            runs = run_many(
-                scenarios,
-                targets,
-                codex=codex,
-                report_dir=report,
-                progress=None if args.quiet else _progress,
-                transport=args.transport,
-            )
+            describe(runs if args.verbose else [r for r in runs if r.status == "fail"])
         _startup_failures(runs)
         with collector_paused():  # the records are only read from here on (contracts.heap)
-            code = _report(args, runs, baseline, report, declared)
+            code = _report(args, runs, baseline, report, declared, judged_by(args, runs, targets))
         _wall_time(runs, time.monotonic() - started, jobs if client is not None else 1)
         return code
     finally:
         if report is not None:
             report.close()
+
+
+def _play(
+    args: argparse.Namespace,
+    client: ClientSpec | None,
+    scenarios: list[Scenario],
+    targets: list[str],
+    report: ReportDir | None,
+    jobs: int,
+    real: tuple[Path, str] | None,
+    codex: Path | None,
+    ended: Callable[[ScenarioRun, int, int], None],
+    shown: Progress | None,
+) -> list[ScenarioRun]:
+    started = shown.started if shown is not None else None
+    if client is not None:
+        return run_clients(
+            client,
+            scenarios,
+            report_dir=report,
+            progress=ended,
+            jobs=jobs,
+            targets=targets,
+            codex=real,
+            started=started,
+        )
+    return run_many(
+        scenarios,
+        targets,
+        codex=codex,
+        report_dir=report,
+        progress=ended,
+        transport=args.transport,
+        started=started,
+    )
 
 
 def _report(
@@ -205,21 +254,43 @@ def _report(
     baseline: list[BaselineEntry],
     report: ReportDir | None,
     declared: dict[str, int] | None = None,
+    judged: dict[str, str] | None = None,
 ) -> int:
     model = Report(
         checks=[c for r in runs for c in r.checks],
         records=[r.record for r in runs if r.record is not None],
         budgets=dict(declared or {}),
+        judged=dict(judged or {}),
     )
     verdict = judge(model, strict=args.strict, baseline=baseline, stale_fails=args.stale == "fail")
-    print(render_table(model, verdict, ascii_only=args.ascii), end="")
+    print(render_table(model, verdict, ascii_only=args.ascii, verbose=args.verbose), end="")
     if report is not None:  # each file written whole through the held directory, never through a link
+        report.write("run.json", orjson.dumps({**model.judged, "result": verdict.result}, option=orjson.OPT_INDENT_2))
         report.write("checks.json", checks_json(model.checks))
-        report.write("junit.xml", junit_xml(model, strict=args.strict))
+        for r in runs:  # each record keeps the verdict it was given: `show` repeats it, never judges differently
+            if r.record is not None:
+                report.write_verdict(r.target, r.scenario, checks_json(r.checks))
+        times = {(r.scenario, r.target): r.wall_s for r in runs}
+        report.write("junit.xml", junit_xml(model, strict=args.strict, times=times))
         print(f"report: {report.path}/checks.json, junit.xml, sessions/ ({len(model.checks)} checks)")
         page = write_index_html(report.path, model, model.records, verdict=verdict, into=report.root)
         print(f"HTML report: {page}")
     return verdict.exit_code
+
+
+def judged_by(args: argparse.Namespace, runs: list[ScenarioRun], targets: list[str]) -> dict[str, str]:
+    """What the run judged and by what: the client (ours, or the command given), the targets, the releases the
+    server sides were (from the records: what really played), and the harness's version."""
+    client = f"the command {args.client_cmd!r}" if args.client_cmd is not None else "the harness's own trio client"
+    releases = sorted(
+        {r.record.server_version or r.record.schema_release for r in runs if r.record is not None} - {""}
+    )
+    return {
+        "client": client,
+        "target": ", ".join(targets),
+        "release": ", ".join(releases),
+        "harness": harness_version(),
+    }
 
 
 def _wall_time(runs: list[ScenarioRun], elapsed: float, jobs: int) -> None:

@@ -1,8 +1,12 @@
 """``codex-harness show DIR|wire.jsonl``: a readable timeline of one recorded session.
 
-On a record directory the contracts are run again and judged as ``run`` judges them (one report model, one
-verdict function): the ``RESULT:`` line closes the output and the exit code is the verdict's (1 on a failing
-check, or when nothing was judged). A bare wire.jsonl, or ``--no-checks``, is a timeline only: exit 0.
+On a record directory of a ``run --report``, the verdict is the one ``run`` gave that session (its
+``checks.json``, written beside the record): ``run`` knew what a record alone cannot show (the client's budgets
+and deadline, its result file, what it left running), so ``show`` repeats it rather than judging differently.
+A record without it (an older report, a ``fake-codex --record`` folder), or ``--rejudge``, is judged again from
+what was recorded, as ``run`` judges (one report model, one verdict function). The ``RESULT:`` line closes the
+output and the exit code is the verdict's (1 on a failing check, or when nothing was judged). A bare
+wire.jsonl, or ``--no-checks``, is a timeline only: exit 0.
 """
 
 from __future__ import annotations
@@ -13,12 +17,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
+import orjson
+
 from contracts import paths, safe_read
-from contracts.checks import run_all
+from contracts.checks import Check, run_all
 from contracts.exitcodes import INVALID_INPUT, OK, UsageError
 from contracts.record import SessionRecord, WireEntry
 from contracts.releases import default_version
 from contracts.report import Report, judge
+from contracts.report.verdict import MAX_BASELINE_BYTES
+from harness.report_dir import SESSION_VERDICT
 from harness.timeline import render_lines
 from harness.wire_file import WireFileError, iter_wire
 
@@ -30,6 +38,11 @@ MAX_WIRE_BYTES = 512 * 1024 * 1024
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="DIR|wire.jsonl", help="a saved session record directory or its wire.jsonl")
     parser.add_argument("--no-checks", action="store_true", help="do not re-run the contracts on a record directory")
+    parser.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="judge the record again from what it holds, instead of repeating the verdict run gave it",
+    )
     parser.add_argument("--no-schema", action="store_true", help="do not mark frames the pinned schema rejects")
     parser.add_argument(
         "--html", metavar="OUT", help="also write the session as a self-contained HTML page (sequence diagram) to OUT"
@@ -59,10 +72,13 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     from harness.outside.show import is_outside, show_outside
 
+    saved = None if args.rejudge or args.no_checks else saved_verdict(path)
+    if saved is not None:
+        print(f"verdict: as run gave it ({path / SESSION_VERDICT}; --rejudge judges the record again)")
     if is_outside(path):  # what fake-codex --record saw of a client: judged, exit 1 on a failing check
-        return show_outside(args, path)
+        return show_outside(args, path, saved)
     try:
-        return _show(args, path)
+        return _show(args, path, saved)
     except WireFileError as exc:  # a line that is not {"t", "dir", "msg"}: invalid input, with its line
         print(f"codex-harness show: {exc}", file=sys.stderr)
         return INVALID_INPUT
@@ -72,7 +88,24 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _show(args: argparse.Namespace, path: Path) -> int:
+def saved_verdict(path: Path) -> list[Check] | None:
+    """The checks ``run`` wrote into a record directory, or None (no such file: judge the record)."""
+    if not path.is_dir() or not (path / "record.json").is_file():
+        return None
+    try:
+        body = safe_read.read_bounded(path / SESSION_VERDICT, MAX_BASELINE_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path / SESSION_VERDICT}: {exc.strerror or exc}") from None
+    try:
+        items = orjson.loads(body)
+        return [Check.from_dict(d) for d in items]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path / SESSION_VERDICT} is not the checks of a run: {exc}") from None
+
+
+def _show(args: argparse.Namespace, path: Path, saved: list[Check] | None = None) -> int:
     if args.html:  # checked before the timeline: a FIFO there would block the write forever
         paths.require_output_file(args.html, "--html")
     record: SessionRecord | None = None
@@ -104,7 +137,7 @@ def _show(args: argparse.Namespace, path: Path) -> int:
             validator = Validator.for_release(release, record.experimental_api if record else True)
         except Exception:  # an unpinned release still shows its timeline, unmarked
             validator = None
-    checks = run_all(record) if record is not None and not args.no_checks else []
+    checks = saved if saved is not None else run_all(record) if record is not None and not args.no_checks else []
     title = ""
     if record is not None:
         statuses = ", ".join(f"turn {r.index + 1} {r.status}" for r in sorted(record.results, key=lambda r: r.index))

@@ -87,7 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codex", metavar="PATH", help="the codex binary to validate (else $CODEX_BIN)")
     confine.add_argument(parser)
     parser.add_argument(
-        "--out", metavar="DIR", type=Path, help="where report.md / report.json go (default: ./release-<version>)"
+        "--report",
+        "--out",
+        dest="out",
+        metavar="DIR",
+        type=Path,
+        help="where report.md / report.json go (default: ./release-<version>; --out: the same)",
     )
     parser.add_argument(
         "--latency-samples",
@@ -211,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path(f"release-{version}")
     from harness.report_dir import writable_with
 
-    writable_with(out, OUT_FILES, "--out")  # before the suite, not after it
+    writable_with(out, OUT_FILES, "--report")  # before the suite, not after it
     with schema_store.using_user_store(root):  # the suite validates frames against a pin made here too
         report = validate(
             binary, version, root, scenarios=scenarios, latency_samples=args.latency_samples, profile=args.profile
@@ -239,7 +244,7 @@ def _upgrade(args: argparse.Namespace, binary: Path, version: str, root: Path, s
     if schema_store.version_key(old_version) > schema_store.version_key(version):
         raise UsageError(f"--from codex-cli {old_version} is newer than --codex codex-cli {version}")
     out = args.out or Path(f"release-{old_version}-to-{version}")
-    writable_with(out, ("matrix.md", "matrix.json", "matrix.html"), "--out")
+    writable_with(out, ("matrix.md", "matrix.json", "matrix.html"), "--report")
     started = time.perf_counter()
     reports = []
     with schema_store.using_user_store(root):

@@ -18,7 +18,7 @@ from typing import Any, Final
 from hypothesis import strategies as st
 
 from contracts.fault_fuzz import Draw, Effect, Place, ending
-from contracts.faults import FAULTS, FaultSpec, Param
+from contracts.faults import FAULTS, FUZZED_KINDS, SLOW_KINDS, FaultSpec, Param
 
 
 class NotFuzzable(ValueError):
@@ -55,9 +55,9 @@ def _ordered(placements: Iterable[Placement]) -> tuple[Placement, ...]:
 
 
 #: Kinds the fuzzer draws, in table order.
-FUZZED: Final[tuple[str, ...]] = tuple(spec.kind for spec in FAULTS.values() if spec.fuzz)
+FUZZED: Final[tuple[str, ...]] = FUZZED_KINDS
 #: Kinds a fast run leaves out (``FaultSpec.slow`` says why).
-SLOW: Final[tuple[str, ...]] = tuple(spec.kind for spec in FAULTS.values() if spec.fuzz and spec.slow)
+SLOW: Final[tuple[str, ...]] = SLOW_KINDS
 #: Placements at passive points of a turn (the walk's points), simplest first.
 PASSIVE: Final = _ordered(p for p in _placements() if not p.place.at_interrupt)
 #: Placements at the interrupt of a turn whose cancel lands cleanly, simplest first (weights repeated).

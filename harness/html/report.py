@@ -170,6 +170,7 @@ def render_index(
     css = {"PASS": "pass", "FAIL": "fail"}.get(result, "none")
     body = [
         f"<h1>{e(title)}</h1>",
+        *([f'<p class="judged">{e(report.judged_line())}</p>'] if report.judged else []),
         f'<p><span class="verdict {css}">RESULT: {e(result)}</span> &nbsp; {len(groups)} scenario run(s), '
         f"{len(checks)} checks: {counts.passed} passed, {counts.failed_text()}, {counts.warned} warnings, "
         f"{counts.skipped} skipped</p>",

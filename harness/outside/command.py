@@ -145,6 +145,7 @@ def run_clients(
     jobs: int = 1,
     targets: Sequence[str] = (TARGET,),
     codex: tuple[Path, str] | None = None,
+    started: Callable[[str, str], None] | None = None,
 ) -> list:
     """Every (scenario, target), target by target, each target's scenarios in the catalogue's order; ``jobs`` > 1:
     that many at once (:func:`_run_at_once`), where the machine confines process trees (else one at a time, said
@@ -160,9 +161,11 @@ def run_clients(
     for target in targets:
         own = replace(spec, target=target, codex=codex[0], version=codex[1]) if codex else replace(spec, target=target)
         if jobs > 1 and len(scenarios) > 1:
-            runs += trio.run(_run_at_once, own, list(scenarios), report_dir, progress, jobs)
+            runs += trio.run(_run_at_once, own, list(scenarios), report_dir, progress, jobs, started)
             continue
         for scenario in scenarios:
+            if started is not None:
+                started(scenario.name, target)
             save = report_dir.slot(target, scenario.name) if report_dir is not None else None
             run = run_outside_one(scenario, own, save_dir=save)
             runs.append(run)
@@ -177,6 +180,7 @@ async def _run_at_once(
     report_dir: ReportDir | None,
     progress: Callable[..., None] | None,
     jobs: int,
+    started: Callable[[str, str], None] | None = None,
 ) -> list:
     """Up to ``jobs`` scenarios at once, each in a worker thread that plays it exactly as a sequential run does
     (its own trio loop, work directory, process tree, fake process and deadline). Progress lines come as
@@ -203,6 +207,8 @@ async def _run_at_once(
         with workdirs.work_dir(f"codex-harness-jobs-{scenario.name}-") as root:
             one = functools.partial(run_outside_one, scenario, spec, save_dir=save, work_root=root)
             await starting.acquire()
+            if started is not None:
+                started(scenario.name, spec.target)
             done = trio.Event()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_end_start_when_serving, root, done, starting)

@@ -74,7 +74,8 @@ def _records_of_recordings(servers: list[ServerRecording], problems: list[str]) 
     ]
 
 
-def show_outside(args: argparse.Namespace, path: Path) -> int:
+def show_outside(args: argparse.Namespace, path: Path, saved: list[Check] | None = None) -> int:
+    """``saved``: the verdict ``run`` gave this record (repeated, not judged again), else it is judged here."""
     from harness.outside.runner import judge
 
     try:
@@ -98,7 +99,7 @@ def show_outside(args: argparse.Namespace, path: Path) -> int:
             records = _records_of_recordings(servers, cut)
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
-    checks: list[Check] = [] if args.no_checks else judge(records)
+    checks: list[Check] = [] if args.no_checks else saved if saved is not None else judge(records)
     validator = None
     if not args.no_schema:
         from contracts.validator import Validator

@@ -22,6 +22,7 @@ SYMBOLS = {"pass": "✓ pass", "fail": "✗ FAIL", "skip": "- skip", "warn": "! 
 ASCII_SYMBOLS = {"pass": "ok", "fail": "FAIL", "skip": "skip", "warn": "warn", "should": "should"}
 _DETAIL_WIDTH = 400
 _NAME_WIDTH = 120
+_NAMED_ROWS = 12  # scenarios named on a skip line before "and N more"
 
 
 def _clip(text: str, width: int = _DETAIL_WIDTH) -> str:
@@ -48,15 +49,23 @@ def render_table(
     *,
     ascii_only: bool = False,
     show_skips: bool = True,
+    verbose: bool = False,
 ) -> str:
-    """The scenario × contract table, then failures with detail, then warnings and skips with reasons."""
+    """The scenario × contract table, what was not judged, then warnings and known failures, failures last.
+
+    Failures come last, just above the ``RESULT:`` line, so they are on the last screen of a CI log. Skips are
+    one line per reason with its count (``verbose``: one line per scenario and reason). A contract no check of
+    which could apply to this kind of run (every check a structural skip, :attr:`Check.applies` False) gets no
+    column of dashes: it is named once, with its reason.
+    """
     report = as_report(subject)
     verdict = verdict or judge(report)
     checks = report.checks
     if not checks:
         return f"no checks ran\n\n{result_line(verdict)}\n"
     symbols = ASCII_SYMBOLS if ascii_only else SYMBOLS
-    contracts = report.contracts()
+    not_applicable = structural_contracts(checks)
+    contracts = [c for c in report.contracts() if c not in not_applicable]
     groups = report.groups()
     multi_target = len(report.targets) > 1
     known = {id(c) for c in verdict.known}
@@ -79,7 +88,8 @@ def render_table(
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [head, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    out = ["\n".join(lines), ""]
+    out = [_clip(report.judged_line())] if report.judged else []
+    out += ["\n".join(lines), ""]
     counts = report.counts
     target_note = "" if multi_target else f" on target {_name(groups[0].target)}"
     out.append(
@@ -88,13 +98,19 @@ def render_table(
     )
     if report.budgets:
         out.append(f"Budgets the client declared (every scenario judged with them): {_clip(budget_text(report))}")
-    if verdict.failures:
-        out += ["", "Failures:"]
-        out += [check_line(c) for c in verdict.failures]
-    if verdict.should_failures:
-        strict = " (--strict: they fail the run)" if verdict.strict else " (warnings; --strict fails on them)"
-        out += ["", f"Recommendations not met (should){strict}:"]
-        out += [check_line(c) for c in verdict.should_failures]
+    structural = [c for c in checks if c.status == "skip" and not c.applies]
+    if structural:
+        out += ["", "Not judged for this kind of run (by construction; no column where nothing of a contract is):"]
+        out += skip_summary(structural)
+    skipped = [c for c in checks if c.status == "skip" and c.applies]
+    if show_skips and skipped:
+        heading = "Skipped:" if verbose else "Skipped (each reason once, with how many checks; --verbose lists them):"
+        out += ["", heading]
+        out += skip_lines(report, only_applicable=True) if verbose else skip_summary(skipped)
+    warnings = report.of_status("warn")
+    if warnings:
+        out += ["", "Warnings:"]
+        out += [check_line(c) for c in warnings]
     if verdict.known:
         out += ["", "Known failures (in the baseline):"]
         out += [check_line(c) for c in verdict.known]
@@ -102,13 +118,13 @@ def render_table(
         fails = "" if verdict.stale_fails else "; --stale warn: they do not fail the run"
         out += ["", f"Stale baseline entries (listed as failing, now passing; remove them{fails}):"]
         out += [f"  {one_line(e.describe(), _DETAIL_WIDTH)}" for e in verdict.stale]
-    warnings = report.of_status("warn")
-    if warnings:
-        out += ["", "Warnings:"]
-        out += [check_line(c) for c in warnings]
-    if show_skips and report.of_status("skip"):
-        out += ["", "Skipped:"]
-        out += skip_lines(report)
+    if verdict.should_failures:
+        strict = " (--strict: they fail the run)" if verdict.strict else " (warnings; --strict fails on them)"
+        out += ["", f"Recommendations not met (should){strict}:"]
+        out += [check_line(c) for c in verdict.should_failures]
+    if verdict.failures:
+        out += ["", "Failures:"]
+        out += [check_line(c) for c in verdict.failures]
     if verdict.strict_failures:
         out += ["", f"--strict: {len(verdict.strict_failures)} skip(s)/warning(s) count as failures"]
     if verdict.nothing_judged:
@@ -131,10 +147,44 @@ def check_line(check: Check) -> str:
     return f"  {where} ({check.level}): {_clip(check.detail)}{ref}"
 
 
-def skip_lines(report: Report) -> list[str]:
+def structural_contracts(checks: Sequence[Check]) -> dict[str, str]:
+    """Contracts of which every check is a structural skip (``applies`` False), with the first one's reason."""
+    reasons: dict[str, str] = {}
+    judged: set[str] = set()
+    for c in checks:
+        if c.status == "skip" and not c.applies:
+            reasons.setdefault(c.contract, c.detail)
+        else:
+            judged.add(c.contract)
+    return {contract: reason for contract, reason in reasons.items() if contract not in judged}
+
+
+def skip_summary(skips: Sequence[Check]) -> list[str]:
+    """One line per skip reason: how many checks, in how many scenarios, which contracts; a scenario not played
+    at all is named (``plain [real]``), up to a bound."""
+    grouped: dict[str, list[Check]] = {}
+    for c in skips:
+        grouped.setdefault(_clip(c.detail, 200), []).append(c)
+    lines = []
+    for reason, mine in sorted(grouped.items(), key=lambda kv: -len(kv[1])):
+        rows = list(dict.fromkeys((c.scenario, c.target) for c in mine))
+        unplayed = list(dict.fromkeys((c.scenario, c.target) for c in mine if c.name in ("", "scenario")))
+        if unplayed:
+            names = ", ".join(f"{_name(s)} [{_name(t)}]" for s, t in unplayed[:_NAMED_ROWS])
+            more = f" and {len(unplayed) - _NAMED_ROWS} more" if len(unplayed) > _NAMED_ROWS else ""
+            lines.append(f"  {len(unplayed)} scenario(s) not played ({names}{more}): {reason}")
+            continue
+        contracts = ", ".join(sorted({_name(c.contract) for c in mine}))
+        lines.append(f"  {len(mine)} check(s) in {len(rows)} scenario(s) [{contracts}]: {reason}")
+    return lines
+
+
+def skip_lines(report: Report, *, only_applicable: bool = False) -> list[str]:
     """Skips grouped by reason, so 'target does not support' reads once per scenario, not per contract."""
     grouped: dict[tuple[str, str, str], list[str]] = {}
     for skip in report.skip_reasons():
+        if only_applicable and not any(c.applies for c in skip.checks):
+            continue
         key = (_name(skip.scenario), _name(skip.target), _clip(skip.reason, 200))
         grouped.setdefault(key, []).extend(
             _name(c.contract) if c.name in ("", "scenario") else f"{_name(c.contract)} / {_name(c.name)}"
