@@ -28,12 +28,8 @@ DATA = Path(__file__).parent / "data" / "real"
 #: Every release with a policy observation (each shipped folder has one).
 RELEASES = sorted(p.parent.parent.name for p in DATA.glob("*/policy/observed.json"))
 RELEASE = releases.default_version()
-#: Cases the fake does not play as the real binary, each with its reason.
-NOT_PLAYED = {
-    # The real binary exits when config.toml sets approval_policy = "untrusted"; fake-codex reads the home's
-    # config.toml for the settings only and starts.
-    "config: untrusted / workspace-write / user": "the real binary refuses to start",
-}
+#: Cases the fake does not play as the real binary, each with its reason (none today).
+NOT_PLAYED: dict[str, str] = {}
 
 
 def _observed(release: str = RELEASE) -> dict[str, Any]:
@@ -64,7 +60,10 @@ def differences(real: dict[str, Any], other: dict[str, Any]) -> list[str]:
             continue
         mine = other[case]
         if "failed" in turns or "failed" in mine:
-            out.append(f"{case}: real {turns.get('failed', 'ran')}, other {mine.get('failed', 'ran')}")
+            # a server that refuses a setting at start: the same exit and the same words
+            said = {k: turns.get(k) for k in ("failed", "exit", "said")}
+            if said != {k: mine.get(k) for k in ("failed", "exit", "said")}:
+                out.append(f"{case}: real {said}, other {mine}")
             continue
         if turns["thread/start"] != mine["thread/start"]:
             out.append(f"{case}: thread/start {mine['thread/start']}, real {turns['thread/start']}")
@@ -88,8 +87,10 @@ def test_every_shipped_release_has_its_observation_and_table() -> None:
 def test_the_observation_covers_the_matrix(release: str) -> None:
     observed = _observed(release)
     assert {c.name for c in policy_observe.cases()} <= set(observed)
-    failed = {c for c, t in observed.items() if "failed" in t}
-    assert failed == set(NOT_PLAYED), failed
+    failed = {c: t for c, t in observed.items() if "failed" in t}
+    # config.toml and -c refuse "untrusted" (thread/start takes it): the server exits before it answers
+    assert set(failed) == {"config: untrusted / workspace-write / user", "flag: untrusted / workspace-write / user"}
+    assert all(t["exit"] == 1 and "untrusted" in t["said"] for t in failed.values())
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -97,7 +98,8 @@ def test_the_release_table_is_the_observations(release: str) -> None:
     """policy.json in the release folder is what the observation says (harness.learn.policy writes it)."""
     table = releases.get(release).data(fake_policy.POLICY_FILE)
     learned = policy.table(_observed(release), release, "")
-    assert (table["outcomes"], table["aliases"]) == (learned["outcomes"], learned["aliases"])
+    keys = ("outcomes", "aliases", "refused_at_start")
+    assert [table[k] for k in keys] == [learned[k] for k in keys]
     assert set(table["outcomes"]["never / workspace-write / user"].values()) == {"run", "reject"}
 
 
@@ -292,3 +294,16 @@ def test_a_denying_reviewer_declines_the_call_and_the_scenario_file_names_it() -
     assert reviewed == ["denied"]
     items = [m["params"]["item"] for m in seen if m["method"] == "item/completed"]
     assert [i["status"] for i in items if i["type"] == "commandExecution"] == ["declined"]
+
+
+def test_an_outside_clients_home_holds_what_the_real_targets_would() -> None:
+    """The fake reads the approval policy from the home the harness writes: the real target's (on-request forced
+    when a step needs an approval), so a client that sets nothing meets the same policy on both."""
+    from contracts.scenario import ModelResponse, Scenario, ServerConfig, TurnScript
+    from harness.targets.real import home_config
+
+    asks = TurnScript(responses=(ModelResponse(items=(CommandItem(command="x", approval=True),)),))
+    never = Scenario(name="s", description="", turns=(asks,), config=ServerConfig(approval_policy="never"))
+    assert home_config(never).approval_policy == "on-request"
+    untrusted = Scenario(name="s", description="", turns=(asks,), config=ServerConfig(approval_policy="untrusted"))
+    assert home_config(untrusted).approval_policy == "untrusted"  # the real target refuses it; the fake exits on it

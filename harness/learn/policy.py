@@ -57,6 +57,7 @@ def table(observed: dict[str, Any], release: str, source: str) -> dict[str, Any]
         "format": FORMAT,
         "release": release,
         "aliases": aliases(observed),
+        "refused_at_start": refused(observed),
         "policies": {"granular": "granular with sandbox_approval", "granular-no-sandbox-approval": "granular without"},
         "outcomes": dict(sorted(outcomes.items())),
         "learned_from": source,
@@ -72,6 +73,18 @@ def aliases(observed: dict[str, Any]) -> dict[str, str]:
         name = setting.split(" / ")[0]
         if where in ("thread", "config", "flag") and isinstance(answered, str) and answered != name:
             out[name] = answered
+    return dict(sorted(out.items()))
+
+
+def refused(observed: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Policies the binary refuses to start with from config.toml / ``-c``: what it says (stderr's first line,
+    without its ``Error: `` prefix) and its exit status."""
+    out: dict[str, dict[str, Any]] = {}
+    for case, turns in observed.items():
+        where, setting = _key(case)
+        said = turns.get("said")
+        if where in ("config", "flag") and "failed" in turns and isinstance(said, str) and said:
+            out[setting.split(" / ")[0]] = {"said": said.removeprefix("Error: "), "exit": turns.get("exit")}
     return dict(sorted(out.items()))
 
 

@@ -114,7 +114,7 @@ def cases() -> list[Case]:
     out += [Case(p, s, "user", "turn") for p in POLICIES for s in SANDBOXES]
     out += [Case(p, s, "user", "config") for p in ("on-request", "never") for s in SANDBOXES]
     # config.toml refuses "untrusted" (the real binary exits); "on-failure" is no longer in the schema's policies
-    out += [Case("untrusted", "workspace-write", "user", "config")]
+    out += [Case("untrusted", "workspace-write", "user", where) for where in ("config", "flag")]
     out += [Case("on-failure", s, "user", "config") for s in SANDBOXES]
     out += [Case(p, s, "auto_review", "config") for p in ("on-request",) for s in ("read-only",)]
     out += [Case(p, "workspace-write", r, "flag") for p in ("on-request", "never") for r in REVIEWERS]
@@ -138,6 +138,16 @@ def flag_args(case: Case) -> tuple[str, ...]:
 
 
 # --- one session --------------------------------------------------------------------------------------
+
+
+class ServerRefused(Exception):
+    """The server ended before it answered ``initialize`` (a setting it refuses to start with)."""
+
+    def __init__(self, code: int | None, stderr: str) -> None:
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        self.code = code
+        self.said = lines[0] if lines else ""
+        super().__init__(f"exit {code}: {self.said}")
 
 
 class Conn:
@@ -298,9 +308,14 @@ async def _session(argv: Any, env: Any, cwd: Path) -> AsyncIterator[Conn]:
 
     async with spawn_process(argv, cwd=cwd, env=env) as process:
         conn = Conn(process)
-        await conn.call(
-            "initialize", {"clientInfo": {"name": "observe", "version": "0"}, "capabilities": {"experimentalApi": True}}
-        )
+        try:
+            init = {"clientInfo": {"name": "observe", "version": "0"}, "capabilities": {"experimentalApi": True}}
+            await conn.call("initialize", init)
+        except EOFError:
+            code = None
+            with trio.move_on_after(10):
+                code = await process.wait_exit()
+            raise ServerRefused(code, process.stderr_tail()) from None
         await conn.send({"method": "initialized"})
         yield conn
         await process.close_input()
@@ -418,7 +433,9 @@ async def observe(server: Server, only: str | None = None, jobs: int = 2) -> dic
         async with limit:
             try:
                 out[case.name] = await play_case(server, case)
-            except Exception as exc:
+            except ServerRefused as exc:
+                out[case.name] = {"failed": "the server exited before it answered", "exit": exc.code, "said": exc.said}
+            except Exception as exc:  # an observation that failed is recorded as such
                 out[case.name] = {"failed": f"{type(exc).__name__}: {exc}"}
             print(case.name, file=sys.stderr)
 
@@ -467,12 +484,15 @@ def main() -> None:
     parser.add_argument("--only", help="only the cases whose name contains this")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--release", help="the release profile fake-codex plays (default: the default release)")
+    parser.add_argument("--update", action="store_true", help="replace only the cases played in the --out file")
     args = parser.parse_args()
     observed = (
         observe_real(Path(args.codex), args.only, args.jobs)
         if args.codex
         else observe_fake(args.only, args.jobs, args.release)
     )
+    if args.update and args.out and Path(args.out).is_file():
+        observed = dict(sorted({**orjson.loads(Path(args.out).read_bytes()), **observed}.items()))
     data = orjson.dumps(observed, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
