@@ -108,6 +108,7 @@ def learn_policy(codex: Path, version: str) -> dict[str, Any]:
     observed = {
         **policy_observe.observe_real(codex, only="thread: ", jobs=POLICY_JOBS),
         **policy_observe.observe_real(codex, only="config: on-failure", jobs=POLICY_JOBS),
+        **policy_observe.observe_real(codex, only="config: untrusted", jobs=POLICY_JOBS),
     }
     return policy.table(
         observed, version, f"`release learn`: the policy observation (thread/start) on codex-cli {version}"
