@@ -257,6 +257,9 @@ class ClientPlan:
     probes: tuple[ClientProbe, ...] = ()
     files: tuple[ClientFile, ...] = ()
     approval_delay_ms: int = 0  # how long the user takes to answer each approval request
+    #: how long the client waits for the server's first answer (``initialize``), counted from the server process's
+    #: start: a process start (an interpreter's imports, the npm wrapper) is not a request being late
+    startup_timeout_ms: int = 30000
 
     def probes_at(self, at: str) -> tuple[ClientProbe, ...]:
         return tuple(p for p in self.probes if p.at == at)

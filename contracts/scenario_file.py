@@ -298,6 +298,7 @@ def _client(r: _Reader) -> ClientPlan:
         request_timeout_ms=r.int("request_timeout_ms", 30000, minimum=1, maximum=MAX_DELAY_MS),
         turn_timeout_ms=r.int("turn_timeout_ms", 60000, minimum=1, maximum=MAX_DELAY_MS),
         teardown_ms=r.int("teardown_ms", 3000, minimum=1, maximum=MAX_DELAY_MS),
+        startup_timeout_ms=r.int("startup_timeout_ms", 30000, minimum=1, maximum=MAX_DELAY_MS),
         experimental_api=r.bool("experimental_api", False),
         opt_out=r.strs("opt_out"),
         handshake=r.bool("handshake", True),

@@ -38,7 +38,7 @@ from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
-from contracts.text import escaped_output
+from contracts.text import escape, escaped_output
 from contracts.transport import LineStream
 from contracts.wire import Incoming
 from fake_server import ledger, profiles
@@ -121,6 +121,24 @@ class _StdioIo:
         path = os.environ.get(ledger.FAULT_LEDGER_ENV)
         if path:
             ledger.append(path, effect)
+        # The person debugging a client sees which fault struck where, as it strikes (--quiet: not).
+        say(f"fault {effect.kind} struck at {effect.at} {effect.n} of turn {effect.turn + 1}")
+
+
+QUIET_ENV = "FAKE_CODEX_QUIET"
+_QUIET = [False]
+
+
+def say(text: str) -> None:
+    """One line on stderr for the person debugging a client (the scenario played, a fault as it strikes, where
+    the recording went); none under ``--quiet`` or ``$FAKE_CODEX_QUIET``. Written whole with one write."""
+    if _QUIET[0]:
+        return
+    data = escape(f"fake-codex: {text}").encode("utf-8", "replace") + b"\n"
+    try:
+        os.write(2, data)
+    except OSError:
+        pass
 
 
 async def serve_stdio(
@@ -335,7 +353,7 @@ def _serve_socket(
     sources: dict[str, str],
     record_root: str | None,
 ) -> int:
-    from fake_server.ws_serve import UnixPathError
+    from contracts.unix_socket import SocketPathError
 
     try:
         try:
@@ -347,7 +365,7 @@ def _serve_socket(
             if len(leaves) != 1:
                 raise
             raise leaves[0] from None
-    except UnixPathError as exc:
+    except SocketPathError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the address is taken, not ours, not here
@@ -413,6 +431,11 @@ def _parser() -> ArgumentParser:
     app.add_argument("--record", metavar="DIR", help=f"record the session into DIR/<n>-<pid>/ (or ${RECORD_ENV})")
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
+    app.add_argument(
+        "--quiet",
+        action="store_true",
+        help=f"say nothing on stderr of the scenario, the faults that strike, the recording (or ${QUIET_ENV}=1)",
+    )
     return parser
 
 
@@ -513,6 +536,9 @@ def _main(argv: Sequence[str] | None) -> int:
     record_root = os.environ.get(RECORD_ENV) or args.record or args.record_top
     if listen is not None and listen.scheme != "stdio":
         return _serve_socket(listen, policy, scenario, spec, profile, sources, record_root)
+    _QUIET[0] = args.quiet or os.environ.get(QUIET_ENV, "") not in ("", "0")
+    faults = ", ".join(sorted({f.kind for f in scenario.faults})) or "no fault"
+    say(f"playing scenario {scenario.name} as codex-cli {profile.release} ({faults}); --quiet says nothing")
     recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
     if recorder is not None:
         recorder.keep_signals()
@@ -525,6 +551,7 @@ def _main(argv: Sequence[str] | None) -> int:
             _set_blocking(fd, was)
     if recorder is not None:
         recorder.finish(code, crashed)
+        say(f"recorded into {recorder.folder}; see it with: codex-harness show {recorder.folder}")
     if crashed:
         os._exit(code & 0xFF)  # like a dying process: no flushing of Python buffers, no atexit
     return code

@@ -4,7 +4,9 @@ Each server process gets its own folder ``DIR/<n>-<pid>/`` (``n`` counts the ser
 recording from 1, claimed atomically so concurrent servers never share a number):
 
     start.json     pid, argv, the scenario's name, reference and hash, the release profile, the run
-                   marker, when it started (monotonic and Unix seconds); ``play``: what decides what
+                   marker, when it started (monotonic and Unix seconds) and when its process started
+                   (``process_started_t``, monotonic: the client's clock on ``initialize`` may run from
+                   there, while the wire's starts once the process is ready); ``play``: what decides what
                    the fake plays (:func:`play_identity`) and ``play_sources``: where each came from
                    (a flag, a variable, the scenario, the default), so a wrapper that gave one value
                    sees a client that changed it
@@ -99,6 +101,20 @@ def wire_entry(t: float, direction: str, item: Any) -> dict[str, Any]:
 
 
 
+def process_started_t() -> float | None:
+    """When this process started (the client's spawn of it: the shim execs the fake in the same process), on
+    CLOCK_MONOTONIC; None where ``/proc`` or CLOCK_BOOTTIME cannot say. ``/proc/self/stat`` gives the start in
+    clock ticks since boot; its age now on CLOCK_BOOTTIME, taken from the monotonic clock, places it there."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            stat = fh.read(4096)
+        ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22, counted after the command's ")"
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return round(time.monotonic() - max(0.0, age), 6)
+
+
 def start_fields(folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
     """A recording's ``start.json``: which folder of the run (``n``), which process, and what it plays
     (``extra``); every recorder (fake-codex, the relay in front of a real binary) writes this shape."""
@@ -111,6 +127,7 @@ def start_fields(folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
         **extra,
         "started_t": time.monotonic(),
         "started_unix": time.time(),
+        "process_started_t": process_started_t(),
     }
 
 class _Direction:

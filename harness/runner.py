@@ -90,6 +90,7 @@ def session_options(plan: ClientPlan, client_trace_dir: Path | None) -> SessionO
         interrupt_budget=plan.interrupt_budget_ms / 1000,
         teardown_timeout=plan.teardown_ms / 1000,
         turn_timeout=plan.turn_timeout_ms / 1000,
+        startup_timeout=plan.startup_timeout_ms / 1000,
         trace_dir=client_trace_dir,
         initialize=False,  # the runner initializes inside the block so a failed handshake still has a record
     )

@@ -25,10 +25,11 @@ BUGGY = [sys.executable, str(Path(__file__).resolve().parents[1] / "conformance"
 
 
 def _short_turns(name: str) -> Scenario:
-    """The built-in scenario with a 2 s turn timeout: a client that waits it out (or waits forever, to its
-    deadline) costs seconds, not the default minute."""
+    """The built-in scenario with a 2 s turn timeout (and 5 s requests, a 10 s start-up: the run deadline counts
+    them): a client that waits it out (or waits forever, to its deadline) costs seconds, not the default minute."""
     scenario = load_builtin(name)
-    client = dataclasses.replace(scenario.client, turn_timeout_ms=2000)
+    short = {"turn_timeout_ms": 2000, "request_timeout_ms": 5000, "startup_timeout_ms": 10000}
+    client = dataclasses.replace(scenario.client, **short)
     # Another name and no source file: the runner writes this scenario for the fake instead of the built-in file.
     return dataclasses.replace(scenario, name=f"{name}_short", client=client, source=None)
 

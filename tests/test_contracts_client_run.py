@@ -155,6 +155,15 @@ def test_reported_statuses_against_the_wire() -> None:
     assert reported("failed") == "pass"  # the client's own outcome; terminal_status judges it
 
 
+def test_reported_statuses_count_only_the_turns_the_server_started() -> None:
+    """A turn/start the server refused (then retried) starts no turn: the reported turn 1 is the retried one."""
+    busy = {"id": 4, "error": {"code": -32001, "message": "busy"}}
+    refused = [(0.05, "c2s", {**TURN_START, "id": 4}), (0.06, "s2c", busy)]
+    result = {"state": "valid", "turns": [{"turn": 1, "status": "completed"}]}
+    rec = record(refused + CONVERSATION, server=ENDED, result=result)
+    assert status(rec, "reported statuses agree with the wire") == "pass"
+
+
 def test_a_cancel_the_plan_asks_for_must_be_sent() -> None:
     """Judged by plan followed over the run's records (tests/test_contracts_client_plan.py has the rest)."""
     from contracts.checks import client_plan

@@ -44,6 +44,7 @@ def read_until(proc: subprocess.Popen[bytes], needle: bytes, limit_s: float = 20
 
 
 def test_stdin_closed_is_recorded_with_both_directions(tmp_path: Path) -> None:
+    spawned = time.monotonic()
     proc = start(tmp_path)
     assert proc.stdin is not None
     proc.stdin.write(INIT + b"garbage\n" + THREAD)
@@ -61,6 +62,9 @@ def test_stdin_closed_is_recorded_with_both_directions(tmp_path: Path) -> None:
     times = [e.t for e in server.wire]
     assert times == sorted(times) and abs(times[0] - time.monotonic()) < 60  # CLOCK_MONOTONIC seconds
     assert server.trace_bundle is not None  # the server trace goes with the recording
+    # When the process started (the client's clock on initialize may run from there), before the recording did.
+    process_t, started_t = server.start["process_started_t"], server.start["started_t"]
+    assert spawned - 0.1 <= process_t <= started_t <= times[0], (spawned, process_t, started_t)
 
 
 def test_signal_and_sigkill_and_one_folder_per_process(tmp_path: Path) -> None:

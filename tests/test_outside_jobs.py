@@ -31,9 +31,11 @@ BUGGY = [sys.executable, str(CLIENTS / "buggy.py")]
 
 
 def _short(name: str) -> Scenario:
-    """A built-in scenario with a 2 s turn timeout: a client that waits it out costs seconds, not a minute."""
+    """A built-in scenario with a 2 s turn timeout (5 s requests, a 10 s start-up: the run deadline counts them): a
+    client that waits it out costs seconds, not a minute."""
     scenario = load_builtin(name)
-    client = dataclasses.replace(scenario.client, turn_timeout_ms=2000)
+    short = {"turn_timeout_ms": 2000, "request_timeout_ms": 5000, "startup_timeout_ms": 10000}
+    client = dataclasses.replace(scenario.client, **short)
     return dataclasses.replace(scenario, name=f"{name}_short", client=client, source=None)
 
 

@@ -9,10 +9,12 @@ result file. Per server:
   ``--scenario`` or ``--release`` to it fails, the changed input and where it came from named;
 - ``not answered after resolved``: no answer to a server request after its ``serverRequest/resolved``;
 - ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
-  within the interrupt budget, or the client gave up and ended the server within budget;
+  within the interrupt budget, or the client gave up and ended the server within budget (the interrupt's and the
+  teardown's, and a request's when it sent one before ending it: a cleanup on a hung server);
 - ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
   its last turn ended (``turn/completed``), or after the turn budget when the server went silent (counted from
-  the server's last frame: a turn deadline and an inactivity timeout both pass; "ended late" past it); a
+  the server's last frame: a turn deadline and an inactivity timeout both pass; then the interrupt budget, and
+  the request budget when the client sent a request once the server went silent; "ended late" past it); a
   server that ended itself (crash, exit) needs nothing. The client's first move counts,
   from every sign the recording holds: ``end.json`` and the wire's ``stdin closed`` / ``signal`` notes (all a
   server killed before it wrote ``end.json`` leaves).
@@ -99,6 +101,20 @@ def wire_turns(index: WireIndex) -> list[dict[str, Any]]:
     return out
 
 
+def started_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turns of :func:`wire_turns` the server started, in order (the N-th is plan turn N, as
+    ``plan followed`` counts them): not a ``turn/start`` it refused, nor one it folded into a running turn (answered
+    with that turn's id)."""
+    out, ids = [], set()
+    for turn in turns:
+        if turn["error"] or (turn["id"] is not None and turn["id"] in ids):
+            continue
+        out.append(turn)
+        if turn["id"] is not None:
+            ids.add(turn["id"])
+    return out
+
+
 def _client_moves(server: dict[str, Any], wire: list[WireEntry]) -> list[tuple[float, str]]:
     """Every sign the recording holds of the client ending the server, (t, what), earliest first: ``end.json``'s
     reason and its ``stdin_closed_t``, and the ``stdin closed`` / ``signal NAME`` notes of the wire (all there is
@@ -119,6 +135,13 @@ def _client_moves(server: dict[str, Any], wire: list[WireEntry]) -> list[tuple[f
         elif entry.note.startswith("signal "):
             moves.append((entry.t, f"sent {entry.note.removeprefix('signal ')[:20]}"))
     return sorted(moves)
+
+
+def _cleanup_request(entry: WireEntry) -> bool:
+    """A request of the client's other than the interrupt (whose budget is counted on its own)."""
+    frame = entry.frame if entry.dir == "c2s" and isinstance(entry.frame, dict) else None
+    method = frame.get("method") if frame else None
+    return frame is not None and "id" in frame and isinstance(method, str) and method != "turn/interrupt"
 
 
 def _number(value: Any) -> bool:
@@ -174,6 +197,13 @@ def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: d
         allowed = record.budgets.interrupt_s + teardown
         since = "turn/start" if heard == started else "the server's last frame"
         what = f"the last turn's deadline ({since} + turn_timeout {turn_timeout:g} s)"
+        # A request the client sent once the server had gone silent (a cleanup on a hung server) is one it may
+        # wait on for its request timeout before it ends the server, as the run deadline allows (docs/clients.md).
+        cleanup = next((e for e in record.wire if e.t >= heard and e.t <= until and _cleanup_request(e)), None)
+        if cleanup is not None:
+            allowed += record.budgets.request_s
+            method = str((cleanup.frame or {}).get("method"))[:40]
+            what += f", then a {method} request (request timeout {record.budgets.request_s:g} s)"
     else:
         frames = [e.t for e in record.wire if e.dir != "note"]
         ref = frames[-1] if frames else float(server.get("started_t") or 0.0)
@@ -225,7 +255,10 @@ def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dic
         if done and done[0] - request.t <= budget + SLACK_S:
             continue
         gave_up = how in ("client", "sigkill") and end_t is not None
-        if gave_up and end_t - request.t <= budget + record.budgets.teardown_s + SLACK_S:
+        allowed = budget + record.budgets.teardown_s
+        if gave_up and any(request.t < e.t <= end_t and _cleanup_request(e) for e in record.wire):
+            allowed += record.budgets.request_s  # one bounded request before it ended the server, as in server ended
+        if gave_up and end_t - request.t <= allowed + SLACK_S:
             continue
         what = f"{done[0] - request.t:.3f} s later" if done else "never"
         bad.append(f"interrupt at t={request.t:.3f}: turn/completed {what}, and the client did not end the server")
@@ -377,7 +410,7 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
         return checks
     checks.append(make("result file", "pass", f"valid, {len(result.get('turns', []))} turn(s) reported"))
     index = WireIndex.build(record.wire)
-    seen = wire_turns(index)
+    seen = started_turns(wire_turns(index))
     wrong = []
     by_id = {t["id"]: t for t in seen if t["id"]}
     for reported in result.get("turns", []):

@@ -15,6 +15,8 @@ from typing import Any
 from contracts import paths
 from contracts.exitcodes import UsageError
 from contracts.faults import FAULTS, FUZZED_KINDS, SLOW_KINDS
+from contracts.report import load_baseline
+from harness import budgets, shards
 
 NAME = "fuzz"
 HELP = "fuzz the client with generated fault scenarios; a failure is shrunk to a replayable scenario file"
@@ -27,8 +29,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report", "--out", dest="out", metavar="DIR", help="where a failing scenario and its checks are written"
     )
     parser.add_argument(
-        "--target", choices=("fake", "fake-process"), default="fake", help="in-process fake (default) or fake-codex"
+        "--target",
+        choices=("fake", "fake-process"),
+        default=None,
+        help="in-process fake (default) or fake-codex; with --client-cmd always fake-process",
     )
+    parser.add_argument(
+        "--client-cmd",
+        metavar='"CMD ARGS"',
+        help="fuzz this outside client instead of ours: each example played as run --client-cmd plays a scenario "
+        "(docs/clients.md), a failed must check is a finding",
+    )
+    parser.add_argument("--client-deadline", metavar="SECONDS", type=float, help="as run --client-deadline")
+    parser.add_argument("--release", metavar="X", help="the release profile the fake plays for --client-cmd")
+    parser.add_argument("--baseline", metavar="FILE", help="known findings (as run --baseline): not reported again")
+    parser.add_argument(
+        "--database",
+        metavar="DIR",
+        help="hypothesis's example database: failures found by earlier campaigns are replayed first, new ones "
+        "saved (keep DIR in your CI cache; docs/ci.md)",
+    )
+    parser.add_argument(
+        "--database-ro",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a shared database read but never written (repeatable; e.g. the main branch's findings)",
+    )
+    parser.add_argument("--max-time", metavar="SECONDS", type=float, help="stop playing examples after this long")
+    parser.add_argument("--shard", metavar="K/N", help="shard K of N of the campaign: its own seed and examples/N")
+    budgets.add_arguments(parser)
     slow = "; ".join(f"{k}: {FAULTS[k].slow}" for k in SLOW_KINDS)
     parser.add_argument("--fast", action="store_true", help=f"skip the slow faults ({slow})")
     parser.add_argument("--no-shrink", action="store_true", help="report the first failure as found")
@@ -45,21 +75,62 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None:  # checked now, not when a failure must be written after minutes of fuzzing
         paths.require_writable_dir(out, "--report")
+    if args.max_time is not None and not 0 < args.max_time <= budgets.MAX_RUN_S:
+        raise UsageError(f"--max-time must be in (0, {budgets.MAX_RUN_S:g}] seconds")
     try:  # hypothesis is an extra (codex-harness[fuzz]): imported only by the command that needs it
         from harness.fuzz.driver import fuzz
     except ModuleNotFoundError as exc:
         if exc.name != "hypothesis":
             raise
         raise UsageError("fuzz needs hypothesis: pip install 'codex-harness[fuzz]'") from None
+    examples, seed_value = args.examples, args.seed
+    if args.shard:
+        k, n = shards.parse(args.shard)
+        examples, seed_value = max(1, -(-examples // n)), args.seed * shards.MAX_SHARDS + k
     kinds = tuple(k for k in FUZZED_KINDS if k not in SLOW_KINDS) if args.fast else FUZZED_KINDS
+    play = None
+    target = args.target or "fake"
+    if args.client_cmd is not None:
+        if args.target == "fake":
+            raise UsageError("--client-cmd fuzzes on fake-process (an outside client runs fake-codex)")
+        from harness.fuzz.outside import outside_player
+        from harness.outside.command import client_spec
+
+        args.target = None
+        spec = client_spec(args)
+        target = spec.target
+        play = outside_player(spec, load_baseline(args.baseline) if args.baseline else [])
+    elif args.baseline:
+        raise UsageError("--baseline goes with --client-cmd (our own client has no known findings)")
     report = fuzz(
-        args.examples,
-        seed_value=args.seed,
+        examples,
+        seed_value=seed_value,
         out=out,
-        target=args.target,
+        target=target,
         fault_kinds=kinds,
+        play=play,
         shrink=not args.no_shrink,
         progress=None if args.quiet else _progress,
+        database=_database(args),
+        max_time_s=args.max_time,
     )
+    report.client_cmd = args.client_cmd
+    if play is not None and report.failure is not None and report.failure.scenario is not None:
+        if not report.failure.flaky and not report.failure.error and not play(report.failure.scenario, target).failures:
+            report.failure.flaky = True  # the shrunk scenario did not fail again: a flaky client is a finding too
     print(report.text())
     return 0 if report.failure is None else 1
+
+
+def _database(args: argparse.Namespace) -> Any:
+    """hypothesis's own example database (never a store of ours): DIR read and written, each --database-ro read."""
+    if not args.database and not args.database_ro:
+        return None
+    from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
+
+    for where in [args.database, *args.database_ro]:
+        if where and Path(where).exists() and (Path(where).is_symlink() or not Path(where).is_dir()):
+            raise UsageError(f"--database {where}: not a directory")
+    parts = [DirectoryBasedExampleDatabase(args.database)] if args.database else []
+    parts += [ReadOnlyDatabase(DirectoryBasedExampleDatabase(d)) for d in args.database_ro]
+    return parts[0] if len(parts) == 1 else MultiplexedDatabase(*parts)

@@ -9,6 +9,7 @@ hypothesis shrinks the example, and the smallest failing scenario is written wit
 from __future__ import annotations
 
 import logging
+import shlex
 import tempfile
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 
 from contracts.checks import Check
@@ -66,6 +68,10 @@ class FuzzReport:
     failure: Failure | None = None
     target: str = "fake"
     seed: int = 0
+    #: ``fuzz --client-cmd``: the outside client's command (the reproduce line names it)
+    client_cmd: str | None = None
+    #: examples not played because ``max_time_s`` ran out
+    timed_out: int = 0
 
     @property
     def rate(self) -> float:
@@ -78,6 +84,8 @@ class FuzzReport:
             f"rate: {self.rate:.1f} examples/s ({self.seconds:.1f} s)",
             f"coverage: {self.coverage.summary()}",
         ]
+        if self.timed_out:
+            lines.append(f"--max-time reached: {self.timed_out} example(s) not played")
         if self.failure is None:
             lines.append("RESULT: PASS")
         else:
@@ -87,8 +95,10 @@ class FuzzReport:
                 size = scenario_size(self.failure.scenario)
                 lines.append(f"  shrunk scenario: {self.failure.scenario_file} ({size})")
                 lines.append(f"  failing checks: {self.failure.checks_file}")
+                client = f" --client-cmd {shlex.quote(self.client_cmd)}" if self.client_cmd else ""
                 lines.append(
-                    f"  reproduce: codex-harness run --target {self.target} --scenario {self.failure.scenario_file}"
+                    f"  reproduce: codex-harness run{client} --target {self.target} --scenario "
+                    f"{self.failure.scenario_file}"
                 )
             lines.append("RESULT: FAIL")
         return "\n".join(lines)
@@ -105,11 +115,15 @@ def fuzz(
     play: Callable[[Scenario, str], Example] | None = None,
     shrink: bool = True,
     progress: Callable[[FuzzReport], None] | None = None,
+    database: ExampleDatabase | None = None,
+    max_time_s: float | None = None,
 ) -> FuzzReport:
     """Run ``examples`` generated scenarios on ``target``; on a failure, shrink it and write it under ``out``.
 
     ``play`` replaces how one example is played and judged (tests use it to plant client bugs through
-    the same runner); ``strategy`` replaces the scenario strategy.
+    the same runner); ``strategy`` replaces the scenario strategy. ``database``: hypothesis's example database
+    (failures found before are replayed first, new ones saved). ``max_time_s``: after it, no example is played
+    (hypothesis's remaining examples pass at once, so the run ends; the report counts them).
     """
     report = FuzzReport(target=target, seed=seed_value)
     if strategy is None:
@@ -120,6 +134,9 @@ def fuzz(
     failing_seen = [False]
 
     def body(scenario: Scenario) -> None:
+        if max_time_s is not None and not failing_seen[0] and time.perf_counter() - started > max_time_s:
+            report.timed_out += 1
+            return
         report.examples += 1
         if not failing_seen[0]:
             report.generated += 1
@@ -138,16 +155,19 @@ def fuzz(
             raise ExampleFailed("; ".join(f"{c.contract}/{c.name}" for c in example.failures))
 
     phases = (Phase.generate, Phase.shrink) if shrink else (Phase.generate,)
+    if database is not None:  # what an earlier campaign found is replayed first
+        phases = (Phase.reuse, *phases)
     test = settings(
         max_examples=examples,
-        database=None,
+        database=database,
         deadline=None,
         phases=phases,
         suppress_health_check=list(HealthCheck),
         print_blob=False,
         report_multiple_bugs=False,
     )(given(strategy)(body))
-    test = seed(seed_value)(test)
+    if database is None:  # under an explicit seed hypothesis uses no database: a campaign with one is not seeded
+        test = seed(seed_value)(test)
     started = time.perf_counter()
     quiet = _quiet_client_logs()
     try:

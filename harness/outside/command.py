@@ -52,8 +52,8 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         "--client-deadline",
         metavar="SECONDS",
         type=float,
-        help="wall-clock bound per scenario for --client-cmd (default: per turn its turn timeout and interrupt "
-        "budget, then the teardown, + 10 s, under the declared budgets)",
+        help="wall-clock bound per scenario for --client-cmd (default: the run deadline of docs/clients.md, from the "
+        "declared budgets)",
     )
     parser.add_argument(
         "--jobs",

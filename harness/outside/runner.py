@@ -3,14 +3,13 @@
 The client runs in a process tree of its own (:mod:`harness.proctree`: a PID namespace, else a cgroup, else
 its session, the run marker and the harness's descendants) with ``CODEX_BIN`` = the shim (also first on
 ``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
-marker. It gets Σ (``turn_timeout_ms`` + ``interrupt_budget_ms``) + ``teardown_ms`` + 10 s (or ``deadline_s``),
+marker. It gets the run deadline of docs/clients.md (harness.budgets.run_deadline_s; or ``deadline_s``),
 under the budgets it declares (:mod:`harness.budgets`); past that, or once it exited and a teardown budget of
 grace passed, everything still alive in its tree is named and SIGKILLed.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import shutil
 import subprocess
@@ -409,39 +408,12 @@ def not_judged_outside(checks: list[Check]) -> list[Check]:
 
 
 def _never_started(record: SessionRecord, facts: dict[str, Any], unsupported: set[int]) -> int | None:
-    """The first turn reported ``unsupported`` that no ``turn/start`` carried (the plan's turns matched to the
-    wire's in order, by input), or None. The fake plays the scenario's turns in the order they start, so every
-    later turn got an earlier turn's script: their truth (status, usage) no longer holds."""
-    requests = sorted(WireIndex.build(record.wire).client_requests.values(), key=lambda r: r.pos)
-    starts = [r for r in requests if r.method == "turn/start"]
-    # A turn the client names by its id sits at its place on the wire: one further ahead than its number
-    # says follows a turn that never started.
-    wire_ids = [_answered_turn_id(r) for r in starts]
-    place = {turn_id: k for k, turn_id in reversed(list(enumerate(wire_ids))) if turn_id}
-    claimed = client_plan.reported_turn_ids(facts)
-    for turn_id, number in claimed.items():
-        if place.get(turn_id, number - 1) < number - 1:
-            before = [n for n in unsupported if n < number]
-            if before:
-                return min(before)
-    by_text: dict[str, list[int]] = {}  # indexed once: each plan turn finds its start by bisection
-    for k, request in enumerate(starts):
-        for key in client_plan.input_keys(request.params.get("input")):
-            by_text.setdefault(key, []).append(k)
-    cursor = 0
-    for planned in facts.get("plan_turns") or ():
-        if not isinstance(planned, dict) or not isinstance(planned.get("turn"), int):
-            continue
-        number, same = planned["turn"], by_text.get(client_plan.plan_key(str(planned.get("input", ""))), [])
-        j = bisect.bisect_left(same, cursor)
-        found = same[j] if j < len(same) else None
-        if found is not None and number in unsupported and claimed.get(wire_ids[found] or "", number) != number:
-            found = None
-        if found is not None:
-            cursor = found + 1
-        elif number in unsupported:
-            return int(number)
-    return None
+    """The first turn reported ``unsupported`` that did not start (the plan's turns matched to the run's in order,
+    as ``plan followed`` matches them: contracts.checks.client_plan.started_turns), or None. The fake plays the
+    scenario's turns in the order they start, so every later turn got an earlier turn's script: their truth
+    (status, usage) no longer holds."""
+    started = client_plan.started_turns([record])
+    return min((n for n in unsupported if n not in started), default=None)
 
 
 def _answered_turn_id(request: Any) -> str | None:

@@ -16,12 +16,13 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Final
 
 import tomli_w
 import trio
 
 from contracts.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
+from contracts.unix_socket import private_dir, socket_home
 from fake_server.responses_api import MockResponsesServer, RecordedRequest, serve_responses_api
 from harness import confine
 from harness.codex_bin import CodexNotFound, codex_version, run_dir
@@ -79,6 +80,8 @@ class RealTarget:
     home: Path
     trace_root: Path | None
     mock: MockResponsesServer
+    #: a confined unix listener's socket folder on the host (:func:`socket_folder`), else None
+    socket_dir: Path | None = None
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -162,15 +165,24 @@ def server_argv(codex: Path, listen: str = "stdio://") -> tuple[str, ...]:
     return (os.fspath(codex), "app-server", "--listen", listen)
 
 
-def socket_dirs(argv: tuple[str, ...]) -> list[Path]:
-    """Where a ``--listen unix://PATH`` server puts its socket: the real binary binds it in ``/tmp/codex-daemon-<uid>/``
-    (named by the SHA-256 of PATH) and links PATH to it. The confined binary's ``/tmp`` is its own, so that folder
-    is shared (made private, 0700, as the binary makes it) for the link to lead somewhere we can connect."""
-    if not any(a.startswith("unix://") for a in argv):
-        return []
-    folder = Path(f"/tmp/codex-daemon-{os.getuid()}")
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return [folder]
+#: the real target's socket folder, in the run directory (the binary's ``/tmp/codex-daemon-<uid>`` inside)
+SOCKET_DIR: Final = "sockets"
+
+
+def socket_folder(argv: tuple[str, ...], run_root: Path, mechanism: str) -> Path | None:
+    """Where a confined ``--listen unix://PATH`` server's socket is, on the host (None: nothing to prepare).
+
+    The real binary binds its socket in ``/tmp/codex-daemon-<uid>/`` (named by the SHA-256 of PATH) and links
+    PATH to it. Confined, its ``/tmp`` is its own and its uid :data:`harness.confine.SANDBOX_ID`: this folder of
+    the run's (private, 0700, made the one way, :func:`contracts.unix_socket.private_dir`) is bound there, and
+    our client connects to the socket in it (the link's text names the path inside). Never the host's
+    ``/tmp/codex-daemon-<uid>``, which another user may have made. Unconfined, the binary uses and checks that
+    one itself."""
+    if mechanism == confine.UNCONFINED or not any(a.startswith("unix://") for a in argv):
+        return None
+    folder = run_root / SOCKET_DIR
+    os.close(private_dir(os.fspath(folder)))
+    return folder
 
 
 def pinned_schema_for(version: str) -> str | None:
@@ -253,9 +265,10 @@ async def real_target(
                 argv = server_argv(codex, (listen or "stdio://").replace("{run}", os.fspath(run.root)))
                 argv += tuple(a.replace("{run}", os.fspath(run.root)) for a in server_args)
             writable = [run.root] if trace_root is None else [run.root, trace_root]
-            writable += socket_dirs(argv)
+            sockets = socket_folder(argv, run.root, launcher.mechanism)
+            moved = [] if sockets is None else [(sockets, socket_home(confine.SANDBOX_ID))]
             where = confine.layout(
-                codex, writable=writable, cwd=run.workdir, scratch=run.root, path_env=env.get("PATH")
+                codex, writable=writable, cwd=run.workdir, scratch=run.root, path_env=env.get("PATH"), moved=moved
             )
             yield RealTarget(
                 scenario=scenario,
@@ -273,4 +286,5 @@ async def real_target(
                 home=run.home,
                 trace_root=trace_root,
                 mock=mock,
+                socket_dir=sockets,
             )

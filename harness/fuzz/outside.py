@@ -1,0 +1,47 @@
+"""``fuzz --client-cmd``: the fuzzer's generated scenarios played against an outside client.
+
+Each example is played exactly as ``run --client-cmd`` plays a scenario (:func:`harness.outside.runner.
+run_outside_one`: its own process tree, home, plan and deadline, on fake-process) and judged by the same
+contracts and levels. A finding is a failed ``must`` check not in the baseline; ``should`` failures and known
+ones are not findings (a baseline entry matches by contract and check: generated scenarios have no stable
+names). The shrunk scenario is replayed once more: a failure that does not come back is reported as flaky, a
+finding of its own kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from contracts.checks import Check
+from contracts.report import BaselineEntry
+from contracts.scenario import Scenario
+from harness.fuzz.invariants import Example
+from harness.outside.runner import ClientSpec, run_outside_one
+
+
+def is_known(check: Check, baseline: Sequence[BaselineEntry]) -> bool:
+    return any(e.contract == check.contract and e.name in (None, check.name) for e in baseline)
+
+
+def findings(checks: Sequence[Check], baseline: Sequence[BaselineEntry] = ()) -> list[Check]:
+    return [c for c in checks if c.status == "fail" and c.level == "must" and not is_known(c, baseline)]
+
+
+def outside_player(spec: ClientSpec, baseline: Sequence[BaselineEntry] = ()) -> Callable[[Scenario, str], Example]:
+    """How the fuzzer plays one example on the outside client: the checks it fails are its findings only."""
+
+    def play(scenario: Scenario, target: str) -> Example:
+        run = run_outside_one(scenario, spec)
+        found = {id(c) for c in findings(run.checks, baseline)}
+        # Everything else is kept, but not as a failure: the driver shrinks on failures only.
+        kept = [c if c.status != "fail" or id(c) in found else _not_a_finding(c) for c in run.checks]
+        return Example(scenario, target, kept, run.record)
+
+    return play
+
+
+def _not_a_finding(check: Check) -> Check:
+    from dataclasses import replace
+
+    why = "known (baseline)" if check.level == "must" else "should"
+    return replace(check, status="warn", detail=f"[{why}] {check.detail}")
