@@ -41,6 +41,7 @@ _KEPT = (
     "path",
     "approval_policy",
     "sandbox",
+    "reviewer",
     "model",
     "model_provider",
     "preview",
@@ -191,23 +192,28 @@ def _record(thread: ThreadState, extra: Any) -> dict[str, Any]:
 def _thread_of(data: Any, thread_id: str) -> tuple[ThreadState, dict[str, Any]]:
     if not isinstance(data, dict) or data.get("thread_id") != thread_id:
         raise ValueError("its id is not its name's")
-    text = ("cwd", "approval_policy", "sandbox", "model", "preview")
+    text = ("cwd", "sandbox", "model", "preview")
     if any(not isinstance(data.get(k), str) for k in text) or not isinstance(data.get("created_ms"), int):
         raise ValueError("a field is missing or of the wrong type")
+    policy = data.get("approval_policy")
+    granular = isinstance(policy, dict) and set(policy) == {"granular"} and isinstance(policy["granular"], dict)
+    if not isinstance(policy, str) and not granular:
+        raise ValueError("its approval policy is neither a name nor the granular form")
     if not isinstance(data.get("turns"), list) or not isinstance(data.get("history"), list):
         raise ValueError("its turns are not lists")
     if not all(isinstance(t, str) for t in data["turns"]) or not all(isinstance(t, dict) for t in data["history"]):
         raise ValueError("its turns are not what fake-codex writes")
-    path, provider = data.get("path"), data.get("model_provider")
+    path, provider, reviewer = data.get("path"), data.get("model_provider"), data.get("reviewer")
     thread = ThreadState(
         thread_id=thread_id,
         cwd=data["cwd"],
         created_ms=data["created_ms"],
         ephemeral=False,
         path=path if isinstance(path, str) else None,
-        approval_policy=data["approval_policy"],
+        approval_policy=policy,
         sandbox=data["sandbox"],
         model=data["model"],
+        reviewer=reviewer if isinstance(reviewer, str) else "user",
         preview=data["preview"],
         turns=list(data["turns"]),
         history=list(data["history"]),

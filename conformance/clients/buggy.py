@@ -272,7 +272,7 @@ def main(argv: list[str]) -> int:
         print(f"buggy.py: unknown flag(s) {' '.join(unknown)}; flags: {' '.join(FLAGS)}", file=sys.stderr)
         return 2
     plant(set(argv))
-    return careful.main()
+    return careful.main([])
 
 
 if __name__ == "__main__":

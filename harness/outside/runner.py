@@ -51,7 +51,7 @@ from harness.outside.relay import RELAY_ENV
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, SHIM_STARTS, read_starts, write_shim
 from harness.proctree import procfs
-from harness.targets.real import write_mock_config
+from harness.targets.real import home_config, write_mock_config
 
 TARGET = "fake-process"
 REAL = "real"
@@ -736,7 +736,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
         watch = BypassWatch(None, server_env, str(shim))
     home = work_dir / "codex-home"
     home.mkdir(exist_ok=True)
-    write_mock_config(home, scenario.config)  # as the real target's home: the fake answers from it
+    write_mock_config(home, home_config(scenario))  # as the real target's home: the fake answers from it
     env = _client_env(shim, scenario_file, plan_path, result_path, marker, home)
     deadline = deadline_for(scenario, spec.deadline_s)
     grace = scenario.client.teardown_ms / 1000 + client_contract.SLACK_S
