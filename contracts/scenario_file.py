@@ -503,6 +503,7 @@ def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
         sandbox=r.str("sandbox", "read-only", ("read-only", "workspace-write", "danger-full-access")),
         stream_max_retries=r.int("stream_max_retries", 0, maximum=MAX_RETRIES),
         model=r.str("model", "mock-model"),
+        auto_review=r.str("auto_review", "allow", ("allow", "deny")),
     )
     r.done()
     return config

@@ -219,6 +219,21 @@ def open_setup() -> Any:
         return Setup()
 
 
+def refused_setting(profile: profiles.Profile) -> tuple[str, int] | None:
+    """What the release says, and its exit status, when the home's config.toml or ``-c`` sets an approval policy it
+    refuses to start with (``refused_at_start`` of its ``policy.json``: exit 1 on ``untrusted``, as observed)."""
+    setup = open_setup() if os.environ.get("CODEX_HOME") else None
+    table = profile.policy()
+    if setup is None or not isinstance(table, dict) or not isinstance(table.get("refused_at_start"), dict):
+        return None
+    value = setup.effective.get("approval_policy")
+    refusal = table["refused_at_start"].get(value) if isinstance(value, str) else None
+    if not isinstance(refusal, dict) or not isinstance(refusal.get("said"), str):
+        return None
+    code = refusal.get("exit")
+    return refusal["said"], code if isinstance(code, int) and not isinstance(code, bool) and 0 < code < 256 else 1
+
+
 def open_store() -> Any:
     """The thread store of an explicit ``CODEX_HOME`` (fake_server.home_store), or None: never ``~/.codex``, and a
     home that cannot hold it leaves the session a one-process one (said on stderr)."""
@@ -554,6 +569,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except ScenarioError as exc:  # a file that is not a valid scenario, an unknown name: 2
         print(f"fake-codex: {exc}", file=sys.stderr)
         return INVALID_INPUT
+    refusal = refused_setting(profile)
+    if refusal is not None:  # as the release refuses a setting it no longer takes (its policy.json)
+        said, code = refusal
+        print(f"Error: {said}", file=sys.stderr)
+        return code
     # The variable wins over the flag: a wrapper that records every server (the --client-cmd shim) must not lose
     # one to a client that passes --record.
     record_root = os.environ.get(RECORD_ENV) or args.record or args.record_top

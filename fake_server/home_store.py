@@ -62,6 +62,7 @@ _KEPT = (
     "path",
     "approval_policy",
     "sandbox",
+    "reviewer",
     "model",
     "model_provider",
     "preview",
@@ -287,9 +288,13 @@ def _thread_of(data: Any, thread_id: str) -> tuple[ThreadState, dict[str, Any]]:
     """A thread's head line as its state (an empty history: the caller puts the stored one in)."""
     if not isinstance(data, dict) or data.get("thread_id") != thread_id:
         raise ValueError("its id is not its name's")
-    text = ("cwd", "approval_policy", "sandbox", "model", "preview")
+    text = ("cwd", "sandbox", "model", "preview")
     if any(not isinstance(data.get(k), str) for k in text) or not isinstance(data.get("created_ms"), int):
         raise ValueError("a field is missing or of the wrong type")
+    policy = data.get("approval_policy")
+    granular = isinstance(policy, dict) and set(policy) == {"granular"} and isinstance(policy["granular"], dict)
+    if not isinstance(policy, str) and not granular:
+        raise ValueError("its approval policy is neither a name nor the granular form")
     if not isinstance(data.get("turns"), list) or not all(isinstance(t, str) for t in data["turns"]):
         raise ValueError("its turns are not what fake-codex writes")
     count, first = data.get("history_len"), data.get("first_turn")
@@ -297,16 +302,17 @@ def _thread_of(data: Any, thread_id: str) -> tuple[ThreadState, dict[str, Any]]:
         raise ValueError("its history is not described")
     if first is not None and not isinstance(first, str):
         raise ValueError("its first turn has no id")
-    path, provider = data.get("path"), data.get("model_provider")
+    path, provider, reviewer = data.get("path"), data.get("model_provider"), data.get("reviewer")
     thread = ThreadState(
         thread_id=thread_id,
         cwd=data["cwd"],
         created_ms=data["created_ms"],
         ephemeral=False,
         path=path if isinstance(path, str) else None,
-        approval_policy=data["approval_policy"],
+        approval_policy=policy,
         sandbox=data["sandbox"],
         model=data["model"],
+        reviewer=reviewer if isinstance(reviewer, str) else "user",
         preview=data["preview"],
         turns=list(data["turns"]),
         history=[],

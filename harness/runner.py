@@ -362,7 +362,12 @@ async def _play_async(
     # With play_turns = false the [[turns]] only script the model side: the client starts (and owes a Result to) none.
     planned = len(scenario.turns) if scenario.client.play_turns else 0
     # The budgets the client ran with, the turn's included (record.budgets holds the ones the checks judge by).
-    meta = {"scenario_turns": planned, "faults": scenario_faults(scenario), "budgets": plan_budgets(scenario.client)}
+    meta = {
+        "scenario_turns": planned,
+        "faults": scenario_faults(scenario),
+        "budgets": plan_budgets(scenario.client),
+        "approval_turns": scenario.approval_turns,
+    }
     record = SessionRecord(scenario.name, target, scenario.expect, meta=meta)
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)

@@ -27,6 +27,7 @@ def record(wire: list[tuple[float, str, dict[str, Any]]], **facts: Any) -> Sessi
         "deadline_s": 30.0,
         "deadline_hit": False,
         "client_ended_t": 5.0,
+        "client_exit": 0,
         "left_running": [],
         "servers": [server],
         "server": server,
@@ -53,6 +54,7 @@ def test_a_clean_session_passes() -> None:
     rec = record(CONVERSATION, server=ENDED)
     assert {c.name: c.status for c in client_run.check(rec)} == {
         "server started": "pass",
+        "exit status": "pass",
         "deadline": "pass",
         "nothing left running": "pass",
         "server's descendants ended": "pass",

@@ -134,10 +134,15 @@ def test_a_catalogue_against_its_baseline_names_each_new_and_stale_failure() -> 
     from conformance.clients.pypi import against_baseline
     from contracts.checks import Check
 
-    def check(scenario: str, name: str, status: str) -> Check:
-        return Check(scenario, "fake-process", "client", name, status, f"{name} detail", "")
+    def check(scenario: str, name: str, status: str, level: str = "must") -> Check:
+        return Check(scenario, "fake-process", "client", name, status, f"{name} detail", "", level=level)  # type: ignore[arg-type]
 
-    checks = [check("plain", "deadline", "fail"), check("plain", "server ended", "pass"), check("hang", "x", "fail")]
+    checks = [
+        check("plain", "deadline", "fail"),
+        check("plain", "server ended", "pass"),
+        check("hang", "x", "fail"),
+        check("plain", "exit status", "fail", "should"),  # a recommendation not met: never new
+    ]
     entry = {"target": "fake-process", "contract": "client", "why": "its bug"}
     entries = [
         {**entry, "scenario": "plain", "name": "server ended", "status": "fail"},  # passes now: stale

@@ -323,6 +323,7 @@ def thread_fork(call: Call) -> dict[str, Any]:
         approval_policy=source.approval_policy,
         sandbox=source.sandbox,
         model=source.model,
+        reviewer=source.reviewer,
         preview=source.preview,
         turns=list(source.turns),
         history=[dict(turn) for turn in source.history],
@@ -338,6 +339,8 @@ def thread_fork(call: Call) -> dict[str, Any]:
     result = world.shapes.thread_session_result(
         body, model=fork.model, cwd=fork.cwd, approval_policy=fork.approval_policy, sandbox=fork.sandbox
     )
+    if "approvalsReviewer" in result:
+        result["approvalsReviewer"] = fork.reviewer
     if source.usage_frames:
         usage = dict(source.usage_frames[-1]["params"])
         call.after("thread/tokenUsage/updated", {**usage, "threadId": fork_id})

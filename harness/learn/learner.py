@@ -13,7 +13,9 @@ What it does, in order (:func:`learn`):
    closest to (each playable profile's fake against the recordings, :mod:`harness.learn.fit`), the switch
    values under which the fake plays the recordings with the fewest differences, and the fields that
    profile's frames carry that the release never writes;
-5. writes ``release.json``, ``answers.json`` and ``shapes.json`` next to the pin in the store.
+5. plays the policy observation (:mod:`harness.learn.policy_observe`: what each approval policy × sandbox ×
+   reviewer does with a command and a patch) and keeps its table (:mod:`harness.learn.policy`);
+6. writes ``release.json``, ``answers.json``, ``shapes.json`` and ``policy.json`` next to the pin in the store.
 
 The folder holds what the release does; the recordings are thrown away (no transcript is kept to replay).
 """
@@ -89,6 +91,10 @@ def learn(
         clock = time.monotonic()
         empty = empty_home.record(codex, work / "empty")
         seconds["empty home"] = time.monotonic() - clock
+    clock = time.monotonic()
+    progress(f"codex-cli {version}: approval settings (policy.json)")
+    result.data["policy.json"] = learn_policy(codex, version)
+    seconds["policy"] = time.monotonic() - clock
     notes = [f"{s.set}/{s.name}: left out ({s.problem})" for s in sessions if s.problem is not None]
     if empty is not None:  # config/read from an empty home, the base of every setup's answer
         result.data["answers.json"].update(empty)
@@ -98,6 +104,24 @@ def learn(
     if version in schema_store.shipped_releases():
         notes.append(f"{version} is shipped with the package: the shipped folder is the one played; {folder} is kept")
     return Learned(version, folder, result.base, result.description, sessions, result.remaining, seconds, notes)
+
+
+#: Policy sessions at a time: each mostly waits on the server and the mock (four short turns).
+POLICY_JOBS = 4
+
+
+def learn_policy(codex: Path, version: str) -> dict[str, Any]:
+    """The release's approval table: the ``thread:`` cases of the policy observation played on ``codex``."""
+    from harness.learn import policy, policy_observe
+
+    observed = {
+        **policy_observe.observe_real(codex, only="thread: ", jobs=POLICY_JOBS),
+        **policy_observe.observe_real(codex, only="config: on-failure", jobs=POLICY_JOBS),
+        **policy_observe.observe_real(codex, only="config: untrusted", jobs=POLICY_JOBS),
+    }
+    return policy.table(
+        observed, version, f"`release learn`: the policy observation (thread/start) on codex-cli {version}"
+    )
 
 
 def _copy_pin(source: Path, target: Path) -> None:

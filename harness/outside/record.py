@@ -370,7 +370,7 @@ def server_record(
             request_s=plan.request_timeout_ms / 1000,
         ),
         experimental_api=plan.experimental_api,
-        meta={"scenario_turns": len(scenario.turns), "outside": facts},
+        meta={"scenario_turns": len(scenario.turns), "outside": facts, "approval_turns": scenario.approval_turns},
     )
     if server is not None:
         record.wire = [replace(e, t=round(e.t - zero, 6)) for e in server.wire]
