@@ -3,7 +3,7 @@
 The client runs in a process tree of its own (:mod:`harness.proctree`: a PID namespace, else a cgroup, else
 its session, the run marker and the harness's descendants) with ``CODEX_BIN`` = the shim (also first on
 ``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
-marker. It gets the run deadline of docs/clients.md (harness.budgets.run_deadline_s; or ``deadline_s``),
+marker. It gets the run deadline (harness.budgets.run_deadline_s, the formula of docs/clients.md; or ``deadline_s``),
 under the budgets it declares (:mod:`harness.budgets`); past that, or once it exited and a teardown budget of
 grace passed, everything still alive in its tree is named and SIGKILLed.
 """
