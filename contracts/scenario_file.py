@@ -707,3 +707,41 @@ def dump(s: Scenario, path: str | Path) -> Path:
     p = Path(path)
     p.write_text(dumps(s), encoding="utf-8")
     return p
+
+
+#: ``KIND[:param=value,…][@POINT[:N]][#TURN]``: one fault given on the command line (``fake-codex --fault``).
+_FAULT_SPEC = re.compile(
+    r"^(?P<kind>[a-z_]+)(?::(?P<params>[^@#]*))?(?:@(?P<at>[a-z_]+)(?::(?P<n>[0-9]{1,6}))?)?(?:#(?P<turn>[0-9]{1,3}))?$"
+)
+MAX_FAULT_SPECS = 16
+
+
+def with_faults(scenario: Scenario, specs: list[str]) -> Scenario:
+    """``scenario`` with the faults of ``specs`` added to their turns (turn 1 unless ``#TURN``), validated as a
+    scenario file is (the same registry, the same messages; the source is the flag). A value is read as TOML
+    (``exit_code=3``, ``text="x"``), else as a string."""
+    if len(specs) > MAX_FAULT_SPECS:
+        raise ScenarioError("--fault", "(flags)", f"at most {MAX_FAULT_SPECS} faults", len(specs))
+    data = to_dict(scenario)
+    for spec in specs:
+        m = _FAULT_SPEC.match(spec)
+        if m is None:
+            raise ScenarioError(f"--fault {spec}", "(flag)", "KIND[:param=value,...][@POINT[:N]][#TURN]", spec)
+        table: dict[str, Any] = {"kind": m["kind"]}
+        for pair in filter(None, (m["params"] or "").split(",")):
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise ScenarioError(f"--fault {spec}", "(flag)", "param=value pairs separated by commas", pair)
+            try:
+                table[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+            except (tomllib.TOMLDecodeError, RecursionError):
+                table[key.strip()] = value.strip()
+        if m["at"]:
+            table["at"] = m["at"]
+            table["n"] = int(m["n"] or 1)
+        turn = int(m["turn"] or 1)
+        turns = data.get("turns") or []
+        if not 1 <= turn <= len(turns):
+            raise ScenarioError(f"--fault {spec}", "(flag)", f"a turn in 1..{len(turns)}", turn)
+        turns[turn - 1].setdefault("faults", []).append(table)
+    return loads(tomli_w.dumps(data), source=f"--fault {' --fault '.join(specs)}", name=scenario.name)

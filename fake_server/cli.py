@@ -37,7 +37,7 @@ from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
-from contracts.scenario_file import ScenarioError
+from contracts.scenario_file import ScenarioError, with_faults
 from contracts.text import escape, escaped_output
 from contracts.transport import LineStream
 from contracts.wire import Incoming
@@ -474,6 +474,14 @@ def _parser() -> ArgumentParser:
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
     app.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND[:param=value,...][@POINT[:N]][#TURN]",
+        help="add a fault to the scenario played, e.g. crash:exit_code=101@delta:2 (repeatable; validated as a "
+        "scenario file's [[turns.faults]], docs/scenarios.md)",
+    )
+    app.add_argument(
         "--quiet",
         action="store_true",
         help=f"say nothing on stderr of the scenario, the faults that strike, the recording (or ${QUIET_ENV}=1)",
@@ -560,6 +568,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         _require_readable(spec)
         scenario = resolve(spec)
+        if args.fault:
+            scenario = with_faults(scenario, args.fault)
         profile = profiles.select(flag, env_release, scenario.release)
         profile.verify()  # a release folder that cannot be used: 3, naming the file
         sources = _play_sources(args, flag, env_release, scenario.release)
