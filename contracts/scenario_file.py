@@ -10,7 +10,7 @@ import re
 import tomllib
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 import tomli_w
@@ -64,6 +64,7 @@ MAX_RETRIES = 100
 T = TypeVar("T")
 RELEASE_RE = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
 MAX_RELEASE_OVERRIDES = 16
+SWITCH_CONDITION_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}(=[A-Za-z0-9_.-]{1,64})?")
 
 
 class ScenarioError(ValueError):
@@ -462,6 +463,7 @@ def _expect(r: _Reader, nested: bool = False) -> Expect:
         allow=tuple(allow),
         notes=r.get("notes", dict, {}, "a table"),
         releases={} if nested else _expect_releases(r.table("release")),
+        switches={} if nested else _expect_switches(r.table("switch")),
         alternatives=alternatives,
         why=why,
     )
@@ -482,17 +484,34 @@ def _expect_releases(r: _Reader) -> dict[str, dict[str, Any]]:
         raise r.error("(table)", f"at most {MAX_RELEASE_OVERRIDES} releases", len(r.data))
     for release in list(r.data):
         _release_name(r, release, release)
-        t = r.table(release)
-        overrides: dict[str, Any] = {}
-        for key in ("server_trace", "client_trace"):
-            if key in t.data:
-                overrides[key] = t.str(key, None, TRACE_EXPECTATIONS)
-        if "server_exit" in t.data:
-            overrides["server_exit"] = t.int("server_exit", None, maximum=255)
-        t.done(RELEASE_KEYS)
-        out[release] = overrides
+        out[release] = _overrides(r.table(release))
     r.done()
     return out
+
+
+def _expect_switches(r: _Reader) -> dict[str, dict[str, Any]]:
+    """``[expect.switch.NAME]`` / ``[expect.switch."NAME=VALUE"]``: what differs on a release whose learned switch
+    is on (has VALUE), e.g. a known server bug; the release's version plays no part."""
+    out: dict[str, dict[str, Any]] = {}
+    if len(r.data) > MAX_RELEASE_OVERRIDES:
+        raise r.error("(table)", f"at most {MAX_RELEASE_OVERRIDES} switches", len(r.data))
+    for condition in list(r.data):
+        if not SWITCH_CONDITION_RE.fullmatch(condition):
+            raise r.error(condition, "a release switch: NAME or NAME=VALUE", condition)
+        out[condition] = _overrides(r.table(condition))
+    r.done()
+    return out
+
+
+def _overrides(t: _Reader) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for key in ("server_trace", "client_trace"):
+        if key in t.data:
+            overrides[key] = t.str(key, None, TRACE_EXPECTATIONS)
+    if "server_exit" in t.data:
+        overrides["server_exit"] = t.int("server_exit", None, maximum=255)
+    t.done(RELEASE_KEYS)
+    return overrides
 
 
 def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:

@@ -15,10 +15,11 @@ import orjson
 import pytest
 from support.virtual import VirtualServer
 
+from contracts.checks import run_all
 from contracts.scenario_file import ScenarioError, dumps, loads
 from contracts.trace import check_bundle
 from fake_server import profiles
-from fake_server.catalogue import load_builtin
+from fake_server.catalogue import builtin_names, load_builtin
 from harness.commands.diff import profile_for
 from harness.runner import play, run_one
 from harness.targets.fake import fake_codex_argv
@@ -135,7 +136,7 @@ def test_scenario_release_and_per_release_expect_round_trip() -> None:
     [
         ('release = "0.169.0"', 'release = "latest"', "release"),
         ('[expect.release."0.163.0"]', '[expect.release."newest"]', "expect.release.newest"),
-        ('server_exit = 0\n', 'usage = 3\n', "expect.release.0.163.0.usage"),
+        ("server_exit = 0\n", "usage = 3\n", "expect.release.0.163.0.usage"),
         ('server_trace = "violation"', 'server_trace = "open"', "expect.release.0.163.0.server_trace"),
     ],
 )
@@ -391,3 +392,55 @@ def test_each_profile_is_structurally_its_recorded_release(transcript: str, tmp_
     fake = [e.frame for e in record.wire if e.dir == "s2c"]
     differences = diff_server_sides(fake, real, collapse_deltas=True)
     assert not differences, render(differences)
+
+
+# --- a known server bug follows the release's learned switch, never its version string ---------------------
+
+PER_SWITCH = """
+name = "per_switch"
+description = "per switch"
+[[turns]]
+input = "hi"
+[expect]
+server_trace = "closed"
+[expect.switch.abort_leaves_tools_open]
+server_trace = "violation"
+[expect.switch."input_while_streaming=waits"]
+server_exit = 0
+"""
+
+
+def test_expect_switch_blocks_follow_the_switches_not_the_version() -> None:
+    s = loads(PER_SWITCH)
+    on = {"abort_leaves_tools_open": True, "input_while_streaming": "abandons"}
+    for version in ("0.169.0", "0.170.0", "0.169.1", None):
+        assert s.expect.for_release(version, on).server_trace == "violation"
+        assert s.expect.for_release(version, {"abort_leaves_tools_open": False}).server_trace == "closed"
+        assert s.expect.for_release(version).server_trace == "closed"  # no profile: no switch is on
+    assert s.expect.for_release("0.150.0", {"input_while_streaming": "waits"}).server_exit == 0
+    assert s.expect.for_release("0.150.0", on).server_exit is None
+    assert loads(dumps(s)).expect == s.expect
+    with pytest.raises(ScenarioError) as info:
+        loads(PER_SWITCH.replace('"input_while_streaming=waits"', '"Bad Switch"'))
+    assert info.value.key == "expect.switch.Bad Switch"
+
+
+def test_no_builtin_scenario_names_a_release_for_a_known_bug() -> None:
+    for name in builtin_names():
+        assert not load_builtin(name).expect.releases, name
+
+
+@pytest.mark.parametrize("switch", [True, False])
+def test_an_unnamed_release_gets_the_verdict_of_its_switch(switch: bool, tmp_path: Path) -> None:
+    """0.170.0 played with 0.169.0's switches gets 0.169.0's verdict: the same behaviour, the same verdict."""
+    scenario = load_builtin("approval_cancel")
+    profile = dataclasses.replace(profiles.get("0.169.0"), release="0.170.0", abort_leaves_tools_open=switch)
+    record = play(scenario, "fake", work_dir=tmp_path, release=profile)
+    assert record.expect.server_trace == ("violation" if switch else "closed")
+    assert [f"{c.contract}: {c.name}" for c in run_all(record) if c.status == "fail"] == []
+
+
+def test_the_switches_of_a_release_come_from_its_folder() -> None:
+    assert profiles.switches_of("0.169.0")["abort_leaves_tools_open"] is True
+    assert profiles.switches_of("0.171.0")["abort_leaves_tools_open"] is False
+    assert profiles.switches_of("0.169.1") == {} and profiles.switches_of(None) == {}
