@@ -444,3 +444,49 @@ def test_the_switches_of_a_release_come_from_its_folder() -> None:
     assert profiles.switches_of("0.169.0")["abort_leaves_tools_open"] is True
     assert profiles.switches_of("0.171.0")["abort_leaves_tools_open"] is False
     assert profiles.switches_of("0.169.1") == {} and profiles.switches_of(None) == {}
+
+
+def _store_with_unnamed_release(store: Path, version: str = "0.170.0", like: str = "0.169.0") -> Path:
+    """A store holding ``version`` whose data is ``like``'s (a release learned with the same behaviour)."""
+    import shutil
+
+    from contracts import releases
+
+    folder = store / f"codex-cli-{version}"
+    shutil.copytree(releases.SHIPPED_ROOT / f"codex-cli-{like}", folder)
+    meta = orjson.loads((folder / "meta.json").read_bytes())
+    meta["codex_version"] = meta["produced_by"]["binary_version"] = version
+    (folder / "meta.json").write_bytes(orjson.dumps(meta))
+    description = orjson.loads((folder / "release.json").read_bytes())
+    description["release"] = version
+    (folder / "release.json").write_bytes(orjson.dumps(description))
+    return store
+
+
+CLI = (sys.executable, "-m", "harness.cli")
+
+
+def test_run_and_record_take_a_store(tmp_path: Path) -> None:
+    """``run --store`` finds a learned release the fake plays; it gets the verdict of 0.169.0 (same switches)."""
+    store = _store_with_unnamed_release(tmp_path / "store")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "FAKE_CODEX_"))}
+    for version in ("0.170.0", "0.169.0"):
+        done = subprocess.run(
+            [*CLI, "run", "--target", "fake", "--scenario", "approval_cancel", "--store", str(store)],
+            env={**env, profiles.RELEASE_ENV: version},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0 and "RESULT: PASS" in done.stdout, (version, done.stdout[-2000:], done.stderr)
+    for command in ("run", "record"):
+        missing = subprocess.run(
+            [*CLI, command, "--scenario", "approval_cancel", "--out", "x.jsonl", "--store", str(tmp_path / "no")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert missing.returncode == 3 and "not a directory" in missing.stderr, (command, missing.stderr)
