@@ -106,6 +106,8 @@ def step_cell(step: SchemaChanges) -> str:
             f"; behaviour of {counts['scenarios compared']} scenario(s): {counts['wire changes']} changed on the wire, "
             f"{counts['trace changes']} in the trace"
         )
+    if step.trace_format_note:  # a trace reader of the old format cannot read the new one as it is
+        text += f"; **{step.trace_format_note}**"
     return text
 
 
