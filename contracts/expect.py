@@ -135,7 +135,7 @@ class Expect:
         if self.releases:
             data["release"] = {k: dict(v) for k, v in self.releases.items()}
         if self.switches:
-            data["switch"] = {k: dict(v) for k, v in self.switches.items()}
+            data["switch"] = {k: _overrides_to_dict(v) for k, v in self.switches.items()}
         if self.alternatives:
             data["or"] = [a.to_dict() for a in self.alternatives]
         if self.why:
@@ -146,15 +146,7 @@ class Expect:
     def from_dict(cls, data: dict[str, Any]) -> Expect:
         """Trusting constructor for saved records; scenario files go through the scenario loader's checks."""
         return cls(
-            turns=tuple(
-                ExpectTurn(
-                    status=t["status"],
-                    usage=UsageBuckets.from_dict(t["usage"]) if t.get("usage") is not None else None,
-                    server_status=t.get("server_status"),
-                    also=tuple(t.get("also", ())),
-                )
-                for t in data.get("turns", ())
-            ),
+            turns=_turns_from(data.get("turns", ())),
             server_trace=data.get("server_trace", "closed"),
             client_trace=data.get("client_trace", "closed"),
             server_exit=data.get("server_exit"),
@@ -163,10 +155,36 @@ class Expect:
             ),
             notes=dict(data.get("notes", {})),
             releases={str(k): dict(v) for k, v in data.get("release", {}).items()},
-            switches={str(k): dict(v) for k, v in data.get("switch", {}).items()},
+            switches={str(k): _overrides_from(v) for k, v in data.get("switch", {}).items()},
             alternatives=tuple(cls.from_dict(a) for a in data.get("or", ())),
             why=str(data.get("why", "")),
         )
+
+
+def _turns_from(turns: Any) -> tuple[ExpectTurn, ...]:
+    return tuple(
+        ExpectTurn(
+            status=t["status"],
+            usage=UsageBuckets.from_dict(t["usage"]) if t.get("usage") is not None else None,
+            server_status=t.get("server_status"),
+            also=tuple(t.get("also", ())),
+        )
+        for t in turns
+    )
+
+
+def _overrides_to_dict(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(overrides)
+    if "turns" in out:
+        out["turns"] = [_turn_to_dict(t) for t in out["turns"]]
+    return out
+
+
+def _overrides_from(data: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    if "turns" in out:
+        out["turns"] = _turns_from(out["turns"])
+    return out
 
 
 def _turn_to_dict(turn: ExpectTurn) -> dict[str, Any]:

@@ -415,9 +415,8 @@ def _probe(r: _Reader) -> ClientProbe:
 MAX_COURSES = 8
 
 
-def _expect(r: _Reader, nested: bool = False) -> Expect:
-    """``[expect]``, or (``nested``) one ``[[expect.or]]``: the same keys, a required ``why``, no ``or`` nor
-    ``release`` of its own (the release overrides of ``[expect]`` apply to every course)."""
+def _expect_turns(r: _Reader) -> list[ExpectTurn]:
+    """``[[expect.turns]]`` of ``r``: one turn's truth each."""
     turns = []
     for t in r.tables("turns"):
         usage = None
@@ -438,6 +437,13 @@ def _expect(r: _Reader, nested: bool = False) -> Expect:
         also = tuple(s for s in dict.fromkeys(t.strs("also", RESULT_STATUSES)) if s != status)
         turns.append(ExpectTurn(status, usage, server_status, also))  # type: ignore[arg-type]
         t.done()
+    return turns
+
+
+def _expect(r: _Reader, nested: bool = False) -> Expect:
+    """``[expect]``, or (``nested``) one ``[[expect.or]]``: the same keys, a required ``why``, no ``or`` nor
+    ``release`` of its own (the release overrides of ``[expect]`` apply to every course)."""
+    turns = _expect_turns(r)
     allow = []
     for a in r.tables("allow"):
         count = a.get("count", int, None, "an integer")
@@ -498,19 +504,21 @@ def _expect_switches(r: _Reader) -> dict[str, dict[str, Any]]:
     for condition in list(r.data):
         if not SWITCH_CONDITION_RE.fullmatch(condition):
             raise r.error(condition, "a release switch: NAME or NAME=VALUE", condition)
-        out[condition] = _overrides(r.table(condition))
+        t = r.table(condition)
+        turns = _expect_turns(t) if "turns" in t.data else None  # the whole [[...turns]] list, replaced
+        out[condition] = _overrides(t, ("turns",)) | ({"turns": tuple(turns)} if turns is not None else {})
     r.done()
     return out
 
 
-def _overrides(t: _Reader) -> dict[str, Any]:
+def _overrides(t: _Reader, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     for key in ("server_trace", "client_trace"):
         if key in t.data:
             overrides[key] = t.str(key, None, TRACE_EXPECTATIONS)
     if "server_exit" in t.data:
         overrides["server_exit"] = t.int("server_exit", None, maximum=255)
-    t.done(RELEASE_KEYS)
+    t.done((*RELEASE_KEYS, *extra))
     return overrides
 
 
@@ -597,6 +605,14 @@ def _check_consistency(s: Scenario, source: str) -> None:
         raise ScenarioError(
             source, "expect.turns", f"one [[expect.turns]] per [[turns]] ({len(s.turns)})", len(s.expect.turns)
         )
+    for condition, overrides in s.expect.switches.items():
+        if "turns" in overrides and len(overrides["turns"]) != len(s.turns):
+            raise ScenarioError(
+                source,
+                f"expect.switch.{condition}.turns",
+                f"one [[expect.switch.{condition}.turns]] per [[turns]] ({len(s.turns)})",
+                len(overrides["turns"]),
+            )
     for i, course in enumerate(s.expect.alternatives):
         if len(course.turns) != len(s.turns):
             raise ScenarioError(

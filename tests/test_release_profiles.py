@@ -151,7 +151,8 @@ def test_scenario_release_keys_are_checked(old: str, new: str, key: str) -> None
 )
 def test_builtin_scenarios_declare_the_older_releases_unclosed_tools(name: str) -> None:
     expect = load_builtin(name).expect
-    assert [expect.for_release(r).server_trace for r in RELEASES] == ["violation", "violation", "closed"]
+    found = [expect.for_release(r, profiles.switches_of(r)).server_trace for r in RELEASES]
+    assert found == ["violation", "violation", "closed"]  # by each release's switch, not its name
 
 
 # --- what a profile changes -----------------------------------------------------------------------------
@@ -490,3 +491,25 @@ def test_run_and_record_take_a_store(tmp_path: Path) -> None:
             cwd=tmp_path,
         )
         assert missing.returncode == 3 and "not a directory" in missing.stderr, (command, missing.stderr)
+
+
+@pytest.mark.parametrize("value", ["waits", "abandons"])
+def test_expected_usage_follows_the_learned_switch(value: str, tmp_path: Path) -> None:
+    """A release that lets the stream finish before a steer bills both replies: its truth says so, by the switch."""
+    profile = dataclasses.replace(profiles.get("0.163.0"), release="0.161.0", input_while_streaming=value)
+    record = play(load_builtin("steer"), "fake", work_dir=tmp_path, release=profile)
+    usage = record.expect.turns[0].usage
+    assert usage is not None and (usage.input, usage.cache_read, usage.output) == (
+        (110, 140, 30) if value == "waits" else (50, 100, 10)
+    )
+    assert [f"{c.contract}: {c.name}: {c.detail}" for c in run_all(record) if c.status == "fail"] == []
+
+
+def test_switch_turns_are_checked_and_round_trip() -> None:
+    text = PER_SWITCH + '[[expect.switch."input_while_streaming=waits".turns]]\nstatus = "completed"\n'
+    s = loads(text)
+    assert s.expect.for_release(None, {"input_while_streaming": "waits"}).turns[0].status == "completed"
+    assert loads(dumps(s)).expect == s.expect
+    with pytest.raises(ScenarioError) as info:
+        loads(text + '[[expect.switch."input_while_streaming=waits".turns]]\nstatus = "completed"\n')
+    assert info.value.key == "expect.switch.input_while_streaming=waits.turns"
