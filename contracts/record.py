@@ -144,6 +144,14 @@ class TurnResult:
     #: why the usage is not judged (an outside client that reports none, or cannot); None: ``usage`` is what
     #: the client reported, and empty means zero
     usage_unjudged: str | None = None
+    #: how the client counts usage (an outside client's declared ``usage_style``: ``input``
+    #: uncached|with_cache, ``scope`` turn|last_request); empty: the buckets of docs/client-rules.md §4.3
+    usage_style: dict[str, str] = field(default_factory=dict)
+    #: the buckets the client does not expose (an outside client's ``null``): not judged, never zeros
+    usage_unexposed: list[str] = field(default_factory=list)
+    #: the parts of the turn's plan the client reported it cannot do (``action N`` / ``approval N``, 1-based in
+    #: the turn), with its reason: everything else of the turn is judged, its status by the wire
+    unsupported: list[str] = field(default_factory=list)
     #: ``turn.status`` of the consumed turn/completed, None when none arrived
     server_status: str | None = None
     #: how many turn/completed notifications for this turn the client consumed (must be <= 1); None: not known

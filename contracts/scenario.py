@@ -257,6 +257,9 @@ class ClientPlan:
     probes: tuple[ClientProbe, ...] = ()
     files: tuple[ClientFile, ...] = ()
     approval_delay_ms: int = 0  # how long the user takes to answer each approval request
+    #: how long the client waits for the server's first answer (``initialize``), counted from the server process's
+    #: start: a process start (an interpreter's imports, the npm wrapper) is not a request being late
+    startup_timeout_ms: int = 30000
 
     def probes_at(self, at: str) -> tuple[ClientProbe, ...]:
         return tuple(p for p in self.probes if p.at == at)
@@ -280,6 +283,8 @@ class ServerConfig:
     sandbox: str = "read-only"
     stream_max_retries: int = 0
     model: str = "mock-model"
+    #: the approvals reviewer model's verdict (``approvalsReviewer: "auto_review"``): ``allow`` or ``deny``
+    auto_review: str = "allow"
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +301,20 @@ class Scenario:
     release: str | None = None
     source: str | None = None  # the file it came from
     methods: tuple[Any, ...] = ()  # [[methods]]: contracts.method_overrides.MethodOverride, fake-only
+
+    @property
+    def approval_turns(self) -> list[int]:
+        """The turns whose model side scripts a tool call that asks an approval under the scenario's own settings
+        (their truth rests on it: :mod:`contracts.played_path`)."""
+        return [
+            i
+            for i, turn in enumerate(self.turns)
+            if any(
+                isinstance(item, CommandItem | FileChangeItem) and item.approval
+                for response in turn.responses
+                for item in response.items
+            )
+        ]
 
     @property
     def faults(self) -> tuple[Fault, ...]:

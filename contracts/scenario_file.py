@@ -299,6 +299,7 @@ def _client(r: _Reader) -> ClientPlan:
         request_timeout_ms=r.int("request_timeout_ms", 30000, minimum=1, maximum=MAX_DELAY_MS),
         turn_timeout_ms=r.int("turn_timeout_ms", 60000, minimum=1, maximum=MAX_DELAY_MS),
         teardown_ms=r.int("teardown_ms", 3000, minimum=1, maximum=MAX_DELAY_MS),
+        startup_timeout_ms=r.int("startup_timeout_ms", 30000, minimum=1, maximum=MAX_DELAY_MS),
         experimental_api=r.bool("experimental_api", False),
         opt_out=r.strs("opt_out"),
         handshake=r.bool("handshake", True),
@@ -529,6 +530,7 @@ def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
         sandbox=r.str("sandbox", "read-only", ("read-only", "workspace-write", "danger-full-access")),
         stream_max_retries=r.int("stream_max_retries", 0, maximum=MAX_RETRIES),
         model=r.str("model", "mock-model"),
+        auto_review=r.str("auto_review", "allow", ("allow", "deny")),
     )
     r.done()
     return config

@@ -4,6 +4,11 @@ Codex's ``inputTokens`` include cache reads and writes, ``outputTokens`` include
 input (uncached) = inputTokens - cachedInputTokens - cacheWriteInputTokens (never below 0),
 cache_read = cachedInputTokens, cache_write = cacheWriteInputTokens, output = outputTokens.
 ``reasoning`` is informational only: it is already inside ``output`` and never added to it.
+
+A client may expose usage in another style (an outside client declares it in its result file,
+``usage_style``): ``input`` ``with_cache`` counts the cached and cache-written tokens in ``input`` (the
+server's ``inputTokens``, an OpenAI-style ``prompt_tokens``); ``scope`` ``last_request`` is the usage of the
+turn's last model request only (the ``last`` of its final update).
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ WIRE_FIELDS = (
     "outputTokens",
     "reasoningOutputTokens",
 )
+
+#: usage_style: what ``input`` holds (the buckets above: ``uncached``), and what a report covers
+INPUT_STYLES = ("uncached", "with_cache")
+SCOPES = ("turn", "last_request")
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
-from contracts.text import escaped_output
+from contracts.text import escape, escaped_output
 from contracts.transport import LineStream
 from contracts.wire import Incoming
 from fake_server import ledger, profiles
@@ -121,6 +121,24 @@ class _StdioIo:
         path = os.environ.get(ledger.FAULT_LEDGER_ENV)
         if path:
             ledger.append(path, effect)
+        # The person debugging a client sees which fault struck where, as it strikes (--quiet: not).
+        say(f"fault {effect.kind} struck at {effect.at} {effect.n} of turn {effect.turn + 1}")
+
+
+QUIET_ENV = "FAKE_CODEX_QUIET"
+_QUIET = [False]
+
+
+def say(text: str) -> None:
+    """One line on stderr for the person debugging a client (the scenario played, a fault as it strikes, where
+    the recording went); none under ``--quiet`` or ``$FAKE_CODEX_QUIET``. Written whole with one write."""
+    if _QUIET[0]:
+        return
+    data = escape(f"fake-codex: {text}").encode("utf-8", "replace") + b"\n"
+    try:
+        os.write(2, data)
+    except OSError:
+        pass
 
 
 async def serve_stdio(
@@ -201,6 +219,21 @@ def open_setup() -> Any:
         return Setup()
 
 
+def refused_setting(profile: profiles.Profile) -> tuple[str, int] | None:
+    """What the release says, and its exit status, when the home's config.toml or ``-c`` sets an approval policy it
+    refuses to start with (``refused_at_start`` of its ``policy.json``: exit 1 on ``untrusted``, as observed)."""
+    setup = open_setup() if os.environ.get("CODEX_HOME") else None
+    table = profile.policy()
+    if setup is None or not isinstance(table, dict) or not isinstance(table.get("refused_at_start"), dict):
+        return None
+    value = setup.effective.get("approval_policy")
+    refusal = table["refused_at_start"].get(value) if isinstance(value, str) else None
+    if not isinstance(refusal, dict) or not isinstance(refusal.get("said"), str):
+        return None
+    code = refusal.get("exit")
+    return refusal["said"], code if isinstance(code, int) and not isinstance(code, bool) and 0 < code < 256 else 1
+
+
 def open_store() -> Any:
     """The thread store of an explicit ``CODEX_HOME`` (fake_server.home_store), or None: never ``~/.codex``, and a
     home that cannot hold it leaves the session a one-process one (said on stderr)."""
@@ -245,6 +278,7 @@ async def serve_socket(
 
     trace_env = os.environ.get(TRACE_ENV)
     clock = default_clock_ms()
+    loaded: set[str] = set()  # threads an earlier connection left loaded: this server still holds them
 
     async def session(ws: Any, n: int) -> tuple[int, bool] | None:
         recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
@@ -256,18 +290,24 @@ async def serve_socket(
             cwd=os.getcwd(),
             codex_home=_codex_home(),
             hostname=socket.gethostname(),
-            store=open_store(),
+            store=ServerStore.around(open_store(), loaded),
             setup=open_setup(),
         )
         io: Any = ConnectionIo(ws, write_stderr, trace.on_event if trace else (lambda _e: None), _ledger_append)
         if recorder is not None:
             recorder.note(f"connection {n} over {listen.scheme}")
             io = RecordingIo(io, recorder)
-        outcome = await run_engine(engine, io, clock)
-        if engine.world.store is not None:
-            engine.world.store.close()  # one per connection: a long-lived listener keeps no descriptors of it
-        if trace is not None and not outcome.crash:
-            trace.finish(graceful=True)
+        outcome = None
+        try:
+            # A closed connection leaves its turns going (observed: tests/ws_lifetime_observe.py).
+            outcome = await run_engine(engine, io, clock, detach_on_eof=True)
+        finally:
+            # Closed when the connection's turns ended, and on SIGTERM (observed: the real closes its traces then).
+            if trace is not None and (outcome is None or not outcome.crash):
+                trace.finish(graceful=True)
+            if engine.world.store is not None:
+                engine.world.store.close()  # one per connection: a long-lived listener keeps no descriptors of it
+            loaded.update(ServerStore.still_loaded(engine.world))
         if recorder is not None:
             recorder.finish(outcome.code, outcome.crash)
         return (outcome.code, True) if outcome.crash else None
@@ -305,6 +345,41 @@ async def serve_socket(
     return result[0] if result else (0, False)
 
 
+class ServerStore:
+    """A connection's view of the home's thread store (:class:`fake_server.home_store.HomeStore`) in a server that
+    serves many: a thread an earlier connection left loaded is found loaded (the real server keeps it in memory
+    when its connection closes, observed: ``tests/ws_lifetime_observe.py``); the rest is the store's."""
+
+    def __init__(self, store: Any, loaded: set[str]) -> None:
+        self._store = store
+        self._loaded = loaded
+        self._marked: set[str] = set()  # marked once: what the client does to them afterwards is its own
+
+    @classmethod
+    def around(cls, store: Any, loaded: set[str]) -> Any:
+        return None if store is None else cls(store, loaded)
+
+    @staticmethod
+    def still_loaded(world: Any) -> set[str]:
+        out = set()
+        for thread_id in world.threads:
+            extra = world.surface.threads.get(thread_id)
+            if extra is None or (extra.loaded and not extra.archived and not extra.deleted):
+                out.add(thread_id)
+        return out
+
+    def fill(self, world: Any) -> None:
+        self._store.fill(world)
+        for thread_id in self._loaded - self._marked:
+            extra = world.surface.threads.get(thread_id)
+            if thread_id in world.threads and extra is not None and extra.from_store and not extra.archived:
+                extra.loaded = True
+                self._marked.add(thread_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 def _ledger_append(effect: FaultStruck) -> None:
     path = os.environ.get(ledger.FAULT_LEDGER_ENV)
     if path:
@@ -320,7 +395,7 @@ def _serve_socket(
     sources: dict[str, str],
     record_root: str | None,
 ) -> int:
-    from fake_server.ws_serve import UnixPathError
+    from contracts.unix_socket import SocketPathError
 
     try:
         try:
@@ -332,7 +407,7 @@ def _serve_socket(
             if len(leaves) != 1:
                 raise
             raise leaves[0] from None
-    except UnixPathError as exc:
+    except SocketPathError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the address is taken, not ours, not here
@@ -398,6 +473,11 @@ def _parser() -> ArgumentParser:
     app.add_argument("--record", metavar="DIR", help=f"record the session into DIR/<n>-<pid>/ (or ${RECORD_ENV})")
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
+    app.add_argument(
+        "--quiet",
+        action="store_true",
+        help=f"say nothing on stderr of the scenario, the faults that strike, the recording (or ${QUIET_ENV}=1)",
+    )
     return parser
 
 
@@ -488,11 +568,19 @@ def _main(argv: Sequence[str] | None) -> int:
     except ScenarioError as exc:  # a file that is not a valid scenario, an unknown name: 2
         print(f"fake-codex: {exc}", file=sys.stderr)
         return INVALID_INPUT
+    refusal = refused_setting(profile)
+    if refusal is not None:  # as the release refuses a setting it no longer takes (its policy.json)
+        said, code = refusal
+        print(f"Error: {said}", file=sys.stderr)
+        return code
     # The variable wins over the flag: a wrapper that records every server (the --client-cmd shim) must not lose
     # one to a client that passes --record.
     record_root = os.environ.get(RECORD_ENV) or args.record or args.record_top
     if listen is not None and listen.scheme != "stdio":
         return _serve_socket(listen, policy, scenario, spec, profile, sources, record_root)
+    _QUIET[0] = args.quiet or os.environ.get(QUIET_ENV, "") not in ("", "0")
+    faults = ", ".join(sorted({f.kind for f in scenario.faults})) or "no fault"
+    say(f"playing scenario {scenario.name} as codex-cli {profile.release} ({faults}); --quiet says nothing")
     recorder = open_recorder(record_root, scenario, spec, profile.release, sources)
     if recorder is not None:
         recorder.keep_signals()
@@ -505,6 +593,7 @@ def _main(argv: Sequence[str] | None) -> int:
             _set_blocking(fd, was)
     if recorder is not None:
         recorder.finish(code, crashed)
+        say(f"recorded into {recorder.folder}; see it with: codex-harness show {recorder.folder}")
     if crashed:
         os._exit(code & 0xFF)  # like a dying process: no flushing of Python buffers, no atexit
     return code

@@ -9,10 +9,14 @@ Observed on the real binary (``tests/data/real/<release>/thread_store/observed.j
 ``model_provider`` or ``openai``; a new thread's ``model`` is the configured one, else the release's default
 model (``model/list``'s ``isDefault``), and its ``modelProvider`` the configured one, else ``openai``.
 
-The answers are derived from the release's recorded ones (recorded with the harness's mock-provider
-``config.toml``): what that file set is taken out, what this setup sets is put in. A setup equal to the recorded
-one gives the recorded answers unchanged. The in-process fake has no home: it keeps the recorded answers
-(:attr:`fake_server.world.World.setup` None).
+The answers are derived from the release's recorded ones: ``config/read`` from an empty home (answers.json's
+``config/read+empty`` / ``config/read+layers+empty``, recorded by ``tests/surface_observe.py --answers-into``:
+keys no layer sets are null or absent there, ``analytics``, ``check_for_update_on_startup`` and
+``features.plugins`` included, and have no origin) with what this setup sets put in, each set leaf's origin
+naming its layer (``tests/data/real/<release>/surface/observed.json``). The answer recorded with the harness's
+mock-provider ``config.toml`` gives the shape of what a file adds (a provider's fields, ``features``'
+``network_proxy``); a setup equal to that file gives the recorded answers unchanged. The in-process fake has no
+home: it keeps the recorded answers (:attr:`fake_server.world.World.setup` None).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from contracts import safe_read
 
 MAX_CONFIG_BYTES = 1024 * 1024
 BUILTIN_PROVIDER = "openai"
-#: What ``config/read`` shows for a key no layer sets, where it was observed (an empty home).
+#: What ``config/read`` shows for a key no layer sets, for a release folder learned before answers.json held the
+#: empty home's answer (``config/read+empty``).
 UNSET: dict[str, Any] = {
     "model": None,
     "model_provider": None,
@@ -144,22 +149,44 @@ def _provider_entry(template: dict[str, Any], recorded_cfg: dict[str, Any], cfg:
     return entry
 
 
-def config_answer(recorded: dict[str, Any], recorded_layers: dict[str, Any], setup: Setup, codex_home: str) -> Any:
-    """``config/read`` (``recorded``: the release's answer to the same request) for ``setup``."""
+def _table(key: str, value: dict[str, Any], shown: Any, recorded_cfg: dict[str, Any], recorded_user: Any) -> Any:
+    """Table ``key`` set to ``value`` as ``config/read`` shows it: the empty home's table (``shown``), the fields
+    the release shows beside any it is given (in the recorded answer, not set by the recorded file: ``features``
+    shows ``network_proxy`` once the table is there), then ``value``."""
+    base = shown if isinstance(shown, dict) else {}
+    recorded_table = recorded_cfg.get(key) if isinstance(recorded_cfg.get(key), dict) else {}
+    recorded_set = recorded_user.get(key) if isinstance(recorded_user, dict) else None
+    recorded_set = recorded_set if isinstance(recorded_set, dict) else {}
+    beside = {k: v for k, v in recorded_table.items() if k not in base and k not in recorded_set}
+    return merged(merged(base, copy.deepcopy(beside)), value)
+
+
+def config_answer(
+    empty: dict[str, Any] | None,
+    recorded: dict[str, Any],
+    recorded_layers: dict[str, Any],
+    setup: Setup,
+    codex_home: str,
+) -> Any:
+    """``config/read`` for ``setup``. ``empty``: the release's answer to the same request from an empty home
+    (answers.json's ``config/read+empty`` / ``config/read+layers+empty``; None for a release folder learned
+    without it: the recorded answer, what its file set taken out, stands in); ``recorded``: the answer with the
+    harness's mock-provider file (``recorded_layers``: with its layers)."""
     recorded_user = recorded_layers["layers"][0]["config"]
     if not setup.flags and setup.user == recorded_user:
         return recorded
-    out = copy.deepcopy(recorded)
+    out = copy.deepcopy(empty if empty is not None else recorded)
     config = out["config"]
-    effective = setup.effective
-    template_providers = config.get("model_providers") if isinstance(config.get("model_providers"), dict) else {}
-    template = next(iter(template_providers.values()), None)
+    recorded_cfg = recorded["config"]
+    if empty is None:
+        for key in recorded_user:
+            if key in UNSET and key in config:
+                config[key] = copy.deepcopy(UNSET[key])
+    template_providers = recorded_cfg.get("model_providers")
+    template = next(iter(template_providers.values()), None) if isinstance(template_providers, dict) else None
     recorded_provider_cfg = next(iter((recorded_user.get("model_providers") or {}).values()), {})
-    for key in recorded_user:
-        if key in UNSET and key in config:
-            config[key] = copy.deepcopy(UNSET[key])
-    for key, value in effective.items():
-        if key not in config:
+    for key, value in setup.effective.items():
+        if key not in config and key not in recorded_cfg:
             continue  # not a setting this release shows
         if key == "model_providers" and isinstance(value, dict) and template is not None:
             config[key] = {
@@ -167,23 +194,21 @@ def config_answer(recorded: dict[str, Any], recorded_layers: dict[str, Any], set
                 for pid, cfg in value.items()
                 if isinstance(cfg, dict)
             }
-        elif isinstance(value, dict) and isinstance(config.get(key), dict):
-            config[key] = merged(config[key], value)
+        elif isinstance(value, dict):
+            config[key] = _table(key, value, config.get(key), recorded_cfg, recorded_user)
         else:
             config[key] = value
+    user_name = {"type": "user", "file": f"{codex_home}/config.toml", "profile": None}
+    layers = [{"name": user_name, "version": _version(setup.user), "config": setup.user}]
+    if setup.flags:
+        layers.insert(0, {"name": {"type": "sessionFlags"}, "version": _version(setup.flags), "config": setup.flags})
+    origins: dict[str, Any] = {}
+    for layer in reversed(layers):  # the higher layer's origin wins
+        for leaf in _leaves(layer["config"]):
+            origins[leaf] = {"name": layer["name"], "version": layer["version"]}
+    out["origins"] = origins  # observed: with and without the layers, a key no layer sets has no origin
     if "layers" in out:
-        user_name = {"type": "user", "file": f"{codex_home}/config.toml", "profile": None}
-        layers = [{"name": user_name, "version": _version(setup.user), "config": setup.user}]
-        if setup.flags:
-            layers.insert(
-                0, {"name": {"type": "sessionFlags"}, "version": _version(setup.flags), "config": setup.flags}
-            )
         out["layers"] = layers + [layer for layer in recorded_layers["layers"][1:]]
-        origins: dict[str, Any] = {}
-        for layer in reversed(layers):  # the higher layer's origin wins
-            for leaf in _leaves(layer["config"]):
-                origins[leaf] = {"name": layer["name"], "version": layer["version"]}
-        out["origins"] = origins
     return out
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from contracts import safe_read
+from contracts.scenario import Usage
 from fake_server.state import ThreadState
 from fake_server.world import World
 
@@ -40,6 +41,7 @@ _KEPT = (
     "path",
     "approval_policy",
     "sandbox",
+    "reviewer",
     "model",
     "model_provider",
     "preview",
@@ -164,7 +166,8 @@ def _materialised(thread: ThreadState, extra: Any) -> bool:
 def _signature(thread: ThreadState, extra: Any) -> tuple[Any, ...]:
     """What changes when anything kept changes (turns only grow; a turn's view is final once in the history)."""
     kept = (getattr(extra, k, None) for k in ("name", "archived", "forked_from", "materialised"))
-    return (len(thread.turns), len(thread.history), thread.preview, thread.model, thread.model_provider, *kept)
+    usage = len(thread.usage_frames)
+    return (len(thread.turns), len(thread.history), usage, thread.preview, thread.model, thread.model_provider, *kept)
 
 
 def _record(thread: ThreadState, extra: Any) -> dict[str, Any]:
@@ -176,34 +179,53 @@ def _record(thread: ThreadState, extra: Any) -> dict[str, Any]:
         archived=bool(getattr(extra, "archived", False)),
         forked_from=getattr(extra, "forked_from", None),
     )
+    # The thread's token usage so far, as its rollout keeps it: a new process reports it on thread/resume and
+    # counts on from it (observed, tests/data/real/<release>/surface/observed.json).
+    total = thread.total
+    full["usage"] = {
+        "total": [total.input, total.cached, total.output, total.reasoning],
+        "last": thread.usage_frames[-1]["params"] if thread.usage_frames else None,
+    }
     return full
 
 
 def _thread_of(data: Any, thread_id: str) -> tuple[ThreadState, dict[str, Any]]:
     if not isinstance(data, dict) or data.get("thread_id") != thread_id:
         raise ValueError("its id is not its name's")
-    text = ("cwd", "approval_policy", "sandbox", "model", "preview")
+    text = ("cwd", "sandbox", "model", "preview")
     if any(not isinstance(data.get(k), str) for k in text) or not isinstance(data.get("created_ms"), int):
         raise ValueError("a field is missing or of the wrong type")
+    policy = data.get("approval_policy")
+    granular = isinstance(policy, dict) and set(policy) == {"granular"} and isinstance(policy["granular"], dict)
+    if not isinstance(policy, str) and not granular:
+        raise ValueError("its approval policy is neither a name nor the granular form")
     if not isinstance(data.get("turns"), list) or not isinstance(data.get("history"), list):
         raise ValueError("its turns are not lists")
     if not all(isinstance(t, str) for t in data["turns"]) or not all(isinstance(t, dict) for t in data["history"]):
         raise ValueError("its turns are not what fake-codex writes")
-    path, provider = data.get("path"), data.get("model_provider")
+    path, provider, reviewer = data.get("path"), data.get("model_provider"), data.get("reviewer")
     thread = ThreadState(
         thread_id=thread_id,
         cwd=data["cwd"],
         created_ms=data["created_ms"],
         ephemeral=False,
         path=path if isinstance(path, str) else None,
-        approval_policy=data["approval_policy"],
+        approval_policy=policy,
         sandbox=data["sandbox"],
         model=data["model"],
+        reviewer=reviewer if isinstance(reviewer, str) else "user",
         preview=data["preview"],
         turns=list(data["turns"]),
         history=list(data["history"]),
         model_provider=provider if isinstance(provider, str) else None,
     )
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        total, last = usage.get("total"), usage.get("last")
+        if isinstance(total, list) and len(total) == 4 and all(type(n) is int and n >= 0 for n in total):
+            thread.total = Usage(*total)
+        if isinstance(last, dict):
+            thread.usage_frames = [{"method": "thread/tokenUsage/updated", "params": last}]
     name, forked = data.get("name"), data.get("forked_from")
     kept = {
         "name": name if isinstance(name, str) else None,

@@ -130,6 +130,16 @@ class Profile:
             raise ReleaseError(f"release {self.release}: answers.json: expected an object of answers by key")
         return answers
 
+    def policy(self) -> dict[str, Any] | None:
+        """The release's approval table (``policy.json``, :mod:`fake_server.policy`); None when it has none."""
+        origin = self._origin()
+        if not origin.has("policy.json"):
+            return None
+        table = origin.data("policy.json")
+        if not isinstance(table, dict):
+            raise ReleaseError(f"release {self.release}: policy.json: expected an object")
+        return table
+
     def _origin(self) -> Release:
         return self.origin if self.origin is not None else releases.get(self.release)
 

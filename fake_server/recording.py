@@ -4,7 +4,9 @@ Each server process gets its own folder ``DIR/<n>-<pid>/`` (``n`` counts the ser
 recording from 1, claimed atomically so concurrent servers never share a number):
 
     start.json     pid, argv, the scenario's name, reference and hash, the release profile, the run
-                   marker, when it started (monotonic and Unix seconds); ``play``: what decides what
+                   marker, when it started (monotonic and Unix seconds) and when its process started
+                   (``process_started_t``, monotonic: the client's clock on ``initialize`` may run from
+                   there, while the wire's starts once the process is ready); ``play``: what decides what
                    the fake plays (:func:`play_identity`) and ``play_sources``: where each came from
                    (a flag, a variable, the scenario, the default), so a wrapper that gave one value
                    sees a client that changed it
@@ -99,6 +101,20 @@ def wire_entry(t: float, direction: str, item: Any) -> dict[str, Any]:
 
 
 
+def process_started_t() -> float | None:
+    """When this process started (the client's spawn of it: the shim execs the fake in the same process), on
+    CLOCK_MONOTONIC; None where ``/proc`` or CLOCK_BOOTTIME cannot say. ``/proc/self/stat`` gives the start in
+    clock ticks since boot; its age now on CLOCK_BOOTTIME, taken from the monotonic clock, places it there."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            stat = fh.read(4096)
+        ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22, counted after the command's ")"
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return round(time.monotonic() - max(0.0, age), 6)
+
+
 def start_fields(folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
     """A recording's ``start.json``: which folder of the run (``n``), which process, and what it plays
     (``extra``); every recorder (fake-codex, the relay in front of a real binary) writes this shape."""
@@ -111,16 +127,18 @@ def start_fields(folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
         **extra,
         "started_t": time.monotonic(),
         "started_unix": time.time(),
+        "process_started_t": process_started_t(),
     }
 
 class _Direction:
-    """Messages of one direction, as the reader at the other end gets them (the wire's framing bounds them);
-    the start of a message cut off by a crash is reported at the end of the stream, as the reader sees it."""
+    """Messages of one direction, as the reader at the other end gets them (the wire's framing bounds them).
+    The start of a message never finished (a crash mid-write, or ``partial_line``: then silence) is recorded when
+    it is written: a server then killed (SIGKILL) never reaches the end of its stream, and the record must not
+    depend on how the client ended it."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.framing = LineFraming(DEFAULT_MAX_LINE)  # the fake records its stdio
-        self._torn = b""
 
     def entries(self, messages: list[Incoming], t: float) -> list[dict[str, Any]]:
         """Messages a framing already bounded (what the fake read)."""
@@ -128,13 +146,10 @@ class _Direction:
 
     def written(self, messages: list[bytes], t: float, torn: bytes = b"") -> list[dict[str, Any]]:
         """Payloads the fake wrote, bounded here as the client's reader bounds them."""
-        if torn:
-            self._torn = torn
-        return self.entries(self.framing.check(messages), t)
-
-    def flush(self, t: float) -> list[dict[str, Any]]:
-        torn, self._torn = self._torn, b""
-        return [_entry(t, self.name, self.framing.torn(torn))] if torn.strip() else []
+        out = self.entries(self.framing.check(messages), t)
+        if torn.strip():
+            out.append(_entry(t, self.name, self.framing.torn(torn)))
+        return out
 
 
 def _entry(t: float, direction: str, item: Any) -> dict[str, Any]:
@@ -245,7 +260,6 @@ class Recorder:
     def on_stdin_eof(self) -> None:
         if self.stdin_closed_at is None:
             self.stdin_closed_at = time.monotonic()
-            self._put(self._c2s.flush(self.stdin_closed_at))
             self.note("stdin closed")
 
     def keep_signals(self) -> None:
@@ -260,12 +274,11 @@ class Recorder:
             self.note(f"signal {name}")
 
     def finish(self, code: int, crashed: bool) -> None:
-        """Write ``end.json`` (and any half line still pending). Called once, just before the process leaves."""
+        """Write ``end.json``. Called once, just before the process leaves."""
         if self.ended:
             return
         self.ended = True
         now = time.monotonic()
-        self._put(self._c2s.flush(now) + self._s2c.flush(now))
         ends = [(t, why) for t, why in ((self.stdin_closed_at, "stdin_closed"), (self.signal_at, "signal")) if t]
         if crashed:
             reason, at = "crash", now

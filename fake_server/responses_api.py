@@ -9,7 +9,10 @@ path, headers, parsed JSON body, which turn and response it was given), and the 
 ``trio.current_time()``, the clock of the session's wire), for the record's ``model.jsonl``.
 
 Which turn a request belongs to comes from the ``x-codex-turn-metadata`` header codex sends
-(``turn_id``): a new turn id starts the next scripted turn; the same id continues the turn.
+(``turn_id``): a new turn id starts the next scripted turn; the same id continues the turn. The next scripted
+turn is the mock's own count, or the run's (:class:`RunTurnCounter`: a file every mock of a run shares, so a
+client that starts a server per turn gets turn N of the scenario on the run's N-th turn, as fake-codex counts
+the turns of a ``CODEX_HOME``).
 
 Usage::
 
@@ -21,7 +24,11 @@ Usage::
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import ipaddress
+import os
+import stat
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -33,7 +40,7 @@ import orjson
 import trio
 import zstandard
 
-from contracts.scenario import ModelResponse, Scenario
+from contracts.scenario import MessageItem, ModelResponse, Scenario
 from fake_server.sse import IdCounter, StreamPlan, build_stream
 
 RESPONSES_PATH = "/v1/responses"
@@ -89,15 +96,49 @@ class ResponseSchedule:
     turn: int = -1
     index: int = -1
     _turn_key: str | None = None
+    #: the run's turn count (:class:`RunTurnCounter`), shared with the run's other mocks; None: this mock's own
+    counter: Callable[[], int] | None = None
 
     def next(self, turn_key: str | None) -> tuple[int, int, ModelResponse]:
         if self.turn < 0 or turn_key != self._turn_key:
-            self.turn += 1
+            self.turn = self._next_turn()
             self.index = 0
             self._turn_key = turn_key
         else:
             self.index += 1
         return self.turn, self.index, self.scenario.turn(self.turn).response(self.index)
+
+    def _next_turn(self) -> int:
+        if self.counter is not None:
+            try:
+                return self.counter()
+            except OSError:
+                self.counter = None  # an unreadable count: this mock counts on from its own
+        return self.turn + 1
+
+
+class RunTurnCounter:
+    """The run's turn count, in a file every mock of the run shares (a relayed server's mock lives in its relay's
+    process): each call takes the next 0-based turn under an exclusive lock. The file is the harness's, in the
+    run's work directory; opened without following a link, and a non-regular file is refused (``OSError``)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+
+    def __call__(self) -> int:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EPERM, f"{self.path} is not a regular file")
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held for microseconds by another mock at most
+            text = os.read(fd, 32).decode("ascii", "replace").strip()
+            index = int(text) if text.isdigit() else 0
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(index + 1).encode())
+            return index
+        finally:
+            os.close(fd)
 
 
 def turn_key(headers: dict[str, str], body: Any) -> str | None:
@@ -114,6 +155,26 @@ def turn_key(headers: dict[str, str], body: Any) -> str | None:
         users = sum(1 for item in body["input"] if isinstance(item, dict) and item.get("role") == "user")
         return f"users:{users}"
     return None
+
+
+#: The header codex sends on a subagent's model requests; ``guardian`` is the approvals reviewer (``auto_review``).
+SUBAGENT_HEADER = "x-openai-subagent"
+
+
+def is_reviewer_request(headers: dict[str, str], body: Any) -> bool:
+    """A request of the approvals reviewer subagent (as observed: the header, and ``subagent_kind`` in the
+    request's turn metadata), not a turn of the scenario."""
+    if headers.get(SUBAGENT_HEADER) == "guardian":
+        return True
+    meta = body.get("client_metadata") if isinstance(body, dict) else None
+    return isinstance(meta, dict) and meta.get(SUBAGENT_HEADER) == "guardian"
+
+
+def reviewer_response(outcome: str) -> ModelResponse:
+    """The reviewer model's verdict, as the JSON its output schema asks for (``outcome`` allow / deny)."""
+    verdict = {"outcome": outcome, "risk_level": "low", "user_authorization": "unknown", "rationale": "scripted review"}
+    text = orjson.dumps(verdict).decode()
+    return ModelResponse(items=(MessageItem(text=text, deltas=(text,)),))
 
 
 def _check_loopback(host: str) -> None:
@@ -255,6 +316,16 @@ class MockResponsesServer:
             await _send_simple(conn, stream, 404, b'{"error":{"message":"not found"}}')
             return True
         assert self.schedule is not None
+        if is_reviewer_request(dict(request.headers), request.body):
+            # The auto-review subagent asks the model for a verdict: answered here, outside the scripted turns.
+            self._responses_served += 1
+            verdict = reviewer_response(self.scenario.config.auto_review)
+            plan = build_stream(
+                verdict, response_id=f"resp-{self._responses_served}", workdir=self.workdir, ids=self.ids
+            )
+            self.requests.append(replace(request, status=200))
+            self.note("c2m", {"method": request.method, "path": request.path, "reviewer": True, "status": 200})
+            return await _send_plan(conn, stream, plan, self.note)
         turn, index, response = self.schedule.next(turn_key(dict(request.headers), request.body))
         self._responses_served += 1
         plan = build_stream(response, response_id=f"resp-{self._responses_served}", workdir=self.workdir, ids=self.ids)
@@ -315,13 +386,22 @@ async def _send_plan(
 
 @asynccontextmanager
 async def serve_responses_api(
-    scenario: Scenario, *, workdir: PurePosixPath | str, host: str = "127.0.0.1", port: int = 0
+    scenario: Scenario,
+    *,
+    workdir: PurePosixPath | str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    turn_counter: Callable[[], int] | None = None,
 ) -> AsyncIterator[MockResponsesServer]:
     """Run the mock for the duration of the block; port 0 picks an ephemeral port (``mock.port``).
+    ``turn_counter``: the run's turn count (:class:`RunTurnCounter`), when the mock is one of a run's.
 
     Raises :class:`NotLoopback` for any non-loopback ``host``.
     """
-    server = MockResponsesServer(scenario=scenario, workdir=PurePosixPath(workdir), host=host, port=port)
+    schedule = ResponseSchedule(scenario, counter=turn_counter)
+    server = MockResponsesServer(
+        scenario=scenario, workdir=PurePosixPath(workdir), host=host, port=port, schedule=schedule
+    )
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve)

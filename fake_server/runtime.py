@@ -75,10 +75,27 @@ class Outcome:
     crash: bool
 
 
+#: How long a connection's turns go on after the connection closed (``detach_on_eof``), at most.
+DETACHED_MAX_S = 600.0
+
+
+def _turns_running(engine: Engine) -> bool:
+    return any(t.active is not None and not t.active.ended for t in engine.world.threads.values())
+
+
 async def run_engine(
-    engine: Engine, io: Io, clock_ms: Callable[[], int] | None = None, *, on_started: Callable[[], None] | None = None
+    engine: Engine,
+    io: Io,
+    clock_ms: Callable[[], int] | None = None,
+    *,
+    on_started: Callable[[], None] | None = None,
+    detach_on_eof: bool = False,
 ) -> Outcome:
-    """Serve until the engine exits; returns its exit code. Cancel the caller's scope to stop it."""
+    """Serve until the engine exits; returns its exit code. Cancel the caller's scope to stop it.
+
+    ``detach_on_eof``: the end of input is a connection closing, not the server's (a websocket): the server
+    does not shut down; its turns go on without a reader (what they send is dropped) until they end, at most
+    :data:`DETACHED_MAX_S`, and the outcome is then 0 (observed: ``tests/ws_lifetime_observe.py``)."""
     now = clock_ms or default_clock_ms()
     timers: dict[int, float] = {}
     eof = False
@@ -131,10 +148,15 @@ async def run_engine(
         return None
 
     outcome = await apply(engine.start(now()))
+    detached_until = math.inf
     while outcome is None:
         deadline = min(timers.values()) if timers else math.inf
         messages: list[Incoming] | None = None
-        if eof:
+        if detached_until != math.inf and (not _turns_running(engine) or trio.current_time() >= detached_until):
+            return Outcome(0, False)
+        if eof and detach_on_eof:
+            await trio.sleep_until(min(deadline, detached_until))
+        elif eof:
             await trio.sleep_until(deadline) if deadline != math.inf else await trio.sleep_forever()
         elif paused_until > trio.current_time():
             await trio.sleep_until(min(deadline, paused_until))
@@ -144,6 +166,9 @@ async def run_engine(
         if messages is not None:
             if messages:
                 outcome = await apply(engine.receive(messages, now()))
+            elif detach_on_eof:
+                eof = True
+                detached_until = trio.current_time() + DETACHED_MAX_S
             else:
                 eof = True
                 outcome = await apply(engine.feed_eof(now()))

@@ -64,6 +64,7 @@ class Listen:
     host: str = ""
     port: int = 0
     path: str = ""
+    default_path: bool = False  # ``unix://`` alone: the folder of its path is the server's to make
 
     @property
     def loopback(self) -> bool:
@@ -93,7 +94,7 @@ def parse_listen(value: str, codex_home: str) -> Listen:
     if value.startswith("unix://"):
         rest = value[len("unix://") :]
         path = rest or os.path.join(codex_home, DEFAULT_UNIX_DIR, DEFAULT_UNIX_NAME)
-        return Listen("unix", path=os.path.abspath(path))
+        return Listen("unix", path=os.path.abspath(path), default_path=not rest)
     if value.startswith("ws://"):
         rest = value[len("ws://") :]
         bad = _usage(value, f"invalid websocket --listen URL `{value}`; expected `ws://IP:PORT`")

@@ -12,11 +12,7 @@ fault takes the whole process down.
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
-import socket
-import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -25,6 +21,7 @@ import trio
 from wsproto import ConnectionType
 from wsproto.connection import Connection
 
+from contracts.unix_socket import bind_listening
 from contracts.websocket import SERVER_MAX_FRAME, SERVER_MAX_MESSAGE, WsStream
 from contracts.wire import Incoming
 from fake_server.effects import FaultStruck, TraceEvent, TransportFault
@@ -176,66 +173,6 @@ def write_stderr(text: str) -> None:
         pass
 
 
-class UnixPathError(Exception):
-    """The unix socket's path cannot be served: ``str()`` is the real binary's words (``Error: …``, exit 1)."""
-
-
-def socket_home() -> str:
-    """Where the real binary binds its unix sockets: a private folder of the user's in ``/tmp``."""
-    return f"/tmp/codex-daemon-{os.getuid()}"
-
-
-def bind_unix(path: str) -> socket.socket:
-    """A listening unix socket reached at ``path``, as the real binary makes it: the socket itself is
-    ``/tmp/codex-daemon-<uid>/<sha256 of path>`` (mode 0600, its folder 0700; a path of any length fits) and
-    ``path`` is a link to it (in a folder made 0700). A stale socket is replaced; UnixPathError when another
-    server holds it or something else is there."""
-    parent = os.path.dirname(path)
-    os.makedirs(parent, mode=0o700, exist_ok=True)
-    home = socket_home()
-    os.makedirs(home, mode=0o700, exist_ok=True)
-    physical = os.path.join(home, hashlib.sha256(os.fsencode(path)).hexdigest())
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and not (stat.S_ISLNK(mode) or stat.S_ISSOCK(mode)):
-        raise UnixPathError(f"app-server control socket path exists and is not a socket: {path}")
-    if mode is not None:
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(physical if stat.S_ISLNK(mode) else path)
-        except OSError as exc:
-            if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
-                raise UnixPathError(f"app-server control socket at {path}: {exc.strerror}") from None
-            os.unlink(path)  # stale: nobody listens
-        else:
-            raise UnixPathError(f"app-server control socket is already in use at {path}")
-        finally:
-            probe.close()
-    if os.path.lexists(physical):
-        os.unlink(physical)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(physical)
-        os.chmod(physical, 0o600)
-        sock.listen(64)
-        os.symlink(physical, path)  # last: a client that sees the path can connect
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def unbind_unix(path: str) -> None:
-    """Remove the socket and the link to it (the server is leaving)."""
-    for name in (os.path.join(socket_home(), hashlib.sha256(os.fsencode(path)).hexdigest()), path):
-        try:
-            os.unlink(name)
-        except OSError:
-            pass
-
-
 SessionFn = Callable[[WsStream, int], Awaitable[tuple[int, bool] | None]]
 
 
@@ -255,9 +192,10 @@ async def serve_listener(
     process, else None. ``on_refused(n)``: the ``n``-th upgrade the scenario's ``ws_refuse_upgrade`` refused."""
     outcome: list[tuple[int, bool]] = []
     unix = listen.scheme == "unix"
-    if unix:
-        sock = bind_unix(listen.path)
-        listeners: list[trio.SocketListener] = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+    bound = None
+    if unix:  # the one way to open a socket path (contracts.unix_socket): a private folder, nothing followed
+        bound = bind_listening(listen.path, default_dir=listen.default_path)
+        listeners: list[trio.SocketListener] = [trio.SocketListener(trio.socket.from_stdlib_socket(bound.sock))]
         port = 0
     else:
         listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
@@ -291,8 +229,8 @@ async def serve_listener(
             nursery.start_soon(trio.serve_listeners, handle, listeners)
             task_status.started(port)
     finally:
-        if unix:
-            unbind_unix(listen.path)
+        if bound is not None:
+            bound.close()
     return outcome[0] if outcome else (0, False)
 
 

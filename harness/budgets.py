@@ -4,7 +4,7 @@ A client is judged against the budgets it promises: one that waits ten minutes f
 is not failed at the five seconds a scenario's plan allows itself. A declared budget replaces the scenario's
 (``[client]`` of the scenario, the plan an adapter reads) for every scenario of the run, so the plan, the
 checks and the run's deadline all follow it; a budget not declared stays the scenario's (the defaults of
-docs/scenarios.md: turn 60 s, request 30 s, interrupt 2 s, teardown 3 s).
+docs/scenarios.md: turn 60 s, request 30 s, interrupt 2 s, teardown 3 s, start-up 30 s).
 
 Keys (milliseconds, positive integers), each also by its short name:
 
@@ -13,7 +13,9 @@ Keys (milliseconds, positive integers), each also by its short name:
 - ``request_timeout_ms`` (``request``): how long it waits for the answer to a request;
 - ``interrupt_budget_ms`` (``interrupt``): after a ``turn/interrupt``, for the interrupt's answer and the
   turn's ``turn/completed``, before it ends the server;
-- ``teardown_ms`` (``teardown``): after its last turn, to end the server.
+- ``teardown_ms`` (``teardown``): after its last turn, to end the server;
+- ``startup_timeout_ms`` (``startup``): for the server's first answer (``initialize``), counted from the server
+  process's start (a process start is slow on a loaded machine: not a request being late).
 
 Capped: a budget at most :data:`MAX_BUDGET_MS` (15 min), a scenario's run deadline at most :data:`MAX_RUN_S`
 (60 min). Anything else (an unknown key, a negative or non-integer value, a file that is a link, a FIFO or
@@ -39,6 +41,7 @@ KEYS: dict[str, str] = {
     "request_timeout_ms": "request",
     "interrupt_budget_ms": "interrupt",
     "teardown_ms": "teardown",
+    "startup_timeout_ms": "startup",
 }
 _BY_SHORT = {short: key for key, short in KEYS.items()}
 MAX_BUDGET_MS = 15 * 60 * 1000
@@ -133,10 +136,13 @@ def with_budgets(scenario: Scenario, budgets: Mapping[str, int]) -> Scenario:
 
 
 def run_deadline_s(plan: ClientPlan, turns: int) -> float:
-    """How long a client that keeps its budgets may take on a scenario of ``turns`` turns: each turn its turn
-    budget and then its interrupt budget, then the teardown, plus :data:`DEADLINE_EXTRA_S`."""
-    per_turn = plan.turn_timeout_ms + plan.interrupt_budget_ms
-    return (per_turn * max(1, turns) + plan.teardown_ms) / 1000 + DEADLINE_EXTRA_S
+    """How long a client that keeps its budgets may take on a scenario of ``turns`` turns, the one formula of
+    docs/clients.md (The run deadline): the start-up budget, then each turn its turn budget, its interrupt budget
+    and one request budget (a bounded request after the turn gave up, a cleanup on a hung server), then the
+    teardown, plus :data:`DEADLINE_EXTRA_S`."""
+    per_turn = plan.turn_timeout_ms + plan.interrupt_budget_ms + plan.request_timeout_ms
+    total_ms = plan.startup_timeout_ms + per_turn * max(1, turns) + plan.teardown_ms
+    return total_ms / 1000 + DEADLINE_EXTRA_S
 
 
 def scenario_deadline_s(scenario: Scenario) -> float:
@@ -161,7 +167,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help="a budget the client keeps, in ms, replacing every scenario's (repeatable): turn_timeout_ms (turn), "
-        "request_timeout_ms (request), interrupt_budget_ms (interrupt), teardown_ms (teardown); at most 15 min",
+        "request_timeout_ms (request), interrupt_budget_ms (interrupt), teardown_ms (teardown), startup_timeout_ms "
+        "(startup); at most 15 min",
     )
     parser.add_argument(
         "--budgets", metavar="FILE", help="the client's budgets as TOML (KEY = MS lines); --budget flags win over it"

@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -61,6 +62,11 @@ ROOT_DIR: Final = ".confine-root"
 SHEBANG_BYTES: Final = 256
 #: files of /etc that commonly link into /run (masked); their targets are shown read-only
 HOST_CONFIG: Final = ("/etc/resolv.conf", "/etc/hosts", "/etc/localtime")
+#: the uid and gid the binary runs as, in a user namespace of its own mapped to the harness's user ("nobody":
+#: not 0, so that the binary's own sandbox can map it in a nested user namespace without a capability)
+SANDBOX_ID: Final = 65534
+#: /proc/self/status lines a confined process must show: no capability in any set, no_new_privs on
+NO_PRIVILEGES: Final = {"CapInh": 0, "CapPrm": 0, "CapEff": 0, "CapBnd": 0, "CapAmb": 0, "NoNewPrivs": 1}
 
 
 class ConfinementUnavailable(Exception):
@@ -77,6 +83,9 @@ class Layout:
     cwd: str
     scratch: str  # one of ``writable``: the unshare mechanism builds its root in it
     private_tmp: bool = True
+    #: (host path, path inside): bound read-write at another path (the real binary's socket folder, whose
+    #: name inside carries the uid it runs as, :data:`SANDBOX_ID`)
+    moved: tuple[tuple[str, str], ...] = ()
 
 
 def layout(
@@ -88,11 +97,13 @@ def layout(
     path_env: str | None = None,
     masks: Iterable[str | os.PathLike[str]] | None = None,
     private_tmp: bool = True,
+    moved: Iterable[tuple[str | os.PathLike[str], str]] = (),
 ) -> Layout:
     """The layout of a start of ``argv0``: ``writable`` (``scratch`` among them) read-write, the homes masked.
 
     ``path_env``: the PATH the binary runs with (finds a ``#!/usr/bin/env NAME`` interpreter). ``masks``:
-    instead of :func:`default_masks` (the self-test's planted home).
+    instead of :func:`default_masks` (the self-test's planted home). ``moved``: (host path, path inside) pairs
+    bound read-write at another path inside (under the private ``/tmp``).
     """
     scratch_path = _real(scratch)
     rw = _unique([scratch_path, *(_real(p) for p in writable)])
@@ -102,7 +113,8 @@ def layout(
     shown = [*kept, *covering]
     trees = [*_install_trees(str(argv0), path_env, shown), *_own_installation(shown), *_host_config(shown)]
     readable = _unique(p for p in trees if p not in rw)
-    return Layout(tuple(rw), tuple(readable), tuple(kept), _real(cwd), scratch_path, private_tmp)
+    pairs = tuple((_real(host), inside) for host, inside in moved)
+    return Layout(tuple(rw), tuple(readable), tuple(kept), _real(cwd), scratch_path, private_tmp, pairs)
 
 
 def default_masks() -> list[str]:
@@ -135,7 +147,13 @@ class Launcher:
 
 
 def _bwrap(tool: str, argv: list[str], where: Layout) -> list[str]:
-    args = [tool, "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # a user namespace of its own in which the binary is SANDBOX_ID with no capability (and an empty bounding
+    # set): as root, bwrap would otherwise keep every capability and the binary could unmount the masks and
+    # remount / read-write. Not uid 0 inside: a capability-less root cannot map a nested user namespace
+    # (CAP_SETFCAP), which the binary's own sandbox needs.
+    ids = str(SANDBOX_ID)
+    args = [tool, "--unshare-user", "--uid", ids, "--gid", ids, "--cap-drop", "ALL", "--unshare-pid"]
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if where.private_tmp:
         args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     for mask in where.masks:
@@ -144,6 +162,8 @@ def _bwrap(tool: str, argv: list[str], where: Layout) -> list[str]:
         args += ["--bind", path, path]
     for path in where.readable:
         args += ["--ro-bind", path, path]
+    for path, inside in where.moved:
+        args += ["--bind", path, inside]
     for mask in where.masks:
         args += ["--remount-ro", mask]
     return [*args, "--chdir", where.cwd, "--", *argv]
@@ -157,14 +177,19 @@ def _unshare(tool: str, argv: list[str], where: Layout) -> list[str]:
         "masks": list(where.masks),
         "writable": list(where.writable),
         "readable": list(where.readable),
+        "moved": [list(pair) for pair in where.moved],
         "cwd": where.cwd,
         "argv": argv,
         "private_tmp": where.private_tmp,
         "tmp_bytes": TMP_BYTES,
         "mask_bytes": MASK_BYTES,
     }
-    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]  # mounts need CAP_SYS_ADMIN in the namespace
-    return [tool, "--mount", "--pid", "--fork", "--kill-child", *user, "--", sys.executable, "-I", "-S", str(INIT),
+    # root or not, a user namespace of its own: the init builds the view with the capabilities it has there
+    # (--keep-caps: as SANDBOX_ID), never with the host's; the binary then runs with none at all (the init
+    # drops them, and sets no_new_privs, before it executes it)
+    ids = str(SANDBOX_ID)
+    user = ["--user", f"--map-user={ids}", f"--map-group={ids}", "--keep-caps"]
+    return [tool, *user, "--mount", "--pid", "--fork", "--kill-child", "--", sys.executable, "-I", "-S", str(INIT),
             json.dumps(spec)]  # fmt: skip
 
 
@@ -222,7 +247,14 @@ def current() -> Launcher:
 
 
 def self_test(launcher: Launcher) -> str | None:
-    """None when ``launcher`` confines as promised here, else what it failed (one line)."""
+    """None when ``launcher`` confines as promised here, else what it failed (one line).
+
+    Planted: a secret under a mask, a read-only path, a writable one. Inside, once the probe sees a mount
+    namespace that is not the host's (so nothing it tries can touch the host's mounts), it tries the escape
+    a root inside would: ``umount -l`` of the mask, ``mount -o remount,rw,bind`` of ``/`` and of the read-only
+    path's mount, and both again from a nested user namespace of its own (where it has every capability).
+    Every one must fail; the process must show no capability in any set and no_new_privs on.
+    """
     from harness.bounded_run import OutputOverflow, run_capped
 
     with tempfile.TemporaryDirectory(prefix="codex-harness-confine-test-") as tmp:
@@ -232,10 +264,7 @@ def self_test(launcher: Launcher) -> str | None:
             directory.mkdir()
         secret = "planted-" + os.urandom(8).hex()
         (home / "secret").write_text(secret)
-        script = (
-            f"cat {home}/secret 2>/dev/null; (echo x > {read_only}/x) 2>/dev/null; echo ok > {scratch}/ok; "
-            "readlink /proc/self/ns/pid"
-        )
+        script = _probe(home, read_only, scratch)
         where = layout("/bin/sh", writable=[scratch], cwd=scratch, scratch=scratch, masks=[home], private_tmp=False)
         try:
             done = run_capped(
@@ -250,14 +279,84 @@ def self_test(launcher: Launcher) -> str | None:
         if done.returncode != 0:
             err = " ".join(done.stderr.decode(errors="replace").split())[:300]
             return f"its self-test exited {done.returncode}: {err or 'no message'}"
+        for line in said.splitlines():
+            if line.startswith("escape:"):
+                return f"a root inside could escape: {ESCAPES.get(line, line)} succeeded"
         if secret in said:
             return "a masked home stayed readable"
         if (read_only / "x").exists():
             return "a read-only path was written"
         if not (scratch / "ok").is_file():
             return "the writable directory was not written"
+        if problem := _privileges_problem(said):
+            return problem
         if not said.strip() or said.split()[-1] == os.readlink("/proc/self/ns/pid"):
             return "no PID namespace of its own"
+    return None
+
+
+#: what each ``escape:`` line of the self-test's probe means
+ESCAPES: Final = {
+    "escape:umount-mask": "umount -l of a mask",
+    "escape:remount-root": "mount -o remount,rw,bind /",
+    "escape:remount-path": "mount -o remount,rw,bind of a read-only path's mount",
+    "escape:nested-umount-mask": "umount -l of a mask from a nested user namespace",
+    "escape:nested-remount-root": "mount -o remount,rw,bind / from a nested user namespace",
+    "escape:nested-remount-path": "mount -o remount,rw,bind of a read-only path's mount from a nested user namespace",
+}
+
+
+def _probe(home: Path, read_only: Path, scratch: Path) -> str:
+    """The self-test's shell script: the escape attempts (only in a mount namespace not the host's: a
+    launcher that does not confine must not remount the host's ``/``), then the reads, writes and status."""
+    q = shlex.quote
+    point = _mount_point(read_only)
+
+    def attempts(prefix: str) -> str:
+        return (
+            f"umount -l {q(str(home))} 2>/dev/null && echo escape:{prefix}umount-mask; "
+            f"mount -o remount,rw,bind / 2>/dev/null && echo escape:{prefix}remount-root; "
+            f"mount -o remount,rw,bind {q(point)} 2>/dev/null && echo escape:{prefix}remount-path; "
+            f"cat {q(str(home))}/secret 2>/dev/null; (echo x > {q(str(read_only))}/x) 2>/dev/null; "
+        )
+
+    nested = f"unshare --user --map-root-user --mount /bin/sh -c {q(attempts('nested-'))} 2>/dev/null; "
+    return (
+        f'if [ "$(readlink /proc/self/ns/mnt)" != {q(os.readlink("/proc/self/ns/mnt"))} ]; then '
+        f"{attempts('')}{nested}fi; "
+        f"cat {q(str(home))}/secret 2>/dev/null; (echo x > {q(str(read_only))}/x) 2>/dev/null; "
+        f"echo ok > {q(str(scratch))}/ok; "
+        "grep -E '^(" + "|".join(NO_PRIVILEGES) + "):' /proc/$$/status; "
+        "readlink /proc/self/ns/pid"
+    )
+
+
+def _mount_point(path: Path) -> str:
+    """The mount point (on the host) that ``path`` lies on."""
+    current = str(path)
+    while not os.path.ismount(current):
+        current = os.path.dirname(current)
+    return current
+
+
+def _privileges_problem(said: str) -> str | None:
+    """What the probe's ``/proc/self/status`` lines show of a privilege the binary must not have."""
+    seen: dict[str, int] = {}
+    for line in said.splitlines():
+        name, _, value = line.partition(":")
+        if name in NO_PRIVILEGES:
+            try:
+                seen[name] = int(value.strip(), 16)
+            except ValueError:
+                continue
+    missing = [name for name in NO_PRIVILEGES if name not in seen]
+    if missing:
+        return f"its capabilities could not be read inside ({', '.join(missing)} missing from /proc/self/status)"
+    kept = [f"{name} {seen[name]:016x}" for name in NO_PRIVILEGES if name.startswith("Cap") and seen[name]]
+    if kept:
+        return f"the confined process keeps capabilities ({', '.join(kept)})"
+    if seen["NoNewPrivs"] != 1:
+        return "the confined process can gain privileges (no_new_privs is off)"
     return None
 
 

@@ -1,8 +1,10 @@
 """The init of an ``unshare``-confined start (:mod:`harness.confine`): builds the view, then runs the binary.
 
-Started by ``unshare --mount --pid --fork --kill-child`` as PID 1 of a new PID namespace with a private
-mount namespace, as ``python -I -S confine_init.py SPEC`` (SPEC: JSON). It uses nothing but the standard
-library (it is not imported as part of the package, so it imports nothing of it). In order:
+Started by ``unshare --user --map-user=65534 --map-group=65534 --keep-caps --mount --pid --fork
+--kill-child`` as PID 1 of a new PID namespace with a private mount namespace, both owned by a user
+namespace of its own (the capabilities it builds the view with are that namespace's, never the host's), as
+``python -I -S confine_init.py SPEC`` (SPEC: JSON). It uses nothing but the standard library (it is not
+imported as part of the package, so it imports nothing of it). In order:
 
 1. ``/`` is bound recursively onto ``SPEC.root`` (an empty directory of the run's) and every mount under
    it is made read-only (its nosuid / nodev / noexec / atime flags kept);
@@ -10,10 +12,13 @@ library (it is not imported as part of the package, so it imports nothing of it)
    ``shm``), a fresh ``/proc`` of the new PID namespace (``sys``, ``sysrq-trigger``, ``irq``, ``bus``
    read-only, as bubblewrap does), a private ``/tmp`` of at most ``tmp_bytes``;
 3. an empty tmpfs over each of ``masks`` (the homes), read-only at the end;
-4. ``writable`` bound read-write, ``readable`` bound read-only, each at its own path;
-5. ``SPEC.root`` becomes ``/`` (pivot_root); then a child changes to ``cwd`` and executes ``argv`` with
-   this environment, while this process reaps orphans until that child exits, and exits with its status
-   (128 + N for signal N; the namespace's other processes die with their init).
+4. ``writable`` bound read-write, ``readable`` bound read-only, each at its own path; each ``moved`` pair
+   (host path, path inside) bound read-write at its path inside;
+5. ``SPEC.root`` becomes ``/`` (pivot_root); then a child changes to ``cwd``, drops every capability
+   (bounding and ambient sets emptied, the others cleared) and sets no_new_privs, so that a root inside
+   cannot unmount a mask or remount ``/`` read-write, and executes ``argv`` with this environment, while
+   this process reaps orphans until that child exits, and exits with its status (128 + N for signal N;
+   the namespace's other processes die with their init).
 
 Any step that fails ends the start before the binary runs: exit 126 and one line on stderr.
 """
@@ -68,6 +73,24 @@ PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "i686": 217, "i386": 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p)
 _libc.umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
+_libc.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+#: capability numbers are below 64 (two 32-bit words); an unknown one answers EINVAL to PR_CAPBSET_DROP
+CAP_LIMIT = 64
+EINVAL = 22
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
 class SetupError(Exception):
@@ -163,8 +186,8 @@ def fresh_proc(root: str) -> None:
             mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
-def bind(root: str, path: str, read_only: bool) -> None:
-    target = at(root, path)
+def bind(root: str, path: str, read_only: bool, inside: str | None = None) -> None:
+    target = at(root, inside or path)
     make_mount_point(target, path)
     mount(path, target, None, MS_BIND)  # not recursive: the run's root, built under it, stays out
     if read_only:
@@ -186,6 +209,8 @@ def build(spec: dict) -> None:
         bind(root, path, read_only=False)
     for path in spec["readable"]:
         bind(root, path, read_only=True)
+    for path, inside in spec.get("moved", ()):
+        bind(root, path, read_only=False, inside=inside)
     for mask in masks:
         mount(None, at(root, mask), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
@@ -207,6 +232,24 @@ def pivot(root: str) -> None:
     os.chdir("/")
 
 
+def prctl(option: int, arg: int = 0, what: str = "prctl") -> None:
+    if _libc.prctl(option, arg, 0, 0, 0) != 0:
+        raise SetupError(f"{what}: {os.strerror(ctypes.get_errno())}")
+
+
+def drop_privileges() -> None:
+    """No capability in any set, none to regain: the bounding and ambient sets emptied, the permitted,
+    effective and inheritable ones cleared, no_new_privs on (a set-uid file gives nothing)."""
+    for cap in range(CAP_LIMIT):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != EINVAL:
+            raise SetupError(f"drop capability {cap} from the bounding set: {os.strerror(ctypes.get_errno())}")
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, "clear the ambient capabilities")
+    header, data = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if _libc.capset(ctypes.byref(header), data) != 0:
+        raise SetupError(f"capset: {os.strerror(ctypes.get_errno())}")
+    prctl(PR_SET_NO_NEW_PRIVS, 1, "no_new_privs")
+
+
 def run(spec: dict) -> int:
     child = os.fork()
     if child == 0:
@@ -214,7 +257,11 @@ def run(spec: dict) -> int:
             for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; an exec'd program expects the default
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
             os.chdir(spec["cwd"])
+            drop_privileges()
             os.execv(spec["argv"][0], spec["argv"])
+        except SetupError as exc:
+            print(f"codex-harness confine: {exc}", file=sys.stderr, flush=True)
+            os._exit(126)
         except OSError as exc:
             print(f"codex-harness confine: cannot run {spec['argv'][0]}: {exc.strerror}", file=sys.stderr, flush=True)
         os._exit(127)

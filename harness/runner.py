@@ -91,6 +91,7 @@ def session_options(plan: ClientPlan, client_trace_dir: Path | None) -> SessionO
         interrupt_budget=plan.interrupt_budget_ms / 1000,
         teardown_timeout=plan.teardown_ms / 1000,
         turn_timeout=plan.turn_timeout_ms / 1000,
+        startup_timeout=plan.startup_timeout_ms / 1000,
         trace_dir=client_trace_dir,
         initialize=False,  # the runner initializes inside the block so a failed handshake still has a record
     )
@@ -362,7 +363,12 @@ async def _play_async(
     # With play_turns = false the [[turns]] only script the model side: the client starts (and owes a Result to) none.
     planned = len(scenario.turns) if scenario.client.play_turns else 0
     # The budgets the client ran with, the turn's included (record.budgets holds the ones the checks judge by).
-    meta = {"scenario_turns": planned, "faults": scenario_faults(scenario), "budgets": plan_budgets(scenario.client)}
+    meta = {
+        "scenario_turns": planned,
+        "faults": scenario_faults(scenario),
+        "budgets": plan_budgets(scenario.client),
+        "approval_turns": scenario.approval_turns,
+    }
     record = SessionRecord(scenario.name, target, scenario.expect, meta=meta)
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)

@@ -77,9 +77,38 @@ def refresh(text: str, blocks: dict[str, Callable[[], str]], numbers: dict[str, 
     return COUNT.sub(count, BLOCK.sub(block, text))
 
 
+#: Python files that carry a generated copy of a module (a raw string between ``# --- generated: NAME`` and
+#: ``# --- end: NAME``): the careful reference client carries the plan interpreter, so one copied file runs alone.
+CARRIED = {"conformance/clients/careful.py": ("triggers", "contracts/triggers.py")}
+_Q = "'" * 3
+CARRIED_BLOCK = re.compile(
+    rf"(# --- generated: (?P<name>[\w-]+) [^\n]*\n_\w+ = r{_Q})(?P<body>.*?)({_Q}\n# --- end: (?P=name) ---)", re.S
+)
+
+
+def carried(text: str, name: str, source: str) -> str:
+    """``text`` with the block ``name`` holding the source file ``source`` whole."""
+    body = (REPO / source).read_text(encoding="utf-8")
+    if _Q in body or body.endswith("\\"):
+        raise SystemExit(f"{source} cannot be carried in a raw string")
+
+    def put(m: re.Match[str]) -> str:
+        return m.group(1) + "\n" + body + m.group(4) if m["name"] == name else m.group(0)
+
+    return CARRIED_BLOCK.sub(put, text)
+
+
 def stale(write: bool) -> list[str]:
     blocks, numbers = block_generators(), counts()
     found = []
+    for path, (name, source) in CARRIED.items():
+        doc = REPO / path
+        text = doc.read_text(encoding="utf-8")
+        new = carried(text, name, source)
+        if new != text:
+            found.append(path)
+            if write:
+                doc.write_text(new, encoding="utf-8")
     for doc in _documents():
         text = doc.read_text(encoding="utf-8")
         new = refresh(text, blocks, numbers, doc.name)

@@ -126,8 +126,12 @@ def test_declared_budgets_replace_the_scenarios_and_the_deadline_follows() -> No
     ten = budgets.with_budgets(scenario, {"turn_timeout_ms": 600_000})
     assert ten.client.turn_timeout_ms == 600_000 and ten.source is None  # played from a file written for it
     assert (ten.client.interrupt_budget_ms, ten.client.teardown_ms) == (2000, 3000)  # the rest stay the scenario's
-    assert deadline_for(scenario, None) == 5 + 2 + 3 + 10
-    assert deadline_for(ten, None) == 600 + 2 + 3 + 10
+    # start-up 30 s + the turn (turn 5 s, interrupt 2 s, one request 30 s) + teardown 3 s + 10 s
+    assert deadline_for(scenario, None) == 30 + (5 + 2 + 30) + 3 + 10
+    assert deadline_for(ten, None) == 30 + (600 + 2 + 30) + 3 + 10
+    declared = {"request_timeout_ms": 1000, "startup_timeout_ms": 4000}  # startup: a budget a client declares too
+    two = budgets.with_budgets(load_builtin("plain_two_turns"), declared)
+    assert deadline_for(two, None) == 4 + 2 * (60 + 2 + 1) + 3 + 10
     assert budgets.plan_budgets(ten.client)["turn_timeout_ms"] == 600_000
 
 
@@ -161,6 +165,19 @@ def _waited(turn_ms: int, gave_up_at: float) -> SessionRecord:
     facts = {"server": server, "servers": [server], "result": {"state": "absent"}, "deadline_s": None}
     facts["budgets"] = {"turn_timeout_ms": turn_ms, "interrupt_budget_ms": 2000, "teardown_ms": 3000}
     return SessionRecord("hang", "fake-process", Expect(), wire=wire, budgets=Budgets(), meta={"outside": facts})
+
+
+def test_one_bounded_cleanup_request_on_a_hung_server_is_within_the_budgets() -> None:
+    """After its 5 s turn timeout (the server silent since 0.3 s) the client interrupts, then sends one cleanup
+    request and waits its 30 s request timeout on it before it ends the server: no budget broken. Without the
+    request, the same wait is over the budgets (a should)."""
+    record = _waited(5_000, 5.3 + 2.0 + 30.0 + 1.0)
+    cleanup = {"id": 9, "method": "thread/unsubscribe", "params": {"threadId": "t"}}
+    record.wire.insert(3, WireEntry(7.3, "c2s", frame=cleanup))
+    ended = next(c for c in client_run.check(record) if c.name == "server ended")
+    assert ended.status == "pass" and "then a thread/unsubscribe request" in ended.detail, ended
+    silent = next(c for c in client_run.check(_waited(5_000, 5.3 + 2.0 + 30.0 + 1.0)) if c.name == "server ended")
+    assert silent.status == "fail" and silent.level == "should", silent
 
 
 def test_an_outside_client_that_waits_10_minutes_by_design_passes_when_it_declares_it() -> None:

@@ -48,6 +48,7 @@ SHOULD = {
     ("client", "server's descendants ended"),
     ("usage", "turn N reasoning"),
     ("usage", "server usage consistent"),
+    ("usage", "turn N server usage"),
     ("protocol", "server requests answered in time"),
     ("protocol", "no request after close"),
     ("protocol", "request ids not reused"),

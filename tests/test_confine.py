@@ -16,6 +16,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import uuid
@@ -150,6 +151,151 @@ def test_a_confined_binary_writes_only_its_run_directory_and_cannot_read_the_hom
     assert secret.read_text() not in said
     assert not (outside / "written").exists() and not (user_home / "written").exists()
     assert not (tmp_path / "written").exists()
+
+
+ESCAPE = (
+    "umount -l /tmp; umount -l /home; umount -l /run; umount -l {home}; mount -o remount,rw,bind /; "
+    "mount -o remount,rw /"
+)
+PRIVILEGES = "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/$$/status"
+
+
+def _status(said: str) -> dict[str, int]:
+    found = {}
+    for line in said.splitlines():
+        name, _, value = line.partition(":")
+        if name.startswith("Cap") or name == "NoNewPrivs":
+            found[name] = int(value.strip(), 16)
+    return found
+
+
+def test_root_inside_cannot_unmount_the_masks_or_remount_the_root(
+    confined: str, user_home: Path, outside: Path, tmp_path: Path
+) -> None:
+    """Old: as root, both mechanisms left the binary every capability (``CapEff 000001fffeffffff``), and
+    ``umount -l /tmp; mount -o remount,rw,bind /`` let it write on the host. Now it runs with none, cannot gain
+    one (no_new_privs, empty bounding set), and from a nested user namespace of its own (every capability
+    there) the masks and read-only mounts are locked. Runs as whoever runs the tests (root in CI);
+    :func:`test_the_escape_fails_for_an_unprivileged_user_too` runs it as nobody."""
+    outside.chmod(0o777)  # for an unprivileged user too, only the confinement may stop the write
+    secret = user_home / ".codex" / "auth.json"
+    escape = ESCAPE.format(home=user_home)
+    host_mnt = os.readlink("/proc/self/ns/mnt")
+    binary = _script(
+        tmp_path / "bin",
+        # never on the host's mounts: a launcher that did not confine would run this unconfined
+        f'[ "$(readlink /proc/self/ns/mnt)" = "{host_mnt}" ] && {{ echo not-confined; exit 1; }}\n'
+        f"({escape}) >/dev/null 2>&1\n"
+        f"(echo x > {outside}/escaped) 2>/dev/null; echo outside=$?\n"
+        f"(echo x > {tmp_path}/escaped) 2>/dev/null; echo tmp=$?\n"
+        f"cat {secret} 2>/dev/null; echo secret=$?\n"
+        f"unshare --user --map-root-user --mount /bin/sh -c "
+        f"'({escape}) >/dev/null 2>&1; echo x > {outside}/nested; cat {secret}' 2>/dev/null; echo nested=$?\n"
+        'echo x > "$HOME/mine" && echo run=$?\n'
+        f"{PRIVILEGES}\n",
+    )
+    done = run_binary([str(binary)], 20)
+    said = done.stdout.decode()
+    assert done.returncode == 0, (said, done.stderr)
+    assert "run=0" in said, said  # positive control: the run's own directory is written
+    for place in ("outside", "tmp", "secret"):
+        assert f"{place}=0" not in said, said
+    assert secret.read_text() not in said, said
+    assert sorted(p.name for p in outside.iterdir()) == [] and not (tmp_path / "escaped").exists()
+    status = _status(said)
+    assert status == {"CapInh": 0, "CapPrm": 0, "CapEff": 0, "CapBnd": 0, "CapAmb": 0, "NoNewPrivs": 1}, said
+
+
+@pytest.fixture
+def nobody_home() -> Iterator[Path]:
+    """A directory of nobody's own (its HOME and pytest's base), where nobody can reach it."""
+    home = Path(tempfile.mkdtemp(prefix="codex-harness-nobody-")).resolve()
+    os.chown(home, 65534, 65534)
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _as_nobody(setpriv: str, argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--", *argv],
+        capture_output=True, text=True, timeout=300, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _nobodys_python(setpriv: str, env: dict[str, str], cwd: Path) -> str | None:
+    """An interpreter nobody can run the harness with: this one, else the system's of the same version (this
+    one may live under a home nobody cannot enter, e.g. pyenv's under /root: its path then does not resolve for
+    nobody, though this kernel still lets it be executed by a path through a link)."""
+    system = shutil.which("python3", path="/usr/bin:/bin")
+    for python in _unique_paths([sys.executable, system]):
+        probe = [python, "-c", "import os, sys, harness, trio; os.stat(os.path.realpath(sys.executable)); "
+                 f"sys.exit(sys.version_info[:2] != {sys.version_info[:2]})"]  # fmt: skip
+        if _as_nobody(setpriv, probe, env, cwd).returncode == 0:
+            return python
+    return None
+
+
+def _unique_paths(paths: list[str | None]) -> list[str]:
+    return list(dict.fromkeys(p for p in paths if p))
+
+
+def test_the_escape_fails_for_an_unprivileged_user_too(confined: str, request: pytest.FixtureRequest) -> None:
+    """The test above, as ``nobody`` (``setpriv --reuid=65534``), where this machine allows it: run as root,
+    this starts it in a pytest of its own."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to become an unprivileged user")
+    home = request.getfixturevalue("nobody_home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_HARNESS_CONFINE"))}
+    repo = str(Path(__file__).resolve().parents[1])
+    env.update(HOME=str(home), PYTHONDONTWRITEBYTECODE="1", CODEX_HARNESS_REQUIRE_REAL="0",
+               PYTHONPATH=os.pathsep.join([sysconfig.get_paths()["purelib"], repo]))  # fmt: skip
+    python = _nobodys_python(setpriv, env, home)
+    if python is None:  # where the machine allows it: a skip, even in CI (root's run above is required)
+        pytest.skip("no Python interpreter that nobody can run the harness with")
+    test = f"{Path(__file__).resolve()}::test_root_inside_cannot_unmount_the_masks_or_remount_the_root[{confined}]"
+    args = [str(python), "-m", "pytest", test, "-q", "-rs", "-p", "no:cacheprovider", "--basetemp", str(home / "pt")]
+    done = _as_nobody(setpriv, args, env, home)
+    said = done.stdout + done.stderr
+    if done.returncode == 0 and " skipped" in said and " passed" not in said:
+        pytest.skip(f"as nobody: {said.strip()}")  # e.g. no unprivileged user namespaces on this machine
+    assert done.returncode == 0 and "1 passed" in said, said
+
+
+def test_a_launcher_that_leaves_root_its_capabilities_is_refused(tmp_path: Path) -> None:
+    """The old bwrap invocation (no user namespace, no ``--cap-drop``) as root: the self-test's planted
+    ``umount`` of the mask succeeds inside, and the mechanism is refused, saying so."""
+    real = shutil.which("bwrap")
+    if os.geteuid() != 0 or real is None:
+        pytest.skip("needs root and bwrap (only root keeps capabilities in bwrap)")
+    old = tmp_path / "bin" / "bwrap"
+    old.parent.mkdir()
+    old.write_text(
+        f"#!{sys.executable} -I\n"
+        "import os, sys\n"
+        "args, out = sys.argv[1:], []\n"
+        "while args:\n"
+        "    a = args.pop(0)\n"
+        "    if a in ('--uid', '--gid', '--cap-drop'): args.pop(0); continue\n"
+        "    if a == '--unshare-user': continue\n"
+        "    if a == '--': out += [a, *args]; break\n"
+        "    out.append(a)\n"
+        f"os.execv({real!r}, [{real!r}, *out])\n"
+    )
+    old.chmod(0o755)
+    problem = confine.self_test(confine.Launcher("bwrap", str(old)))
+    assert problem is not None and problem.startswith("a root inside could escape: umount -l of a mask"), problem
+
+
+def test_the_self_test_reads_the_privileges_it_sees() -> None:
+    clean = "CapInh:\t0\nCapPrm:\t0\nCapEff:\t0\nCapBnd:\t0\nCapAmb:\t0\nNoNewPrivs:\t1\n"
+    assert confine._privileges_problem(clean) is None
+    rooted = clean.replace("CapEff:\t0", "CapEff:\t000001fffeffffff")
+    assert confine._privileges_problem(rooted) == "the confined process keeps capabilities (CapEff 000001fffeffffff)"
+    assert "no_new_privs is off" in str(confine._privileges_problem(clean.replace("NoNewPrivs:\t1", "NoNewPrivs:\t0")))
+    assert "could not be read" in str(confine._privileges_problem("CapEff:\t0\n"))
 
 
 def test_nothing_a_confined_binary_starts_outlives_it(confined: str, marker: str, tmp_path: Path) -> None:

@@ -65,6 +65,7 @@ def records(
     ends: list[dict[str, Any] | None] | None = None,
     plan: dict[str, Any] | None = None,
     result: dict[str, Any] | None = None,
+    process: tuple[float, float] | None = None,
 ) -> list[SessionRecord]:
     """One record per server wire; each server ended by stdin close 0.1 s after its last line unless ``ends``."""
     out = []
@@ -72,6 +73,8 @@ def records(
         last = max((t for t, _, _ in wire), default=0.0)
         end = (ends or [None] * len(wires))[k] or {"reason": "stdin_closed", "t": last + 0.1}
         server = {"n": k + 1, "pid": 10 + k, "end": end, "killed_by_harness": False}
+        if process is not None:  # start.json: when the client started the process, when the recording started
+            server.update(process_started_t=process[0], started_t=process[1])
         facts = {
             "primary": k == 0,
             "server": server,
@@ -124,8 +127,8 @@ def test_the_input_is_compared_by_content(items: list[dict[str, Any]]) -> None:
 @pytest.mark.parametrize(
     ("items", "said"),
     [
-        (text("Say goodbye"), "input 'Say goodbye', not 'Say hello'"),
-        ([{"type": "image", "url": "x"}], "an input item of type 'image' where the plan gives text"),
+        (text("Say goodbye"), "turn 1's turn/start did not carry its input: it had input 'Say goodbye'"),
+        ([{"type": "image", "url": "x"}], "no text item (an input item of type 'image' where the plan gives text)"),
         ([], "no input items"),
         ("Say hello", "no input items"),  # a string, not a list of items
     ],
@@ -152,7 +155,78 @@ def test_retries_and_extra_requests_are_allowed() -> None:
 def test_turns_out_of_order_fail() -> None:
     wire = handshake() + turn(5, 1.0, "Say it again", "t2") + turn(6, 2.0, "Say hello", "t1")
     check = judged(records(wire, turns=TWO))
-    assert check.status == "fail" and "turn 2 was due" in check.detail, check
+    assert check.status == "fail" and "turn 1's turn/start did not carry its input" in check.detail, check
+    assert "turn 2's turn/start did not carry its input: it had input 'Say hello'" in check.detail, check
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "[USER]\n{}",  # role tags
+        "User: {}\nAssistant:",
+        "You are a helpful assistant. Answer briefly.\n\n{}",  # a system preamble
+        "<|user|>{}<|end|>",
+        "Ｓａｙ　ｈｅｌｌｏ",  # full-width letters and an ideographic space: the same text under NFKC
+    ],
+)
+def test_a_templated_input_carries_the_plans_text(template: str) -> None:
+    """The plan's text appears in the turn's input: the template around it is the client's own."""
+    wire = handshake() + turn(5, 1.0, template.format("Say hello"), "t1")
+    check = judged(records(wire, turns=ONE))
+    assert check.status == "pass", check
+
+
+def test_the_plans_text_inside_a_longer_word_is_not_its_input() -> None:
+    plan = [plan_turn(1, "hi")]
+    assert judged(records(handshake() + turn(5, 1.0, "this", "t1"), turns=plan)).status == "fail"
+    assert judged(records(handshake() + turn(5, 1.0, "User: hi!", "t1"), turns=plan)).status == "pass"
+
+
+def test_a_transcript_of_the_earlier_turns_passes() -> None:
+    """A client that sends the whole conversation every turn: turn 2's input holds turn 1's too."""
+    second = "User: Say hello\nAssistant: Hello!\nUser: Say it again"
+    wire = handshake() + turn(5, 1.0, "User: Say hello", "t1") + turn(6, 2.0, second, "t2")
+    assert judged(records(wire, turns=TWO)).status == "pass"
+
+
+def test_a_later_turns_failure_quotes_its_own_input() -> None:
+    wire = handshake() + turn(5, 1.0, "Say bye", "t1") + turn(6, 2.0, "Do something else", "t2")
+    check = judged(records(wire, turns=TWO))
+    assert check.status == "fail", check
+    assert "turn 1's turn/start did not carry its input: it had input 'Say bye'" in check.detail, check
+    assert "turn 2's turn/start did not carry its input: it had input 'Do something else'" in check.detail, check
+
+
+def test_turns_are_matched_by_order() -> None:
+    """Turn N is the N-th turn/start of the run, whatever the texts say (docs/clients.md)."""
+    same = [plan_turn(1, "Say hello"), plan_turn(2, "Say hello")]
+    wire = handshake() + turn(5, 1.0, "Say hello", "t1") + turn(6, 2.0, "Say hello", "t2")
+    check = judged(records(wire, turns=same))
+    assert check.status == "pass" and "2 turn(s) started" in check.detail, check
+    # A retry of a refused turn/start stands for it: turn 2's cancel is judged on the retried turn, not on the
+    # refused request (whose stretch of the wire holds no trigger).
+    cancel = [plan_turn(1, "Say hello"), plan_turn(2, "Say hello", action("cancel", "delta", 1))]
+    refused = [
+        (2.0, "c2s", {"id": 6, "method": "turn/start", "params": {"threadId": "th", "input": text("Say hello")}}),
+        (2.01, "s2c", {"id": 6, "error": {"code": -32001, "message": "Server overloaded"}}),
+    ]
+    retried = [*turn(7, 2.5, "Say hello", "t2", completed=2.0), delta(2.6, "t2")]
+    wire = handshake() + turn(5, 1.0, "Say hello", "t1") + refused + sorted(retried, key=lambda e: e[0])
+    check = judged(records(wire, turns=cancel))
+    assert check.status == "fail" and "turn 2: the plan cancels at delta #1" in check.detail, check
+    # A turn/start the hung server never answered, retried on a new server: one turn.
+    hung = [*handshake(), turn(5, 1.0, "Say hello", "t1")[0]]
+    second = handshake(4.0) + turn(5, 5.0, "Say hello", "t9") + turn(6, 6.0, "Say it again", "t10")
+    check = judged(records(hung, second, turns=TWO, ends=[{"reason": "stdin_closed", "t": 3.9}, None]))
+    assert check.status == "pass" and "2 turn(s) started" in check.detail, check
+    # A turn/start folded into the running turn (answered with its id) starts no turn.
+    folded = [
+        *turn(5, 1.0, "Say hello", "t1"),
+        (1.1, "c2s", {"id": 6, "method": "turn/start", "params": {"threadId": "th", "input": text("More")}}),
+        (1.11, "s2c", {"id": 6, "result": {"turn": {"id": "t1", "status": "inProgress"}}}),
+    ]
+    wire = handshake() + sorted(folded, key=lambda e: e[0]) + turn(7, 2.0, "Say it again", "t2")
+    assert judged(records(wire, turns=TWO)).status == "pass"
 
 
 def test_the_next_turn_is_due_once_the_last_ended() -> None:
@@ -368,3 +442,40 @@ def test_a_handshake_answered_after_the_request_timeout_excuses_the_turn() -> No
     rest = [(e[0] + 3.0, *e[1:]) for e in handshake()[2:]] + turn(5, 4.0, "Say hello", "t1")
     played = sorted(late + rest, key=lambda e: e[0])
     assert judged(records(played, turns=ONE)).status == "pass"
+
+
+# --- the handshake, with the server process's start in view -------------------------------------------------------
+
+
+def _slow_start(answer_t: float | None, end_t: float, ready_t: float = 1.8) -> list[SessionRecord]:
+    """The client started the server at 0.0; the process was ready (and read initialize) at ``ready_t`` (1.8: a
+    loaded machine); initialize answered at ``answer_t`` (None: never); the client ended the server at ``end_t``."""
+    sent, answer = handshake()[:2]
+    wire = [(ready_t, *sent[1:])] + ([(answer_t, *answer[1:])] if answer_t is not None else [])
+    return records(wire, turns=ONE, ends=[{"reason": "stdin_closed", "t": end_t}], process=(0.0, ready_t - 0.1))
+
+
+def test_a_handshake_the_client_gave_up_on_is_judged_from_the_process_start() -> None:
+    """initialize answered 2.7 s after the client started the server (0.9 s after the fake read it): past the 2 s
+    request timeout on the client's clock. Not "turn 1 was due but never started": nothing was due."""
+    check = judged(_slow_start(2.7, 2.8))
+    assert check.status == "skip", check
+    assert "answered initialize after the request timeout (2.7 s from the server process's start)" in check.detail
+    # Never answered, and the client gave up 2.4 s after it started the server: its request timeout ran out.
+    check = judged(_slow_start(None, 2.4))
+    assert check.status == "skip" and "not answered within the request timeout (counted from" in check.detail, check
+
+
+def test_a_client_that_gives_up_on_initialize_early_is_told_so() -> None:
+    """Ended 1.0 s after the process start with initialize unanswered, within its 2 s request timeout: the client's
+    doing, named as the handshake it gave up on (not "no turn/start reached a server")."""
+    check = judged(_slow_start(None, 1.0, ready_t=0.3))
+    assert check.status == "fail", check
+    assert "the client gave up on the handshake: it ended server 1 1.0 s after its process started with initialize" in (
+        check.detail
+    ), check
+    assert "start-up budget 30 s" in check.detail, check
+    # Answered in time, and nothing sent after it.
+    check = judged(_slow_start(1.9, 2.0, ready_t=0.3))
+    said = "server 1 answered initialize 1.9 s after its process started, and the client ended it 2.0 s after its"
+    assert check.status == "fail" and said in check.detail, check

@@ -27,6 +27,7 @@ def record(wire: list[tuple[float, str, dict[str, Any]]], **facts: Any) -> Sessi
         "deadline_s": 30.0,
         "deadline_hit": False,
         "client_ended_t": 5.0,
+        "client_exit": 0,
         "left_running": [],
         "servers": [server],
         "server": server,
@@ -53,6 +54,7 @@ def test_a_clean_session_passes() -> None:
     rec = record(CONVERSATION, server=ENDED)
     assert {c.name: c.status for c in client_run.check(rec)} == {
         "server started": "pass",
+        "exit status": "pass",
         "deadline": "pass",
         "nothing left running": "pass",
         "server's descendants ended": "pass",
@@ -153,6 +155,15 @@ def test_reported_statuses_against_the_wire() -> None:
     assert reported("completed") == "pass"
     assert reported("aborted") == "fail"  # no interrupt, the server completed it
     assert reported("failed") == "pass"  # the client's own outcome; terminal_status judges it
+
+
+def test_reported_statuses_count_only_the_turns_the_server_started() -> None:
+    """A turn/start the server refused (then retried) starts no turn: the reported turn 1 is the retried one."""
+    busy = {"id": 4, "error": {"code": -32001, "message": "busy"}}
+    refused = [(0.05, "c2s", {**TURN_START, "id": 4}), (0.06, "s2c", busy)]
+    result = {"state": "valid", "turns": [{"turn": 1, "status": "completed"}]}
+    rec = record(refused + CONVERSATION, server=ENDED, result=result)
+    assert status(rec, "reported statuses agree with the wire") == "pass"
 
 
 def test_a_cancel_the_plan_asks_for_must_be_sent() -> None:

@@ -148,6 +148,42 @@ def test_a_turn_the_server_completed_after_a_cancel_may_be_reported_completed_or
     assert _status_check(_completed_after_the_interrupt("failed")).status == "fail"
 
 
+def _never_confirmed(reported: str, *, completed_after_s: float | None = None):
+    """interrupted_record, but the server never sent the turn's turn/completed (or sent it ``completed_after_s``
+    after the interrupt): the client's own budget ended the cancelled turn."""
+    record = interrupted_record()
+    sent = next(e.t for e in record.wire if e.frame and e.frame.get("method") == "turn/interrupt")
+    for k, entry in enumerate(record.wire):
+        if entry.frame and entry.frame.get("method") == "turn/completed":
+            del record.wire[k]
+            if completed_after_s is not None:
+                record.wire.append(dataclasses.replace(entry, t=sent + completed_after_s))
+            break
+    record.expect = Expect(turns=(ExpectTurn("aborted", record.expect.turns[0].usage, "none"),))
+    record.results[0].status = reported
+    record.results[0].server_status = None
+    record.results[0].cancel_at = None  # an outside client's Result: only the wire says it cancelled
+    return record
+
+
+def test_a_cancelled_turn_the_server_never_confirmed_may_be_reported_timeout_or_aborted() -> None:
+    for reported in ("timeout", "aborted"):
+        check = _status_check(_never_confirmed(reported))
+        assert check.status == "pass" and "never confirmed" in check.detail, check
+        # Confirmed only after the interrupt budget (2 s): the client had given up by then.
+        assert _status_check(_never_confirmed(reported, completed_after_s=5.0)).status == "pass"
+    assert _status_check(_never_confirmed("completed")).status == "fail"
+    # Confirmed within the budget: the server ended it, so the client saw it end; timeout is wrong.
+    late_ok = _status_check(_never_confirmed("timeout", completed_after_s=0.5))
+    assert late_ok.status == "fail" and "Result timeout" in late_ok.detail, late_ok
+
+
+def test_a_timeout_without_a_cancel_is_not_excused_as_aborted() -> None:
+    record = _never_confirmed("timeout")
+    record.wire = [e for e in record.wire if not (e.frame and e.frame.get("method") == "turn/interrupt")]
+    assert _status_check(record).status == "fail"
+
+
 def test_a_completed_turn_without_a_cancel_is_not_excused_as_aborted() -> None:
     record = plain_record(1)
     record.results[0].status = "aborted"

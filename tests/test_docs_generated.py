@@ -30,3 +30,18 @@ def test_the_check_mode_exits_1_on_a_stale_doc(tmp_path: Path) -> None:
         [sys.executable, str(REPO / "scripts" / "docs.py"), "--check"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_careful_py_runs_as_a_lone_copy_with_the_standard_library_only(tmp_path: Path) -> None:
+    """docs/clients.md says to start from careful.py: a copy of that one file, in an empty directory, run by a
+    Python that sees no package but the standard library (-I -S), passes."""
+    import shutil
+
+    lone = tmp_path / "empty"
+    lone.mkdir()
+    shutil.copy(REPO / "conformance" / "clients" / "careful.py", lone / "my_client.py")
+    from harness.cli import main
+
+    client = f"{sys.executable} -I -S {lone / 'my_client.py'}"
+    argv = ["run", "--quiet", "--client-cmd", client, "--scenario", "plain", "--scenario", "cancel_at_started"]
+    assert main(argv) == 0

@@ -159,3 +159,208 @@ def test_a_second_server_on_the_same_unix_path_is_refused(tmp_path: Path) -> Non
         first.wait(timeout=20)
     assert not os.path.lexists(path)  # the link and the socket are gone with the server
 
+
+
+# --- a socket path nobody can squat: the real binary's rules, case by case ------------------------------
+#
+# Each case runs in a mount namespace of its own with a fresh /tmp (so /tmp/codex-daemon-0 is the test's, and
+# another user's folder can be planted there), as root (only root can plant another user's files). The
+# expected outcomes are what codex-cli 0.171.0 did (docs/transports.md, "Unix sockets");
+# test_the_real_binary_plays_the_socket_table checks the table against a real binary when one is given.
+
+SOCKET = "/tmp/s/a.sock"
+DAEMON = "/tmp/codex-daemon-0"
+REFUSED_DIR = "Error: app-server socket directory must be a user-owned directory with mode 0700"
+REFUSED_PARENT = (
+    "Error: socket parent must be owned by the user or root and prevent other users from replacing socket entries"
+)
+NOT_A_SOCKET = f"Error: app-server control socket path exists and is not a socket: {SOCKET}"
+#: name: (setup, --listen value, exit code or "serves", first line of stderr, what is at the path afterwards)
+SOCKET_CASES: dict[str, tuple[str, str, int | str, str, str]] = {
+    "another user's world-writable folder": (
+        f"mkdir {DAEMON}; chown 65534:65534 {DAEMON}; chmod 0777 {DAEMON}", SOCKET, 1, REFUSED_DIR, "nothing"),
+    "own world-writable folder": (f"mkdir {DAEMON}; chmod 0777 {DAEMON}", SOCKET, 1, REFUSED_DIR, "nothing"),
+    "own folder, mode 0755": (f"mkdir {DAEMON}; chmod 0755 {DAEMON}", SOCKET, 1, REFUSED_DIR, "nothing"),
+    "another user's 0700 folder": (
+        f"mkdir -m 0700 {DAEMON}; chown 65534:65534 {DAEMON}", SOCKET, 1, REFUSED_DIR, "nothing"),
+    "a link to an own 0700 folder": (
+        f"mkdir -m 0700 /tmp/other/d; ln -s /tmp/other/d {DAEMON}", SOCKET, 1, REFUSED_DIR, "nothing"),
+    "a file as the folder": (f"touch {DAEMON}", SOCKET, 1, REFUSED_DIR, "nothing"),
+    "a link to a file at the path": (
+        f"touch /tmp/other/f; ln -s /tmp/other/f {SOCKET}", SOCKET, 1, NOT_A_SOCKET, "link to /tmp/other/f"),
+    "a dangling link at the path": (
+        f"ln -s /tmp/other/none {SOCKET}", SOCKET, 1, "Error: File exists (os error 17)", "link to /tmp/other/none"),
+    "a link to a folder at the path": (
+        f"ln -s /tmp/other {SOCKET}", SOCKET, 1, NOT_A_SOCKET, "link to /tmp/other"),
+    "a file at the path": (f"touch {SOCKET}", SOCKET, 1, NOT_A_SOCKET, "file"),
+    "a link to a stale socket elsewhere": (
+        f"{{py}} -c \"import socket; socket.socket(socket.AF_UNIX).bind('/tmp/other/sock')\"; "
+        f"ln -s /tmp/other/sock {SOCKET}", SOCKET, 1, NOT_A_SOCKET, "link to /tmp/other/sock"),
+    "a stale socket at the path": (
+        f"{{py}} -c \"import socket; socket.socket(socket.AF_UNIX).bind('{SOCKET}')\"", SOCKET, "serves", "",
+        "nothing"),
+    "a dangling link to its own socket": (
+        f"mkdir -m 0700 {DAEMON}; ln -s {DAEMON}/{{hash}} {SOCKET}", SOCKET, "serves", "", "nothing"),
+    "a folder anyone can write in": ("chmod 0777 /tmp/s", SOCKET, 1, REFUSED_PARENT, "nothing"),
+    "a group-writable folder": ("chmod 0775 /tmp/s", SOCKET, 1, REFUSED_PARENT, "nothing"),
+    "another user's folder": ("chown 65534:65534 /tmp/s", SOCKET, 1, REFUSED_PARENT, "nothing"),
+    "another user's sticky folder": ("chown 65534:65534 /tmp/s; chmod 1777 /tmp/s", SOCKET, 1, REFUSED_PARENT,
+                                     "nothing"),
+    "root's sticky folder, like /tmp": ("chmod 1777 /tmp/s", SOCKET, "serves", "", "nothing"),
+    "a missing folder (made 0700)": ("", "/tmp/s/no/a.sock", "serves", "", "nothing"),
+    "two missing folders": ("", "/tmp/s/no/no/a.sock", 1, "Error: No such file or directory (os error 2)", "nothing"),
+    "the default path under a linked folder": (
+        "ln -s /tmp/other /tmp/w/ch/app-server-control", "", 1,
+        "Error: socket directory path exists and is not a directory: /tmp/w/ch/app-server-control", "nothing"),
+    "the default path, its folder world-writable": (
+        "mkdir -m 0777 /tmp/w/ch/app-server-control; chmod 0777 /tmp/w/ch/app-server-control", "", "serves", "",
+        "nothing"),
+}  # fmt: skip
+
+
+def _socket_case(argv: list[str], setup: str, listen: str, py: str) -> dict[str, object]:
+    """Run one case (in the private /tmp of :func:`_socket_table`); what happened, as data."""
+    import contextlib
+    import hashlib
+    import shutil
+    import signal
+    import socket
+    import stat
+    import time
+
+    for path in ("/tmp/s", "/tmp/other", "/tmp/w", DAEMON):
+        if os.path.islink(path) or os.path.isfile(path):
+            os.unlink(path)
+        shutil.rmtree(path, ignore_errors=True)
+    for path in ("/tmp/s", "/tmp/other", "/tmp/w/ch", "/tmp/w/home", "/tmp/w/tmp"):
+        os.makedirs(path)
+    Path("/tmp/w/ch/config.toml").write_text(
+        'check_for_update_on_startup = false\n[analytics]\nenabled = false\n[features]\nplugins = false\n'
+    )
+    path = listen or "/tmp/w/ch/app-server-control/app-server-control.sock"
+    canonical = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    physical = f"{DAEMON}/{hashlib.sha256(canonical.encode()).hexdigest()}"
+    subprocess.run(["sh", "-c", setup.format(py=py, hash=os.path.basename(physical))], check=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CODEX_HOME": "/tmp/w/ch", "HOME": "/tmp/w/home",
+           "TMPDIR": "/tmp/w/tmp", "RUST_LOG": "error"}  # fmt: skip
+    proc = subprocess.Popen(
+        [*argv, "app-server", "--listen", f"unix://{listen}"], env=env, cwd="/tmp/w", text=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    served: dict[str, object] = {}
+    deadline = time.monotonic() + 20
+    while proc.poll() is None and time.monotonic() < deadline:
+        if os.path.islink(path) and os.readlink(path) == physical:
+            probe = socket.socket(socket.AF_UNIX)
+            try:
+                probe.connect(path)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            finally:
+                probe.close()
+            served = {
+                "socket_mode": oct(stat.S_IMODE(os.lstat(physical).st_mode)),
+                "folder_mode": oct(stat.S_IMODE(os.lstat(DAEMON).st_mode)),
+                "parent_mode": oct(stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode)),
+            }
+            proc.send_signal(signal.SIGTERM)
+            break
+        time.sleep(0.05)
+    try:
+        code = proc.wait(timeout=20)
+        err = proc.stderr.read() if proc.stderr else ""
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    try:
+        mode = os.lstat(path).st_mode
+        after = f"link to {os.readlink(path)}" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "other"
+    except FileNotFoundError:
+        after = "nothing"
+    first = next((line for line in err.splitlines() if line.startswith("Error")), err.strip()[:200])
+    # serving, the exit on SIGTERM and what it leaves are another matter (a real binary stopped at once may not
+    # have its handler yet): only a refusal's exit and what it kept are compared
+    if served:
+        return {"exit": "serves", "stderr": "", "after": "nothing", "served": served}
+    return {"exit": code, "stderr": first, "after": after, "served": served}
+
+
+def _socket_table(argv: list[str]) -> dict[str, dict[str, object]]:
+    """Every case of SOCKET_CASES against the server ``argv``, in a fresh private /tmp (root only)."""
+    import json
+    import shutil
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root (another user's folder is planted) and unshare (a private /tmp)")
+    script = (
+        "import json, subprocess, sys\n"
+        "subprocess.run(['mount', '-t', 'tmpfs', '-o', 'mode=1777', 'tmpfs', '/tmp'], check=True)\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import test_fake_listen as t\n"
+        "argv = json.loads(sys.argv[1])\n"
+        "print(json.dumps({name: t._socket_case(argv, setup, listen, sys.executable)\n"
+        "                  for name, (setup, listen, *_) in t.SOCKET_CASES.items()}))\n"
+    )
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--", sys.executable,
+         "-c", script, json.dumps(argv)],
+        capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _mismatches(seen: dict[str, dict[str, object]]) -> list[str]:
+    wrong = []
+    for name, (_, _, code, stderr, after) in SOCKET_CASES.items():
+        got = seen[name]
+        if (got["exit"], got["stderr"], got["after"]) != (code, stderr, after):
+            wrong.append(f"{name}: expected {(code, stderr, after)}, got {(got['exit'], got['stderr'], got['after'])}")
+        elif got["served"] and got["served"]["socket_mode"] != "0o600":  # type: ignore[index]
+            wrong.append(f"{name}: served with {got['served']}")
+        elif got["served"] and got["served"]["folder_mode"] != "0o700":  # type: ignore[index]
+            wrong.append(f"{name}: served with {got['served']}")
+    return wrong
+
+
+def test_a_socket_path_nobody_else_controls(tmp_path: Path) -> None:
+    """Old: the fake served in another user's world-writable /tmp/codex-daemon-0 (that user could replace the
+    socket and receive the client's upgrade), followed a link planted there, and deleted a user's link to a
+    file or a dangling one at the socket path to put its own. Now every case is what 0.171.0 does."""
+    seen = _socket_table(list(fake_codex_argv()))
+    assert _mismatches(seen) == []
+    for made in ("the default path, its folder world-writable", "a missing folder (made 0700)"):
+        assert seen[made]["served"]["parent_mode"] == "0o700", seen[made]  # type: ignore[index]
+
+
+@pytest.mark.real_codex
+def test_the_real_binary_plays_the_socket_table(codex_bin: Path) -> None:
+    """The table above is the real binary's (observed on 0.171.0): checked again on the one given."""
+    assert _mismatches(_socket_table([str(codex_bin)])) == []
+
+
+def test_a_run_over_a_squatted_socket_folder_is_no_pass(tmp_path: Path) -> None:
+    """Old: ``codex-harness run --transport unix`` with another user's world-writable /tmp/codex-daemon-0
+    reported ``RESULT: PASS`` (the fake served there). Now the fake refuses, as the real binary does, and the
+    run fails saying why."""
+    import shutil
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root (another user's folder is planted) and unshare (a private /tmp)")
+    script = (
+        "set -e; mount -t tmpfs -o mode=1777 tmpfs /tmp; "
+        f"mkdir {DAEMON}; chown 65534:65534 {DAEMON}; chmod 0777 {DAEMON}; cd /tmp; "
+        f"{sys.executable} -m harness.cli run --target fake-process --transport unix --scenario plain; "
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--", "sh", "-c",
+         script], capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "RESULT: PASS" not in said, said
+    assert "app-server socket directory must be a user-owned directory with mode 0700" in said, said

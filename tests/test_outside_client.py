@@ -205,7 +205,13 @@ def test_plan_holds_no_expect_and_the_env_is_complete(run_scenario: Callable[...
     assert seen["CODEX_HARNESS_RUN_MARKER"]
     plan = seen["plan"]
     assert "expect" not in plan and plan["turns"][0]["input"] == "Run echo"
-    assert set(plan["budgets"]) == {"interrupt_budget_ms", "request_timeout_ms", "turn_timeout_ms", "teardown_ms"}
+    assert set(plan["budgets"]) == {
+        "interrupt_budget_ms",
+        "request_timeout_ms",
+        "turn_timeout_ms",
+        "teardown_ms",
+        "startup_timeout_ms",
+    }
 
 
 # --- the command line ---------------------------------------------------------------------------------------
@@ -297,7 +303,7 @@ def test_usage_the_client_does_not_report_is_not_judged_as_zeros(
     """``plain`` declares usage 60/40/0/20: a client that reports none is not judged on it (not "input 0 != 60")."""
     result = {"turns": [{"turn": 1, "status": "completed", **turn}]}
     run = run_scenario("plain", client=_writes_result(tmp_path, result))
-    usage = [c for c in run.checks if c.contract == "usage"]
+    usage = [c for c in run.checks if c.contract == "usage" and c.applies]
     assert [(c.name, c.status) for c in usage] == [("turn 1 usage", "skip")], usage
     assert reason in usage[0].detail and usage[0].detail.startswith("not judged"), usage[0].detail
     assert next(c for c in run.checks if c.name == "turn 1 status").status == "pass"  # the status still is
@@ -310,8 +316,11 @@ def test_status_alone_unsupported_keeps_the_reported_usage_judged(
     turn = {"turn": 1, "status": "unsupported", "error": "cannot answer with an error", "usage": usage}
     turns = [turn, {"turn": 2, "status": "completed", "usage": "unsupported"}]
     run = run_scenario("plain_two_turns", client=_writes_result(tmp_path, {"turns": turns}))
-    judged = {c.name: c.status for c in run.checks if c.contract == "usage"}
-    assert judged == {"turn 1 buckets consistent": "pass", "turn 1 usage": "pass", "turn 2 usage": "skip"}, judged
+    judged = {c.name: c.status for c in run.checks if c.contract == "usage" and c.applies}
+    # Judged against the wire: this client started no server, so the usage it reports is of nothing the server did.
+    assert judged == {"turn 1 buckets consistent": "pass", "turn 1 usage": "fail", "turn 2 usage": "skip"}, judged
+    usage_1 = next(c for c in run.checks if c.name == "turn 1 usage")
+    assert "never reached the server" in usage_1.detail, usage_1.detail
     status = [c for c in run.checks if c.contract == "terminal_status" and c.name.startswith("turn 1 ") and c.applies]
     assert status and all(c.status == "skip" and "cannot answer" in c.detail for c in status)
 

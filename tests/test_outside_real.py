@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from contracts.exitcodes import OK
@@ -143,3 +144,28 @@ def test_both_targets_in_one_run_give_a_row_each_and_show_reads_the_record(
     assert "mock model" in html.lower() or "model" in html
     assert main(["show", str(report / "sessions" / "real" / "plain")]) == OK
     assert "0 failed" in capsys.readouterr().out
+
+
+PER_TURN = [sys.executable, str(CLIENTS / "per_turn.py")]
+
+
+@pytest.mark.parametrize("scenario", ["plain_two_turns", "experimental_unread"])
+def test_a_server_per_turn_continues_the_runs_timeline_on_the_real_binary(
+    run_scenario: Callable[..., Any], codex_bin: Path, scenario: str
+) -> None:
+    """per_turn.py starts one server per turn and resumes its thread in the next: the run's servers share one
+    CODEX_HOME (the thread is found) and one turn count (the mock of the N-th server plays turn N, not turn 1:
+    before, turn 4 of experimental_unread got turn 1's HTTP error, and every later turn found no thread). It
+    passes on the real binary what it passes on the fake."""
+    real = run_scenario(scenario, client=PER_TURN, target="real", codex=codex_bin)
+    fake = run_scenario(scenario, client=PER_TURN, target="fake-process")
+    assert failed(real) == failed(fake) == set(), [c for c in real.checks if c.status == "fail"]
+    servers = real.record.meta["outside"]["servers"]
+    assert len(servers) == len(real.record.results) > 1
+    played = []  # the turn each server's mock played: 0, 1, … across the servers
+    for model in sorted(
+        Path(real.saved_to).glob("recording/*/model.jsonl"), key=lambda p: int(p.parent.name.split("-")[0])
+    ):
+        lines = [orjson.loads(line) for line in model.read_bytes().splitlines()]
+        played.append(sorted({m["msg"]["turn"] for m in lines if m["dir"] == "c2m" and "turn" in m["msg"]}))
+    assert played == [[n] for n in range(len(servers))], played

@@ -199,6 +199,75 @@ def test_unconfined_the_same_session_writes_outside_and_reads_the_secret(
     assert places.token in str(answers(run)) and places.token in tool_output(run)
 
 
+ESCAPE = (
+    "umount -l /tmp; umount -l /home; umount -l /run; umount -l {home}; mount -o remount,rw,bind /; "
+    "mount -o remount,rw /"
+)
+
+
+def root_escape_scenario(places: Places) -> str:
+    """What a scenario (or an outside client) can ask the binary for: ``command/exec`` with
+    ``sandboxPolicy: dangerFullAccess`` running a root's escape (unmount the private ``/tmp`` and the masks,
+    remount ``/`` read-write, write outside, read the secret), and a model tool call doing the same. Each
+    first checks it is in a mount namespace not the host's (unconfined, it must never remount the host)."""
+    home = places.secret.parent.parent
+    escape = ESCAPE.format(home=home)
+    writes = "; ".join(f"echo x > {d}/escaped-{{how}}.txt" for d in places.outside)
+    body = (
+        f'[ "$(readlink /proc/self/ns/mnt)" = "{os.readlink("/proc/self/ns/mnt")}" ] && exit 9; '
+        f"({escape}) 2>&1; ({writes}) 2>&1; cat {places.secret}; "
+        "grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/$$/status; id; "
+        "echo inside > ${{cwd}}/escaped-{how}-inside.txt && cat ${{cwd}}/escaped-{how}-inside.txt"
+    )
+    full = {"type": "dangerFullAccess"}
+    exec_body = body.replace("{how}", "exec").replace("${{cwd}}", "${cwd}")
+    tool_body = body.replace("{how}", "tool").replace("${{cwd}}", ".")
+    document = {
+        "name": "confined_root_escape",
+        "description": "command/exec and a tool call with danger-full-access try a root's escape",
+        "config": {"sandbox": "danger-full-access"},
+        "client": {"probe": [_probe("command/exec", {"command": ["sh", "-c", exec_body], "sandboxPolicy": full})]},
+        "turns": [
+            {
+                "input": "Run it",
+                "responses": [
+                    {"items": [{"type": "command", "command": tool_body, "call_id": "call_escape", "output": ""}]},
+                    {"items": [{"type": "message", "text": "Done."}]},
+                ],
+            }
+        ],
+        "expect": {
+            "server_trace": "none",
+            "client_trace": "none",
+            "turns": [{"status": "completed", "server_status": "completed"}],
+        },
+    }
+    return tomli_w.dumps(document)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_root_inside_cannot_unmount_or_remount_its_way_out(
+    mechanism: str, places: Places, tmp_path: Path, codex_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Old: as root (CI), ``command/exec`` with dangerFullAccess ran with every capability
+    (``CapEff 000001fffeffffff``), unmounted the private /tmp, remounted / read-write and wrote on the host. Now
+    the binary and all it starts have no capability and cannot gain one; the same command writes inside."""
+    _require(mechanism)
+    _use(mechanism, monkeypatch)
+    run = run_one(loads(root_escape_scenario(places), "escape.toml"), "real", codex=codex_bin, work_root=tmp_path)
+    assert run.skipped is None, run.skipped
+    failed = [f"{c.contract} / {c.name}: {c.detail}" for c in run.checks if c.status == "fail"]
+    assert not failed, failed
+    exec_answer = next(a for m, _, a in answers(run) if m == "command/exec")
+    said = {"exec": str(exec_answer.get("result", {}).get("stdout")), "tool": tool_output(run)}
+    for how, out in said.items():
+        assert out.rstrip().endswith("inside"), (how, out)  # positive control: it wrote and read the work directory
+        assert "CapEff:\t0000000000000000" in out and "CapBnd:\t0000000000000000" in out, (how, out)
+        assert "NoNewPrivs:\t1" in out, (how, out)
+        assert places.token not in out, (how, out)
+    assert outside_files(places) == []
+
+
 NESTED = """
 name = "nested_sandbox"
 description = "the binary's own read-only sandbox still denies a write inside our confinement"

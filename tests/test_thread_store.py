@@ -194,9 +194,10 @@ def test_the_harness_config_in_the_home_gives_the_recorded_answers(tmp_path: Pat
     layers = static.answer(profile, "config/read+layers", cwd="/w", codex_home=str(tmp_path))
     for key in ("config/read", "config/read+layers"):
         recorded = static.answer(profile, key, cwd="/w", codex_home=str(tmp_path))
-        assert config_answer(recorded, layers, setup, str(tmp_path)) == recorded
+        empty = static.answer(profile, f"{key}+empty", cwd="/w", codex_home=str(tmp_path))
+        assert config_answer(empty, recorded, layers, setup, str(tmp_path)) == recorded
     providers = static.answer(profile, "modelProvider/list", cwd="/w", codex_home=str(tmp_path))
     assert providers_answer(providers, setup) == providers
     assert (setup.model, setup.provider) == (scenario.config.model, "mock_provider")
     other = read_setup(str(tmp_path), ['model="other"'])
-    assert config_answer(layers, layers, other, str(tmp_path))["layers"][0]["name"] == {"type": "sessionFlags"}
+    assert config_answer(None, layers, layers, other, str(tmp_path))["layers"][0]["name"] == {"type": "sessionFlags"}

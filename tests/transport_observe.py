@@ -33,6 +33,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
 from contracts.fidelity import AMBIENT_METHODS  # noqa: E402
+from contracts.unix_socket import physical_name  # noqa: E402
 from contracts.websocket import WsStream, client_handshake  # noqa: E402
 from fake_server.ws_auth import signed_token  # noqa: E402
 from harness.client.sockets import LISTENING, MAX_SOCKET_PATH  # noqa: E402
@@ -51,6 +52,8 @@ class Server:
 
     process: Any
     folder: Path
+    #: a confined real binary's socket folder on this side (its link names the path inside the confinement)
+    sockets: Path | None = None
 
 
 Start = Callable[[str, list[str]], AbstractAsyncContextManager[Server]]
@@ -96,7 +99,7 @@ def real_start(codex: Path, tmp: Path) -> Start:
             folder = target.codex_home.parent
             write_secrets(folder)
             async with spawn_process(target.argv, cwd=target.cwd, env=target.env) as process:
-                yield Server(process, folder)
+                yield Server(process, folder, target.socket_dir)
 
     return start
 
@@ -353,14 +356,22 @@ async def unix_side(start: Start) -> dict[str, Any]:
 
         # a socket address holds 107 bytes: a long temporary folder is reached through the link's target
         name = str(path) if len(os.fsencode(str(path))) <= MAX_SOCKET_PATH else os.path.realpath(path)
+        folder = None
+        if server.sockets is not None:  # a confined binary's socket, in its folder on this side
+            folder = os.open(server.sockets, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            name = f"/proc/self/fd/{folder}/{physical_name(str(path))}"  # short, whatever the folder's path
 
         async def connect() -> trio.abc.Stream:
             return await trio.open_unix_socket(name)
 
-        out["GET /readyz"] = await http(connect, HTTP_CASES["GET /readyz"])
-        out["upgrade without version"] = await http(connect, HTTP_CASES["upgrade without version"])
-        out["upgrade without a token"] = await http(connect, request("GET", "/", UPGRADE))
-        out["frames"] = await frames(connect)
+        try:
+            out["GET /readyz"] = await http(connect, HTTP_CASES["GET /readyz"])
+            out["upgrade without version"] = await http(connect, HTTP_CASES["upgrade without version"])
+            out["upgrade without a token"] = await http(connect, request("GET", "/", UPGRADE))
+            out["frames"] = await frames(connect)
+        finally:
+            if folder is not None:
+                os.close(folder)
     return out
 
 

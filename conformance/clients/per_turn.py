@@ -34,7 +34,7 @@ class PerTurnClient(careful.Client):
         if plan["opt_out_notifications"]:
             capabilities["optOutNotificationMethods"] = plan["opt_out_notifications"]
         info = {"name": "per_turn", "version": "1.0"}
-        answer = self.call("initialize", {"clientInfo": info, "capabilities": capabilities})
+        answer = self.call("initialize", {"clientInfo": info, "capabilities": capabilities}, self.startup_s())
         if answer is None or "result" not in answer:
             return False
         self.server.send({"method": "initialized"})

@@ -155,17 +155,18 @@ def baseline_from_runs(runs: list[list[dict[str, Any]]], explained: list[dict[st
 def against_baseline(
     checks: list[Any], entries: list[dict[str, Any]], scenarios: set[str]
 ) -> tuple[list[str], list[str]]:
-    """(new, stale) failures of ``scenarios``, one line each naming the scenario and the check: a failing check
-    the baseline does not list (``fail`` or ``flaky``), and a listed ``fail`` that did not fail. ``checks``:
-    the runs' :class:`contracts.checks.Check` objects."""
+    """(new, stale) failures of ``scenarios``, one line each naming the scenario and the check: a failing ``must``
+    check the baseline does not list (``fail`` or ``flaky``), and a listed ``fail`` that did not fail at all.
+    A ``should`` check failing (a recommendation: it fails no run but under ``--strict``) is not new: it may be
+    listed, and then it must still fail. ``checks``: the runs' :class:`contracts.checks.Check` objects."""
     mine = [e for e in entries if e["scenario"] in scenarios]
     known = {(e["scenario"], e["contract"], e["name"]) for e in mine if e["status"] == "fail"}
     flaky = {(e["scenario"], e["contract"], e["name"]) for e in mine if e["status"] == "flaky"}
-    failing = {(c.scenario, c.contract, c.name): c.detail for c in checks if c.status == "fail"}
+    failing = {(c.scenario, c.contract, c.name): c for c in checks if c.status == "fail"}
     new = [
-        f"{s}: {c} / {n}: {detail[:300]}"
-        for (s, c, n), detail in sorted(failing.items())
-        if (s, c, n) not in known | flaky
+        f"{s}: {c} / {n}: {check.detail[:300]}"
+        for (s, c, n), check in sorted(failing.items())
+        if (s, c, n) not in known | flaky and check.level == "must"
     ]
     stale = [f"{s}: {c} / {n}" for s, c, n in sorted(known - set(failing))]
     return new, stale

@@ -3,9 +3,10 @@
 The plan (``CODEX_HARNESS_PLAN``, :mod:`harness.outside.plan`) is the user's side of the scenario. Judged over
 every server the client started, in the order of the wire:
 
-- each plan turn's ``turn/start`` reached a server with the turn's input, in plan order. The input is its
-  content: text items whose text, joined, is the plan's text (whitespace and Unicode normalisation aside);
-  extra requests, retries and ``turn/start`` with other input in between are allowed;
+- each plan turn started, matched by order (turn N is the N-th turn of the run: :func:`counted_starts`), and
+  its ``turn/start`` carried the turn's input: the plan's text appears in its text items' text (NFKC and
+  whitespace normalised: a template, role tags, a transcript or a preamble around it are the client's own);
+  extra requests and retries are allowed;
 - each action whose trigger happened while the turn still ran was sent: ``cancel`` as a ``turn/interrupt`` of
   that turn, ``steer`` as a ``turn/steer`` carrying the action's text, ``resume`` as a ``thread/resume`` before
   the turn (on any server: a client may start a new one for it);
@@ -20,8 +21,10 @@ within its budget (``turn_timeout_ms`` + ``interrupt_budget_ms``), or the server
 stdout before the client could start it.
 An action is due when its trigger came (``contracts.triggers`` moments on the turn's own stretch of the wire,
 plus ``delay_ms``) and the turn was still running :data:`SLACK_S` later. Turns the client reported
-``unsupported`` are not judged; when it reported every turn so, the check is a skip. This check fails
-whatever levels come later: a client that plays nothing has not been judged on anything else.
+``unsupported`` are not judged; when it reported every turn so, the check is a skip. An action or an approval
+decision a turn's ``unsupported`` list names (:func:`unsupported_parts`) is not judged, the rest of the turn
+is. This check fails whatever levels come later: a client that plays nothing has not been judged on anything
+else.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ HANDSHAKE = ("initialize", "thread/start", "thread/resume", "thread/fork")
 _ACCEPT_FORMS = ("acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment")
 _SHOWN = 4
 _CLIP = 60
+#: The longest a server process may take to start that the judge believes (start.json's process start).
+MAX_START_S = 600.0
 
 
 def _summary(items: list[str]) -> str:
@@ -70,47 +75,58 @@ def _int(value: Any, default: int) -> int:
 
 
 def _norm(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    """Text as the plan's input is compared: Unicode compatibility forms folded (NFKC: a full-width letter, a
+    ligature, a composed accent are the same text), whitespace runs collapsed to one space."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
-def _texts(items: Any) -> tuple[list[str] | None, str]:
-    """The texts of ``items`` (a ``turn/start`` or ``turn/steer`` input), or None and what it holds instead: the
-    plan gives text, so only text items carry it."""
+def _texts(items: Any) -> tuple[list[str], str]:
+    """The texts of the text items of ``items`` (a ``turn/start`` or ``turn/steer`` input), and, when there is
+    none, what the input holds instead. Other items (an image, a mention a client adds) carry no plan text."""
     if not isinstance(items, list) or not items:
-        return None, "no input items"
-    texts = []
-    for item in items:
-        if not isinstance(item, dict) or item.get("type") != "text" or not isinstance(item.get("text"), str):
-            kind = item.get("type") if isinstance(item, dict) else type(item).__name__
-            return None, f"an input item of type {_clip(kind)} where the plan gives text"
-        texts.append(item["text"])
-    return texts, ""
+        return [], "no input items"
+    texts = [
+        i["text"] for i in items if isinstance(i, dict) and i.get("type") == "text" and isinstance(i.get("text"), str)
+    ]
+    if texts:
+        return texts, ""
+    kinds = sorted({_clip(i.get("type") if isinstance(i, dict) else type(i).__name__) for i in items[:_SHOWN]})
+    return [], f"no text item (an input item of type {', '.join(kinds)} where the plan gives text)"
 
 
-def _keys(texts: list[str]) -> set[str]:
+def _keys(texts: list[str]) -> tuple[str, ...]:
     """What the texts say, split across items or not (joined as they are, or word by word)."""
-    return {_norm("".join(texts)), _norm(" ".join(texts))}
+    joined = _norm("".join(texts))
+    spaced = _norm(" ".join(texts))
+    return (joined,) if joined == spaced else (joined, spaced)
 
 
-def input_keys(items: Any) -> set[str]:
-    """The plan texts a ``turn/start`` input would carry (:func:`plan_key` of each); empty for no text input."""
-    texts, _ = _texts(items)
-    return _keys(texts) if texts is not None else set()
-
-
-def plan_key(text: str) -> str:
-    """A plan turn's input as :func:`input_keys` compares it."""
-    return _norm(text)
+def _contains(text: str, want: str) -> bool:
+    """``want`` appears in ``text`` as a whole: not inside a longer word ("hi" is not in "this")."""
+    if not want:
+        return True
+    start = text.find(want)
+    while start >= 0:
+        end = start + len(want)
+        before = text[start - 1] if start > 0 else " "
+        after = text[end] if end < len(text) else " "
+        if not (want[0].isalnum() and before.isalnum()) and not (want[-1].isalnum() and after.isalnum()):
+            return True
+        start = text.find(want, start + 1)
+    return False
 
 
 def input_matches(items: Any, text: str) -> tuple[bool, str]:
-    """Whether ``items`` carries the plan's ``text``, and what it carries when not."""
+    """Whether ``items`` carries the plan's ``text`` (it appears in the input's text, whitespace and Unicode
+    normalised: a template around it, role tags, a transcript of earlier turns or a preamble are the client's
+    own), and what it carries when not."""
     texts, held = _texts(items)
-    if texts is None:
+    if not texts:
         return False, held
-    if _norm(text) in _keys(texts):
+    want = _norm(text)
+    if any(_contains(key, want) for key in _keys(texts)):
         return True, ""
-    return False, f"input {_clip(' '.join(texts))}, not {_clip(text)}"
+    return False, f"input {_clip(' '.join(texts))}, which does not contain {_clip(text)}"
 
 
 @dataclass(slots=True)
@@ -125,6 +141,8 @@ class _Server:
     #: when it was last alive (its end, else the client's end, else never known: infinity)
     last_t: float
     truncated: bool
+    #: when the client started the server's process (``start.json``), on the run's clock; None: not known
+    process_t: float | None = None
 
 
 def _servers(records: Sequence[SessionRecord]) -> list[_Server]:
@@ -149,9 +167,19 @@ def _servers(records: Sequence[SessionRecord]) -> list[_Server]:
                 min(gone) if gone else None,
                 float(last) if isinstance(last, int | float) else float("inf"),
                 truncated,
+                _process_t(server),
             )
         )
     return out
+
+
+def _process_t(server: dict[str, Any]) -> float | None:
+    """When the client started this server's process: before the recording started, by at most
+    :data:`MAX_START_S` (a larger gap is not a process start: not believed)."""
+    process_t, started_t = server.get("process_started_t"), server.get("started_t")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (process_t, started_t)):
+        return None
+    return float(process_t) if 0 <= started_t - process_t <= MAX_START_S else None
 
 
 @dataclass(slots=True)
@@ -198,6 +226,74 @@ def _starts(servers: list[_Server]) -> list[_Start]:
     return sorted(out, key=lambda s: (s.t, s.server.k, s.pos))
 
 
+def _same_input(a: _Start, b: _Start) -> bool:
+    texts_a, _ = _texts(a.params.get("input"))
+    texts_b, _ = _texts(b.params.get("input"))
+    return bool(texts_a) and _keys(texts_a) == _keys(texts_b)
+
+
+def counted_starts(starts: list[_Start], request_s: float) -> list[_Start]:
+    """The turns the run started, in wire order: turn N of the plan is the N-th (docs/clients.md). Every
+    ``turn/start`` counts but a retry and one folded into a running turn:
+
+    - one the server refused (an error answer), or did not answer within the request timeout, followed by a
+      ``turn/start`` with the same input (on that server or a new one) is that turn retried: the retry stands
+      for it;
+    - one the server answered with the id of a turn already started on that server was folded into it (the server
+      started no turn)."""
+    out: list[_Start] = []
+    seen: set[tuple[int, str]] = set()
+    for start in starts:
+        if start.turn_id is not None and (start.server.k, start.turn_id) in seen:
+            continue
+        if out and _given_up(out[-1], request_s) and _same_input(out[-1], start):  # on this server or a new one
+            out.pop()
+        out.append(start)
+        if start.turn_id is not None:
+            seen.add((start.server.k, start.turn_id))
+    return out
+
+
+def _given_up(start: _Start, request_s: float) -> bool:
+    """A turn/start the server refused, or left unanswered past the request timeout: the client may retry it."""
+    return start.refused or start.answer_t is None or start.answer_t - start.t > request_s + SLACK_S
+
+
+def match_turns(
+    plan_turns: list[dict[str, Any]], counted: list[_Start], unsupported: set[int], claimed: dict[str, int]
+) -> dict[int, _Start]:
+    """plan turn → the run's turn it is: the next one in order. A turn the client reported ``unsupported`` may
+    never have started: it takes the next turn only when that one carries its input and the result file does not
+    name it another turn's (by its ``turn_id``)."""
+    matched: dict[int, _Start] = {}
+    cursor = 0
+    for number, planned in ((_int(p.get("turn"), k + 1), p) for k, p in enumerate(plan_turns)):
+        if cursor >= len(counted):
+            break
+        candidate = counted[cursor]
+        if number in unsupported:
+            owner = claimed.get(candidate.turn_id or "")
+            ours = owner == number if owner is not None else input_matches(
+                candidate.params.get("input"), str(planned.get("input", ""))
+            )[0]
+            if not ours:
+                continue
+        matched[number] = candidate
+        cursor += 1
+    return matched
+
+
+def started_turns(records: Sequence[SessionRecord]) -> set[int]:
+    """The plan turns the run started (matched as ``plan followed`` matches them), for the runner: a turn reported
+    ``unsupported`` that never started shifts the scripts of the turns after it."""
+    primary = records[0]
+    facts = primary.meta.get("outside") or {}
+    plan_turns = [t for t in facts.get("plan_turns") or () if isinstance(t, dict)]
+    with collector_paused(), shared():
+        counted = counted_starts(_starts(_servers(records)), primary.budgets.request_s)
+        return set(match_turns(plan_turns, counted, unsupported_turns(facts), reported_turn_ids(facts)))
+
+
 class _Judge:
     def __init__(self, records: Sequence[SessionRecord], facts: dict[str, Any]) -> None:
         self.records = records
@@ -209,13 +305,10 @@ class _Judge:
         self.turn_s = float(budgets.get("turn_timeout_ms", 60000)) / 1000
         self.interrupt_s = first.interrupt_s
         self.request_s = first.request_s
-        # Indexes, so that a long plan is judged in n log n: the starts by what their input says; the handshake
-        # requests that failed and the thread/resume requests, by time.
-        self.by_text: dict[str, list[int]] = {}
-        for j, start in enumerate(self.starts):
-            texts, _ = _texts(start.params.get("input"))
-            for key in _keys(texts) if texts is not None else ():
-                self.by_text.setdefault(key, []).append(j)
+        self.startup_s = _int(budgets.get("startup_timeout_ms"), 30000) / 1000
+        # The handshake requests that failed and the thread/resume requests, indexed by time (a long plan is judged
+        # in n log n); the turns the run started, in order (turn N of the plan is the N-th).
+        self.counted = counted_starts(self.starts, self.request_s)
         self.setup_failures = sorted(f for server in self.servers for f in self._setup_failures(server))
         self.resumes = sorted(
             r.t for sv in self.servers for r in sv.index.client_requests.values() if r.method == "thread/resume"
@@ -225,6 +318,8 @@ class _Judge:
         self.judged: list[str] = []  # actions sent as planned
         self.answered = 0  # approvals answered as planned
         self.not_due: list[str] = []
+        self.excused: list[str] = []  # parts of the plan the client reported unsupported (not judged)
+        self.parts = unsupported_parts(facts)  # turn → the (action|approval, N) it reported unsupported
 
     def fail(self, text: str, start: _Start | None = None, pos: int | None = None) -> None:
         self.problems.append(text)
@@ -239,16 +334,23 @@ class _Judge:
         for request in server.index.client_requests.values():
             if request.method not in HANDSHAKE:
                 continue
+            # The client's clock on initialize may run from the moment it started the process; the wire's only
+            # from the moment the process was ready to read (an interpreter's imports on a loaded machine).
+            sent, since = request.t, ""
+            if request.method == "initialize" and server.process_t is not None and server.process_t < request.t:
+                sent, since = server.process_t, " from the server process's start"
             if request.answers:
                 _, answered_t, frame = request.answers[0]
                 if "error" in frame or not isinstance(frame.get("result"), dict):
                     out.append((request.t, f"the server answered {request.method} with an error"))
-                elif answered_t - request.t > self.request_s + SLACK_S:  # the client may have given up on it
-                    out.append((request.t, f"the server answered {request.method} after the request timeout"))
+                elif answered_t - sent > self.request_s + SLACK_S:  # the client may have given up on it
+                    took = f"{answered_t - sent:.1f} s{since}"
+                    out.append((request.t, f"the server answered {request.method} after the request timeout ({took})"))
             elif server.gone_t is not None and server.gone_t >= request.t:
                 out.append((request.t, f"the server went before answering {request.method}"))
-            elif server.last_t - request.t >= self.request_s - SLACK_S:
-                out.append((request.t, f"{request.method} was not answered within the request timeout"))
+            elif server.last_t - sent >= self.request_s - SLACK_S:
+                what = f"{request.method} was not answered within the request timeout"
+                out.append((request.t, what + (f" (counted{since})" if since else "")))
         return out
 
     def _failed_setup(self, after: float) -> str | None:
@@ -287,23 +389,19 @@ class _Judge:
     # --- the plan ------------------------------------------------------------------------------------------
 
     def turns(self, plan_turns: list[dict[str, Any]], unsupported: set[int]) -> dict[int, _Start]:
-        """Match the plan's turns to the wire's turn/starts in order; judge what was due and not sent."""
-        matched: dict[int, _Start] = {}
-        claimed = reported_turn_ids(self.facts)
-        cursor = 0
+        """Match the plan's turns to the run's turns in order (turn N is the N-th :func:`counted_starts`); judge
+        the input each carried, and what was due and not sent."""
+        matched = match_turns(plan_turns, self.counted, unsupported, reported_turn_ids(self.facts))
         ready: tuple[float, _Server | None] | str = (float("-inf"), None)
         for number, planned in ((_int(p.get("turn"), k + 1), p) for k, p in enumerate(plan_turns)):
-            text = str(planned.get("input", ""))
-            same = self.by_text.get(_norm(text), [])
-            k = bisect.bisect_left(same, cursor)
-            found = same[k] if k < len(same) else None
-            owner = claimed.get(self.starts[found].turn_id or "", number) if found is not None else number
-            if number in unsupported and owner != number:
-                found = None  # the client says that turn/start is a later turn's (same input): this one never started
-            if found is not None:
-                start = matched[number] = self.starts[found]
-                cursor = found + 1
+            start = matched.get(number)
+            if start is not None:
                 ready = self.after(start, number)
+                if number in unsupported:
+                    continue
+                ok, carried = input_matches(start.params.get("input"), str(planned.get("input", "")))
+                if not ok:
+                    self.fail(f"turn {number}'s turn/start did not carry its input: it had {carried}", start)
                 continue
             if number in unsupported:
                 continue  # not judged; the next turn is due as this one was
@@ -312,12 +410,10 @@ class _Judge:
                 self.not_due.append(f"turn {number} ({why})")
                 ready = why
                 continue
-            other = self.starts[cursor] if cursor < len(self.starts) else None
-            if other is not None:
-                _, carried = input_matches(other.params.get("input"), text)
-                self.fail(f"turn {number} was due but no turn/start carried its input (the next had {carried})", other)
+            if self.counted:
+                self.fail(f"turn {number} was due but never started ({len(self.counted)} turn(s) started in the run)")
             else:
-                self.fail(f"turn {number} was due but never started (no turn/start reached a server)")
+                self.fail(f"turn {number} was due but never started ({self.handshake_story()})")
         return matched
 
     def actions(self, plan_turns: list[dict[str, Any]], matched: dict[int, _Start], unsupported: set[int]) -> None:
@@ -328,8 +424,12 @@ class _Judge:
             if start is None:
                 continue
             if number not in unsupported:
-                for action in _actions(planned):
-                    self._action(number, action, start, previous_t)
+                parts = self.parts.get(number, set())
+                for k, action in enumerate(_actions(planned), 1):
+                    if ("action", k) in parts:
+                        self.excused.append(f"turn {number} action {k} ({action.get('do')})")
+                    else:
+                        self._action(number, action, start, previous_t)
             previous_t = start.t
 
     def _action(self, number: int, action: dict[str, Any], start: _Start, previous_t: float) -> None:
@@ -433,6 +533,9 @@ class _Judge:
                 in_turn[number] = in_turn.get(number, 0) + 1
             if number is None or number in unsupported or in_turn[number] in held.get(number, set()):
                 continue
+            if ("approval", in_turn[number]) in self.parts.get(number, set()):
+                self.excused.append(f"turn {number} approval {in_turn[number]}")
+                continue
             if not request.answers:
                 continue  # judged by protocol / server requests answered
             want = order[i] if i < len(order) else default
@@ -464,6 +567,46 @@ class _Judge:
                 missing = [m for m in opt_out if not isinstance(sent, list) or m not in sent]
                 if missing:
                     self.fail_at(server, request.pos, f"initialize did not opt out of {', '.join(missing)}")
+
+    def handshake_story(self) -> str:
+        """What the wire shows of a run that started no turn: how far the last server's handshake went, and when
+        the client gave up on it, on the clock a client's timeout runs on (from the process start)."""
+        if not self.servers:
+            return "no server the client started was recorded: client / server started says why"
+        server = self.servers[-1]
+        name = f"server {server.k + 1}"
+        requests = sorted(server.index.client_requests.values(), key=lambda r: r.pos)
+        init = next((r for r in requests if r.method == "initialize"), None)
+        zero = server.process_t
+        ended = server.last_t if server.last_t != float("inf") else None
+
+        def since(t: float, ref: float, what: str) -> str:
+            return f"{t - ref:.1f} s after {what}"
+
+        start_ref = (zero, "its process started") if zero is not None else None
+        if init is None:
+            return f"the client sent no initialize to {name}: no turn/start reached a server"
+        if not init.answers:
+            ref, what = start_ref or (init.t, "initialize reached it")
+            when = f" {since(ended, ref, what)}" if ended is not None else ""
+            return (
+                f"the client gave up on the handshake: it ended {name}{when} with initialize unanswered "
+                f"(request timeout {self.request_s:g} s, start-up budget {self.startup_s:g} s)"
+            )
+        answered_t = init.answers[0][1]
+        ref, what = start_ref or (init.t, "initialize reached it")
+        answered = f"{name} answered initialize {since(answered_t, ref, what)}"
+        setup = next((r for r in requests if r.method in HANDSHAKE[1:]), None)
+        if setup is None:
+            when = f" {since(ended, ref, what)}" if ended is not None else ""
+            return (
+                f"{answered}, and the client ended it{when} without a thread/start (nor resume or fork) after it "
+                f"(request timeout {self.request_s:g} s, start-up budget {self.startup_s:g} s)"
+            )
+        if not setup.answers:
+            when = f" {since(ended, setup.t, 'sending it')}" if ended is not None else ""
+            return f"{answered}; the client ended it{when} with {setup.method} unanswered"
+        return f"{answered} and {setup.method}, but no turn/start reached a server"
 
     def fail_at(self, server: _Server, pos: int, text: str) -> None:
         self.problems.append(text)
@@ -506,6 +649,21 @@ def reported_turn_ids(facts: dict[str, Any]) -> dict[str, int]:
     for t in reported if isinstance(reported, list) else []:
         if isinstance(t, dict) and isinstance(t.get("turn_id"), str) and isinstance(t.get("turn"), int):
             out.setdefault(t["turn_id"], t["turn"])
+    return out
+
+
+def unsupported_parts(facts: dict[str, Any]) -> dict[int, set[tuple[str, int]]]:
+    """turn → the parts of its plan the client's result file reported ``unsupported``: (``action``, N) the N-th
+    action of the plan turn, (``approval``, N) the decision for the N-th approval the turn asks."""
+    result = facts.get("result")
+    reported = result.get("turns") if isinstance(result, dict) else None
+    out: dict[int, set[tuple[str, int]]] = {}
+    for t in reported if isinstance(reported, list) else []:
+        parts = t.get("unsupported") if isinstance(t, dict) else None
+        for part in parts if isinstance(parts, list) else []:
+            for kind in ("action", "approval"):
+                if isinstance(part, dict) and isinstance(part.get(kind), int):
+                    out.setdefault(_int(t.get("turn"), 0), set()).add((kind, part[kind]))
     return out
 
 
@@ -556,4 +714,6 @@ def _check(records: Sequence[SessionRecord]) -> Check:
         parts.append(f"not due: {_summary(judge.not_due)}")
     if unsupported & numbers:
         parts.append(f"reported unsupported: turn(s) {', '.join(str(n) for n in sorted(unsupported & numbers))}")
+    if judge.excused:
+        parts.append(f"reported unsupported, not judged: {_summary(judge.excused)}")
     return make(CHECK, "pass", "; ".join(parts))

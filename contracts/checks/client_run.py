@@ -9,15 +9,19 @@ result file. Per server:
   ``--scenario`` or ``--release`` to it fails, the changed input and where it came from named;
 - ``not answered after resolved``: no answer to a server request after its ``serverRequest/resolved``;
 - ``interrupt -> turn/completed``: each ``turn/interrupt`` is followed by the turn's ``turn/completed``
-  within the interrupt budget, or the client gave up and ended the server within budget;
+  within the interrupt budget, or the client gave up and ended the server within budget (the interrupt's and the
+  teardown's, and a request's when it sent one before ending it: a cleanup on a hung server);
 - ``server ended``: the client closed the server's stdin or signalled it within the teardown budget after
   its last turn ended (``turn/completed``), or after the turn budget when the server went silent (counted from
-  the server's last frame: a turn deadline and an inactivity timeout both pass; "ended late" past it); a
+  the server's last frame: a turn deadline and an inactivity timeout both pass; then the interrupt budget, and
+  the request budget when the client sent a request once the server went silent; "ended late" past it); a
   server that ended itself (crash, exit) needs nothing. The client's first move counts,
   from every sign the recording holds: ``end.json`` and the wire's ``stdin closed`` / ``signal`` notes (all a
   server killed before it wrote ``end.json`` leaves).
 
-Once per run (the record with ``primary``): ``server started``, ``deadline`` (``client/deadline``),
+Once per run (the record with ``primary``): ``server started`` (none: how the client ended, the end of its
+stderr, and a ``codex`` it ran that was not the shim), ``exit status`` (a should: non-zero names the status and
+the end of its stderr), ``deadline`` (``client/deadline``),
 ``nothing left running``, ``result file`` (absent: a skip, never a pass; invalid: a failure) and
 ``reported statuses agree with the wire``; over every server's record at once, ``plan followed``
 (:mod:`contracts.checks.client_plan`: the turns, actions and approvals of the plan, as far as the servers let
@@ -49,6 +53,9 @@ CONTRACT = Contract(
         Rule("interrupt -> turn/completed", level="should", citation="docs/client-rules.md §2"),
         Rule("server ended", level="should", citation="docs/client-rules.md §5"),
         Rule("server started", citation="docs/clients.md (What is judged)"),
+        # A client may exit non-zero on purpose (its library raised on a crashed server): the finding names the
+        # status and the end of its stderr, a recommendation; a client that started no server fails above.
+        Rule("exit status", level="should", citation="docs/clients.md (What is judged)"),
         Rule("deadline", citation="docs/client-rules.md §5"),
         # What the client started (its servers, its helpers) left alive: must. What a server started itself (a
         # grandchild holding its stdout) left alive: should (the real binary's children die with it).
@@ -99,6 +106,20 @@ def wire_turns(index: WireIndex) -> list[dict[str, Any]]:
     return out
 
 
+def started_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turns of :func:`wire_turns` the server started, in order (the N-th is plan turn N, as
+    ``plan followed`` counts them): not a ``turn/start`` it refused, nor one it folded into a running turn (answered
+    with that turn's id)."""
+    out, ids = [], set()
+    for turn in turns:
+        if turn["error"] or (turn["id"] is not None and turn["id"] in ids):
+            continue
+        out.append(turn)
+        if turn["id"] is not None:
+            ids.add(turn["id"])
+    return out
+
+
 def _client_moves(server: dict[str, Any], wire: list[WireEntry]) -> list[tuple[float, str]]:
     """Every sign the recording holds of the client ending the server, (t, what), earliest first: ``end.json``'s
     reason and its ``stdin_closed_t``, and the ``stdin closed`` / ``signal NAME`` notes of the wire (all there is
@@ -119,6 +140,13 @@ def _client_moves(server: dict[str, Any], wire: list[WireEntry]) -> list[tuple[f
         elif entry.note.startswith("signal "):
             moves.append((entry.t, f"sent {entry.note.removeprefix('signal ')[:20]}"))
     return sorted(moves)
+
+
+def _cleanup_request(entry: WireEntry) -> bool:
+    """A request of the client's other than the interrupt (whose budget is counted on its own)."""
+    frame = entry.frame if entry.dir == "c2s" and isinstance(entry.frame, dict) else None
+    method = frame.get("method") if frame else None
+    return frame is not None and "id" in frame and isinstance(method, str) and method != "turn/interrupt"
 
 
 def _number(value: Any) -> bool:
@@ -174,10 +202,30 @@ def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: d
         allowed = record.budgets.interrupt_s + teardown
         since = "turn/start" if heard == started else "the server's last frame"
         what = f"the last turn's deadline ({since} + turn_timeout {turn_timeout:g} s)"
+        # A request the client sent once the server had gone silent (a cleanup on a hung server) is one it may
+        # wait on for its request timeout before it ends the server, as the run deadline allows (docs/clients.md).
+        cleanup = next((e for e in record.wire if e.t >= heard and e.t <= until and _cleanup_request(e)), None)
+        if cleanup is not None:
+            allowed += record.budgets.request_s
+            method = str((cleanup.frame or {}).get("method"))[:40]
+            what += f", then a {method} request (request timeout {record.budgets.request_s:g} s)"
     else:
         frames = [e.t for e in record.wire if e.dir != "note"]
         ref = frames[-1] if frames else float(server.get("started_t") or 0.0)
         allowed, what = teardown, "its last frame"
+        asked = sorted(index.client_requests.values(), key=lambda r: r.pos)
+        if asked and not asked[-1].answers:
+            # The client waits for an answer that never comes (a live server that leaves its request unanswered):
+            # its own request budget runs first; for initialize, the start-up budget (a process start is slow
+            # under load).
+            method, wait = asked[-1].method, record.budgets.request_s
+            if method == "initialize":
+                startup = float(budgets.get("startup_timeout_ms", 30000)) / 1000
+                wait, budget_name = max(wait, startup), "start-up budget"
+            else:
+                budget_name = "request budget"
+            ref = max(ref, asked[-1].t + wait)
+            what = f"{method} unanswered (its {budget_name} {wait:g} s)"
     if at is None:
         why = "the server was killed (SIGKILL) at a time the wire does not show"
         return make("server ended", "skip", why, applies=False)
@@ -225,7 +273,10 @@ def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dic
         if done and done[0] - request.t <= budget + SLACK_S:
             continue
         gave_up = how in ("client", "sigkill") and end_t is not None
-        if gave_up and end_t - request.t <= budget + record.budgets.teardown_s + SLACK_S:
+        allowed = budget + record.budgets.teardown_s
+        if gave_up and any(request.t < e.t <= end_t and _cleanup_request(e) for e in record.wire):
+            allowed += record.budgets.request_s  # one bounded request before it ended the server, as in server ended
+        if gave_up and end_t - request.t <= allowed + SLACK_S:
             continue
         what = f"{done[0] - request.t:.3f} s later" if done else "never"
         bad.append(f"interrupt at t={request.t:.3f}: turn/completed {what}, and the client did not end the server")
@@ -322,11 +373,114 @@ def _agrees(reported: str, turn: dict[str, Any] | None, interrupted: bool) -> bo
     return wire == "aborted" or interrupted  # aborted: the server interrupted it, or the client asked to
 
 
+#: Lines of the client's stderr a finding quotes (the whole tail is in client-stderr.txt).
+STDERR_LINES = 5
+_STDERR_CLIP = 300
+
+
+def stderr_end(facts: dict[str, Any], count: int = STDERR_LINES) -> list[str]:
+    """The last ``count`` non-blank lines of the client's stderr tail (as the runner kept it: escaped), each
+    clipped."""
+    tail = facts.get("stderr_tail")
+    if not isinstance(tail, str):
+        return []
+    lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
+    return [line if len(line) <= _STDERR_CLIP else line[: _STDERR_CLIP - 1] + "…" for line in lines[-count:]]
+
+
+def client_end(facts: dict[str, Any]) -> str | None:
+    """How the client process ended (``exited 1 after 0.412 s``), or None when the record does not say."""
+    ended = facts.get("client_ended_t")
+    after = f" after {ended:.3f} s" if _number(ended) else ""
+    if facts.get("deadline_hit"):
+        return f"was still running at its deadline{after} (killed by the harness)"
+    code = facts.get("client_exit")
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None
+    if code < 0:
+        return f"was killed by signal {-code}{after}"
+    return f"exited {code}{after}"
+
+
+def _with_stderr(text: str, facts: dict[str, Any]) -> str:
+    """``text``, then the client's last stderr line first (a clipped line keeps it), then the lines before it."""
+    lines = stderr_end(facts)
+    if not lines:
+        return f"{text}; its stderr was empty"
+    before = f"; the lines before: {' | '.join(lines[:-1])}" if len(lines) > 1 else ""
+    return f"{text}; its stderr ends: {lines[-1]}{before}"
+
+
+def _no_server(facts: dict[str, Any]) -> str:
+    """Why no server was started, as far as the run shows: how the client ended, the ``codex`` it ran instead of
+    the shim (a client resolving its own bundled binary), what it asked the shim, the end of its stderr."""
+    text = "the client never started a server through CODEX_BIN or PATH"
+    end = client_end(facts)
+    if end is not None:
+        text = f"the client {end} without starting a server through CODEX_BIN or PATH"
+    bypassed = [str(x) for x in facts.get("bypassed") or []]
+    foreign = [x for x in dict.fromkeys(str(x) for x in facts.get("codex_not_shim") or []) if x not in bypassed]
+    if bypassed:
+        text += f"; it started a server around the codex it was given, not recorded: {_summary(bypassed)}"
+    if foreign:
+        text += f"; a codex that is not the shim ran in its process tree: {_summary(foreign)}"
+    if bypassed or foreign:
+        text += " (a client that resolves its own bundled @openai/codex ignores PATH and CODEX_BIN until its own path"
+        text += " option is set)"
+    asked = [str(x) for x in facts.get("shim_starts") or []]
+    if asked:
+        text += f"; the shim was run {len(asked)} time(s), no server recorded: {_summary(asked)}"
+    elif "shim_starts" in facts:
+        text += "; the shim was never run"
+    return _with_stderr(text, facts) if "stderr_tail" in facts else text
+
+
+#: What ``server started`` says of a server the client started through the shim that was never recorded.
+UNRECORDED = "no server was recorded"
+
+
+def _server_starts(facts: dict[str, Any]) -> list[str]:
+    """The shim's starts as an ``app-server`` (its arguments as the shim noted them)."""
+    return [str(x) for x in facts.get("shim_starts") or [] if "app-server" in str(x).split()]
+
+
+def _unrecorded(facts: dict[str, Any]) -> str:
+    """The client started the shim as a server, and it ended before it recorded anything: fake-codex (or the
+    relay) had not started recording (a start-up slower than the client waited, on a loaded host). Not the
+    client's failure, and nothing of that server can be judged."""
+    starts = _server_starts(facts)
+    end = client_end(facts)
+    how = f"; the client {end}" if end else ""
+    text = (
+        f"the client started the shim as a server {len(starts)} time(s) ({_summary(starts)}), but {UNRECORDED}: "
+        f"each ended before it recorded anything (killed while it started, later than the client waited, or it"
+        f" failed to start){how}"
+    )
+    return _with_stderr(text, facts) if "stderr_tail" in facts else text
+
+
+def _exit_status(make: Maker, facts: dict[str, Any], started: bool) -> Check:
+    """Exit 0, or the status and the end of the client's stderr (a should: an adapter may exit 1 on purpose when
+    its library raised). With no server started, ``server started`` already says it: not judged twice."""
+    end = client_end(facts)
+    if end is None:
+        return make("exit status", "skip", "a recording alone does not show how the client ended", applies=False)
+    if not started:
+        return make("exit status", "skip", f"the client {end}: said by client / server started", applies=False)
+    if facts.get("deadline_hit"):
+        return make("exit status", "skip", f"the client {end}: judged by client / deadline", applies=False)
+    if facts.get("client_exit") == 0:
+        return make("exit status", "pass", f"the client {end}")
+    return make("exit status", "fail", _with_stderr(f"the client {end}", facts))
+
+
 def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
     make = CONTRACT.maker(record)
     servers = facts.get("servers") or []
     bypassed = [str(x) for x in facts.get("bypassed") or []]
-    if bypassed:
+    if bypassed and not servers:
+        started = make("server started", "fail", _no_server(facts))
+    elif bypassed:
         # A server the harness did not start is neither sealed nor recorded: what the client did with it is unjudged.
         started = make(
             "server started",
@@ -334,15 +488,13 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
             "the client started a server around the codex it was given (CODEX_BIN / PATH), not recorded: "
             + _summary(bypassed),
         )
+    elif servers:
+        started = make("server started", "pass", f"{len(servers)} server process(es) started through the shim")
+    elif _server_starts(facts):
+        started = make("server started", "skip", _unrecorded(facts))
     else:
-        started = make(
-            "server started",
-            "pass" if servers else "fail",
-            f"{len(servers)} server process(es) started through the shim"
-            if servers
-            else "the client never started a server through CODEX_BIN or PATH",
-        )
-    checks = [started]
+        started = make("server started", "fail", _no_server(facts))
+    checks = [started, _exit_status(make, facts, bool(servers))]
     deadline = facts.get("deadline_s")
     if deadline is None:
         why = "a recording alone does not show the client's deadline"
@@ -377,7 +529,7 @@ def session_checks(record: SessionRecord, facts: dict[str, Any]) -> list[Check]:
         return checks
     checks.append(make("result file", "pass", f"valid, {len(result.get('turns', []))} turn(s) reported"))
     index = WireIndex.build(record.wire)
-    seen = wire_turns(index)
+    seen = started_turns(wire_turns(index))
     wrong = []
     by_id = {t["id"]: t for t in seen if t["id"]}
     for reported in result.get("turns", []):

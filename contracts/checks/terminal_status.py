@@ -2,6 +2,8 @@
 
 A turn the server completed ("completed") although the client interrupted or cancelled it may be reported
 ``completed`` (what the server says) or ``aborted`` (what the client asked), whatever ``[expect]`` declares.
+A cancelled turn the server never confirmed ended (no ``turn/completed`` within the interrupt budget of the
+client's ``turn/interrupt``) was ended by the client's own budget: ``timeout`` is as right as ``aborted``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
 
 NAME = "terminal_status"
+#: Scheduling room on a wire-judged bound (as contracts.checks.client_run).
+_SLACK_S = 0.5
 REFERENCE = "docs/client-rules.md §3"
 #: Why an outside client is not judged on what it consumed: only what the server sent is on the wire.
 NOT_ON_THE_WIRE = "which turn/completed the client read is not on the wire (the server's sending is)"
@@ -71,6 +75,20 @@ def completed_after_cancel(index: WireIndex, result: TurnResult) -> bool:
     if not isinstance(turn, dict) or turn.get("status") != "completed":
         return False
     return bool(index.interrupts(result.turn_id)) or result.cancel_at is not None
+
+
+def cancel_unconfirmed(index: WireIndex, turn_id: str | None, interrupt_s: float) -> bool:
+    """The client interrupted this turn and the server did not confirm it ended (no ``turn/completed`` within the
+    interrupt budget of the first ``turn/interrupt``): the client's own budget ended the turn, so it may report it
+    ``timeout`` as well as ``aborted``."""
+    if not turn_id:
+        return False
+    interrupts = index.interrupts(turn_id)
+    if not interrupts:
+        return False
+    first = min(r.t for r in interrupts)
+    done = [e.t for _, e in index.turn_completions(turn_id)]
+    return not any(t - first <= interrupt_s + _SLACK_S for t in done)
 
 
 @dataclass(slots=True)
@@ -159,6 +177,9 @@ def _final_text(
     if turn_id is None and order is not None:
         turn_id = order[result.index] if 0 <= result.index < len(order) else None
         known = turn_id is not None or result.index >= len(order)  # no turn/start at its place: never started
+        # Its turn/start named no turn (refused, or never answered) and no text on the wire is of a turn no
+        # turn/start named: whichever turn it was, the server sent it no text.
+        known = known or not (set(texts) - {t for t in order if t is not None})
     sent = texts.get(turn_id or "")
     if not result.final_text:
         # No text is the right text where the server sent none for the turn (a turn that never started, a turn
@@ -184,6 +205,30 @@ def _final_text(
         f"reported {_clip(result.final_text)}; the server's messages of this turn make {shown} (a text of another "
         "turn, a delta after the turn ended, or a lost message)",
     )
+
+
+#: turn/completed's status on the wire -> the Result status that reports it
+_REPORTS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
+
+
+def _unsupported_course(
+    index: WireIndex, result: TurnResult, order: list[str | None] | None, allowed: tuple[str, ...]
+) -> tuple[tuple[str, ...], str]:
+    """A turn of which the client reported a part of the plan ``unsupported`` (an action it cannot send, a
+    decision it cannot give) took another course than [expect]'s: the status that reports what the server did
+    is right (the client's own ``timeout`` or ``failed`` where the server never ended the turn)."""
+    turn_id = result.turn_id
+    if turn_id is None and order is not None and 0 <= result.index < len(order):
+        turn_id = order[result.index]
+    completions = index.turn_completions(turn_id) if turn_id else []
+    frame = completions[0][1].frame or {} if completions else {}
+    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    turn = params.get("turn") if isinstance(params, dict) else None
+    ended = _REPORTS.get(turn.get("status")) if isinstance(turn, dict) else None
+    played = (ended,) if ended else ("timeout", "failed")
+    said = "; ".join(result.unsupported)[:300]
+    why = f" (reported unsupported: {said}; the server ended the turn {ended or 'never'})"
+    return (*allowed, *(s for s in played if s not in allowed)), why
 
 
 @CONTRACT.judge
@@ -229,16 +274,25 @@ def check(record: SessionRecord) -> list[Check]:
         else:
             allowed = expected.statuses
             raced = completed_after_cancel(index, result)
+            why = ""
             if raced:
                 allowed = (*allowed, *(s for s in ("completed", "aborted") if s not in allowed))
+                why = " (the server completed the turn after the client's cancel)"
+            turn_id = result.turn_id or (order[i] if order is not None and i < len(order) else None)
+            if "aborted" in allowed and "timeout" not in allowed and cancel_unconfirmed(
+                index, turn_id, record.budgets.interrupt_s
+            ):
+                allowed = (*allowed, "timeout")
+                why = " (the server never confirmed the cancelled turn ended: the client's budget ended it)"
+            if result.unsupported:
+                allowed, why = _unsupported_course(index, result, order, allowed)
             declared = " or ".join(allowed)
-            why = " (the server completed the turn after the client's cancel)" if raced else ""
             if result.status not in allowed:
                 error = f" ({result.error})" if result.error else ""
                 detail = f"Result {result.status}{error}, [expect] declares {declared}{why}"
                 checks.append(make(f"{label} status", "fail", detail))
             else:
-                also = f" ([expect] declares {declared}{why})" if len(allowed) > 1 else ""
+                also = f" ([expect] declares {declared}{why})" if len(allowed) > 1 or result.unsupported else ""
                 course = f"; the course where {record.expect.why}" if record.expect.why else ""
                 checks.append(make(f"{label} status", "pass", f"Result {result.status}{also}{course}"))
         checks.append(_final_text(make, record, result, texts, order))

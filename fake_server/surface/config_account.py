@@ -36,10 +36,13 @@ def recorded(key: str | None = None) -> Any:
 
 
 def config_read(call: Call) -> dict[str, Any]:
-    result = _static(call, "config/read+layers" if call.params.get("includeLayers") else "config/read")
+    key = "config/read+layers" if call.params.get("includeLayers") else "config/read"
+    result = _static(call, key)
     setup = call.world.setup
     if setup is not None:  # fake-codex with a CODEX_HOME: its config.toml and -c overrides (fake_server.home_config)
-        result = home_config.config_answer(result, _static(call, "config/read+layers"), setup, call.codex_home)
+        empty = _static(call, f"{key}+empty") if f"{key}+empty" in static.keys(call.world.profile) else None
+        layers = _static(call, "config/read+layers")
+        result = home_config.config_answer(empty, result, layers, setup, call.codex_home)
         if "model" in call.state.config_values:
             result["config"]["model"] = call.state.config_values["model"]
         return result

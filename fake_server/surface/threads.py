@@ -4,7 +4,8 @@ Views of a thread, as observed: a *live* one (loaded: ``thread/read``, ``thread/
 environments and ``canAcceptDirectInput: true``; a *listed* one (``thread/list`` of a loaded thread)
 with ``canAcceptDirectInput`` and ``forkedFromId`` null; a *stored* one (not loaded: archived, read
 after an archive, ``thread/unarchive``) with ``environments`` null and status ``notLoaded``.
-``thread/list`` shows a thread once its rollout has a turn (or it is a fork), newest first.
+``thread/list`` shows a thread once its rollout has a turn (or it is a fork), newest first; ``archived: true`` shows
+every archived thread. A stored thread with no turn has ``model`` null.
 thread/start and thread/resume (:mod:`.core`) show the live view too (:func:`live_view`).
 """
 
@@ -135,8 +136,11 @@ def _path(call: Call, thread: ThreadState, extra: ThreadExtra) -> str | None:
 def _stored_view(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[str, Any]:
     body = live_view(call.world, thread)
     body.update(environments=None, canAcceptDirectInput=None, status={"type": "notLoaded"})
-    if extra.from_store and not has_turns(thread):
-        body["model"] = None  # observed: a kept thread with no turn is read back without a model
+    if not has_turns(thread) and not extra.model_written:
+        # Observed: a thread with no turn is read back from its rollout without a model (a new process reading
+        # it, thread/list with archived: true, thread/unarchive; tests/data/real/*/surface/observed.json), unless
+        # something wrote a turn context there (probes/threads_fresh: a thread/revert).
+        body["model"] = None
     body["path"] = _path(call, thread, extra)
     body["forkedFromId"] = None
     return body
@@ -164,10 +168,12 @@ def _iso(ms: int) -> str:
 
 
 def _listable(call: Call, thread: ThreadState, archived: bool) -> bool:
+    """Observed: ``thread/list`` shows a thread with a turn (or a fork); ``archived: true`` every archived one,
+    with a turn or not (archiving writes its rollout into ``archived_sessions``)."""
     extra = call.state.extra(thread.thread_id)
     if extra.deleted or thread.ephemeral or extra.archived != archived:
         return False
-    return has_turns(thread) or extra.forked_from is not None
+    return archived or has_turns(thread) or extra.forked_from is not None
 
 
 # --- handlers ---------------------------------------------------------------------------------
@@ -317,6 +323,7 @@ def thread_fork(call: Call) -> dict[str, Any]:
         approval_policy=source.approval_policy,
         sandbox=source.sandbox,
         model=source.model,
+        reviewer=source.reviewer,
         preview=source.preview,
         turns=list(source.turns),
         history=[dict(turn) for turn in source.history],
@@ -332,6 +339,8 @@ def thread_fork(call: Call) -> dict[str, Any]:
     result = world.shapes.thread_session_result(
         body, model=fork.model, cwd=fork.cwd, approval_policy=fork.approval_policy, sandbox=fork.sandbox
     )
+    if "approvalsReviewer" in result:
+        result["approvalsReviewer"] = fork.reviewer
     if source.usage_frames:
         usage = dict(source.usage_frames[-1]["params"])
         call.after("thread/tokenUsage/updated", {**usage, "threadId": fork_id})
@@ -536,6 +545,7 @@ def inject_items(call: Call) -> dict[str, Any]:
     loaded_thread(call, call.params.get("threadId"))
     if not call.params.get("items"):
         raise invalid("items must not be empty")
+    call.state.extra(call.params["threadId"]).model_written = True
     return {}
 
 
@@ -543,7 +553,7 @@ def revert(call: Call) -> dict[str, Any]:
     """Observed: the thread is reloaded from its rollout (notLoaded, then idle) before the turn is
     looked up; the answer carries the thread without turns and null cursors, then ``thread/reverted``."""
     thread, extra = loaded_thread(call, call.params.get("threadId"))
-    extra.materialised = True
+    extra.materialised = extra.model_written = True  # observed: even when the turn is not found
     before = call.params.get("beforeTurnId")
     for status in ("notLoaded", "idle"):
         call.before("thread/status/changed", {"threadId": thread.thread_id, "status": {"type": status}})

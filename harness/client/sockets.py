@@ -23,6 +23,7 @@ from typing import Any, Final
 import trio
 
 from contracts.transport import CONNECTION_WORDS, ProcessHandle, TransportClosed
+from contracts.unix_socket import physical_name
 from contracts.websocket import HandshakeFailed, UpgradeRefused, WsStream, client_handshake
 from contracts.wire import DEFAULT_MAX_LINE
 
@@ -176,11 +177,17 @@ async def connect_ws(host: str, port: int, *, token: str | None = None, max_mess
     return await _upgrade(stream, f"ws://{host}:{port}", token, max_message)
 
 
-async def connect_unix(path: Path, *, token: str | None = None, max_message: int | None = None) -> WsStream:
+async def connect_unix(
+    path: Path, *, token: str | None = None, max_message: int | None = None, physical_dir: Path | None = None
+) -> WsStream:
     name = os.fspath(path)
     last: OSError | None = None
-    if len(os.fsencode(name)) > MAX_SOCKET_PATH:  # a socket address holds 107 bytes: reach it through its link
+    if physical_dir is not None:
+        name = os.path.join(physical_dir, physical_name(name))
+    elif len(os.fsencode(name)) > MAX_SOCKET_PATH:  # a socket address holds 107 bytes: reach it through its link
         name = os.path.realpath(name)
+    if len(os.fsencode(name)) > MAX_SOCKET_PATH:  # through the folder's descriptor: /proc/self/fd/N/NAME
+        return await _connect_in_folder(path, name, token, max_message)
     try:
         with trio.fail_after(CONNECT_TIMEOUT_S):
             while True:
@@ -196,6 +203,19 @@ async def connect_unix(path: Path, *, token: str | None = None, max_message: int
     except OSError as exc:
         raise ConnectFailed(f"cannot connect to unix://{path}: {exc}") from exc
     return await _upgrade(stream, f"unix://{path}", token, max_message)
+
+
+async def _connect_in_folder(path: Path, name: str, token: str | None, max_message: int | None) -> WsStream:
+    """A socket whose own path is too long for a socket address, reached through its folder's descriptor."""
+    try:
+        folder = os.open(os.path.dirname(name), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConnectFailed(f"cannot connect to unix://{path}: {exc}") from exc
+    try:
+        return await connect_unix(Path(f"/proc/self/fd/{folder}/{os.path.basename(name)}"), token=token,
+                                  max_message=max_message)  # fmt: skip
+    finally:
+        os.close(folder)
 
 
 def keepalive(ws: WsStream) -> WsStream:
@@ -219,9 +239,15 @@ def socket_path(run_dir: Path) -> Path:
     return run_dir / "app-server.sock"
 
 
-async def open_socket_transport(transport: str, process: Any, run_dir: Path) -> SocketTransport:
+async def open_socket_transport(
+    transport: str, process: Any, run_dir: Path, socket_dir: Path | None = None
+) -> SocketTransport:
     """Connect to the listener ``process`` was started as (:func:`listen_arg` of ``run_dir``). A connection that
-    does not open is a transport too (:class:`NoConnection`): the session judges it as a server that failed."""
+    does not open is a transport too (:class:`NoConnection`): the session judges it as a server that failed.
+
+    ``socket_dir``: where a confined server's socket really is on this side (its link names the path inside
+    its confinement, :func:`harness.targets.real.socket_folder`): once the link is there, the socket named
+    for the path in that folder is connected to."""
     url = f"{transport}://"
     try:
         if transport == "ws":
@@ -232,7 +258,7 @@ async def open_socket_transport(transport: str, process: Any, run_dir: Path) -> 
             path = socket_path(run_dir)
             url = f"unix://{path}"
             await wait_for_path(process, path)
-            ws = await connect_unix(path)
+            ws = await connect_unix(path, physical_dir=socket_dir)
     except ConnectFailed as exc:
         return SocketTransport(NoConnection(str(exc)), Listener(process), url, failure=str(exc))
     return SocketTransport(ws, Listener(process), url)

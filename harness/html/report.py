@@ -9,10 +9,12 @@ its sequence diagram and its failed checks, then every failed check with its det
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from contracts.checks import Check, shown
+from contracts.checks.client_run import client_end
 from contracts.record import RecordFormatError, SessionRecord
 from contracts.report import Report, Verdict, judge
 from contracts.safe_dir import SafeDir, write_file
@@ -125,12 +127,47 @@ def session_section(
         out.append(f'<ul class="checks">{"".join(items)}</ul>')
     elif checks:
         out.append(f'<p class="meta">{sum(c.status == "pass" for c in checks)} checks passed.</p>')
+    out += _outside_client(record)
     if record.client_errors:
         out.append(f"<pre>{e(chr(10).join(x[:2000] for x in record.client_errors[:5]))}</pre>")
     if record.not_copied:
         out.append(f'<p class="meta">not copied into the report: {e("; ".join(record.not_copied[:20]))}</p>')
     out.append("</section>")
     return "".join(out)
+
+
+#: Lines of an outside client's stderr a session shows when it exited non-zero or started no server.
+STDERR_SHOWN = 20
+
+
+def client_command(record: SessionRecord) -> str | None:
+    """The outside client's command line a record judged (``meta.outside.client_cmd``), or None."""
+    facts = record.meta.get("outside")
+    argv = facts.get("client_cmd") if isinstance(facts, dict) else None
+    if not isinstance(argv, list) or not argv:
+        return None
+    return clip(shlex.join(str(a) for a in argv[:64]), 500)
+
+
+def _outside_client(record: SessionRecord) -> list[str]:
+    """An outside client's command and how it ended; the end of its stderr when it exited non-zero, was killed
+    or started no server (the whole tail is in the session's client-stderr.txt)."""
+    facts = record.meta.get("outside")
+    if not isinstance(facts, dict) or not facts.get("primary", True):
+        return []
+    command = client_command(record)
+    end = client_end(facts)
+    if command is None and end is None:
+        return []
+    said = f"client <code>{e(command)}</code>" if command else "client"
+    out = [f'<p class="meta">{said}{"; it " + e(end) if end else ""}</p>']
+    tail = facts.get("stderr_tail")
+    troubled = facts.get("client_exit") not in (0, None) or facts.get("deadline_hit") or not facts.get("servers")
+    if troubled and isinstance(tail, str):
+        lines = [line.rstrip() for line in tail.splitlines() if line.strip()][-STDERR_SHOWN:]
+        shown_tail = "\n".join(clip(line, 400) for line in lines) or "(its stderr was empty)"
+        out.append(f'<p class="meta">the client\'s stderr ends:</p><pre>{e(shown_tail)}</pre>')
+    return out
 
 
 def _load_saved(report_dir: Path) -> tuple[list[SessionRecord], list[str]]:

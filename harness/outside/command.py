@@ -52,8 +52,8 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         "--client-deadline",
         metavar="SECONDS",
         type=float,
-        help="wall-clock bound per scenario for --client-cmd (default: per turn its turn timeout and interrupt "
-        "budget, then the teardown, + 10 s, under the declared budgets)",
+        help="wall-clock bound per scenario for --client-cmd (default: the run deadline of docs/clients.md, from the "
+        "declared budgets)",
     )
     parser.add_argument(
         "--jobs",
@@ -295,9 +295,45 @@ def _deadline(scenario: Scenario, spec: ClientSpec) -> float:
     return deadline_for(budgets.with_budgets(scenario, spec.budgets), spec.deadline_s)
 
 
+#: Lines of a client's stderr said on the terminal when it exited non-zero or started no server.
+STDERR_LINES = 10
+_SCENARIOS_NAMED = 6
+
+
+def client_exits(runs: list) -> list[str]:
+    """Lines for the terminal: a client that exited non-zero (or was killed by a signal) or started no server,
+    with the end of its stderr, once per distinct way it ended (a client that dies at import says it once, with
+    the scenarios it did it in, not once per scenario)."""
+    from contracts.checks.client_run import client_end
+    from harness.client.stderr import terminal_lines
+
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for run in runs:
+        facts = run.record.meta.get("outside") if run.record is not None else None
+        if not isinstance(facts, dict) or facts.get("deadline_hit"):  # a hang is client / deadline's
+            continue
+        code, servers = facts.get("client_exit"), bool(facts.get("servers"))
+        if servers and code in (0, None):
+            continue
+        ended = client_end({"client_exit": code}) or "ended"
+        what = ended if servers else f"{ended} without starting a server"
+        tail = tuple(terminal_lines(str(facts.get("stderr_tail") or ""), STDERR_LINES))
+        groups.setdefault((what, tail), []).append(f"{run.scenario} [{run.target}]")
+    out = []
+    for (what, tail), where in groups.items():
+        named = ", ".join(where[:_SCENARIOS_NAMED]) + (
+            f" (+{len(where) - _SCENARIOS_NAMED} more)" if len(where) > _SCENARIOS_NAMED else ""
+        )
+        out.append(f"codex-harness run: the client {what} in {len(where)} scenario run(s): {named}")
+        out += [f"  stderr: {line}" for line in tail] or ["  (its stderr was empty)"]
+    return out
+
+
 def describe(runs: list) -> None:
     """What the harness killed, and what it would not copy into the report, per scenario, on stderr (the
-    record keeps both too)."""
+    record keeps both too); a client that exited non-zero or started no server, with its stderr's end."""
+    for line in client_exits(runs):
+        print(line, file=sys.stderr)
     for run in runs:
         facts = run.record.meta.get("outside", {}) if run.record is not None else {}
         if facts.get("killed"):

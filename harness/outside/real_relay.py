@@ -8,11 +8,15 @@ starts ``codex ARGS`` with the client's own arguments, and relays (:mod:`.relay`
 loop of its own thread, so the relay's threads never wait on it; its traffic is left in ``model.jsonl``
 (monotonic times), the third lane of the report.
 
-Each server the client starts gets its own relay, folder, run directory and mock: as on the fake, every server
-plays the scenario from its start.
+Each server the client starts gets its own relay, folder and mock; the run's servers share one run directory
+(``shared_run``: one ``CODEX_HOME``, so a later server resumes the threads an earlier one left) and one turn count
+(``turns``: :class:`fake_server.responses_api.RunTurnCounter`), so a client that starts a server per turn gets
+turn N of the scenario on the run's N-th turn, as fake-codex plays it from the ``CODEX_HOME`` it is given.
 
 SPEC (written by the harness, never by the client): ``scenario_file``, ``record_dir``, ``codex``, ``version``,
-``confinement`` / ``tool`` (the launcher), ``scratch`` (where run directories go), ``marker``.
+``confinement`` / ``tool`` (the launcher), ``scratch`` (where a run directory goes without ``shared_run``),
+``shared_run`` (the run's directory, :func:`harness.targets.real.shared_run`), ``turns`` (the run's turn count
+file), ``marker``.
 """
 
 from __future__ import annotations
@@ -42,8 +46,11 @@ MAX_MODEL_ENTRIES = 100_000
 CANNOT_RUN = 126
 
 
-def write_real_shim(directory: Path, spec: dict[str, Any], version_line: str) -> Path:
-    """``directory/codex``: answers ``--version`` with the binary's own line, else execs the relay."""
+def write_real_shim(directory: Path, spec: dict[str, Any], version_line: str, starts: Path | None = None) -> Path:
+    """``directory/codex``: answers ``--version`` with the binary's own line, else execs the relay. ``starts``: the
+    file each start is noted in (:func:`harness.outside.shim.start_log`)."""
+    from harness.outside.shim import start_log
+
     directory.mkdir(parents=True, exist_ok=True)
     spec_path = directory / "relay-spec.json"
     spec_path.write_bytes(orjson.dumps(spec))
@@ -51,6 +58,7 @@ def write_real_shim(directory: Path, spec: dict[str, Any], version_line: str) ->
     relay = " ".join(q(a) for a in (sys.executable, "-m", "harness.outside.real_relay", str(spec_path)))
     script = f"""#!/bin/sh
 # codex shim written by codex-harness: runs the real codex sealed, behind a relay that records the wire.
+{start_log(starts) if starts is not None else ":"}
 case "$1" in
   --version|-V) echo {q(version_line)}; exit 0 ;;
 esac
@@ -100,9 +108,16 @@ def _mock_thread(
     as it came: :class:`ModelFile`); the thread then puts None."""
     import trio
 
+    from fake_server.responses_api import RunTurnCounter
+    from harness.codex_bin import RunDir
     from harness.targets.real import real_target
 
     done = threading.Event()
+    shared = None
+    if isinstance(spec.get("shared_run"), str):
+        root = Path(spec["shared_run"])
+        shared = RunDir(root, root / "codex_home", root / "home", root / "tmp", root / "workdir")
+    counter = RunTurnCounter(spec["turns"]) if isinstance(spec.get("turns"), str) else None
 
     async def hold() -> None:
         offset = time.monotonic() - trio.current_time()  # the mock stamps trio's clock
@@ -115,6 +130,8 @@ def _mock_thread(
                 base_dir=Path(spec["scratch"]),
                 version=spec["version"],
                 command=tuple(args),
+                shared=shared,
+                turn_counter=counter,
             ) as target:
                 ready.put(target)
                 model = ModelFile(folder / "model.jsonl", offset)

@@ -132,6 +132,8 @@ def _checked_start(where: Path, folder_name: str, start: dict[str, Any]) -> dict
     _check(where, start, "n", type(n) is int and 1 <= n <= MAX_SERVERS, f"an integer in 1..{MAX_SERVERS}")
     _check(where, start, "pid", type(pid) is int and 1 <= pid <= MAX_PID, "a process id")
     _check(where, start, "started_t", _number(start.get("started_t")), "a finite number of seconds")
+    process_t = start.get("process_started_t")  # absent from older recordings, None where /proc could not say
+    _check(where, start, "process_started_t", process_t is None or _number(process_t), "a finite number of seconds")
     for key in ("scenario", "scenario_ref", "scenario_hash", "profile", "run_marker"):
         _check(where, start, key, _text(start.get(key)), f"a string of at most {MAX_TEXT} characters")
     for key in ("play", "play_sources"):  # what decided the play, and where each input came from
@@ -339,6 +341,8 @@ def server_facts(server: ServerRecording, zero: float, killed_by_harness: bool) 
         "play": server.start.get("play"),  # judged by client / played as given, which checks its shape
         "play_sources": server.start.get("play_sources"),
         "started_t": _rebase(server.start.get("started_t"), zero),
+        # when the client started the process (the wire's clock starts once the process is ready)
+        "process_started_t": _rebase(server.start.get("process_started_t"), zero),
         "end": end,
         "killed_by_harness": killed_by_harness,
     }
@@ -366,7 +370,7 @@ def server_record(
             request_s=plan.request_timeout_ms / 1000,
         ),
         experimental_api=plan.experimental_api,
-        meta={"scenario_turns": len(scenario.turns), "outside": facts},
+        meta={"scenario_turns": len(scenario.turns), "outside": facts, "approval_turns": scenario.approval_turns},
     )
     if server is not None:
         record.wire = [replace(e, t=round(e.t - zero, 6)) for e in server.wire]

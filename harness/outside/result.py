@@ -5,7 +5,11 @@ reported (``completed|aborted|failed|timeout|unsupported``), its usage in the bu
 docs/scenarios.md, the final text and the error. A status ``unsupported`` says the client cannot do what the
 plan asks (a decision it has no way to send): that turn's status and plan are not judged. Usage is judged
 only where the client reported it: ``null`` (or no ``usage``) says the client reports none, ``"unsupported"``
-that it has no way to; either is not judged, with that reason, never taken as zeros.
+that it has no way to; either is not judged, with that reason, never taken as zeros. ``usage_style`` says how
+the client counts (docs/client-rules.md §4.4); a bucket ``null`` (``cache_read``, ``cache_write``,
+``reasoning``) is one the client does not expose, not judged. A turn's ``unsupported`` list names one part of
+its plan the client cannot do (``{"action": N}``, ``{"approval": N}``): that part is not judged, the rest of the
+turn is.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class ReadResult:
     problems: list[str] = field(default_factory=list)
     turns: list[dict[str, Any]] = field(default_factory=list)
     client: str | None = None
+    usage_style: dict[str, str] = field(default_factory=dict)
 
 
 def read_result(path: Path, *, parent_fd: int | None = None) -> ReadResult:
@@ -83,7 +88,7 @@ def read_result(path: Path, *, parent_fd: int | None = None) -> ReadResult:
     seen = [t["turn"] for t in turns]
     if len(seen) != len(set(seen)):
         return ReadResult("invalid", [f"a turn is reported twice: {seen}"])
-    return ReadResult("valid", [], list(turns), data.get("client"))
+    return ReadResult("valid", [], list(turns), data.get("client"), dict(data.get("usage_style") or {}))
 
 
 def turn_results(read: ReadResult) -> list[TurnResult]:
@@ -94,7 +99,8 @@ def turn_results(read: ReadResult) -> list[TurnResult]:
     out = []
     for t in read.turns:
         usage = t.get("usage")
-        buckets = {"reported": UsageBuckets.from_dict(usage)} if isinstance(usage, dict) else {}
+        exposed = {k: v for k, v in usage.items() if v is not None} if isinstance(usage, dict) else None
+        buckets = {"reported": UsageBuckets.from_dict(exposed)} if exposed is not None else {}
         out.append(
             TurnResult(
                 index=t["turn"] - 1,
@@ -104,10 +110,25 @@ def turn_results(read: ReadResult) -> list[TurnResult]:
                 final_text=t.get("final_text") or "",
                 usage={k: v for k, v in buckets.items() if not v.is_zero()},
                 usage_unjudged=None if isinstance(usage, dict) else _why_no_usage(t),
+                usage_style=dict(read.usage_style),
+                usage_unexposed=sorted(k for k, v in usage.items() if v is None) if isinstance(usage, dict) else [],
+                unsupported=unsupported_parts(t),
                 # What the client read is its own: the server having sent turn/completed says nothing of it.
                 completed_consumed=None,
             )
         )
+    return out
+
+
+def unsupported_parts(turn: dict[str, Any]) -> list[str]:
+    """A reported turn's ``unsupported`` parts as ``action N`` / ``approval N``, with the client's reason."""
+    out = []
+    for part in turn.get("unsupported") or ():
+        if not isinstance(part, dict):
+            continue
+        kind = "action" if "action" in part else "approval"
+        why = f": {part['why']}" if isinstance(part.get("why"), str) and part["why"] else ""
+        out.append(f"{kind} {part.get(kind)}{why}")
     return out
 
 

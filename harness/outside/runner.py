@@ -3,14 +3,13 @@
 The client runs in a process tree of its own (:mod:`harness.proctree`: a PID namespace, else a cgroup, else
 its session, the run marker and the harness's descendants) with ``CODEX_BIN`` = the shim (also first on
 ``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
-marker. It gets Σ (``turn_timeout_ms`` + ``interrupt_budget_ms``) + ``teardown_ms`` + 10 s (or ``deadline_s``),
+marker. It gets the run deadline (harness.budgets.run_deadline_s, the formula of docs/clients.md; or ``deadline_s``),
 under the budgets it declares (:mod:`harness.budgets`); past that, or once it exited and a teardown budget of
 grace passed, everything still alive in its tree is named and SIGKILLed.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import shutil
 import subprocess
@@ -51,9 +50,9 @@ from harness.outside.record import (
 )
 from harness.outside.relay import RELAY_ENV
 from harness.outside.result import read_result, turn_results
-from harness.outside.shim import DEFAULT_PROFILE, write_shim
+from harness.outside.shim import DEFAULT_PROFILE, SHIM_STARTS, read_starts, write_shim
 from harness.proctree import procfs
-from harness.targets.real import write_mock_config
+from harness.targets.real import home_config, write_mock_config
 
 TARGET = "fake-process"
 REAL = "real"
@@ -122,6 +121,8 @@ class ClientRun:
     confinement: str = ""
     #: processes of the client's tree that ran the real binary (or an app-server) outside the relay it was given
     bypassed: list[str] = field(default_factory=list)
+    #: processes of the client's tree that ran a ``codex`` other than the shim (:class:`BypassWatch`)
+    codex_not_shim: list[str] = field(default_factory=list)
     #: what was killed that is a server itself on the real target (its relay, the launcher, the binary), by the
     #: tree's pid: not something a server started
     server_parts: set[int] = field(default_factory=set)
@@ -330,26 +331,38 @@ def run_client(
 BYPASS_POLL_S = 0.1
 MAX_BYPASSED = 5
 _CMDLINE_BYTES = 4096
+#: What a ``codex`` is called, as a program or the script an interpreter runs (the npm launcher is ``codex.js``;
+#: its native binary ``codex``). Only the program and its first argument are looked at: ``--codex-bin codex``
+#: further on names a path, it does not run one.
+CODEX_NAMES = frozenset({"codex", "codex.js", "codex.exe"})
 
 
 @dataclass(slots=True)
 class BypassWatch:
-    """Finds processes of the client's tree that run the real binary (its install tree) or an ``app-server``
-    without the relay's environment entry: a client that started a server around the ``codex`` it was given.
-    Sampled every :data:`BYPASS_POLL_S` (a server that lives less long can slip by; it is then not recorded
-    either, and ``server started`` fails on that)."""
+    """Finds processes of the client's tree that run a ``codex`` other than the shim it was given (a client that
+    resolves its own bundled ``@openai/codex``), and among them servers started around it: the real binary's
+    install tree (``install_tree``, the real target) or an ``app-server`` of a ``codex``. What carries a server's
+    environment entry (``relay_entry``: the shim exports it), or descends from a process that does, is behind the
+    shim. Sampled every :data:`BYPASS_POLL_S` (a process that lives less long can slip by; a server is then not
+    recorded either, and ``server started`` fails on that)."""
 
-    install_tree: str
+    install_tree: str | None
     relay_entry: str
     shim: str
     #: (pid, command line) already looked at: a process is looked at again once it executed something else
     seen: set[tuple[int, bytes]] = field(default_factory=set)
 
     async def run(self, tree: proctree.ProcessTree, out: ClientRun) -> None:
-        while len(out.bypassed) < MAX_BYPASSED:
+        while len(out.bypassed) < MAX_BYPASSED or len(out.codex_not_shim) < MAX_BYPASSED:
             for member in tree.members():
-                if self.bypasses(member.pid) and member.described not in out.bypassed:
+                kind = self.classify(member.pid)
+                if kind is None:
+                    continue
+                codex, server = kind
+                if server and member.described not in out.bypassed and len(out.bypassed) < MAX_BYPASSED:
                     out.bypassed.append(member.described)
+                if codex and member.described not in out.codex_not_shim and len(out.codex_not_shim) < MAX_BYPASSED:
+                    out.codex_not_shim.append(member.described)
             await trio.sleep(BYPASS_POLL_S)
 
     def server_part(self, pid: int) -> bool:
@@ -365,30 +378,46 @@ class BypassWatch:
             return True
         if os.path.basename(exe) in confine.MECHANISMS:
             return True
+        if self.install_tree is None:
+            return False
         inside = [exe, *(os.path.realpath(w) for w in words if os.sep in w)]
         return any(p == self.install_tree or p.startswith(self.install_tree + os.sep) for p in inside)
 
     def bypasses(self, pid: int) -> bool:
+        """Whether ``pid`` is a server started around the shim (looked at once per command line)."""
+        kind = self.classify(pid)
+        return kind is not None and kind[1]
+
+    def classify(self, pid: int) -> tuple[bool, bool] | None:
+        """(runs a ``codex`` that is not the shim, is a server started around the shim), or None when ``pid`` was
+        looked at already, is gone, or is the shim's."""
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 raw = fh.read(_CMDLINE_BYTES)
             exe = os.readlink(f"/proc/{pid}/exe")
         except OSError:
-            return False
+            return None
         if (pid, raw) in self.seen:
-            return False
+            return None
         self.seen.add((pid, raw))
-        argv = raw.split(b"\0")
-        words = [a.decode("utf-8", "surrogateescape") for a in argv if a]
-        if any(self.shim == w for w in words) or _environment_has(pid, self.relay_entry):
-            return False
+        words = [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0") if a]
+        shim = os.path.realpath(self.shim)
+        if any(w == self.shim or (os.sep in w and os.path.realpath(w) == shim) for w in words):
+            return None
+        if _environment_has(pid, self.relay_entry):
+            return None
+        tree = self.install_tree
         inside = [exe, *(os.path.realpath(w) for w in words if os.sep in w)]
-        runs_binary = any(p == self.install_tree or p.startswith(self.install_tree + os.sep) for p in inside)
-        if not runs_binary and "app-server" not in words:
-            return False
-        # Started by a relayed server (the binary's own sandbox helper runs the binary again, its environment
-        # cleared): behind the relay, not around it.
-        return not any(_environment_has(p, self.relay_entry) for p in _ancestors(pid))
+        runs_binary = tree is not None and any(p == tree or p.startswith(tree + os.sep) for p in inside)
+        named = any(os.path.basename(w) in CODEX_NAMES for w in [exe, *words[:2]])
+        server = runs_binary or ("app-server" in words and (named or tree is not None))
+        if not (runs_binary or named or server):
+            return None
+        # Started by a server behind the shim (the binary's own sandbox helper runs the binary again, its
+        # environment cleared): behind the relay, not around it.
+        if any(_environment_has(p, self.relay_entry) for p in _ancestors(pid)):
+            return None
+        return runs_binary or named, server
 
 
 def _skips(record: SessionRecord, contract: str, reason: str, *, applies: bool = True) -> Check:
@@ -410,39 +439,12 @@ def not_judged_outside(checks: list[Check]) -> list[Check]:
 
 
 def _never_started(record: SessionRecord, facts: dict[str, Any], unsupported: set[int]) -> int | None:
-    """The first turn reported ``unsupported`` that no ``turn/start`` carried (the plan's turns matched to the
-    wire's in order, by input), or None. The fake plays the scenario's turns in the order they start, so every
-    later turn got an earlier turn's script: their truth (status, usage) no longer holds."""
-    requests = sorted(WireIndex.build(record.wire).client_requests.values(), key=lambda r: r.pos)
-    starts = [r for r in requests if r.method == "turn/start"]
-    # A turn the client names by its id sits at its place on the wire: one further ahead than its number
-    # says follows a turn that never started.
-    wire_ids = [_answered_turn_id(r) for r in starts]
-    place = {turn_id: k for k, turn_id in reversed(list(enumerate(wire_ids))) if turn_id}
-    claimed = client_plan.reported_turn_ids(facts)
-    for turn_id, number in claimed.items():
-        if place.get(turn_id, number - 1) < number - 1:
-            before = [n for n in unsupported if n < number]
-            if before:
-                return min(before)
-    by_text: dict[str, list[int]] = {}  # indexed once: each plan turn finds its start by bisection
-    for k, request in enumerate(starts):
-        for key in client_plan.input_keys(request.params.get("input")):
-            by_text.setdefault(key, []).append(k)
-    cursor = 0
-    for planned in facts.get("plan_turns") or ():
-        if not isinstance(planned, dict) or not isinstance(planned.get("turn"), int):
-            continue
-        number, same = planned["turn"], by_text.get(client_plan.plan_key(str(planned.get("input", ""))), [])
-        j = bisect.bisect_left(same, cursor)
-        found = same[j] if j < len(same) else None
-        if found is not None and number in unsupported and claimed.get(wire_ids[found] or "", number) != number:
-            found = None
-        if found is not None:
-            cursor = found + 1
-        elif number in unsupported:
-            return int(number)
-    return None
+    """The first turn reported ``unsupported`` that did not start (the plan's turns matched to the run's in order,
+    as ``plan followed`` matches them: contracts.checks.client_plan.started_turns), or None. The fake plays the
+    scenario's turns in the order they start, so every later turn got an earlier turn's script: their truth
+    (status, usage) no longer holds."""
+    started = client_plan.started_turns([record])
+    return min((n for n in unsupported if n not in started), default=None)
 
 
 def _answered_turn_id(request: Any) -> str | None:
@@ -525,7 +527,46 @@ def judge(records: list[SessionRecord]) -> list[Check]:
         checks += own
     if facts.get("primary", True):
         checks.append(client_plan.check(records))
-    return _with_recording_problems(primary, _all_unsupported(checks, facts), facts)
+    return _with_recording_problems(primary, _no_server(_all_unsupported(checks, facts), facts), facts)
+
+
+#: What stays judged of a client that started no server: what it did as a process.
+_PROCESS_CHECKS = {
+    ("client", "server started"),
+    ("client", "deadline"),
+    ("client", "nothing left running"),
+    ("client", "server's descendants ended"),
+    ("client", "result file"),
+    ("client", "recording"),
+    # what it claims in a result file stays its claim: a turn reported completed that never started still fails
+    ("client", "reported statuses agree with the wire"),
+}
+
+
+def _no_server(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
+    """A client that started no server (a crash at import, a ``codex`` of its own) is one finding: ``server
+    started`` names how it ended, its stderr's last lines and the ``codex`` it ran instead. What it was to do on
+    a server (the plan, the wire's contracts, its exit status) is not judged: a skip naming that finding, never a
+    pass on an empty wire nor a second failure of the same cause. A result file it wrote is still judged: what it
+    claims there is a claim of its own."""
+    if facts.get("servers"):
+        return checks
+    started = next((c for c in checks if (c.contract, c.name) == ("client", "server started")), None)
+    if started is not None and started.status == "fail":
+        why = "not judged: the client never started a server (client / server started)"
+        kept = _PROCESS_CHECKS | {(c.contract, c.name) for c in checks if c.contract in RESULT_CONTRACTS}
+    elif started is not None and started.status == "skip" and client_contract.UNRECORDED in started.detail:
+        # It started a server the harness did not see: neither the wire nor the turns it reports can be judged.
+        why = "not judged: the client's server was never recorded (client / server started)"
+        kept = _PROCESS_CHECKS - {("client", "reported statuses agree with the wire")}
+    else:
+        return checks
+    return [
+        c
+        if (c.contract, c.name) in kept or c.contract == "runner"
+        else replace(c, status="skip", detail=why, at=(), applies=False)
+        for c in checks
+    ]
 
 
 def _all_unsupported(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
@@ -613,6 +654,9 @@ def build_records(
             "left_by_servers": _left_by_servers(client, servers),
             "confinement": client.confinement,
             "bypassed": client.bypassed,
+            "codex_not_shim": client.codex_not_shim,
+            # each start of the shim, --version included (harness.outside.shim.SHIM_STARTS)
+            "shim_starts": read_starts(work_fd, record_dir.parent),
             "servers": [server_facts(s, zero, s.pid in client.killed_pids) for s in servers],
             "result": result,
             "recording_cut": cut,
@@ -674,19 +718,26 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     plan = adapter_plan(scenario)
     plan_path.write_bytes(orjson.dumps(plan, option=orjson.OPT_INDENT_2))
     marker = run_marker()
-    watch = None
+    starts = work_dir / SHIM_STARTS
     if spec.target == REAL:
-        shim, profile, watch = _real_shim(spec, work_dir, scenario_file, record_dir, marker)
+        shim, profile, watch = _real_shim(spec, work_dir, scenario, scenario_file, record_dir, marker)
         server_env = f"{RELAY_ENV}={record_dir}"
     else:
         profile = spec.profile or scenario.release or DEFAULT_PROFILE
         shim = write_shim(
-            work_dir / "bin", scenario_file=scenario_file, record_dir=record_dir, marker=marker, profile=profile
+            work_dir / "bin",
+            scenario_file=scenario_file,
+            record_dir=record_dir,
+            marker=marker,
+            profile=profile,
+            starts=starts,
         )
         server_env = f"{RECORD_ENV}={record_dir}"
+        # A codex the client ran that is not the shim (its own bundled one) is named, and a server of it fails.
+        watch = BypassWatch(None, server_env, str(shim))
     home = work_dir / "codex-home"
     home.mkdir(exist_ok=True)
-    write_mock_config(home, scenario.config)  # as the real target's home: the fake answers from it
+    write_mock_config(home, home_config(scenario))  # as the real target's home: the fake answers from it
     env = _client_env(shim, scenario_file, plan_path, result_path, marker, home)
     deadline = deadline_for(scenario, spec.deadline_s)
     grace = scenario.client.teardown_ms / 1000 + client_contract.SLACK_S
@@ -722,7 +773,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
 
 
 def _real_shim(
-    spec: ClientSpec, work_dir: Path, scenario_file: Path, record_dir: Path, marker: str
+    spec: ClientSpec, work_dir: Path, scenario: Scenario, scenario_file: Path, record_dir: Path, marker: str
 ) -> tuple[Path, str, BypassWatch]:
     """The ``codex`` of a client on the real binary (:mod:`harness.outside.real_relay`), the release it plays (the
     binary's own), and the watch for a server started around it."""
@@ -730,9 +781,17 @@ def _real_shim(
 
     if spec.codex is None or spec.version is None:
         raise UsageError("--target real needs --codex PATH (or $CODEX_BIN)")
+    from harness.targets.real import RealTargetError, shared_run
+
     launcher = confine.current()
     scratch = work_dir / "real-runs"
     scratch.mkdir(exist_ok=True)
+    # One run directory and one turn count for every server of the run: a client that starts a server per turn
+    # resumes its thread from the run's CODEX_HOME and gets turn N of the scenario on the run's N-th turn.
+    try:
+        shared: str | None = str(shared_run(scratch / "run", scenario).root)
+    except RealTargetError:  # each relay says why the binary cannot run this scenario, as it starts
+        shared = None
     relay_spec = {
         "scenario_file": str(scenario_file),
         "record_dir": str(record_dir),
@@ -741,9 +800,11 @@ def _real_shim(
         "confinement": launcher.mechanism,
         "tool": launcher.tool,
         "scratch": str(scratch),
+        "shared_run": shared,
+        "turns": str(scratch / "turns"),
         "marker": marker,
     }
-    shim = write_real_shim(work_dir / "bin", relay_spec, f"codex-cli {spec.version}")
+    shim = write_real_shim(work_dir / "bin", relay_spec, f"codex-cli {spec.version}", work_dir / SHIM_STARTS)
     install = confine.install_tree(str(spec.codex))  # the npm install: its launcher script and the native binary
     return shim, spec.version, BypassWatch(install, f"{RELAY_ENV}={record_dir}", str(shim))
 

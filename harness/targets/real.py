@@ -12,19 +12,21 @@ binary's version. Leaving the block stops the mock and removes the temporary dir
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Final
 
+import orjson
 import tomli_w
 import trio
 
 from contracts.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
+from contracts.unix_socket import private_dir, socket_home
 from fake_server.responses_api import MockResponsesServer, RecordedRequest, serve_responses_api
 from harness import confine
-from harness.codex_bin import CodexNotFound, codex_version, run_dir
+from harness.codex_bin import CodexNotFound, RunDir, codex_version, run_dir
 from harness.targets.base import write_files
 
 TARGET = "real"
@@ -79,6 +81,8 @@ class RealTarget:
     home: Path
     trace_root: Path | None
     mock: MockResponsesServer
+    #: a confined unix listener's socket folder on the host (:func:`socket_folder`), else None
+    socket_dir: Path | None = None
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -117,6 +121,15 @@ def effective_config(scenario: Scenario) -> ServerConfig:
     return config
 
 
+def home_config(scenario: Scenario) -> ServerConfig:
+    """The settings a real run's ``config.toml`` holds for ``scenario`` (:func:`effective_config`), or the scenario's
+    own where the real target refuses them: what a fake given the same kind of home reads."""
+    try:
+        return effective_config(scenario)
+    except RealTargetError:
+        return scenario.config
+
+
 def config_toml(config: ServerConfig, base_url: str) -> dict[str, Any]:
     """The ``config.toml`` of a real run, as a mapping (``tomli_w.dumps`` writes it)."""
     return {
@@ -149,19 +162,48 @@ def write_mock_config(codex_home: Path, config: ServerConfig, base_url: str = FA
     (codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, base_url)))
 
 
+#: The ``-c`` key that points one server of a shared run directory at its own mock.
+MOCK_BASE_URL_KEY = f"model_providers.{PROVIDER_ID}.base_url"
+
+
+def shared_run(root: Path, scenario: Scenario) -> RunDir:
+    """The run directory every server of one outside client's run shares (``root``, made here, kept: the caller
+    removes it): one ``CODEX_HOME`` (its ``config.toml`` names the mock provider; each server's mock is given by
+    a ``-c`` override), ``HOME``, ``TMPDIR`` and work directory (the scenario's files written once)."""
+    check_supported(scenario)
+    config = effective_config(scenario)
+    root.mkdir(mode=0o700)
+    top = root.resolve()
+    run = RunDir(top, top / "codex_home", top / "home", top / "tmp", top / "workdir")
+    for directory in (run.codex_home, run.home, run.tmpdir, run.workdir):
+        directory.mkdir()
+    write_files(run.workdir, scenario.client.files)
+    (run.codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, FAKE_BASE_URL)))
+    return run
+
+
 def server_argv(codex: Path, listen: str = "stdio://") -> tuple[str, ...]:
     return (os.fspath(codex), "app-server", "--listen", listen)
 
 
-def socket_dirs(argv: tuple[str, ...]) -> list[Path]:
-    """Where a ``--listen unix://PATH`` server puts its socket: the real binary binds it in ``/tmp/codex-daemon-<uid>/``
-    (named by the SHA-256 of PATH) and links PATH to it. The confined binary's ``/tmp`` is its own, so that folder
-    is shared (made private, 0700, as the binary makes it) for the link to lead somewhere we can connect."""
-    if not any(a.startswith("unix://") for a in argv):
-        return []
-    folder = Path(f"/tmp/codex-daemon-{os.getuid()}")
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return [folder]
+#: the real target's socket folder, in the run directory (the binary's ``/tmp/codex-daemon-<uid>`` inside)
+SOCKET_DIR: Final = "sockets"
+
+
+def socket_folder(argv: tuple[str, ...], run_root: Path, mechanism: str) -> Path | None:
+    """Where a confined ``--listen unix://PATH`` server's socket is, on the host (None: nothing to prepare).
+
+    The real binary binds its socket in ``/tmp/codex-daemon-<uid>/`` (named by the SHA-256 of PATH) and links
+    PATH to it. Confined, its ``/tmp`` is its own and its uid :data:`harness.confine.SANDBOX_ID`: this folder of
+    the run's (private, 0700, made the one way, :func:`contracts.unix_socket.private_dir`) is bound there, and
+    our client connects to the socket in it (the link's text names the path inside). Never the host's
+    ``/tmp/codex-daemon-<uid>``, which another user may have made. Unconfined, the binary uses and checks that
+    one itself."""
+    if mechanism == confine.UNCONFINED or not any(a.startswith("unix://") for a in argv):
+        return None
+    folder = run_root / SOCKET_DIR
+    os.close(private_dir(os.fspath(folder)))
+    return folder
 
 
 def pinned_schema_for(version: str) -> str | None:
@@ -201,6 +243,8 @@ async def real_target(
     listen: str | None = None,
     server_args: tuple[str, ...] = (),
     command: tuple[str, ...] | None = None,
+    shared: RunDir | None = None,
+    turn_counter: Callable[[], int] | None = None,
 ) -> AsyncIterator[RealTarget]:
     """Prepare a real-binary run of ``scenario`` and keep its mock Responses API up for the block.
 
@@ -210,6 +254,10 @@ async def real_target(
     ``stdio://``; ``{run}`` in it is the run's directory, for a unix socket there). ``server_args``: more
     ``app-server`` flags (``--ws-auth …``; ``{run}`` as in ``listen``). ``command``: the binary's arguments as
     an outside client gave them (:mod:`harness.outside.real_relay`), instead of ``app-server --listen …``.
+    ``shared``: the run directory of a run of several servers (:func:`shared_run`: one ``CODEX_HOME``, so a later
+    server finds the threads an earlier one left), kept when the block ends; this server's mock is given to the
+    binary by a ``-c`` override (its ``config.toml`` is the run's). ``turn_counter``: the run's turn count, shared
+    by its servers' mocks (:class:`fake_server.responses_api.RunTurnCounter`).
 
     Raises :class:`ScenarioNotSupported` for a fake-only scenario, :class:`SchemaNotPinned` when
     ``require_pinned_schema`` and the binary's release is not pinned, :class:`RealTargetError` when
@@ -233,20 +281,27 @@ async def real_target(
     release = pinned_schema_for(version)
     if release is None and require_pinned_schema:
         raise SchemaNotPinned(schema_not_pinned_message(version))
-    with run_dir("codex-harness-real-", base_dir) as run:
-        write_files(run.workdir, scenario.client.files)
-        async with serve_responses_api(scenario, workdir=PurePosixPath(run.workdir)) as mock:
-            (run.codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
+    with run_dir("codex-harness-real-", base_dir) if shared is None else nullcontext(shared) as run:
+        if shared is None:
+            write_files(run.workdir, scenario.client.files)
+        counted = {"turn_counter": turn_counter} if turn_counter is not None else {}
+        async with serve_responses_api(scenario, workdir=PurePosixPath(run.workdir), **counted) as mock:
+            if shared is None:
+                (run.codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
+                own: tuple[str, ...] = ()
+            else:  # the run's config.toml names the mock provider; each server is pointed at its own mock
+                own = ("-c", f"{MOCK_BASE_URL_KEY}={orjson.dumps(mock.base_url).decode()}")
             env = run.env(os.environ, trace_root=trace_root)
             if command is not None:
-                argv = (os.fspath(codex), *command)
+                argv = (os.fspath(codex), *own, *command)
             else:
                 argv = server_argv(codex, (listen or "stdio://").replace("{run}", os.fspath(run.root)))
                 argv += tuple(a.replace("{run}", os.fspath(run.root)) for a in server_args)
             writable = [run.root] if trace_root is None else [run.root, trace_root]
-            writable += socket_dirs(argv)
+            sockets = socket_folder(argv, run.root, launcher.mechanism)
+            moved = [] if sockets is None else [(sockets, socket_home(confine.SANDBOX_ID))]
             where = confine.layout(
-                codex, writable=writable, cwd=run.workdir, scratch=run.root, path_env=env.get("PATH")
+                codex, writable=writable, cwd=run.workdir, scratch=run.root, path_env=env.get("PATH"), moved=moved
             )
             yield RealTarget(
                 scenario=scenario,
@@ -264,4 +319,5 @@ async def real_target(
                 home=run.home,
                 trace_root=trace_root,
                 mock=mock,
+                socket_dir=sockets,
             )

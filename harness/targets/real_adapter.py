@@ -87,7 +87,9 @@ async def real(
         connection: Any = process
         meta = {"codex": str(binary), "confinement": target.confinement, "transport": transport}
         if transport != "stdio":
-            connection = await open_socket_transport(transport, process, target.codex_home.parent)
+            connection = await open_socket_transport(
+                transport, process, target.codex_home.parent, socket_dir=target.socket_dir
+            )
             if connection.failure:
                 meta["connect_failure"] = connection.failure
         yield TargetRun(
