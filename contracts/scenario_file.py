@@ -10,7 +10,7 @@ import re
 import tomllib
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 import tomli_w
@@ -64,6 +64,7 @@ MAX_RETRIES = 100
 T = TypeVar("T")
 RELEASE_RE = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
 MAX_RELEASE_OVERRIDES = 16
+SWITCH_CONDITION_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}(=[A-Za-z0-9_.-]{1,64})?")
 
 
 class ScenarioError(ValueError):
@@ -415,9 +416,8 @@ def _probe(r: _Reader) -> ClientProbe:
 MAX_COURSES = 8
 
 
-def _expect(r: _Reader, nested: bool = False) -> Expect:
-    """``[expect]``, or (``nested``) one ``[[expect.or]]``: the same keys, a required ``why``, no ``or`` nor
-    ``release`` of its own (the release overrides of ``[expect]`` apply to every course)."""
+def _expect_turns(r: _Reader) -> list[ExpectTurn]:
+    """``[[expect.turns]]`` of ``r``: one turn's truth each."""
     turns = []
     for t in r.tables("turns"):
         usage = None
@@ -438,6 +438,13 @@ def _expect(r: _Reader, nested: bool = False) -> Expect:
         also = tuple(s for s in dict.fromkeys(t.strs("also", RESULT_STATUSES)) if s != status)
         turns.append(ExpectTurn(status, usage, server_status, also))  # type: ignore[arg-type]
         t.done()
+    return turns
+
+
+def _expect(r: _Reader, nested: bool = False) -> Expect:
+    """``[expect]``, or (``nested``) one ``[[expect.or]]``: the same keys, a required ``why``, no ``or`` nor
+    ``release`` of its own (the release overrides of ``[expect]`` apply to every course)."""
+    turns = _expect_turns(r)
     allow = []
     for a in r.tables("allow"):
         count = a.get("count", int, None, "an integer")
@@ -463,6 +470,7 @@ def _expect(r: _Reader, nested: bool = False) -> Expect:
         allow=tuple(allow),
         notes=r.get("notes", dict, {}, "a table"),
         releases={} if nested else _expect_releases(r.table("release")),
+        switches={} if nested else _expect_switches(r.table("switch")),
         alternatives=alternatives,
         why=why,
     )
@@ -483,17 +491,36 @@ def _expect_releases(r: _Reader) -> dict[str, dict[str, Any]]:
         raise r.error("(table)", f"at most {MAX_RELEASE_OVERRIDES} releases", len(r.data))
     for release in list(r.data):
         _release_name(r, release, release)
-        t = r.table(release)
-        overrides: dict[str, Any] = {}
-        for key in ("server_trace", "client_trace"):
-            if key in t.data:
-                overrides[key] = t.str(key, None, TRACE_EXPECTATIONS)
-        if "server_exit" in t.data:
-            overrides["server_exit"] = t.int("server_exit", None, maximum=255)
-        t.done(RELEASE_KEYS)
-        out[release] = overrides
+        out[release] = _overrides(r.table(release))
     r.done()
     return out
+
+
+def _expect_switches(r: _Reader) -> dict[str, dict[str, Any]]:
+    """``[expect.switch.NAME]`` / ``[expect.switch."NAME=VALUE"]``: what differs on a release whose learned switch
+    is on (has VALUE), e.g. a known server bug; the release's version plays no part."""
+    out: dict[str, dict[str, Any]] = {}
+    if len(r.data) > MAX_RELEASE_OVERRIDES:
+        raise r.error("(table)", f"at most {MAX_RELEASE_OVERRIDES} switches", len(r.data))
+    for condition in list(r.data):
+        if not SWITCH_CONDITION_RE.fullmatch(condition):
+            raise r.error(condition, "a release switch: NAME or NAME=VALUE", condition)
+        t = r.table(condition)
+        turns = _expect_turns(t) if "turns" in t.data else None  # the whole [[...turns]] list, replaced
+        out[condition] = _overrides(t, ("turns",)) | ({"turns": tuple(turns)} if turns is not None else {})
+    r.done()
+    return out
+
+
+def _overrides(t: _Reader, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for key in ("server_trace", "client_trace"):
+        if key in t.data:
+            overrides[key] = t.str(key, None, TRACE_EXPECTATIONS)
+    if "server_exit" in t.data:
+        overrides["server_exit"] = t.int("server_exit", None, maximum=255)
+    t.done((*RELEASE_KEYS, *extra))
+    return overrides
 
 
 def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
@@ -580,6 +607,14 @@ def _check_consistency(s: Scenario, source: str) -> None:
         raise ScenarioError(
             source, "expect.turns", f"one [[expect.turns]] per [[turns]] ({len(s.turns)})", len(s.expect.turns)
         )
+    for condition, overrides in s.expect.switches.items():
+        if "turns" in overrides and len(overrides["turns"]) != len(s.turns):
+            raise ScenarioError(
+                source,
+                f"expect.switch.{condition}.turns",
+                f"one [[expect.switch.{condition}.turns]] per [[turns]] ({len(s.turns)})",
+                len(overrides["turns"]),
+            )
     for i, course in enumerate(s.expect.alternatives):
         if len(course.turns) != len(s.turns):
             raise ScenarioError(

@@ -214,6 +214,19 @@ def get(release: str) -> Profile:
     return _profile(found)
 
 
+def switches_of(release: str | None) -> dict[str, bool | str]:
+    """The switches of a release that has a profile (shipped, or learned into the user's store), by its folder,
+    never by its version string; ``{}`` when it has none (every switch reads as not on). Expectations that follow
+    a known server bug (``[expect.switch.NAME]``) read these, the same for the fake and the real binary."""
+    if not release:
+        return {}
+    try:
+        profile = get(release)
+    except (UsageError, ReleaseError):
+        return {}
+    return {name: getattr(profile, name) for name in SWITCHES}
+
+
 def playable(scenario: Scenario) -> Scenario:
     """``scenario`` once the ``release`` it names has a profile; else :class:`ScenarioError` naming its file."""
     known = names()

@@ -19,7 +19,7 @@ from contracts.report.latency import CaseResult, Sample
 from contracts.schema_diff import diff_bundles
 from harness.commands.matrix import matrix_report, neighbours
 from harness.html.matrix import render_matrix
-from harness.report.documents import matrix_json
+from harness.report.documents import matrix_json, release_json
 from harness.report.markdown import render_markdown
 from harness.targets.fake import fake_codex_argv
 
@@ -96,7 +96,8 @@ def test_the_table_has_releases_as_columns_and_marks_failures() -> None:
     data = json.loads(json.dumps(matrix_json(m), default=str))
     assert data["releases"] == ["0.163.0", "0.169.0"] and data["ok"] is False and data["result"] == "FAIL"
     assert data["neighbours"][0]["changes"] == len(expected.changes)
-    assert [r["verdict"] for r in data["reports"]] == ["breaks", "ok"]
+    assert [r["verdict"] for r in data["reports"]] == ["server violates a contract", "ok"]
+    assert data["verdict"] == "breaks clients" and data["headline"] == "BREAKS CLIENTS"  # 0.163 -> 0.169: breaking
     html = render_matrix(m)
     assert "<th>codex-cli 0.169.0</th>" in html and 'class="fail"' in html
 
@@ -206,3 +207,14 @@ def test_matrix_md_carries_a_binarys_stderr_as_text_not_html(
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img" in md
     assert "<script>alert" not in (tmp_path / "out" / "matrix.html").read_text(encoding="utf-8")
     capsys.readouterr()
+
+
+def test_the_json_verdict_says_whose_failure_it_is() -> None:
+    """"breaks" only for a breaking change: a server violation and the fake's own difference have their words."""
+    violating = report("0.169.1", failed=True)
+    assert release_json(violating)["verdict"] == "server violates a contract"
+    differing = report("0.169.1")
+    differing.fidelity.entries[1].data["equal"] = False  # type: ignore[union-attr]
+    body = release_json(differing)
+    assert (body["result"], body["verdict"]) == ("FAIL", "fake differs"), body["headline"]
+    assert release_json(report("0.169.1"))["verdict"] == "ok"

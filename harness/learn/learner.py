@@ -100,10 +100,24 @@ def learn(
         result.data["answers.json"].update(empty)
     else:
         notes.append(f"config/read from an empty home: no network namespace here; {result.base}'s answers kept")
+    compared = sum(1 for s in recorded if s.model_level)
+    if result.remaining:  # said in the folder, so every later reader knows the fake is not the release there
+        result.description.setdefault("learned_from", {})[PARTLY] = partly_learned_note(result.remaining, compared)
     folder = releases.write(version, result.description, result.data, root=store)
     if version in schema_store.shipped_releases():
         notes.append(f"{version} is shipped with the package: the shipped folder is the one played; {folder} is kept")
     return Learned(version, folder, result.base, result.description, sessions, result.remaining, seconds, notes)
+
+
+#: the ``learned_from`` note of a release the learned profile does not play whole
+PARTLY = "partly_learned"
+
+
+def partly_learned_note(remaining: dict[str, list[str]], compared: int, limit: int = 900) -> str:
+    """"partly learned: N of M sessions ..." naming them, bounded (a release.json note has a size cap)."""
+    names = ", ".join(sorted(remaining))
+    text = f"partly learned: {len(remaining)} of {compared} learning sessions still play differently ({names})"
+    return text if len(text) <= limit else text[: limit - 2] + "…)"
 
 
 #: Policy sessions at a time: each mostly waits on the server and the mock (four short turns).

@@ -33,6 +33,7 @@ from contracts.safe_dir import Slot
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
+from fake_server.profiles import switches_of
 from fake_server.recording import RECORD_ENV, play_identity
 from harness import confine, proctree, workdirs
 from harness.budgets import scenario_deadline_s, with_budgets
@@ -760,7 +761,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     }
     # [expect.release."X"]: the truth of the release played.
     records = build_records(
-        replace(scenario, expect=scenario.expect.for_release(profile)),
+        replace(scenario, expect=scenario.expect.for_release(profile, switches_of(profile))),
         record_dir,
         client,
         facts,
