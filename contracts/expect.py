@@ -6,6 +6,7 @@ never comes from harness code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -18,6 +19,13 @@ RESULT_STATUSES: tuple[str, ...] = ("completed", "aborted", "failed", "timeout")
 TRACE_EXPECTATIONS: tuple[str, ...] = ("closed", "unclosed", "violation", "none")
 #: what ``[expect.release."X"]`` may change
 RELEASE_KEYS: tuple[str, ...] = ("server_trace", "client_trace", "server_exit")
+
+
+def switch_matches(condition: str, switches: Mapping[str, Any]) -> bool:
+    """``NAME`` (the switch is on) or ``NAME=VALUE`` against a release's switches (absent: not on)."""
+    name, sep, value = condition.partition("=")
+    have = switches.get(name)
+    return str(have).lower() == value.lower() if sep else have is True
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,9 @@ class Expect:
     #: ``[expect.release."X"]``: what differs on release X (the fake's profile or the real binary of X);
     #: only the trace verdicts and the server exit (RELEASE_KEYS), e.g. a bundle a release leaves unclosed.
     releases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``[expect.switch.NAME]`` / ``[expect.switch."NAME=VALUE"]``: what differs on any release whose learned
+    #: switch NAME is on (or has VALUE), shipped or learned, whatever its version (the same keys as a release's)
+    switches: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``[[expect.or]]``: other courses the session may take with a correct client, each a whole truth of its
     #: own (one client fails the turn on a 40 MiB line, another reads it whole and the turn completes). The
     #: client's Result statuses select the course (:meth:`course_for`).
@@ -75,10 +86,15 @@ class Expect:
     #: why this course is one a correct client may take (``why`` of an ``[[expect.or]]``; empty for the first)
     why: str = ""
 
-    def for_release(self, release: str | None) -> Expect:
-        """This truth as it holds on ``release`` (its overrides applied; the same when it has none)."""
-        overrides = self.releases.get(release or "")
-        alternatives = tuple(a.for_release(release) for a in self.alternatives)
+    def for_release(self, release: str | None, switches: Mapping[str, Any] | None = None) -> Expect:
+        """This truth as it holds on ``release`` whose learned ``switches`` are given: the overrides of every
+        ``[expect.switch]`` block the switches match, then the release's own (the same when none applies)."""
+        overrides: dict[str, Any] = {}
+        for condition, values in self.switches.items():
+            if switch_matches(condition, switches or {}):
+                overrides.update(values)
+        overrides.update(self.releases.get(release or "", {}))
+        alternatives = tuple(a.for_release(release, switches) for a in self.alternatives)
         if not overrides:
             return replace(self, alternatives=alternatives) if alternatives != self.alternatives else self
         return replace(self, **overrides, alternatives=alternatives)
@@ -118,6 +134,8 @@ class Expect:
             data["notes"] = dict(self.notes)
         if self.releases:
             data["release"] = {k: dict(v) for k, v in self.releases.items()}
+        if self.switches:
+            data["switch"] = {k: _overrides_to_dict(v) for k, v in self.switches.items()}
         if self.alternatives:
             data["or"] = [a.to_dict() for a in self.alternatives]
         if self.why:
@@ -128,15 +146,7 @@ class Expect:
     def from_dict(cls, data: dict[str, Any]) -> Expect:
         """Trusting constructor for saved records; scenario files go through the scenario loader's checks."""
         return cls(
-            turns=tuple(
-                ExpectTurn(
-                    status=t["status"],
-                    usage=UsageBuckets.from_dict(t["usage"]) if t.get("usage") is not None else None,
-                    server_status=t.get("server_status"),
-                    also=tuple(t.get("also", ())),
-                )
-                for t in data.get("turns", ())
-            ),
+            turns=_turns_from(data.get("turns", ())),
             server_trace=data.get("server_trace", "closed"),
             client_trace=data.get("client_trace", "closed"),
             server_exit=data.get("server_exit"),
@@ -145,9 +155,36 @@ class Expect:
             ),
             notes=dict(data.get("notes", {})),
             releases={str(k): dict(v) for k, v in data.get("release", {}).items()},
+            switches={str(k): _overrides_from(v) for k, v in data.get("switch", {}).items()},
             alternatives=tuple(cls.from_dict(a) for a in data.get("or", ())),
             why=str(data.get("why", "")),
         )
+
+
+def _turns_from(turns: Any) -> tuple[ExpectTurn, ...]:
+    return tuple(
+        ExpectTurn(
+            status=t["status"],
+            usage=UsageBuckets.from_dict(t["usage"]) if t.get("usage") is not None else None,
+            server_status=t.get("server_status"),
+            also=tuple(t.get("also", ())),
+        )
+        for t in turns
+    )
+
+
+def _overrides_to_dict(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(overrides)
+    if "turns" in out:
+        out["turns"] = [_turn_to_dict(t) for t in out["turns"]]
+    return out
+
+
+def _overrides_from(data: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    if "turns" in out:
+        out["turns"] = _turns_from(out["turns"])
+    return out
 
 
 def _turn_to_dict(turn: ExpectTurn) -> dict[str, Any]:

@@ -282,6 +282,16 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             ),
         ),
         FaultSpec(
+            "interrupt_delayed",
+            "interrupt",
+            ("interrupt",),
+            "the interrupt lands `delay_ms` later (the turn runs on until then); a `turn/interrupt` arriving "
+            "meanwhile is answered `{}` with it, as the real binary answers two sent back to back",
+            (_delay("delay_ms", 500),),
+            not_fuzzed="it matters to a client that interrupts twice, which no plan the fuzzer draws does; "
+            "`interrupt_twice` covers it",
+        ),
+        FaultSpec(
             "interrupt_answer_missing",
             "interrupt",
             ("interrupt",),
@@ -338,6 +348,16 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             "alive but silent from here on; ignores stdin EOF (SIGTERM and kill end it)",
             effect=Effect("silent", server_trace="unjudged", allows=(_UNANSWERED,)),
             fuzz=(Place((*_SPREAD, "end"), rank=12),),
+        ),
+        FaultSpec(
+            "partial_line",
+            "delta",
+            _ANYWHERE,
+            "half a frame with no newline, then alive but silent as `hang` (a reader must not wait for the rest "
+            "of the line without bound)",
+            effect=Effect("silent", server_trace="unjudged", allows=(_FRAMES_INVALID, _UNANSWERED)),
+            fuzz=(Place(("start", "delta"), rank=17),),
+            transports=("stdio",),
         ),
         FaultSpec(
             "stdout_closed",
@@ -575,8 +595,9 @@ def transport_problem(kinds: Any, transport: str) -> str | None:
     off = sorted({k for k in kinds if k in FAULTS and transport not in FAULTS[k].transports})
     if not off:
         return None
-    where = ", ".join(FAULTS[off[0]].transports)
-    return f"fault {', '.join(off)} acts on a websocket: run it with --transport {where.replace(', ', ' or ')}"
+    where = FAULTS[off[0]].transports
+    on = "a websocket" if set(where) <= set(_SOCKETS) else " or ".join(where)
+    return f"fault {', '.join(off)} acts on {on}: run it with --transport {' or '.join(where)}"
 
 
 def fake_only(kind: str) -> bool:

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.clip import KEEP as CLIP_KEEP
 from contracts.clip import clip
 from contracts.expect import Expect
@@ -330,9 +330,9 @@ class SessionRecord:
                 "model.jsonl", MAX_WIRE_FILE_BYTES, dir_fd=fd, shown=src / "model.jsonl"
             ) as fh:  # read no further than the bound
                 lines = itertools.islice(fh, MAX_MODEL_ENTRIES)
-                model = [ModelEntry.from_json(orjson.loads(line)) for line in lines if line.strip()]
+                model = [ModelEntry.from_json(_loads(line)) for line in lines if line.strip()]
         with safe_read.open_bounded("wire.jsonl", MAX_WIRE_FILE_BYTES, dir_fd=fd, shown=src / "wire.jsonl") as fh:
-            wire = [WireEntry.from_json(orjson.loads(line)) for line in fh if line.strip()]
+            wire = [WireEntry.from_json(_loads(line)) for line in fh if line.strip()]
         try:  # a tail that is not a file (a FIFO would block) is left out
             stderr = safe_read.read_bounded("stderr.txt", MAX_STDERR_BYTES, dir_fd=fd).decode("utf-8", "replace")
         except OSError:
@@ -381,3 +381,8 @@ def _default_release() -> str:
     from contracts.releases import default_version
 
     return default_version()
+
+
+def _loads(line: bytes) -> Any:
+    """One line of a recording, as deep as it was sent (the bounded parser's record depth)."""
+    return bounded_parse.loads_json(line, bounded_parse.MAX_RECORD_DEPTH)

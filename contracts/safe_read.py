@@ -28,7 +28,7 @@ import os
 import stat
 from typing import Any, BinaryIO
 
-import orjson
+from contracts import bounded_parse
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOCTTY = getattr(os, "O_NOCTTY", 0)
@@ -213,7 +213,7 @@ def read_json(
     path: PathArg, limit: int, *, dir_fd: int | None = None, follow: bool = False, shown: PathArg | None = None
 ) -> Any:
     """:func:`read_bounded` then JSON (``orjson.JSONDecodeError``, a ValueError, when it is not JSON)."""
-    return orjson.loads(read_bounded(path, limit, dir_fd=dir_fd, follow=follow, shown=shown))
+    return bounded_parse.loads_json(read_bounded(path, limit, dir_fd=dir_fd, follow=follow, shown=shown))
 
 
 class _BoundedRaw(io.RawIOBase):

@@ -283,6 +283,8 @@ class ServerConfig:
     sandbox: str = "read-only"
     stream_max_retries: int = 0
     model: str = "mock-model"
+    #: the approvals reviewer model's verdict (``approvalsReviewer: "auto_review"``): ``allow`` or ``deny``
+    auto_review: str = "allow"
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +301,20 @@ class Scenario:
     release: str | None = None
     source: str | None = None  # the file it came from
     methods: tuple[Any, ...] = ()  # [[methods]]: contracts.method_overrides.MethodOverride, fake-only
+
+    @property
+    def approval_turns(self) -> list[int]:
+        """The turns whose model side scripts a tool call that asks an approval under the scenario's own settings
+        (their truth rests on it: :mod:`contracts.played_path`)."""
+        return [
+            i
+            for i, turn in enumerate(self.turns)
+            if any(
+                isinstance(item, CommandItem | FileChangeItem) and item.approval
+                for response in turn.responses
+                for item in response.items
+            )
+        ]
 
     @property
     def faults(self) -> tuple[Fault, ...]:

@@ -10,12 +10,12 @@ import re
 import tomllib
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 import tomli_w
 
-from contracts import method_overrides, probe_refs, scenario_rules
+from contracts import bounded_parse, method_overrides, probe_refs, scenario_rules
 from contracts.expect import RELEASE_KEYS, RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 from contracts.scenario import (
@@ -64,6 +64,7 @@ MAX_RETRIES = 100
 T = TypeVar("T")
 RELEASE_RE = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
 MAX_RELEASE_OVERRIDES = 16
+SWITCH_CONDITION_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}(=[A-Za-z0-9_.-]{1,64})?")
 
 
 class ScenarioError(ValueError):
@@ -415,9 +416,8 @@ def _probe(r: _Reader) -> ClientProbe:
 MAX_COURSES = 8
 
 
-def _expect(r: _Reader, nested: bool = False) -> Expect:
-    """``[expect]``, or (``nested``) one ``[[expect.or]]``: the same keys, a required ``why``, no ``or`` nor
-    ``release`` of its own (the release overrides of ``[expect]`` apply to every course)."""
+def _expect_turns(r: _Reader) -> list[ExpectTurn]:
+    """``[[expect.turns]]`` of ``r``: one turn's truth each."""
     turns = []
     for t in r.tables("turns"):
         usage = None
@@ -438,6 +438,13 @@ def _expect(r: _Reader, nested: bool = False) -> Expect:
         also = tuple(s for s in dict.fromkeys(t.strs("also", RESULT_STATUSES)) if s != status)
         turns.append(ExpectTurn(status, usage, server_status, also))  # type: ignore[arg-type]
         t.done()
+    return turns
+
+
+def _expect(r: _Reader, nested: bool = False) -> Expect:
+    """``[expect]``, or (``nested``) one ``[[expect.or]]``: the same keys, a required ``why``, no ``or`` nor
+    ``release`` of its own (the release overrides of ``[expect]`` apply to every course)."""
+    turns = _expect_turns(r)
     allow = []
     for a in r.tables("allow"):
         count = a.get("count", int, None, "an integer")
@@ -463,6 +470,7 @@ def _expect(r: _Reader, nested: bool = False) -> Expect:
         allow=tuple(allow),
         notes=r.get("notes", dict, {}, "a table"),
         releases={} if nested else _expect_releases(r.table("release")),
+        switches={} if nested else _expect_switches(r.table("switch")),
         alternatives=alternatives,
         why=why,
     )
@@ -483,17 +491,36 @@ def _expect_releases(r: _Reader) -> dict[str, dict[str, Any]]:
         raise r.error("(table)", f"at most {MAX_RELEASE_OVERRIDES} releases", len(r.data))
     for release in list(r.data):
         _release_name(r, release, release)
-        t = r.table(release)
-        overrides: dict[str, Any] = {}
-        for key in ("server_trace", "client_trace"):
-            if key in t.data:
-                overrides[key] = t.str(key, None, TRACE_EXPECTATIONS)
-        if "server_exit" in t.data:
-            overrides["server_exit"] = t.int("server_exit", None, maximum=255)
-        t.done(RELEASE_KEYS)
-        out[release] = overrides
+        out[release] = _overrides(r.table(release))
     r.done()
     return out
+
+
+def _expect_switches(r: _Reader) -> dict[str, dict[str, Any]]:
+    """``[expect.switch.NAME]`` / ``[expect.switch."NAME=VALUE"]``: what differs on a release whose learned switch
+    is on (has VALUE), e.g. a known server bug; the release's version plays no part."""
+    out: dict[str, dict[str, Any]] = {}
+    if len(r.data) > MAX_RELEASE_OVERRIDES:
+        raise r.error("(table)", f"at most {MAX_RELEASE_OVERRIDES} switches", len(r.data))
+    for condition in list(r.data):
+        if not SWITCH_CONDITION_RE.fullmatch(condition):
+            raise r.error(condition, "a release switch: NAME or NAME=VALUE", condition)
+        t = r.table(condition)
+        turns = _expect_turns(t) if "turns" in t.data else None  # the whole [[...turns]] list, replaced
+        out[condition] = _overrides(t, ("turns",)) | ({"turns": tuple(turns)} if turns is not None else {})
+    r.done()
+    return out
+
+
+def _overrides(t: _Reader, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for key in ("server_trace", "client_trace"):
+        if key in t.data:
+            overrides[key] = t.str(key, None, TRACE_EXPECTATIONS)
+    if "server_exit" in t.data:
+        overrides["server_exit"] = t.int("server_exit", None, maximum=255)
+    t.done((*RELEASE_KEYS, *extra))
+    return overrides
 
 
 def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
@@ -503,6 +530,7 @@ def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
         sandbox=r.str("sandbox", "read-only", ("read-only", "workspace-write", "danger-full-access")),
         stream_max_retries=r.int("stream_max_retries", 0, maximum=MAX_RETRIES),
         model=r.str("model", "mock-model"),
+        auto_review=r.str("auto_review", "allow", ("allow", "deny")),
     )
     r.done()
     return config
@@ -511,10 +539,10 @@ def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
 def loads(text: str, source: str = "<scenario>", name: str | None = None) -> Scenario:
     """Parse scenario TOML text. ``name`` defaults to the file stem of ``source``."""
     try:
-        data = tomllib.loads(text)
+        data = bounded_parse.loads_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(source, "(file)", "valid TOML", str(exc)) from None
-    except RecursionError:  # tomllib recurses per nested inline array or table
+    except bounded_parse.TooDeep:  # measured before tomllib recurses per nested inline array or table
         limit = scenario_rules.MAX_DEPTH
         raise ScenarioError(source, "(file)", f"tables and arrays nested at most {limit} deep") from None
     try:
@@ -579,6 +607,14 @@ def _check_consistency(s: Scenario, source: str) -> None:
         raise ScenarioError(
             source, "expect.turns", f"one [[expect.turns]] per [[turns]] ({len(s.turns)})", len(s.expect.turns)
         )
+    for condition, overrides in s.expect.switches.items():
+        if "turns" in overrides and len(overrides["turns"]) != len(s.turns):
+            raise ScenarioError(
+                source,
+                f"expect.switch.{condition}.turns",
+                f"one [[expect.switch.{condition}.turns]] per [[turns]] ({len(s.turns)})",
+                len(overrides["turns"]),
+            )
     for i, course in enumerate(s.expect.alternatives):
         if len(course.turns) != len(s.turns):
             raise ScenarioError(
@@ -706,3 +742,41 @@ def dump(s: Scenario, path: str | Path) -> Path:
     p = Path(path)
     p.write_text(dumps(s), encoding="utf-8")
     return p
+
+
+#: ``KIND[:param=value,…][@POINT[:N]][#TURN]``: one fault given on the command line (``fake-codex --fault``).
+_FAULT_SPEC = re.compile(
+    r"^(?P<kind>[a-z_]+)(?::(?P<params>[^@#]*))?(?:@(?P<at>[a-z_]+)(?::(?P<n>[0-9]{1,6}))?)?(?:#(?P<turn>[0-9]{1,3}))?$"
+)
+MAX_FAULT_SPECS = 16
+
+
+def with_faults(scenario: Scenario, specs: list[str]) -> Scenario:
+    """``scenario`` with the faults of ``specs`` added to their turns (turn 1 unless ``#TURN``), validated as a
+    scenario file is (the same registry, the same messages; the source is the flag). A value is read as TOML
+    (``exit_code=3``, ``text="x"``), else as a string."""
+    if len(specs) > MAX_FAULT_SPECS:
+        raise ScenarioError("--fault", "(flags)", f"at most {MAX_FAULT_SPECS} faults", len(specs))
+    data = to_dict(scenario)
+    for spec in specs:
+        m = _FAULT_SPEC.match(spec)
+        if m is None:
+            raise ScenarioError(f"--fault {spec}", "(flag)", "KIND[:param=value,...][@POINT[:N]][#TURN]", spec)
+        table: dict[str, Any] = {"kind": m["kind"]}
+        for pair in filter(None, (m["params"] or "").split(",")):
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise ScenarioError(f"--fault {spec}", "(flag)", "param=value pairs separated by commas", pair)
+            try:
+                table[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+            except (tomllib.TOMLDecodeError, RecursionError):
+                table[key.strip()] = value.strip()
+        if m["at"]:
+            table["at"] = m["at"]
+            table["n"] = int(m["n"] or 1)
+        turn = int(m["turn"] or 1)
+        turns = data.get("turns") or []
+        if not 1 <= turn <= len(turns):
+            raise ScenarioError(f"--fault {spec}", "(flag)", f"a turn in 1..{len(turns)}", turn)
+        turns[turn - 1].setdefault("faults", []).append(table)
+    return loads(tomli_w.dumps(data), source=f"--fault {' --fault '.join(specs)}", name=scenario.name)

@@ -34,7 +34,7 @@ from typing import Any, Final, TypeAlias
 import orjson
 import zstandard
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.safe_dir import SafeDir, WriteError
 
 Bundle: TypeAlias = Mapping[str, Any]
@@ -274,7 +274,7 @@ def _decompressed(path: Path) -> bytes:
 
 def _parse_bundle(raw: bytes, path: Path) -> dict[str, Any]:
     try:
-        bundle = orjson.loads(raw)
+        bundle = bounded_parse.loads_json(raw)
     except orjson.JSONDecodeError as exc:
         raise SchemaStoreError(f"{path}: corrupt bundle: {exc}") from exc
     if not isinstance(bundle, dict) or not all(isinstance(v, dict) for v in bundle.values()):
@@ -338,6 +338,9 @@ def _read_schema_tree(directory: Path, fd: int, prefix: str, bundle: dict[str, A
     for name, mode in listed:
         rel = f"{prefix}{name}"
         path = directory / rel
+        if not _utf8(name):  # os.listdir's surrogate escapes: no JSON key, no file name generate-json-schema writes
+            shown = os.fsencode(directory / prefix) + b"/" + os.fsencode(name)
+            raise SchemaStoreError(f"{shown!r}: a file name that is not UTF-8: not what generate-json-schema writes")
         if stat.S_ISDIR(mode):
             try:
                 sub = safe_read.open_dir(name, dir_fd=fd)
@@ -359,10 +362,18 @@ def _read_schema_tree(directory: Path, fd: int, prefix: str, bundle: dict[str, A
             total[0] += len(data)
             if total[0] > MAX_BUNDLE_BYTES:
                 raise SchemaStoreError(f"{directory}: more than {MAX_BUNDLE_BYTES} bytes of schema files")
-            bundle[rel] = orjson.loads(data)
+            bundle[rel] = bounded_parse.loads_json(data)
         except (OSError, orjson.JSONDecodeError) as exc:
             why = safe_read.describe(exc) if isinstance(exc, OSError) else str(exc)
             raise SchemaStoreError(f"cannot read schema {path}: {why}") from exc
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def encode_bundle(bundle: Bundle) -> bytes:
@@ -401,17 +412,24 @@ def write_release(
         "bundles": {},
         "produced_by": dict(produced_by or {}),
     }
+    # Everything encoded before the folder is made: a bundle that cannot be written leaves no empty release behind.
+    encoded: list[tuple[str, bytes]] = []
+    try:
+        for is_exp, bundle in ((False, stable), (True, experimental)):
+            name = BUNDLE_FILES[is_exp]
+            encoded.append((name, encode_bundle(bundle)))
+            meta["bundles"]["experimental" if is_exp else "stable"] = {
+                "file": name,
+                "schema_files": len(bundle),
+                "sha256": bundle_digest(bundle),
+            }
+        encoded.append((META_FILE, orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"))
+    except (TypeError, ValueError) as exc:  # orjson.JSONEncodeError: a value or a name JSON cannot hold
+        raise SchemaStoreError(f"cannot write the schema of {version}: {exc}") from exc
     try:
         with SafeDir.open(target) as out:  # each file written whole, never through a link
-            for is_exp, bundle in ((False, stable), (True, experimental)):
-                name = BUNDLE_FILES[is_exp]
-                out.write(name, encode_bundle(bundle))
-                meta["bundles"]["experimental" if is_exp else "stable"] = {
-                    "file": name,
-                    "schema_files": len(bundle),
-                    "sha256": bundle_digest(bundle),
-                }
-            out.write(META_FILE, orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+            for name, data in encoded:
+                out.write(name, data)
     except WriteError as exc:
         raise SchemaStoreError(f"cannot write the schema of {version} to {target}: {exc}") from exc
     _clear_caches()

@@ -1,6 +1,6 @@
 """The one way to open a listening unix socket at a path, as ``codex app-server --listen unix://PATH`` does.
 
-Observed on codex-cli 0.171.0 (docs/transports.md, "Unix sockets", has the table), and done here for every
+Observed on the real binary (docs/transports.md, "Unix sockets", has the table), and done here for every
 listener of the project (``fake-codex``; the real target's socket folder, :func:`private_dir`):
 
 - the socket itself is ``/tmp/codex-daemon-<uid>/<sha256 of the path>`` (:func:`physical_path`; the path

@@ -82,9 +82,10 @@ def _strip(schema: dict[str, Any]) -> dict[str, Any]:
 class Validator:
     """Validates frames of one release (stable or experimental bundle). Never raises on a bad frame.
 
-    ``require_emitted_at``: a server notification must carry ``emittedAtMs``. The schema declares
-    it (an integer) at the top level of ``ServerNotification`` without listing it as required; the
-    real server sends it on every notification, so a frame without it is not one a release writes.
+    ``require_emitted_at``: a server notification must carry ``emittedAtMs`` when the release's own pin
+    declares it (an integer at the top level of ``ServerNotification``, not listed as required): a release
+    that declares it sends it on every notification. A pin without it (an older release) is held to its
+    own schema only: no such rule.
     """
 
     def __init__(
@@ -280,7 +281,11 @@ class Validator:
         union_schema = self.index.union_schemas[union]
         properties = {**envelope["properties"], **union_schema.get("properties", {}), **entry.variant["properties"]}
         required = set(envelope["required"]) | set(entry.variant.get("required", ()))
-        if union is Union.SERVER_NOTIFICATION and self.require_emitted_at:
+        if (
+            union is Union.SERVER_NOTIFICATION
+            and self.require_emitted_at
+            and "emittedAtMs" in union_schema.get("properties", {})
+        ):
             required.add("emittedAtMs")
         return {
             "$schema": _DRAFT7,

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import orjson
 
+from contracts import bounded_parse
 from contracts.messages import Message, classify
 
 DEFAULT_MAX_LINE: Final = 32 * 1024 * 1024
@@ -89,7 +90,7 @@ def encode_frame(frame: dict) -> bytes:
 def parse_line(line: bytes) -> Item | None:
     """Parse one payload (a line without its ``\\n``). Blank ones give ``None`` (nothing to report)."""
     try:
-        obj = orjson.loads(line)
+        obj = bounded_parse.loads_json(line)
     except orjson.JSONDecodeError as exc:
         return _unparsable(line, exc)
     return _from_object(obj, line)
@@ -102,7 +103,7 @@ def parse_notification_or_line(line: bytes) -> dict[str, Any] | Item | None:
     :class:`Notification` of; the hot path of a reader handles those frames without the object.
     """
     try:
-        obj = orjson.loads(line)
+        obj = bounded_parse.loads_json(line)
     except orjson.JSONDecodeError as exc:
         return _unparsable(line, exc)
     if type(obj) is dict and "id" not in obj and type(obj.get("method")) is str:
@@ -125,11 +126,11 @@ def parse_payloads(payloads: Sequence[Incoming]) -> list[dict[str, Any] | Item]:
 
     The reader's hot loop: the parse is inlined (one call less per payload) and a framing's error passes
     through the ``except`` (orjson refuses a non-bytes argument with the same error), so a read of valid
-    frames costs one ``orjson.loads`` and one type check each.
+    frames costs one ``bounded_parse.loads_json`` and one type check each.
     """
     out: list[dict[str, Any] | Item] = []
     append = out.append
-    loads = orjson.loads
+    loads = bounded_parse.loads_json
     for line in payloads:
         if not line:
             continue

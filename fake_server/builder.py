@@ -233,13 +233,16 @@ def config(
     sandbox: str = "read-only",
     stream_max_retries: int = 0,
     model: str = "mock-model",
+    auto_review: str = "allow",
 ) -> dict[str, Any]:
-    """Server settings; ``approval_policy`` None means "on-request" when an item needs approval."""
+    """Server settings; ``approval_policy`` None means "on-request" when an item needs approval; ``auto_review``:
+    the approvals reviewer's verdict when the client sets ``approvalsReviewer: "auto_review"``."""
     return {
         "approval_policy": approval_policy,
         "sandbox": sandbox,
         "stream_max_retries": stream_max_retries,
         "model": model,
+        "auto_review": auto_review,
     }
 
 
@@ -271,6 +274,7 @@ def scenario(
             sandbox=settings.get("sandbox", "read-only"),
             stream_max_retries=settings.get("stream_max_retries", 0),
             model=settings.get("model", "mock-model"),
+            auto_review=settings.get("auto_review", "allow"),
         ),
         targets=tuple(targets),
     )

@@ -37,7 +37,7 @@ from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
-from contracts.scenario_file import ScenarioError
+from contracts.scenario_file import ScenarioError, with_faults
 from contracts.text import escape, escaped_output
 from contracts.transport import LineStream
 from contracts.wire import Incoming
@@ -217,6 +217,21 @@ def open_setup() -> Any:
     except ConfigError as exc:
         os.write(2, f"WARN fake-codex: {exc}; answering as from an empty home\n".encode("utf-8", "replace"))
         return Setup()
+
+
+def refused_setting(profile: profiles.Profile) -> tuple[str, int] | None:
+    """What the release says, and its exit status, when the home's config.toml or ``-c`` sets an approval policy it
+    refuses to start with (``refused_at_start`` of its ``policy.json``: exit 1 on ``untrusted``, as observed)."""
+    setup = open_setup() if os.environ.get("CODEX_HOME") else None
+    table = profile.policy()
+    if setup is None or not isinstance(table, dict) or not isinstance(table.get("refused_at_start"), dict):
+        return None
+    value = setup.effective.get("approval_policy")
+    refusal = table["refused_at_start"].get(value) if isinstance(value, str) else None
+    if not isinstance(refusal, dict) or not isinstance(refusal.get("said"), str):
+        return None
+    code = refusal.get("exit")
+    return refusal["said"], code if isinstance(code, int) and not isinstance(code, bool) and 0 < code < 256 else 1
 
 
 def open_store() -> Any:
@@ -459,6 +474,14 @@ def _parser() -> ArgumentParser:
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
     app.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND[:param=value,...][@POINT[:N]][#TURN]",
+        help="add a fault to the scenario played, e.g. crash:exit_code=101@delta:2 (repeatable; validated as a "
+        "scenario file's [[turns.faults]], docs/scenarios.md)",
+    )
+    app.add_argument(
         "--quiet",
         action="store_true",
         help=f"say nothing on stderr of the scenario, the faults that strike, the recording (or ${QUIET_ENV}=1)",
@@ -533,7 +556,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         try:
             listen = ws_http.parse_listen(args.listen, _codex_home())
-            policy = ws_auth.policy_from_flags(auth)
+            policy = ws_auth.policy_from_flags(auth, read_secrets=listen.scheme != "stdio")
             ws_http.check_listener(listen, policy)
         except ws_http.ListenUsageError as exc:  # the real binary's argument parser: exit 2
             print(exc, file=sys.stderr)
@@ -545,14 +568,22 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         _require_readable(spec)
         scenario = resolve(spec)
+        if args.fault:
+            scenario = with_faults(scenario, args.fault)
         profile = profiles.select(flag, env_release, scenario.release)
+        profile.verify()  # a release folder that cannot be used: 3, naming the file
         sources = _play_sources(args, flag, env_release, scenario.release)
-    except UsageError as exc:  # an unreadable path: 3, as for every command (README)
+    except UsageError as exc:  # an unreadable path, an unusable release folder: 3, as for every command (README)
         print(f"fake-codex: {exc}", file=sys.stderr)
         return USAGE
     except ScenarioError as exc:  # a file that is not a valid scenario, an unknown name: 2
         print(f"fake-codex: {exc}", file=sys.stderr)
         return INVALID_INPUT
+    refusal = refused_setting(profile)
+    if refusal is not None:  # as the release refuses a setting it no longer takes (its policy.json)
+        said, code = refusal
+        print(f"Error: {said}", file=sys.stderr)
+        return code
     # The variable wins over the flag: a wrapper that records every server (the --client-cmd shim) must not lose
     # one to a client that passes --record.
     record_root = os.environ.get(RECORD_ENV) or args.record or args.record_top

@@ -114,7 +114,13 @@ def _read_by_caller(hit: Hit, fault: Fault) -> None:
     """The caller reads this kind from the returned :class:`Strike` (the interrupt handling)."""
 
 
-for _kind in ("completion_after_interrupt", "interrupt_ignored", "interrupt_answer_missing", "resolved_order"):
+for _kind in (
+    "completion_after_interrupt",
+    "interrupt_ignored",
+    "interrupt_delayed",
+    "interrupt_answer_missing",
+    "resolved_order",
+):
     strikes(_kind)(_read_by_caller)
 
 
@@ -172,6 +178,14 @@ def _crash(hit: Hit, fault: Fault) -> None:
 
 @strikes("hang")
 def _hang(hit: Hit, fault: Fault) -> None:
+    hit.box.hang()
+
+
+@strikes("partial_line")
+def _partial_line(hit: Hit, fault: Fault) -> None:
+    # The line is never finished: no newline follows, and the server stays up without another byte (stdin EOF
+    # ignored, as `hang`), so only a reader with its own bound gets past it.
+    hit.box.send_raw(half_frame(hit.box, hit.run), torn=True)
     hit.box.hang()
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 
 MAX_CONFIG_BYTES = 1024 * 1024
 BUILTIN_PROVIDER = "openai"
@@ -96,11 +96,16 @@ def parse_override(text: str) -> dict[str, Any]:
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"Invalid override (missing '='): {text}")
+    parts = key.split(".")
+    if len(parts) >= bounded_parse.MAX_DEPTH:
+        raise ConfigError(f"Invalid override: {key[:60]}... has more than {bounded_parse.MAX_DEPTH - 1} parts")
     try:
-        value: Any = tomllib.loads(f"v = {raw.strip()}")["v"]
+        value: Any = bounded_parse.loads_toml(f"v = {raw.strip()}", bounded_parse.MAX_DEPTH - len(parts))["v"]
+    except bounded_parse.TooDeep as exc:
+        raise ConfigError(f"Invalid override {key[:60]}: {exc}") from None
     except tomllib.TOMLDecodeError:
         value = raw.strip()
-    for part in reversed(key.split(".")):
+    for part in reversed(parts):
         value = {part.strip().strip('"'): value}
     return dict(value)
 
@@ -117,7 +122,9 @@ def read_setup(codex_home: str, overrides: list[str]) -> Setup:
         raise ConfigError(f"cannot read {codex_home}/config.toml: {exc}") from None
     if data is not None:
         try:
-            user = tomllib.loads(data.decode("utf-8"))
+            user = bounded_parse.loads_toml(data.decode("utf-8"))
+        except bounded_parse.TooDeep as exc:
+            raise ConfigError(f"{codex_home}/config.toml: {exc}") from None
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{codex_home}/config.toml is not valid TOML: {exc}") from None
     flags: dict[str, Any] = {}

@@ -13,7 +13,7 @@ from typing import Final
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from fake_server.effects import FaultStruck
 
 FAULT_LEDGER_ENV: Final = "FAKE_CODEX_FAULT_LEDGER"
@@ -52,7 +52,7 @@ def read(path: Path) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = []
     for line in data.splitlines():
         try:
-            entry = orjson.loads(line)
+            entry = bounded_parse.loads_json(line)
             struck = (int(entry["turn"]), int(entry["index"]))
             if "sent" in entry and "received" in entry:
                 struck += (int(entry["sent"]), int(entry["received"]))

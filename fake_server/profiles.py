@@ -123,12 +123,29 @@ class Profile:
         origin = self._origin()
         return Shapes(origin.data("shapes.json"), f"release {self.release}: shapes.json")
 
+    def verify(self) -> None:
+        """Read now what every session needs of the release's folder (its pin's methods and notifications, its
+        shapes and answers): a folder that cannot be used (a corrupt, oversized or missing ``stable.json.zst``)
+        is a ReleaseError naming the file at start (exit 3), not an Internal error on every request."""
+        _ = self.methods, self.notifications, self.shapes
+        self.answers()
+
     def answers(self) -> dict[str, Any]:
         """The answers recorded from the release (``answers.json``), read on first use; raises ReleaseError."""
         answers = self._origin().data("answers.json")
         if not isinstance(answers, dict):
             raise ReleaseError(f"release {self.release}: answers.json: expected an object of answers by key")
         return answers
+
+    def policy(self) -> dict[str, Any] | None:
+        """The release's approval table (``policy.json``, :mod:`fake_server.policy`); None when it has none."""
+        origin = self._origin()
+        if not origin.has("policy.json"):
+            return None
+        table = origin.data("policy.json")
+        if not isinstance(table, dict):
+            raise ReleaseError(f"release {self.release}: policy.json: expected an object")
+        return table
 
     def _origin(self) -> Release:
         return self.origin if self.origin is not None else releases.get(self.release)
@@ -195,6 +212,19 @@ def get(release: str) -> Profile:
     except releases.ReleaseNotFound:
         raise UnknownRelease(f"no release profile {release!r} (profiles: {', '.join(names())})") from None
     return _profile(found)
+
+
+def switches_of(release: str | None) -> dict[str, bool | str]:
+    """The switches of a release that has a profile (shipped, or learned into the user's store), by its folder,
+    never by its version string; ``{}`` when it has none (every switch reads as not on). Expectations that follow
+    a known server bug (``[expect.switch.NAME]``) read these, the same for the fake and the real binary."""
+    if not release:
+        return {}
+    try:
+        profile = get(release)
+    except (UsageError, ReleaseError):
+        return {}
+    return {name: getattr(profile, name) for name in SWITCHES}
 
 
 def playable(scenario: Scenario) -> Scenario:

@@ -131,13 +131,14 @@ def start_fields(folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
     }
 
 class _Direction:
-    """Messages of one direction, as the reader at the other end gets them (the wire's framing bounds them);
-    the start of a message cut off by a crash is reported at the end of the stream, as the reader sees it."""
+    """Messages of one direction, as the reader at the other end gets them (the wire's framing bounds them).
+    The start of a message never finished (a crash mid-write, or ``partial_line``: then silence) is recorded when
+    it is written: a server then killed (SIGKILL) never reaches the end of its stream, and the record must not
+    depend on how the client ended it."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.framing = LineFraming(DEFAULT_MAX_LINE)  # the fake records its stdio
-        self._torn = b""
 
     def entries(self, messages: list[Incoming], t: float) -> list[dict[str, Any]]:
         """Messages a framing already bounded (what the fake read)."""
@@ -145,13 +146,10 @@ class _Direction:
 
     def written(self, messages: list[bytes], t: float, torn: bytes = b"") -> list[dict[str, Any]]:
         """Payloads the fake wrote, bounded here as the client's reader bounds them."""
-        if torn:
-            self._torn = torn
-        return self.entries(self.framing.check(messages), t)
-
-    def flush(self, t: float) -> list[dict[str, Any]]:
-        torn, self._torn = self._torn, b""
-        return [_entry(t, self.name, self.framing.torn(torn))] if torn.strip() else []
+        out = self.entries(self.framing.check(messages), t)
+        if torn.strip():
+            out.append(_entry(t, self.name, self.framing.torn(torn)))
+        return out
 
 
 def _entry(t: float, direction: str, item: Any) -> dict[str, Any]:
@@ -262,7 +260,6 @@ class Recorder:
     def on_stdin_eof(self) -> None:
         if self.stdin_closed_at is None:
             self.stdin_closed_at = time.monotonic()
-            self._put(self._c2s.flush(self.stdin_closed_at))
             self.note("stdin closed")
 
     def keep_signals(self) -> None:
@@ -277,12 +274,11 @@ class Recorder:
             self.note(f"signal {name}")
 
     def finish(self, code: int, crashed: bool) -> None:
-        """Write ``end.json`` (and any half line still pending). Called once, just before the process leaves."""
+        """Write ``end.json``. Called once, just before the process leaves."""
         if self.ended:
             return
         self.ended = True
         now = time.monotonic()
-        self._put(self._c2s.flush(now) + self._s2c.flush(now))
         ends = [(t, why) for t, why in ((self.stdin_closed_at, "stdin_closed"), (self.signal_at, "signal")) if t]
         if crashed:
             reason, at = "crash", now

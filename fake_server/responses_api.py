@@ -40,7 +40,8 @@ import orjson
 import trio
 import zstandard
 
-from contracts.scenario import ModelResponse, Scenario
+from contracts import bounded_parse
+from contracts.scenario import MessageItem, ModelResponse, Scenario
 from fake_server.sse import IdCounter, StreamPlan, build_stream
 
 RESPONSES_PATH = "/v1/responses"
@@ -146,7 +147,7 @@ def turn_key(headers: dict[str, str], body: Any) -> str | None:
     raw = headers.get(TURN_METADATA_HEADER)
     if raw:
         try:
-            meta = orjson.loads(raw)
+            meta = bounded_parse.loads_json(raw)
         except orjson.JSONDecodeError:
             meta = None
         if isinstance(meta, dict) and isinstance(meta.get("turn_id"), str):
@@ -155,6 +156,26 @@ def turn_key(headers: dict[str, str], body: Any) -> str | None:
         users = sum(1 for item in body["input"] if isinstance(item, dict) and item.get("role") == "user")
         return f"users:{users}"
     return None
+
+
+#: The header codex sends on a subagent's model requests; ``guardian`` is the approvals reviewer (``auto_review``).
+SUBAGENT_HEADER = "x-openai-subagent"
+
+
+def is_reviewer_request(headers: dict[str, str], body: Any) -> bool:
+    """A request of the approvals reviewer subagent (as observed: the header, and ``subagent_kind`` in the
+    request's turn metadata), not a turn of the scenario."""
+    if headers.get(SUBAGENT_HEADER) == "guardian":
+        return True
+    meta = body.get("client_metadata") if isinstance(body, dict) else None
+    return isinstance(meta, dict) and meta.get(SUBAGENT_HEADER) == "guardian"
+
+
+def reviewer_response(outcome: str) -> ModelResponse:
+    """The reviewer model's verdict, as the JSON its output schema asks for (``outcome`` allow / deny)."""
+    verdict = {"outcome": outcome, "risk_level": "low", "user_authorization": "unknown", "rationale": "scripted review"}
+    text = orjson.dumps(verdict).decode()
+    return ModelResponse(items=(MessageItem(text=text, deltas=(text,)),))
 
 
 def _check_loopback(host: str) -> None:
@@ -276,7 +297,7 @@ class MockResponsesServer:
         try:
             if encoding == "zstd":
                 raw = zstandard.ZstdDecompressor().decompress(raw, max_output_size=MAX_REQUEST_BYTES)
-            body = orjson.loads(raw) if raw else None
+            body = bounded_parse.loads_json(raw) if raw else None
         except (orjson.JSONDecodeError, zstandard.ZstdError) as exc:
             self._errors.append(f"unreadable request body: {exc}")
         return RecordedRequest(
@@ -296,6 +317,16 @@ class MockResponsesServer:
             await _send_simple(conn, stream, 404, b'{"error":{"message":"not found"}}')
             return True
         assert self.schedule is not None
+        if is_reviewer_request(dict(request.headers), request.body):
+            # The auto-review subagent asks the model for a verdict: answered here, outside the scripted turns.
+            self._responses_served += 1
+            verdict = reviewer_response(self.scenario.config.auto_review)
+            plan = build_stream(
+                verdict, response_id=f"resp-{self._responses_served}", workdir=self.workdir, ids=self.ids
+            )
+            self.requests.append(replace(request, status=200))
+            self.note("c2m", {"method": request.method, "path": request.path, "reviewer": True, "status": 200})
+            return await _send_plan(conn, stream, plan, self.note)
         turn, index, response = self.schedule.next(turn_key(dict(request.headers), request.body))
         self._responses_served += 1
         plan = build_stream(response, response_id=f"resp-{self._responses_served}", workdir=self.workdir, ids=self.ids)

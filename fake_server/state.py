@@ -60,6 +60,8 @@ class Tool:
     answered: bool = False  # its approval request got an answer (or was abandoned)
     done: bool = False  # its item ended
     decision: str | None = None
+    #: what the release does with it under the thread's settings (fake_server.policy): ask | review | run | reject
+    outcome: str = "run"
 
 
 @dataclass(slots=True)
@@ -85,6 +87,7 @@ class TurnRun:
     agent_messages: list[dict[str, Any]] = field(default_factory=list)
     history_items: list[dict[str, Any]] = field(default_factory=list)  # completed user/agent messages, in order
     pending_interrupts: list[JsonId] = field(default_factory=list)
+    landing: bool = False  # interrupt_delayed: an interrupt is on its way; later ones wait with it
     counts: dict[str, int] = field(default_factory=dict)  # fault points reached
     diff: str = ""
     ended: bool = False
@@ -94,6 +97,7 @@ class TurnRun:
     model_items: list[dict[str, Any]] = field(default_factory=list)  # Responses items of the current response
 
     tool_timers: list[int] = field(default_factory=list)
+    auto_review: str = "allow"  # [config] auto_review: the approvals reviewer's verdict
     # turn/start on the busy thread and turn/steer: input waiting for the next model request, in order
     pending_input: list[str] = field(default_factory=list)
     flush_timer: int | None = None
@@ -114,9 +118,10 @@ class ThreadState:
     created_ms: int
     ephemeral: bool
     path: str | None
-    approval_policy: str
+    approval_policy: Any  # a policy name, or {"granular": {...}}
     sandbox: str
     model: str
+    reviewer: str = "user"  # approvalsReviewer: user | auto_review
     status: dict[str, Any] = field(default_factory=lambda: {"type": "idle"})
     preview: str = ""  # the first user message, once a turn has run
     turns: list[str] = field(default_factory=list)
@@ -125,6 +130,13 @@ class ThreadState:
     usage_frames: list[dict[str, Any]] = field(default_factory=list)  # every usage notification sent
     history: list[dict[str, Any]] = field(default_factory=list)  # finished turns, full view (thread/resume)
     model_provider: str | None = None  # the home's setup's provider (None: the release's recorded one)
+
+    @property
+    def first_turn_id(self) -> str:
+        """The first finished turn's id: a thread kept in CODEX_HOME knows it without its history being read
+        (fake_server.home_store.StoredHistory)."""
+        first = getattr(self.history, "first_id", None)
+        return first if isinstance(first, str) else str(self.history[0]["id"])
 
 
 # --- what the methods beyond the turn core remember -------------------------------------------

@@ -14,8 +14,8 @@ from typing import Any
 
 from contracts.messages import ErrorResponse, JsonId, Response
 from contracts.scenario import CommandItem, Fault, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
-from fake_server import programs, shapes, sse
-from fake_server.faults import strike
+from fake_server import policy, programs, shapes, sse
+from fake_server.faults import Strike, strike
 from fake_server.outbox import Outbox
 from fake_server.state import Answer, NextAnswer, Program, Sleep, ThreadState, Tool, ToolFinished, TurnRun
 
@@ -92,12 +92,15 @@ def user_message(box: Outbox, run: TurnRun, text: str) -> None:
 
 
 def _abandon_pending(box: Outbox, run: TurnRun, *, traced: bool = False) -> list[Tool]:
-    """Approvals still pending are abandoned (their answers will be late); ``traced``: the trace
-    records each pending tool as aborted (or leaks it under ``trace_unclosed_tool``)."""
-    pending = [t for t in run.tools if t.request_id is not None and not t.answered and not t.done]
+    """Approvals still pending are abandoned (their answers will be late), and reviews still deciding;
+    ``traced``: the trace records each pending tool as aborted (or leaks it under ``trace_unclosed_tool``)."""
+    pending = [
+        t for t in run.tools if not t.done and not t.answered and (t.request_id is not None or t.outcome == "review")
+    ]
     for tool in pending:
         tool.answered = True
-        box.abandon_request(tool.request_id)  # type: ignore[arg-type]
+        if tool.request_id is not None:
+            box.abandon_request(tool.request_id)
         if traced:
             box.trace("tool_pending_at_abort", turn_id=run.turn_id, call_id=tool.item_id, traced_end=not run.trace_bug)
     return pending
@@ -105,6 +108,8 @@ def _abandon_pending(box: Outbox, run: TurnRun, *, traced: bool = False) -> list
 
 def _resolved(box: Outbox, run: TurnRun, tools: list[Tool]) -> None:
     for tool in tools:
+        if tool.request_id is None:
+            continue  # a review the interrupt ended: no request of the client's to resolve
         box.notify("serverRequest/resolved", {"threadId": run.thread_id, "requestId": tool.request_id})
 
 
@@ -182,6 +187,33 @@ def interrupt(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonId
         return  # exited or hung; or the request stays unanswered and the turn runs on
     if request_id is not None:
         run.pending_interrupts.append(request_id)
+    delayed = struck.get("interrupt_delayed")
+    if delayed is not None:
+        # The real binary stores the request and answers it when the abort lands (observed a few ms later): here
+        # ``delay_ms`` later, the turn running on meanwhile; interrupts arriving meanwhile wait with it (join).
+        run.landing = True
+
+        def land() -> None:
+            run.landing = False
+            if not run.ended and not box.silent:
+                _land(box, thread, run, struck)
+
+        box.after(int(delayed.param("delay_ms")), land)
+        return
+    _land(box, thread, run, struck)
+
+
+def join_interrupt(run: TurnRun, request_id: JsonId) -> bool:
+    """A turn/interrupt that arrives while an earlier one is landing (``interrupt_delayed``): stored, answered
+    ``{}`` with it, as the real binary answers two interrupts sent back to back. False: none is landing."""
+    if not run.landing:
+        return False
+    run.pending_interrupts.append(request_id)
+    return True
+
+
+def _land(box: Outbox, thread: ThreadState, run: TurnRun, struck: Strike) -> None:
+    """The abort itself: the turn's program stops, the stored interrupts are answered, the turn ends interrupted."""
     programs.stop(box, run)
     if run.deferred_usage is not None:
         usage, run.deferred_usage = run.deferred_usage, None
@@ -354,6 +386,8 @@ def _trace_tools(box: Outbox, thread: ThreadState, run: TurnRun) -> None:
             command=tool.item.command if isinstance(tool.item, CommandItem) else tool.item.path,
             arguments=sse.function_call_item(tool.item, tool.item_id, PurePosixPath(thread.cwd))["arguments"],
         )
+        if tool.outcome == "reject" and not run.trace_bug:
+            box.trace("tool_ended", turn_id=run.turn_id, call_id=tool.item_id, status="declined", decision="reject")
 
 
 def _fail(box: Outbox, thread: ThreadState, run: TurnRun, message: str, info: Any) -> Program:
@@ -429,20 +463,29 @@ def _file_path(thread: ThreadState, item: FileChangeItem) -> str:
 def _start_tool(box: Outbox, thread: ThreadState, run: TurnRun, item: CommandItem | FileChangeItem) -> Program:
     item_id = item.call_id or box.next_id("call_")
     tool = Tool(item, item_id, box.now_ms)
+    tool.outcome = policy.outcome(run.profile.policy(), thread_settings(thread), item, thread.cwd)
     run.tools.append(tool)
     run.model_items.append(sse.output_item(item, item_id, PurePosixPath(thread.cwd)))
+    if tool.outcome == "reject":
+        # Observed: refused before it starts (an escalation under "never", a write the sandbox blocks and no one
+        # may approve): no item, no request; the model is told and called again.
+        tool.done = True
+        return
+    asks = tool.outcome == "ask"
     if isinstance(item, CommandItem):
-        # Observed: a command that runs at once is already a unified-exec process when it starts.
+        # Observed: a command that runs at once is already a unified-exec process when it starts; one that waits
+        # for an approval or a review is not yet.
+        waits = tool.outcome in ("ask", "review")
         started = run.shapes.command_item(
             item_id,
             item.command,
             thread.cwd,
             status="inProgress",
             started_ms=tool.started_ms,
-            process_id=None if item.approval else str(40000 + len(run.tools)),
-            source="agent" if item.approval else "unifiedExecStartup",
+            process_id=None if waits else str(40000 + len(run.tools)),
+            source="agent" if waits else "unifiedExecStartup",
         )
-        if item.approval:
+        if asks:
             # Observed order for commands: the request id is taken and the status set before item/started.
             params = run.shapes.command_approval_params(
                 run.thread_id, run.turn_id, item_id, item.command, thread.cwd, tool.started_ms, item.justification
@@ -461,10 +504,65 @@ def _start_tool(box: Outbox, thread: ThreadState, run: TurnRun, item: CommandIte
     )
     _item_started(box, run, started_item)
     yield from _point(box, run, "item_started")
-    if item.approval:
+    if asks:
         params = run.shapes.file_change_approval_params(run.thread_id, run.turn_id, item_id, tool.started_ms)
         request = _reserve_approval(box, thread, run, tool, "item/fileChange/requestApproval", params)
         yield from _send_approval(box, run, request.frame)
+
+
+def thread_settings(thread: ThreadState) -> policy.Settings:
+    return policy.Settings(thread.approval_policy, thread.sandbox, thread.reviewer)
+
+
+#: From item/started to the reviewer's verdict (observed 230-370 ms with the mock reviewer answering at once).
+REVIEW_MS = 250
+
+
+def _review_action(thread: ThreadState, item: CommandItem | FileChangeItem) -> dict[str, Any]:
+    """The ``action`` of item/autoApprovalReview/* as observed (a command as the shell runs it; a patch's files)."""
+    if isinstance(item, CommandItem):
+        return {
+            "type": "command",
+            "source": "unifiedExec",
+            "command": shapes.shell_command(item.command),
+            "cwd": thread.cwd,
+        }
+    return {"type": "applyPatch", "cwd": thread.cwd, "files": [_file_path(thread, item)]}
+
+
+def _start_review(box: Outbox, thread: ThreadState, run: TurnRun, tool: Tool, verdict: str) -> None:
+    """The approvals reviewer decides (``approvalsReviewer: "auto_review"``): the client sees the review start
+    and end (``item/autoApprovalReview/*``, with a ``guardianWarning`` saying the verdict) and is asked nothing;
+    approved, the tool runs; denied, it is declined."""
+    started_ms = box.now_ms
+    base = {
+        **_ids(run),
+        "startedAtMs": started_ms,
+        "reviewId": box.ids.uuid4(),
+        "targetItemId": tool.item_id,
+    }
+    action = _review_action(thread, tool.item)
+    pending = {"status": "inProgress", "riskLevel": None, "userAuthorization": None, "rationale": None}
+    box.notify("item/autoApprovalReview/started", {**base, "review": pending, "action": action})
+
+    def decided() -> None:
+        if run.ended or tool.done or tool not in run.tools:
+            return
+        approved = verdict == "allow"
+        status = "approved" if approved else "denied"
+        review = {"status": status, "riskLevel": "low", "userAuthorization": "unknown", "rationale": "scripted review"}
+        said = "approved" if approved else "denied"
+        message = f"Automatic approval review {said} (risk: low, authorization: unknown): scripted review"
+        box.notify("guardianWarning", {"threadId": run.thread_id, "message": message})
+        completed = {**base, "completedAtMs": box.now_ms, "decisionSource": "agent", "review": review, "action": action}
+        box.notify("item/autoApprovalReview/completed", completed)
+        decision = "accept" if approved else "decline"
+        tool.decision = decision
+        _run_tool(box, thread, run, tool, decision)
+        if tool.done:
+            programs.deliver(box, run, ToolFinished(tool.item_id))
+
+    run.tool_timers.append(box.after(REVIEW_MS, decided))
 
 
 def _reserve_approval(
@@ -504,7 +602,10 @@ def _settle_tools(box: Outbox, thread: ThreadState, run: TurnRun) -> Program:
     """
     for tool in run.tools:
         if tool.request_id is None and not tool.done:
-            _run_tool(box, thread, run, tool, "accept")
+            if tool.outcome == "review":
+                _start_review(box, thread, run, tool, run.auto_review)
+            else:
+                _run_tool(box, thread, run, tool, "accept")
     while not all(t.done for t in run.tools):
         event = yield NextAnswer()
         if isinstance(event, ToolFinished):

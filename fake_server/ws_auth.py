@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 
 MODES: Final = ("capability-token", "signed-bearer-token")
 DEFAULT_MAX_CLOCK_SKEW_SECONDS: Final = 30
@@ -95,8 +95,12 @@ def _absolute(path: str) -> str:
     return os.path.abspath(path)
 
 
-def policy_from_flags(flags: AuthFlags) -> Policy:
-    """The policy the flags set, reading the secret files now (as the real binary does); AuthConfigError else."""
+def policy_from_flags(flags: AuthFlags, *, read_secrets: bool = True) -> Policy:
+    """The policy the flags set, reading the secret files now (as the real binary does); AuthConfigError else.
+
+    ``read_secrets`` False (``--listen stdio://``, where nothing is authenticated): the flags must still fit
+    together, but no secret file is read, so a missing or empty one is no error (observed on 0.171.0: exit 0),
+    and the policy is none."""
     signed_only = (flags.shared_secret_file, flags.issuer, flags.audience, flags.max_clock_skew_seconds)
     if flags.mode is None:
         if flags.token_file or flags.token_sha256 or any(v is not None for v in signed_only):
@@ -124,6 +128,8 @@ def policy_from_flags(flags: AuthFlags) -> Policy:
             raise AuthConfigError(
                 "`--ws-token-file` or `--ws-token-sha256` is required when `--ws-auth capability-token` is set"
             )
+        if not read_secrets:
+            return Policy()
         token = _read_secret(_absolute(flags.token_file))
         return Policy("capability-token", token_sha256=hashlib.sha256(token.encode()).digest())
     if flags.mode == "signed-bearer-token":
@@ -131,6 +137,8 @@ def policy_from_flags(flags: AuthFlags) -> Policy:
             raise AuthConfigError("`--ws-token-file` requires `--ws-auth capability-token`, not `signed-bearer-token`")
         if not flags.shared_secret_file:
             raise AuthConfigError("`--ws-shared-secret-file` is required when `--ws-auth signed-bearer-token` is set")
+        if not read_secrets:
+            return Policy()
         path = _absolute(flags.shared_secret_file)
         secret = _read_secret(path).encode()
         if len(secret) < MIN_SIGNED_SECRET_BYTES:
@@ -185,8 +193,8 @@ def _claims(policy: Policy, token: str) -> dict[str, Any] | None:
     if len(parts) != 3:
         return None
     try:
-        header = orjson.loads(_b64(parts[0]))
-        claims = orjson.loads(_b64(parts[1]))
+        header = bounded_parse.loads_json(_b64(parts[0]))
+        claims = bounded_parse.loads_json(_b64(parts[1]))
         signature = _b64(parts[2])
     except (ValueError, orjson.JSONDecodeError):
         return None

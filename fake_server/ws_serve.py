@@ -33,7 +33,63 @@ UPGRADE_TIMEOUT_S: Final = 10.0
 #: the real binary answers each ping twice (its socket layer and the server each send a pong).
 PONGS_PER_PING: Final = 2
 GOING_AWAY: Final = 1001
+#: Websocket sessions at once; a new one past it takes the place of the longest idle (see :class:`_Slots`).
 MAX_CONNECTIONS: Final = 256
+#: Connections still sending their request head at once (a health check among them is answered at once).
+MAX_PENDING: Final = 256
+#: A session idle this long (no byte either way) may be dropped for a new one when the sessions are full.
+IDLE_DROP_S: Final = 5.0
+
+
+class _Watched(trio.abc.Stream):
+    """A connection's stream that remembers when a byte last went either way (``last``, trio time)."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.last = trio.current_time()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        data = await self.inner.receive_some(max_bytes)
+        self.last = trio.current_time()
+        return bytes(data)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+        self.last = trio.current_time()
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _Slots:
+    """At most ``size`` connections in one state (awaiting their head, or in a session). A new one never waits:
+    when the slots are full, the one idle longest (at least ``idle_s``; any, for ``idle_s`` 0) is dropped for it,
+    else the new one is refused. 256 idle websocket connections starved a 257th client's ``/readyz``."""
+
+    def __init__(self, size: int, idle_s: float) -> None:
+        self.size, self.idle_s = size, idle_s
+        self._held: dict[int, tuple[_Watched, trio.CancelScope]] = {}
+        self._ids = 0
+
+    def take(self, stream: _Watched, scope: trio.CancelScope) -> int | None:
+        """A slot for ``stream`` (its id, to :meth:`give_back`), or None: refuse it."""
+        if len(self._held) >= self.size:
+            now = trio.current_time()
+            key, (idlest, its_scope) = min(self._held.items(), key=lambda kv: kv[1][0].last)
+            if now - idlest.last < self.idle_s:
+                return None
+            del self._held[key]
+            its_scope.cancel()  # dropped, as the real binary drops a connection: no close frame
+        self._ids += 1
+        self._held[self._ids] = (stream, scope)
+        return self._ids
+
+    def give_back(self, key: int | None) -> None:
+        if key is not None:
+            self._held.pop(key, None)
 
 
 @dataclass(slots=True)
@@ -201,26 +257,40 @@ async def serve_listener(
         listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
         port = listeners[0].socket.getsockname()[1]
     count = 0
-    live = trio.CapacityLimiter(MAX_CONNECTIONS)
+    # Bounded and never waited for: a connection awaiting its head and a session each take a slot of their own
+    # kind, and a new connection takes the place of the oldest / longest idle one (so a health check is always
+    # read and answered at once), never waiting behind them.
+    pending, sessions = _Slots(MAX_PENDING, 0.0), _Slots(MAX_CONNECTIONS, IDLE_DROP_S)
     try:
         async with trio.open_nursery() as nursery:
 
-            async def handle(stream: trio.abc.Stream) -> None:
+            async def handle(raw: trio.abc.Stream) -> None:
                 nonlocal count
-                async with live:
+                stream = _Watched(raw)
+                with trio.CancelScope() as scope:
+                    key = pending.take(stream, scope)
                     ws = None
                     refused_before = refuse.refused if refuse is not None else 0
-                    with trio.move_on_after(UPGRADE_TIMEOUT_S):
-                        ws = await upgrade(stream, unix=unix, policy=policy, clock_ms=clock_ms, refuse=refuse)
+                    try:
+                        with trio.move_on_after(UPGRADE_TIMEOUT_S):
+                            ws = await upgrade(stream, unix=unix, policy=policy, clock_ms=clock_ms, refuse=refuse)
+                    finally:
+                        pending.give_back(key)
                     if ws is None:
                         await trio.aclose_forcefully(stream)
                         if refuse is not None and refuse.refused > refused_before and on_refused is not None:
                             on_refused(refuse.refused)
                         return
+                    key = sessions.take(stream, scope)
+                    if key is None:  # every session busy: this one is dropped (no close frame, as past a cap)
+                        await trio.aclose_forcefully(stream)
+                        return
                     count += 1
+                    crashed = None
                     try:
                         crashed = await session(ws, count)
                     finally:
+                        sessions.give_back(key)
                         await trio.aclose_forcefully(stream)
                     if crashed is not None:
                         outcome.append(crashed)

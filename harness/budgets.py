@@ -19,7 +19,8 @@ Keys (milliseconds, positive integers), each also by its short name:
 
 Capped: a budget at most :data:`MAX_BUDGET_MS` (15 min), a scenario's run deadline at most :data:`MAX_RUN_S`
 (60 min). Anything else (an unknown key, a negative or non-integer value, a file that is a link, a FIFO or
-larger than :data:`MAX_FILE_BYTES`, not TOML) is a :class:`~contracts.exitcodes.UsageError` (exit 3) with one
+larger than :data:`MAX_FILE_BYTES`, not TOML or nested deeper than
+:data:`contracts.bounded_parse.MAX_DEPTH`) is a :class:`~contracts.exitcodes.UsageError` (exit 3) with one
 clear line, before anything runs.
 """
 
@@ -27,11 +28,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.exitcodes import UsageError
 from contracts.scenario import ClientPlan, Scenario
 
@@ -48,6 +50,8 @@ MAX_BUDGET_MS = 15 * 60 * 1000
 MAX_RUN_S = 60 * 60.0
 #: A budgets file holds four numbers: anything larger is not one.
 MAX_FILE_BYTES = 64 * 1024
+#: ``--budget`` milliseconds: ASCII digits only, at most 12 of them.
+_ASCII_INT = re.compile(r"-?[0-9]{1,12}")
 #: Room in the run deadline over the budgets' sum: starting the client and the server, streaming, scheduling.
 DEADLINE_EXTRA_S = 10.0
 
@@ -78,7 +82,7 @@ def parse_flag(text: str) -> tuple[str, int]:
         raise UsageError(f"{where}: expected KEY=MS (for example turn_timeout_ms=600000)")
     key = _key(name.strip(), where)
     raw = value.strip()
-    if not raw.lstrip("-").isdigit() or len(raw) > 12:
+    if not _ASCII_INT.fullmatch(raw):  # str.isdigit and int() take any script's digits: "١٢٣" is not a budget
         raise UsageError(f"{where}: {key} must be an integer of milliseconds, not {raw[:60]!r}")
     return key, _ms(int(raw), key, where)
 
@@ -97,7 +101,9 @@ def load_file(path: str | Path) -> dict[str, int]:
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}") from None
     try:
-        table = tomllib.loads(data.decode("utf-8"))
+        table = bounded_parse.loads_toml(data.decode("utf-8"))
+    except bounded_parse.TooDeep as exc:
+        raise UsageError(f"{where}: {exc} (a budgets file holds four numbers)") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{where}: not TOML: {str(exc)[:200]}") from None
     out: dict[str, int] = {}

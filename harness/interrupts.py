@@ -1,6 +1,7 @@
-"""SIGTERM and SIGINT end any command the same way: everything it started dies at once, the run unwinds.
+"""SIGTERM, SIGHUP and SIGINT end any command the same way: everything it started dies at once, the run unwinds.
 
-SIGTERM is what ``timeout`` and a cancelled CI job send; SIGINT is Ctrl-C. On either:
+SIGTERM is what ``timeout`` and a cancelled CI job send; SIGHUP what a closed terminal or SSH session sends
+(handled as SIGTERM, unless it was ignored, as ``nohup`` does); SIGINT is Ctrl-C. On any of them:
 
 1. every process tree and process group the run has open (:func:`harness.proctree.end_all`) is SIGKILLed
    from the handler itself (SIGTERM), or as the interrupt unwinds (SIGINT: trio owns that handler);
@@ -8,8 +9,8 @@ SIGTERM is what ``timeout`` and a cancelled CI job send; SIGINT is Ctrl-C. On ei
    work directories (``codex-harness-*`` in ``$TMPDIR``) are removed by their ``finally``;
 3. the command writes no report: ``run`` writes ``checks.json``, ``junit.xml`` and ``index.html`` only
    once every scenario was played (a report on part of them would read as a verdict on all of them; the
-   records of the scenarios that finished stay in ``--report``/sessions), and it exits 130 (SIGINT) or
-   143 (SIGTERM) without a traceback, saying so in one line.
+   records of the scenarios that finished stay in ``--report``/sessions), and it exits 130 (SIGINT),
+   143 (SIGTERM) or 129 (SIGHUP) without a traceback, saying so in one line.
 
 The SIGTERM handler raises the interrupt through the SIGINT handler in force: inside ``trio.run`` that is
 trio's, which delivers ``KeyboardInterrupt`` at a point where trio's own state is safe. A second SIGTERM
@@ -27,7 +28,9 @@ from types import FrameType
 
 from harness import proctree, workdirs
 
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+#: Handled by :func:`_on_sigterm` (SIGINT is trio's, or Python's default handler).
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []
 
 
@@ -51,7 +54,11 @@ def handled() -> Iterator[None]:
         yield
         return
     _received.clear()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = {
+        signum: signal.signal(signum, _on_sigterm)
+        for signum in TERMINATING
+        if signal.getsignal(signum) is not signal.SIG_IGN  # nohup: the user asked for SIGHUP to be ignored
+    }
     # A shell starts a background job with SIGINT ignored, and then trio installs no handler of its own: the
     # interrupt raised from the SIGTERM handler would land anywhere, inside trio's own run loop too (the run is
     # abandoned and ~100 lines of "Exception ignored" follow). With Python's default handler in place trio
@@ -62,14 +69,15 @@ def handled() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if not callable(previous_int):
             signal.signal(signal.SIGINT, previous_int if previous_int is not None else signal.SIG_DFL)
 
 
 def received() -> int:
-    """The signal that interrupted the command: SIGTERM if one came, else SIGINT."""
-    return signal.SIGTERM if signal.SIGTERM in _received else signal.SIGINT
+    """The signal that interrupted the command: the first SIGTERM or SIGHUP that came, else SIGINT."""
+    return next((signum for signum in _received if signum in TERMINATING), signal.SIGINT)
 
 
 def interrupted(command: str | None) -> int:

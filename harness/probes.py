@@ -21,7 +21,7 @@ from typing import Any, Final
 import orjson
 import trio
 
-from contracts import probe_refs
+from contracts import bounded_parse, probe_refs
 from contracts.jsonrpc import RpcError
 from contracts.messages import NOTSET
 from contracts.scenario import ClientPlan, ClientProbe
@@ -81,7 +81,7 @@ def _thread_of(result: Any) -> str | None:
 def _request_id(line: str) -> Any:
     """The id of a raw line that is a request (has ``id`` and ``method``), else None."""
     try:
-        frame = orjson.loads(line)
+        frame = bounded_parse.loads_json(line)
     except orjson.JSONDecodeError:
         return None
     if isinstance(frame, dict) and "method" in frame and isinstance(frame.get("id"), str | int):

@@ -8,7 +8,7 @@ import itertools
 import json
 from pathlib import Path
 
-from contracts import schema_store
+from contracts import releases, schema_store
 from contracts.report import BehaviourChange, Report, SchemaChanges, judge
 from contracts.schema_diff import diff_bundles
 from contracts.text import escape
@@ -33,10 +33,20 @@ def neighbours(versions: list[str], columns: list[Report] | None = None) -> list
             step = SchemaChanges(old, new, diff)
         except Exception as exc:  # a release whose pin could not be made: said in its cell
             step = SchemaChanges(old, new, None, f"{type(exc).__name__}: {exc}")
+        step.trace_formats = (_trace_format(old), _trace_format(new))
         if old in by_version and new in by_version:
             step.behaviour = behaviour_changes(by_version[old], by_version[new])
         out.append(step)
     return out
+
+
+def _trace_format(version: str) -> int | None:
+    """The trace bundle format the release writes (its folder's ``trace``), None when no folder says."""
+    try:
+        found = releases.get(version)
+    except Exception:  # no folder, or one that cannot be read: the format is not known, nothing claimed
+        return None
+    return found.trace.schema if found.trace is not None else None
 
 
 def behaviour_changes(old: Report, new: Report) -> list[BehaviourChange]:
@@ -70,12 +80,12 @@ def write_matrix(matrix: Report, out: Path) -> int:
     from harness.html.matrix import render_matrix
     from harness.report import result_line
     from harness.report.documents import matrix_json
-    from harness.report.markdown import render_markdown
+    from harness.report.markdown import for_file, render_markdown
 
     verdict = judge(matrix)
     markdown = escape(render_markdown(matrix, verdict), keep_newlines=True)  # matrix.md is read in terminals too
     with SafeDir.open(out) as held:  # each file written whole, never through a link
-        held.write_text("matrix.md", markdown)
+        held.write_text("matrix.md", for_file(markdown))  # no raw HTML in a renderer
         held.write_text("matrix.json", json.dumps(matrix_json(matrix, verdict), indent=2, default=str) + "\n")
         held.write_text("matrix.html", render_matrix(matrix, verdict))
     print(markdown, end="")

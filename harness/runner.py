@@ -35,6 +35,7 @@ from contracts.scenario import ClientAction, ClientPlan, Scenario, TurnScript
 from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.reader import bundles_under
 from contracts.triggers import ActionSchedule, Moment, held_approvals, resumes
+from fake_server.profiles import switches_of
 from harness import workdirs
 from harness.budgets import MAX_RUN_S, plan_budgets, scenario_deadline_s
 from harness.client.errors import ClientError
@@ -362,7 +363,12 @@ async def _play_async(
     # With play_turns = false the [[turns]] only script the model side: the client starts (and owes a Result to) none.
     planned = len(scenario.turns) if scenario.client.play_turns else 0
     # The budgets the client ran with, the turn's included (record.budgets holds the ones the checks judge by).
-    meta = {"scenario_turns": planned, "faults": scenario_faults(scenario), "budgets": plan_budgets(scenario.client)}
+    meta = {
+        "scenario_turns": planned,
+        "faults": scenario_faults(scenario),
+        "budgets": plan_budgets(scenario.client),
+        "approval_turns": scenario.approval_turns,
+    }
     record = SessionRecord(scenario.name, target, scenario.expect, meta=meta)
     client_trace = work_dir / "client-trace"
     options = session_options(scenario.client, client_trace)
@@ -378,7 +384,9 @@ async def _play_async(
             record.virtual_time = run.virtual_time
             record.schema_release = run.schema_release
             record.server_version = run.server_version
-            record.expect = scenario.expect.for_release(run.server_version)  # [expect.release."X"]
+            # [expect.switch.NAME] by the release's learned switches, then [expect.release."X"]
+            switches = run.switches if run.switches is not None else switches_of(run.server_version)
+            record.expect = scenario.expect.for_release(run.server_version, switches)
             record.meta.update(run.meta)
             session = None
             escaped: list[str] = []

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from contracts import bounded_parse
 from contracts.record import WireEntry
 
 #: A longer line is refused: the recorder keeps a bounded sample of an oversized server line, so no
@@ -41,7 +42,7 @@ def parse_line(line: bytes, source: str, number: int) -> WireEntry | None:
     if not line.strip():
         return None
     try:
-        data = orjson.loads(line)
+        data = bounded_parse.loads_json(line, bounded_parse.MAX_RECORD_DEPTH)
     except orjson.JSONDecodeError as exc:
         raise WireFileError(source, number, f"not JSON ({exc})") from None
     if not isinstance(data, dict):

@@ -53,6 +53,9 @@ def test_flags_and_a_file_declare_budgets_and_a_flag_wins(tmp_path: Path) -> Non
         ("turn", "expected KEY=MS"),
         ("turn=900001", "over the cap of 900000 ms (15 min)"),
         ("interrupt=99999999999999999999", "integer of milliseconds"),
+        ("turn=\u0661\u0662\u0663", "integer of milliseconds"),  # Arabic-Indic digits: int() reads 123
+        ("turn=\uff11\uff12\uff13", "integer of milliseconds"),  # fullwidth digits
+        ("turn=1_000", "integer of milliseconds"),
     ],
 )
 def test_a_bad_budget_flag_exits_3_with_one_line(flag: str, words: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,7 +3,8 @@ catches it, and with no flag the client (careful.py underneath) passes those sce
 
 The flags: a 64 KiB line cap, dying on a garbage line, a dropped cancel at ``started``, late deltas leaking into
 the next turn, an empty result to an unknown server request, reasoning added to output, no turn timeout, waiting
-out the timeout after stdout EOF.
+out the timeout after stdout EOF, no request timeout, a line read without bound once it began, the turn's end
+awaited only after the interrupt's answer, one turn/completed awaited per interrupt.
 """
 
 from __future__ import annotations
@@ -44,9 +45,23 @@ CAUGHT: dict[str, tuple[str, tuple[str, str]]] = {
     "--reasoning-in-output": ("plain", ("usage", "turn 1 usage")),
     "--no-turn-timeout": ("hang_alive", ("client", "deadline")),
     "--wait-after-eof": ("stdout_closed", ("terminal_status", "turn 1 status")),
+    # A live server that never answers: each hangs the client to its deadline (a must: it never ends by itself).
+    "--no-request-timeout": ("unanswered_turn_start", ("client", "deadline")),
+    "--unbounded-line-read": ("partial_line", ("client", "deadline")),
+    "--completion-after-interrupt": ("interrupt_after_completion", ("client", "deadline")),
+    "--completion-per-interrupt": ("interrupt_twice", ("client", "deadline")),
 }
 #: Scenarios played with a short turn timeout (the bug is waiting).
-SHORT = {"hang_alive", "stdout_closed"}
+SHORT = {
+    "hang_alive",
+    "stdout_closed",
+    "unanswered_turn_start",
+    "unanswered_thread_start",
+    "unanswered_interrupt",
+    "partial_line",
+    "interrupt_after_completion",
+    "interrupt_twice",
+}
 
 
 def _scenario(name: str) -> str | Scenario:
@@ -71,6 +86,23 @@ def test_each_bug_fails_the_must_check_that_catches_it(run_scenario: Callable[..
 @pytest.mark.parametrize("scenario", sorted({s for s, _ in CAUGHT.values()}))
 def test_without_a_flag_it_passes_those_scenarios(run_scenario: Callable[..., Any], scenario: str) -> None:
     """Every check, should-level ones included: it passes under --strict."""
+    run = run_scenario(_scenario(scenario), client=BUGGY)
+    assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
+    assert judge(run.checks, strict=True).exit_code == OK, [c for c in run.checks if c.status != "pass"]
+
+
+@pytest.mark.parametrize("scenario", ["unanswered_thread_start", "unanswered_interrupt"])
+def test_no_request_timeout_hangs_on_every_unanswered_request(run_scenario: Callable[..., Any], scenario: str) -> None:
+    """thread/start and turn/interrupt left unanswered by a live server: without a request timeout the client
+    waits to its deadline (turn/start is in CAUGHT; initialize is the same wait, before any of the plan's budgets)."""
+    run = run_scenario(_scenario(scenario), client=[*BUGGY, "--no-request-timeout"])
+    assert ("client", "deadline") in failed(run), [c for c in run.checks if c.status != "pass"]
+
+
+@pytest.mark.parametrize("scenario", ["unanswered_thread_start", "unanswered_interrupt"])
+def test_without_a_flag_it_gives_up_on_every_unanswered_request(
+    run_scenario: Callable[..., Any], scenario: str
+) -> None:
     run = run_scenario(_scenario(scenario), client=BUGGY)
     assert failed(run) == set(), [c for c in run.checks if c.status == "fail"]
     assert judge(run.checks, strict=True).exit_code == OK, [c for c in run.checks if c.status != "pass"]

@@ -7,6 +7,7 @@ server) passes, and what the server made impossible is not due.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -383,8 +384,11 @@ def test_an_approval_the_plan_cancels_while_pending_is_not_judged() -> None:
 
 
 def test_initialize_asks_what_the_plan_asks() -> None:
-    plan = {"approvals": {"default": "accept", "in_order": []}, "experimental_api": True,
-            "opt_out_notifications": ["thread/started"]}
+    plan = {
+        "approvals": {"default": "accept", "in_order": []},
+        "experimental_api": True,
+        "opt_out_notifications": ["thread/started"],
+    }
     wire = handshake() + turn(5, 1.0, "Say hello", "t1")
     check = judged(records(wire, turns=ONE, plan=plan))
     assert check.status == "fail" and "experimentalApi" in check.detail and "thread/started" in check.detail
@@ -479,3 +483,17 @@ def test_a_client_that_gives_up_on_initialize_early_is_told_so() -> None:
     check = judged(_slow_start(1.9, 2.0, ready_t=0.3))
     said = "server 1 answered initialize 1.9 s after its process started, and the client ended it 2.0 s after its"
     assert check.status == "fail" and said in check.detail, check
+
+
+def test_a_server_that_went_before_initialize_plays_nothing_and_that_is_not_a_pass() -> None:
+    """A relayed client started its server with a flag it refuses (`--no-such-flag`: exit 2 at once): every turn
+    was "not due", the check skipped, and the run read RESULT: PASS on nothing judged."""
+    gone = [handshake()[0]]
+    recs = records(gone, turns=TWO, ends=[{"reason": "exit", "t": 0.05}])
+    recs[0] = dataclasses.replace(recs[0], server_exit=2, stderr_tail="error: unexpected argument '--no-such-flag'")
+    check = judged(recs)
+    assert check.status == "fail" and "nothing was played" in check.detail and "exit 2" in check.detail, check
+    assert "--no-such-flag" in check.detail
+    # A scenario whose server is meant to go (a crash fault sets expect.server_exit) is still not judged.
+    crash = [dataclasses.replace(r, expect=dataclasses.replace(r.expect, server_exit=1)) for r in recs]
+    assert judged(crash).status == "skip"

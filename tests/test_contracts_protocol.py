@@ -104,3 +104,21 @@ def test_client_reusing_a_request_id_fails() -> None:
     first = record.wire[0]
     record.wire.insert(1, WireEntry(first.t, "c2s", frame=dict(first.frame)))
     assert by_name(record)["request ids unique"].status == "fail"
+
+
+def test_a_client_line_the_record_lost_does_not_blame_the_server() -> None:
+    """A 100 MiB request line the relay could not record: the server's answer to its id looked unknown, and
+    `server answers known ids` failed the server. The record says it lost the line; the check is not judged."""
+    record = plain_record(1)
+    first = next(e for e in record.wire if e.dir == "c2s" and e.frame and e.frame.get("method") == "turn/start")
+    at = record.wire.index(first)
+    lost = WireEntry(first.t, "c2s", error="oversized_line", raw='{"id":', size=100 * 1024 * 1024)
+    wire = [*record.wire[:at], lost, *record.wire[at + 1 :]]
+    checks = by_name(dataclasses.replace(record, wire=wire))
+    known = checks["server answers known ids"]
+    assert known.status == "skip", known
+    assert "lost a client line of 104857600 bytes" in known.detail
+    # An unknown id before the lost line is still the server's.
+    early = WireEntry(0.0, "s2c", frame={"id": 999, "result": {}})
+    checks = by_name(dataclasses.replace(record, wire=[early, *wire]))
+    assert checks["server answers known ids"].status == "fail"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -322,3 +323,57 @@ def test_a_large_message_is_a_small_file_read_and_written_back(tmp_path) -> None
     path.write_text(text.replace("chunks = 1", 'deltas = ["large frame 0123"]'))
     with pytest.raises(ScenarioError, match="deltas"):
         load(path)
+
+
+#: Interrupt races recorded from the real binary (tests/data/real/0.171.0/interrupt_races/README.md).
+RACES = Path(__file__).parent / "data" / "real" / "0.171.0" / "interrupt_races" / "interrupt_races.jsonl"
+
+
+def _recorded_races() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What 0.171.0 wrote, and its answers to turn/interrupt, in order."""
+    entries = [orjson.loads(line) for line in RACES.read_bytes().splitlines() if line.strip()]
+    sent = [e["msg"] for e in entries if e["dir"] == "s2c"]
+    interrupts = {e["msg"]["id"] for e in entries if e["dir"] == "c2s" and e["msg"].get("method") == "turn/interrupt"}
+    return sent, [f for f in sent if "method" not in f and f.get("id") in interrupts]
+
+
+def _interrupt_answers(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The server frames of ``name`` as the plan plays it, and among them the answers to turn/interrupt."""
+    run = played(name)[0]
+    sent = frames(name)
+    return sent, [f for f in sent if "method" not in f and run.request_method(f.get("id")) == "turn/interrupt"]
+
+
+def test_an_interrupt_of_a_finished_turn_is_refused_at_once_as_0171_answers_it() -> None:
+    """0.171.0, observed (``record``): ``turn/interrupt`` naming the turn that just completed is answered at once
+    with ``-32600 no active turn to interrupt``; the session carries on."""
+    real_sent, real_answers = _recorded_races()
+    real_completed = real_sent.index(next(f for f in real_sent if f.get("method") == "turn/completed"))
+    assert real_sent.index(real_answers[0]) > real_completed  # the recording is the race
+    sent, answers = _interrupt_answers("interrupt_after_completion")
+    assert [a.get("error") for a in answers] == [real_answers[0]["error"]]
+    completed = [i for i, f in enumerate(sent) if f.get("method") == "turn/completed"]
+    assert len(completed) == 2 and completed[0] < sent.index(answers[0]) < completed[1]
+    assert [f["params"]["turn"]["status"] for f in sent if f.get("method") == "turn/completed"] == ["completed"] * 2
+
+
+def test_a_second_interrupt_while_the_first_lands_is_answered_with_it() -> None:
+    """0.171.0, observed: two interrupts sent back to back are both answered ``{}`` when the abort lands, then
+    idle and one ``turn/completed{interrupted}``; ``interrupt_delayed`` makes that window 500 ms on the fake."""
+    real_sent, real_answers = _recorded_races()
+    pair = real_answers[1:3]
+    assert [a.get("result") for a in pair] == [{}, {}] and real_sent.index(pair[1]) == real_sent.index(pair[0]) + 1
+    sent, answers = _interrupt_answers("interrupt_twice")
+    assert [a.get("result") for a in answers] == [{}, {}]
+    first = sent.index(answers[0])
+    assert sent[first + 1] is answers[1]
+    after = [f.get("method") for f in sent[first + 2 :] if f.get("method") != "account/rateLimits/updated"]
+    assert after[:2] == ["thread/status/changed", "turn/completed"]
+    ends = [f for f in sent if f.get("method") == "turn/completed"]
+    assert len(ends) == 1 and ends[0]["params"]["turn"]["status"] == "interrupted"
+
+
+def test_a_partial_line_then_silence_leaves_half_a_frame_and_nothing_after() -> None:
+    """``partial_line``: the torn frame is the last thing the server writes; the reader sees it as a wire error."""
+    run, _, errors = played("partial_line")
+    assert run.server.out[-1].torn and len(errors) == 1

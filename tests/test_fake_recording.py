@@ -108,6 +108,29 @@ def test_crash_fault_is_recorded(tmp_path: Path) -> None:
     assert server.end is not None and server.end["reason"] == "crash" and server.end["exit_code"] == code != 0
 
 
+def test_a_partial_line_is_recorded_though_the_server_is_then_killed(tmp_path: Path) -> None:
+    """``partial_line``: half a frame, then silence until SIGKILL. The record holds the torn frame whoever ended
+    the server (it used to appear only at a clean end of the stream, so a client that killed lost it)."""
+    proc = start(tmp_path, "partial_line")
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(INIT + THREAD)
+    proc.stdin.flush()
+    lines = read_until(proc, b'"id":1').splitlines()
+    thread_id = next(orjson.loads(x)["result"]["thread"]["id"] for x in lines if x.startswith(b'{"id":1,'))
+    params = {"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}
+    proc.stdin.write(orjson.dumps({"id": 2, "method": "turn/start", "params": params}) + b"\n")
+    proc.stdin.flush()
+    try:
+        read_until(proc, b"agentMessage/delta")
+        time.sleep(0.5)  # the half frame follows the first delta
+    finally:
+        proc.kill()
+        proc.wait(timeout=20)
+    (server,) = read_recordings(tmp_path)
+    assert server.end is None  # killed: no end line
+    assert [e.error for e in server.wire if e.dir == "s2c" and e.error] == ["truncated_at_eof"]
+
+
 def test_the_wire_file_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recording, "MAX_WIRE_BYTES", 2000)
     folder = tmp_path / "1-1"

@@ -340,3 +340,71 @@ def test_the_fault_ledger_is_read_bounded_and_never_blocks(tmp_path: Path) -> No
         [sys.executable, "-c", code, str(fifo), str(link)], capture_output=True, timeout=30, stdin=subprocess.DEVNULL
     )
     assert proc.returncode == 0 and proc.stdout.strip() == b"[[], []]", proc.stderr
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "oversized", "missing"])
+def test_a_store_release_with_a_bad_stable_bundle_exits_3_naming_it(damage: str, tmp_path: Path) -> None:
+    """fake-codex --release X started, then answered every request, initialize included, -32603 with tracebacks."""
+    import shutil
+
+    import zstandard
+
+    from contracts import releases
+
+    shipped = releases.SHIPPED_ROOT / "codex-cli-0.169.0"
+    folder = tmp_path / "store" / "codex-cli-0.199.0"
+    shutil.copytree(shipped, folder)
+    for name in ("meta.json", "release.json"):
+        (folder / name).write_text((folder / name).read_text().replace("0.169.0", "0.199.0"))
+    bundle = folder / "stable.json.zst"
+    if damage == "corrupt":
+        bundle.write_bytes(bundle.read_bytes()[:100])
+    elif damage == "oversized":
+        bundle.write_bytes(zstandard.ZstdCompressor().compress(b"[" + b" " * (300 * MiB) + b"]"))
+    else:
+        bundle.unlink()
+    initialize = b'{"id":0,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}\n'
+    proc = subprocess.run(
+        [sys.executable, "-m", "fake_server.cli", "app-server", "--release", "0.199.0", "--scenario", "plain"],
+        input=initialize,
+        capture_output=True,
+        timeout=TIMEOUT_S,
+        env={**os.environ, "CODEX_HARNESS_STORE": str(tmp_path / "store")},
+    )
+    assert proc.returncode == USAGE, (proc.returncode, proc.stdout[:300], proc.stderr[-2000:])
+    assert b"Traceback" not in proc.stderr and b"stable.json.zst" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+BAD_NAME_CODEX = """#!/bin/sh
+case "$*" in
+  *--version*) echo "codex-cli 0.199.0" ;;
+  *generate-json-schema*)
+    for a; do out=$a; done
+    mkdir -p "$out"
+    printf '{"type": "object"}' > "$out/ClientRequest.json"
+    printf '{"type": "object"}' > "$out/$(printf 'Bad\\377Name.json')"
+    ;;
+esac
+"""
+
+
+def test_a_schema_file_name_that_is_not_utf8_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
+    """Old code: a traceback in encode_bundle, and an empty release folder left in the store."""
+    codex = tmp_path / "codex"
+    codex.write_text(BAD_NAME_CODEX)
+    codex.chmod(0o755)
+    store = tmp_path / "store"
+    argv = ["schema", "pin", "--codex", str(codex), "--store", str(store)]
+    outcome = run_measured(argv, tmp_path, tmp_path / "none", dict(os.environ))
+    assert "Traceback" not in outcome.text, outcome.text
+    assert outcome.code in (FAILED, USAGE) and "not UTF-8" in outcome.text, outcome.text
+    assert not store.exists() or list(store.rglob("*")) == [], list(store.rglob("*"))
+
+
+def test_a_bundle_json_cannot_hold_is_refused_before_its_folder_is_made(tmp_path: Path) -> None:
+    from contracts import schema_store
+
+    with pytest.raises(schema_store.SchemaStoreError, match=r"cannot write the schema of 0\.199\.0"):
+        schema_store.write_release("0.199.0", {"Bad\udcffName.json": {}}, {}, root=tmp_path)
+    assert list(tmp_path.iterdir()) == []

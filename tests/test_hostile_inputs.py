@@ -1126,6 +1126,36 @@ def test_validate_release_report_md_is_escaped_like_the_terminal(
     ET.fromstring((out / "junit.xml").read_bytes())  # well-formed, whatever the binary said
 
 
+def test_validate_release_report_md_carries_html_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """report.md held a binary's stderr raw (``<script>``): a Markdown renderer ran it. Escaped as report.html."""
+    import harness.commands.validate_release as vr
+    import harness.targets.real_adapter as real_adapter
+    from contracts.checks import Check
+    from contracts.report import Report, release_report
+
+    binary = tmp_path / "codex"
+    monkeypatch.setattr(real_adapter, "preflight", lambda codex, require_pinned_schema=True: (binary, "9.9.9"))
+    said = "<script>alert(1)</script> & <img src=x onerror=alert(2)>"
+
+    def validate(binary: Path, version: str, root: Path, **kwargs: object) -> Report:
+        report = release_report(version, str(binary))
+        report.schema.pin = "new"  # type: ignore[union-attr]
+        report.checks = [Check("plain", "real", "protocol", "frames", "fail", f"the binary said {said}")]
+        return report
+
+    monkeypatch.setattr(vr, "validate", validate)
+    out = tmp_path / "out"
+    argv = ["validate-release", "--codex", str(binary), "--out", str(out), "--store", str(tmp_path / "store")]
+    code, text = run_cli(capsys, _cli_main(), argv)
+    assert code == 1, text
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "<script" not in md and "<img" not in md, md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img" in md
+    assert "<script>alert" not in (out / "report.html").read_text(encoding="utf-8")
+
+
 # --- a full disk: the fake keeps serving, the verdict names the disk and never blames the client -------------
 
 _SESSION = """
@@ -1210,3 +1240,119 @@ def test_a_full_disk_is_named_and_the_client_never_blamed(tmp_path: Path) -> Non
     assert result["status"] == "skip" and "disk holding it is full" in result["detail"], result
     assert "never started a server" not in out.stdout and "not JSON" not in out.stdout, out.stdout
     assert_clean(out.stdout + out.stderr)
+
+
+# --- nesting depth: one bounded parser of JSON and TOML (contracts.bounded_parse) -------------------------
+
+
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_a_deep_budgets_file_is_one_line_and_exit_3(
+    depth: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tomllib recursed into a RecursionError (exit 1, a traceback): the depth is measured before parsing."""
+    budgets = tmp_path / "budgets.toml"
+    budgets.write_text("turn = " + "[" * depth + "]" * depth + "\n")
+    code, text = run_cli(capsys, _cli_main(), ["run", "--scenario", "plain", "--budgets", str(budgets)])
+    assert_clean(text)
+    assert code == USAGE and "nested more than 127 deep" in text, text
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "x = " + "[" * 5000 + "]" * 5000,
+        "x = " + "{a = " * 600 + "1" + "}" * 600,
+        "a" + ".a" * 3000 + " = 1",  # dotted keys nest without a bracket
+    ],
+    ids=["arrays", "inline-tables", "dotted-keys"],
+)
+def test_a_deep_config_toml_is_a_config_error(config: str, tmp_path: Path) -> None:
+    from fake_server.home_config import ConfigError, read_setup
+
+    (tmp_path / "config.toml").write_text(config + "\n")
+    with pytest.raises(ConfigError, match="nested more than 127 deep"):
+        read_setup(str(tmp_path), [])
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["x=" + "[" * 5000 + "]" * 5000],
+        ["a" + ".a" * 3000 + "=1", "a" + ".a" * 3000 + "=2"],  # merged layer by layer, recursively
+    ],
+    ids=["deep-value", "deep-key"],
+)
+def test_a_deep_override_is_a_config_error(overrides: list[str], tmp_path: Path) -> None:
+    from fake_server.home_config import ConfigError, read_setup
+
+    with pytest.raises(ConfigError, match="Invalid override"):
+        read_setup(str(tmp_path), overrides)
+
+
+def test_fake_codex_with_a_deep_config_answers_as_from_an_empty_home(tmp_path: Path) -> None:
+    """The process died of the RecursionError; it now says why on one line and serves."""
+    (tmp_path / "config.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    lines = b'{"id":1,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}\n'
+    proc = subprocess.run(
+        [sys.executable, "-m", "fake_server.cli", "app-server", "-c", "y=" + "{a=" * 3000 + "}" * 3000],
+        input=lines,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "CODEX_HOME": str(tmp_path), "FAKE_CODEX_SCENARIO": "plain"},
+    )
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+    assert b'"id":1,"result"' in proc.stdout, proc.stderr.decode()
+    assert b"nested more than 127 deep" in proc.stderr
+
+
+def test_the_depth_is_measured_on_the_text_not_what_strings_hold() -> None:
+    from contracts import bounded_parse
+
+    ok = '{"a": "[[[[{{{{\\"[[[[", "b": ' + "[" * 126 + "]" * 126 + "}"
+    assert bounded_parse.loads_json(ok)["a"].startswith("[[[[")
+    for deep in ("[" * 128 + "]" * 128, '{"a":' * 128 + "1" + "}" * 128, "[{" * 64 + "}]" * 64, "[" * 5000):
+        with pytest.raises(bounded_parse.JsonTooDeep):
+            bounded_parse.loads_json(deep)
+    with pytest.raises(orjson.JSONDecodeError):  # every "not JSON" handler catches it
+        bounded_parse.loads_json("[" * 600 + "]" * 600)
+    toml = 'x = "[[[[" # [[[[\ny = \'\'\'[[[[\'\'\'\n[t]\nz = [[1]]\n'
+    assert bounded_parse.loads_toml(toml) == {"x": "[[[[", "y": "[[[[", "t": {"z": [[1]]}}
+
+
+def test_the_depth_scan_is_bounded_in_time() -> None:
+    """30 MiB of openers, or of shallow arrays: well under a second each (C-speed passes, no recursion)."""
+    from contracts import bounded_parse
+
+    for text in (b"[" * (30 * 1024 * 1024), b"[" + b"[1,[2]]," * (4 * 1024 * 1024) + b"[]]"):
+        started = time.monotonic()
+        try:
+            bounded_parse.check_json_depth(text)
+        except bounded_parse.TooDeep:
+            pass
+        assert time.monotonic() - started < 5.0
+
+
+@pytest.mark.parametrize(
+    ("flags", "code"),
+    [
+        (["--ws-auth", "capability-token", "--ws-token-file", "{missing}"], 0),
+        (["--ws-auth", "capability-token", "--ws-token-file", "{empty}"], 0),
+        (["--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", "{empty}"], 0),
+        (["--ws-auth", "capability-token"], 1),  # flags that do not fit together: refused on stdio too
+        (["--ws-auth", "capability-token", "--ws-token-sha256", "zz"], 1),
+    ],
+)
+def test_auth_flags_with_stdio_read_no_secret_as_the_real_binary(flags: list[str], code: int, tmp_path: Path) -> None:
+    """Observed on 0.171.0 (--listen stdio://, stdin at EOF): a missing or empty secret file is exit 0 (it is not
+    read), flags that do not fit together exit 1. The fake read the file and exited 1."""
+    (tmp_path / "empty").write_bytes(b"")
+    argv = [f.format(missing=tmp_path / "missing", empty=tmp_path / "empty") for f in flags]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fake_server.cli", "app-server", "--listen", "stdio://", *argv],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "FAKE_CODEX_SCENARIO": "plain"},
+    )
+    assert proc.returncode == code, proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr

@@ -3,6 +3,7 @@ The real three-release run is docs/releases.md (regenerated with the command wri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 import subprocess
@@ -18,7 +19,7 @@ from contracts.report.latency import CaseResult, Sample
 from contracts.schema_diff import diff_bundles
 from harness.commands.matrix import matrix_report, neighbours
 from harness.html.matrix import render_matrix
-from harness.report.documents import matrix_json
+from harness.report.documents import matrix_json, release_json
 from harness.report.markdown import render_markdown
 from harness.targets.fake import fake_codex_argv
 
@@ -95,7 +96,8 @@ def test_the_table_has_releases_as_columns_and_marks_failures() -> None:
     data = json.loads(json.dumps(matrix_json(m), default=str))
     assert data["releases"] == ["0.163.0", "0.169.0"] and data["ok"] is False and data["result"] == "FAIL"
     assert data["neighbours"][0]["changes"] == len(expected.changes)
-    assert [r["verdict"] for r in data["reports"]] == ["breaks", "ok"]
+    assert [r["verdict"] for r in data["reports"]] == ["server violates a contract", "ok"]
+    assert data["verdict"] == "breaks clients" and data["headline"] == "BREAKS CLIENTS"  # 0.163 -> 0.169: breaking
     html = render_matrix(m)
     assert "<th>codex-cli 0.169.0</th>" in html and 'class="fail"' in html
 
@@ -185,3 +187,34 @@ def test_validate_release_from_and_matrix_judge_a_pair_alike() -> None:
     expected = diff_bundles(schema_store.load_bundle("0.163.0"), schema_store.load_bundle("0.169.0"))
     assert len(v.failed_findings) == len(expected.breaking)
     assert f"{len(expected.breaking)} breaking" in step_cell(m.neighbours[0])
+
+
+SCRIPT = "<script>alert(1)</script> & <img src=x onerror=alert(2)>"
+
+
+def test_matrix_md_carries_a_binarys_stderr_as_text_not_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """matrix.md held a binary's stderr raw: a Markdown renderer ran its HTML. Escaped as matrix.html escapes it."""
+    from harness.release_step import write_matrix
+
+    failing = report("0.163.0", failed=True)
+    failing.checks[1] = dataclasses.replace(failing.checks[1], detail=f"the binary said {SCRIPT}")
+    m = matrix_report([failing, report("0.169.0")], neighbours(["0.163.0", "0.169.0"]), "cmd")
+    write_matrix(m, tmp_path / "out")
+    md = (tmp_path / "out" / "matrix.md").read_text(encoding="utf-8")
+    assert "<script" not in md and "<img" not in md, md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img" in md
+    assert "<script>alert" not in (tmp_path / "out" / "matrix.html").read_text(encoding="utf-8")
+    capsys.readouterr()
+
+
+def test_the_json_verdict_says_whose_failure_it_is() -> None:
+    """"breaks" only for a breaking change: a server violation and the fake's own difference have their words."""
+    violating = report("0.169.1", failed=True)
+    assert release_json(violating)["verdict"] == "server violates a contract"
+    differing = report("0.169.1")
+    differing.fidelity.entries[1].data["equal"] = False  # type: ignore[union-attr]
+    body = release_json(differing)
+    assert (body["result"], body["verdict"]) == ("FAIL", "fake differs"), body["headline"]
+    assert release_json(report("0.169.1"))["verdict"] == "ok"

@@ -46,7 +46,7 @@ def test_verdict_and_markdown() -> None:
     assert "methods added: turn/pause" in text
     body = release_json(report)
     assert body["schema"]["breaking"] and body["schema"]["added_methods"] == ["turn/pause"]
-    assert (body["verdict"], body["result"]) == ("breaks", "FAIL")
+    assert (body["verdict"], body["result"]) == ("breaks clients", "FAIL")
 
 
 def test_failed_check_or_fidelity_breaks() -> None:
@@ -110,7 +110,7 @@ def test_short_validation_of_the_pinned_release(codex_bin: Path, tmp_path: Path)
     older = [v for v in schema_store.pinned_releases() if key(v) < key("0.171.0")]
     assert body["schema"]["compared_with"] == (older[-1] if older else None)
     breaking = bool(body["schema"]["breaking"])
-    assert (code, body["verdict"]) == ((FAILED, "breaks") if breaking else (OK, "ok")), body
+    assert (code, body["verdict"]) == ((FAILED, "breaks clients") if breaking else (OK, "ok")), body
     headline = "BREAKS CLIENTS" if breaking else "no client-breaking change found"
     assert (out / "report.md").read_text().startswith(f"# codex-cli 0.171.0: {headline}")
     page = (out / "report.html").read_text()  # the same report as HTML, sessions drawn with the model's lane

@@ -15,10 +15,11 @@ import orjson
 import pytest
 from support.virtual import VirtualServer
 
+from contracts.checks import run_all
 from contracts.scenario_file import ScenarioError, dumps, loads
 from contracts.trace import check_bundle
 from fake_server import profiles
-from fake_server.catalogue import load_builtin
+from fake_server.catalogue import builtin_names, load_builtin
 from harness.commands.diff import profile_for
 from harness.runner import play, run_one
 from harness.targets.fake import fake_codex_argv
@@ -135,7 +136,7 @@ def test_scenario_release_and_per_release_expect_round_trip() -> None:
     [
         ('release = "0.169.0"', 'release = "latest"', "release"),
         ('[expect.release."0.163.0"]', '[expect.release."newest"]', "expect.release.newest"),
-        ('server_exit = 0\n', 'usage = 3\n', "expect.release.0.163.0.usage"),
+        ("server_exit = 0\n", "usage = 3\n", "expect.release.0.163.0.usage"),
         ('server_trace = "violation"', 'server_trace = "open"', "expect.release.0.163.0.server_trace"),
     ],
 )
@@ -150,7 +151,8 @@ def test_scenario_release_keys_are_checked(old: str, new: str, key: str) -> None
 )
 def test_builtin_scenarios_declare_the_older_releases_unclosed_tools(name: str) -> None:
     expect = load_builtin(name).expect
-    assert [expect.for_release(r).server_trace for r in RELEASES] == ["violation", "violation", "closed"]
+    found = [expect.for_release(r, profiles.switches_of(r)).server_trace for r in RELEASES]
+    assert found == ["violation", "violation", "closed"]  # by each release's switch, not its name
 
 
 # --- what a profile changes -----------------------------------------------------------------------------
@@ -391,3 +393,123 @@ def test_each_profile_is_structurally_its_recorded_release(transcript: str, tmp_
     fake = [e.frame for e in record.wire if e.dir == "s2c"]
     differences = diff_server_sides(fake, real, collapse_deltas=True)
     assert not differences, render(differences)
+
+
+# --- a known server bug follows the release's learned switch, never its version string ---------------------
+
+PER_SWITCH = """
+name = "per_switch"
+description = "per switch"
+[[turns]]
+input = "hi"
+[expect]
+server_trace = "closed"
+[expect.switch.abort_leaves_tools_open]
+server_trace = "violation"
+[expect.switch."input_while_streaming=waits"]
+server_exit = 0
+"""
+
+
+def test_expect_switch_blocks_follow_the_switches_not_the_version() -> None:
+    s = loads(PER_SWITCH)
+    on = {"abort_leaves_tools_open": True, "input_while_streaming": "abandons"}
+    for version in ("0.169.0", "0.170.0", "0.169.1", None):
+        assert s.expect.for_release(version, on).server_trace == "violation"
+        assert s.expect.for_release(version, {"abort_leaves_tools_open": False}).server_trace == "closed"
+        assert s.expect.for_release(version).server_trace == "closed"  # no profile: no switch is on
+    assert s.expect.for_release("0.150.0", {"input_while_streaming": "waits"}).server_exit == 0
+    assert s.expect.for_release("0.150.0", on).server_exit is None
+    assert loads(dumps(s)).expect == s.expect
+    with pytest.raises(ScenarioError) as info:
+        loads(PER_SWITCH.replace('"input_while_streaming=waits"', '"Bad Switch"'))
+    assert info.value.key == "expect.switch.Bad Switch"
+
+
+def test_no_builtin_scenario_names_a_release_for_a_known_bug() -> None:
+    for name in builtin_names():
+        assert not load_builtin(name).expect.releases, name
+
+
+@pytest.mark.parametrize("switch", [True, False])
+def test_an_unnamed_release_gets_the_verdict_of_its_switch(switch: bool, tmp_path: Path) -> None:
+    """0.170.0 played with 0.169.0's switches gets 0.169.0's verdict: the same behaviour, the same verdict."""
+    scenario = load_builtin("approval_cancel")
+    profile = dataclasses.replace(profiles.get("0.169.0"), release="0.170.0", abort_leaves_tools_open=switch)
+    record = play(scenario, "fake", work_dir=tmp_path, release=profile)
+    assert record.expect.server_trace == ("violation" if switch else "closed")
+    assert [f"{c.contract}: {c.name}" for c in run_all(record) if c.status == "fail"] == []
+
+
+def test_the_switches_of_a_release_come_from_its_folder() -> None:
+    assert profiles.switches_of("0.169.0")["abort_leaves_tools_open"] is True
+    assert profiles.switches_of("0.171.0")["abort_leaves_tools_open"] is False
+    assert profiles.switches_of("0.169.1") == {} and profiles.switches_of(None) == {}
+
+
+def _store_with_unnamed_release(store: Path, version: str = "0.170.0", like: str = "0.169.0") -> Path:
+    """A store holding ``version`` whose data is ``like``'s (a release learned with the same behaviour)."""
+    import shutil
+
+    from contracts import releases
+
+    folder = store / f"codex-cli-{version}"
+    shutil.copytree(releases.SHIPPED_ROOT / f"codex-cli-{like}", folder)
+    meta = orjson.loads((folder / "meta.json").read_bytes())
+    meta["codex_version"] = meta["produced_by"]["binary_version"] = version
+    (folder / "meta.json").write_bytes(orjson.dumps(meta))
+    description = orjson.loads((folder / "release.json").read_bytes())
+    description["release"] = version
+    (folder / "release.json").write_bytes(orjson.dumps(description))
+    return store
+
+
+CLI = (sys.executable, "-m", "harness.cli")
+
+
+def test_run_and_record_take_a_store(tmp_path: Path) -> None:
+    """``run --store`` finds a learned release the fake plays; it gets the verdict of 0.169.0 (same switches)."""
+    store = _store_with_unnamed_release(tmp_path / "store")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "FAKE_CODEX_"))}
+    for version in ("0.170.0", "0.169.0"):
+        done = subprocess.run(
+            [*CLI, "run", "--target", "fake", "--scenario", "approval_cancel", "--store", str(store)],
+            env={**env, profiles.RELEASE_ENV: version},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0 and "RESULT: PASS" in done.stdout, (version, done.stdout[-2000:], done.stderr)
+    for command in ("run", "record"):
+        missing = subprocess.run(
+            [*CLI, command, "--scenario", "approval_cancel", "--out", "x.jsonl", "--store", str(tmp_path / "no")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert missing.returncode == 3 and "not a directory" in missing.stderr, (command, missing.stderr)
+
+
+@pytest.mark.parametrize("value", ["waits", "abandons"])
+def test_expected_usage_follows_the_learned_switch(value: str, tmp_path: Path) -> None:
+    """A release that lets the stream finish before a steer bills both replies: its truth says so, by the switch."""
+    profile = dataclasses.replace(profiles.get("0.163.0"), release="0.161.0", input_while_streaming=value)
+    record = play(load_builtin("steer"), "fake", work_dir=tmp_path, release=profile)
+    usage = record.expect.turns[0].usage
+    assert usage is not None and (usage.input, usage.cache_read, usage.output) == (
+        (110, 140, 30) if value == "waits" else (50, 100, 10)
+    )
+    assert [f"{c.contract}: {c.name}: {c.detail}" for c in run_all(record) if c.status == "fail"] == []
+
+
+def test_switch_turns_are_checked_and_round_trip() -> None:
+    text = PER_SWITCH + '[[expect.switch."input_while_streaming=waits".turns]]\nstatus = "completed"\n'
+    s = loads(text)
+    assert s.expect.for_release(None, {"input_while_streaming": "waits"}).turns[0].status == "completed"
+    assert loads(dumps(s)).expect == s.expect
+    with pytest.raises(ScenarioError) as info:
+        loads(text + '[[expect.switch."input_while_streaming=waits".turns]]\nstatus = "completed"\n')
+    assert info.value.key == "expect.switch.input_while_streaming=waits.turns"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -334,3 +335,21 @@ async def test_ipv6_loopback_allowed() -> None:
                 assert mock.port > 0
         except OSError as exc:  # a host without IPv6
             pytest.skip(f"no IPv6 loopback: {exc}")
+
+
+@pytest.mark.parametrize("outcome", ["allow", "deny"])
+async def test_the_reviewer_subagent_gets_its_verdict_outside_the_script(outcome: str) -> None:
+    """The auto-review subagent's request (``x-openai-subagent: guardian``) is answered with the scenario's verdict,
+    as the JSON its output schema asks for, and takes nothing of the scripted turns."""
+    first = TurnScript(responses=(ModelResponse(items=(MessageItem("Hi", ("Hi",)),)),))
+    sc = replace(scenario(first), config=replace(scenario(first).config, auto_review=outcome))
+    body = orjson.dumps({"model": "m", "input": []})
+    with trio.fail_after(10):
+        async with serve_responses_api(sc, workdir="/w") as mock:
+            guardian = [*turn_header("review-turn"), ("x-openai-subagent", "guardian")]
+            _, _, data = await http(mock.port, "POST", "/v1/responses", body, guardian)
+            text = "".join(e["delta"] for e in parse_sse(data) if e["type"] == "response.output_text.delta")
+            assert orjson.loads(text)["outcome"] == outcome
+            _, _, data = await http(mock.port, "POST", "/v1/responses", body, turn_header("t1"))
+            assert any(e.get("delta") == "Hi" for e in parse_sse(data))  # the script's first response, still
+            assert [(r.turn, r.response_index) for r in mock.requests] == [(None, None), (0, 0)]

@@ -88,9 +88,9 @@ def test_mutated_bundle_gives_the_expected_report() -> None:
     for line in (
         "  - ClientRequest (BREAKING): thread/goal/clear",
         "  + TurnStartParams.priority: integer|null",
-        "  ! ThreadStartParams.cwd is now required  BREAKING",
+        "  ! ThreadStartParams.cwd is now required  BREAKING (clients that send it)",
         "  ! Turn.durationMs is now required",
-        "  - TurnStatus: interrupted  BREAKING",
+        "  - TurnStatus: interrupted  BREAKING (clients that read it)",
         "  + TurnStatus: cancelled",
     ):
         assert line in text.splitlines(), (line, text)
@@ -171,3 +171,129 @@ def test_cli_usage_errors_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["schema"])
     assert exc.value.code == USAGE
+
+
+# --- any two shapes, judged by who is hurt -------------------------------------------------------
+
+_DATA = Path(__file__).parent / "data" / "schema_diff"
+_SIDE_FILES = {"server": ("ServerNotification.json",), "client": ("ClientRequest.json",)}
+_SIDE_FILES["both"] = _SIDE_FILES["server"] + _SIDE_FILES["client"]
+
+
+def tiny_bundle(defs: dict[str, Any], sent_by: str) -> dict[str, Any]:
+    """A bundle holding only ``defs``, sent by the server (a client reads them), the client, or both."""
+    return {name: {"oneOf": [], "definitions": copy.deepcopy(defs)} for name in _SIDE_FILES[sent_by]}
+
+
+def judged(old: dict[str, Any], new: dict[str, Any], sent_by: str) -> set[tuple[str, str, str, str]]:
+    result = diff_bundles(tiny_bundle(old, sent_by), tiny_bundle(new, sent_by))
+    rows = {(c.kind.value, c.where, c.name, c.hurts) for c in result.changes if not c.kind.startswith("type_")}
+    assert all(c.breaking == bool(c.hurts) for c in result.changes)
+    return rows
+
+
+def obj(required: tuple[str, ...] = (), **fields: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": fields, "required": list(required)}
+
+
+S, INT, N = {"type": "string"}, {"type": "integer"}, {"type": ["string", "null"]}
+E = {"type": "string", "enum": ["a", "b"]}
+PAIR = {"oneOf": [obj(("a",), a=S), obj(("b",), b=INT)]}
+
+# (case, sent by, old field/type T, new, expected rows); every type is named "T"
+SHAPES: list[tuple[str, str, dict[str, Any], dict[str, Any], set[tuple[str, str, str, str]]]] = [
+    ("object -> union, server-sent", "server", obj(("a",), a=S), PAIR, {("shape_changed", "T", "", "reader")}),
+    (
+        "object -> union, client-sent: old JSON still valid",
+        "client",
+        obj(("a",), a=S),
+        PAIR,
+        {("shape_changed", "T", "", "")},
+    ),
+    ("union -> object, client-sent", "client", PAIR, obj(("a",), a=S), {("shape_changed", "T", "", "writer")}),
+    ("union -> object, server-sent", "server", PAIR, obj(("a",), a=S), {("shape_changed", "T", "", "")}),
+    (
+        "object -> string field",
+        "both",
+        obj(x={"$ref": "#/definitions/O"}),
+        obj(x=S),
+        {("field_type_changed", "T", "x", "reader+writer")},
+    ),
+    ("union -> scalar", "both", obj(x=PAIR), obj(x=INT), {("field_type_changed", "T", "x", "reader+writer")}),
+    (
+        "enum -> string, server-sent: a match risk, not a break",
+        "server",
+        obj(m=E),
+        obj(m=S),
+        {("field_type_changed", "T", "m", "")},
+    ),
+    ("string -> enum, client-sent", "client", obj(m=S), obj(m=E), {("field_type_changed", "T", "m", "writer")}),
+    ("string -> enum, server-sent", "server", obj(m=S), obj(m=E), {("field_type_changed", "T", "m", "")}),
+    ("nullable -> not null, client-sent", "client", obj(n=N), obj(n=S), {("field_type_changed", "T", "n", "writer")}),
+    ("nullable -> not null, server-sent", "server", obj(n=N), obj(n=S), {("field_type_changed", "T", "n", "")}),
+    ("not null -> nullable, server-sent", "server", obj(n=S), obj(n=N), {("field_type_changed", "T", "n", "reader")}),
+    ("not null -> nullable, client-sent", "client", obj(n=S), obj(n=N), {("field_type_changed", "T", "n", "")}),
+    (
+        "array<string> -> array<integer>",
+        "both",
+        obj(l={"type": "array", "items": S}),
+        obj(l={"type": "array", "items": INT}),
+        {("field_type_changed", "T", "l", "reader+writer")},
+    ),
+    (
+        "array<enum> -> array<string>, client-sent",
+        "client",
+        obj(l={"type": "array", "items": E}),
+        obj(l={"type": "array", "items": S}),
+        {("field_type_changed", "T", "l", "")},
+    ),
+    (
+        "array<string> -> array<enum>, client-sent",
+        "client",
+        obj(l={"type": "array", "items": S}),
+        obj(l={"type": "array", "items": E}),
+        {("field_type_changed", "T", "l", "writer")},
+    ),
+    (
+        "renamed item type, same JSON",
+        "both",
+        obj(l={"type": "array", "items": {"$ref": "#/definitions/P"}}),
+        obj(l={"type": "array", "items": {"$ref": "#/definitions/Q"}}),
+        set(),
+    ),
+    (
+        "required -> optional, server-sent",
+        "server",
+        obj(("a",), a=S),
+        obj(a=S),
+        {("field_now_optional", "T", "a", "reader")},
+    ),
+    ("optional -> required, server-sent", "server", obj(a=S), obj(("a",), a=S), {("field_now_required", "T", "a", "")}),
+]
+_NAMED = {"O": obj(("k",), k=S), "P": S, "Q": {"type": "string", "description": "renamed"}}
+
+
+@pytest.mark.parametrize(("sent_by", "old", "new", "expected"), [c[1:] for c in SHAPES], ids=[c[0] for c in SHAPES])
+def test_any_two_shapes_are_compared_and_judged_by_who_is_hurt(
+    sent_by: str, old: dict[str, Any], new: dict[str, Any], expected: set[tuple[str, str, str, str]]
+) -> None:
+    assert judged({"T": old, **_NAMED}, {"T": new, **_NAMED}, sent_by) == expected
+
+
+REAL_CASES = orjson.loads((_DATA / "real_cases.json").read_bytes())
+
+
+@pytest.mark.parametrize("case", sorted(REAL_CASES))
+def test_real_release_changes_are_classified(case: str) -> None:
+    """Definitions extracted from the releases' own schemas (``generate-json-schema``)."""
+    spec = REAL_CASES[case]
+    assert judged(spec["old"], spec["new"], spec["sent_by"]) == {tuple(row) for row in spec["expected"]}
+
+
+def test_pinned_169_to_171_names_the_union_change() -> None:
+    result = diff_bundles(schema_store.load_bundle("0.169.0"), schema_store.load_bundle("0.171.0"))
+    assert {(c.kind, c.where, c.name) for c in result.breaking} == {
+        (K.SHAPE_CHANGED, "AgentMessageDisplay", ""),
+        (K.FIELD_REMOVED, "Project", "position"),
+    }
+    assert "  ~ AgentMessageDisplay: object -> union  BREAKING (clients that read it)" in format_diff(result)

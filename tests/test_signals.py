@@ -24,7 +24,7 @@ from harness.proctree import procfs
 START_S = 60.0  # an interpreter and a server starting on a loaded machine
 EXIT_S = 30.0
 GONE_S = 2.0
-CODES = {signal.SIGTERM: 143, signal.SIGINT: 130}
+CODES = {signal.SIGTERM: 143, signal.SIGINT: 130, signal.SIGHUP: 129}
 HANG_CLIENT = """\
 import os, subprocess, sys, time
 # A client with helpers that never ends by itself: a server through the shim, a helper in its group and one
@@ -127,7 +127,7 @@ class Run:
                 pass
 
 
-SIGNALS = [signal.SIGTERM, signal.SIGINT]
+SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
 
 
 @pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
@@ -331,3 +331,29 @@ def test_an_error_that_is_not_an_interrupt_is_not_swallowed(monkeypatch: pytest.
     _raising(monkeypatch, ExceptionGroup("nursery", [ValueError("a bug")]))
     with pytest.raises(ExceptionGroup):
         main(["scenarios"])
+
+
+def test_release_learn_plays_no_queued_session_after_an_interrupt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt reached the main thread, then the pool's ``with`` played every queued session before the
+    command could exit (231 s on the real binary, 2 sessions started after the signal)."""
+    from harness.learn import sessions as learn
+
+    started: list[str] = []
+
+    def record_one(session: learn.Session, codex: Path, work: Path, stop: object = None) -> learn.Session:
+        started.append(session.name)
+        time.sleep(0.4)
+        return session
+
+    def progress(line: str) -> None:
+        raise KeyboardInterrupt  # what harness.interrupts raises on SIGTERM
+
+    monkeypatch.setattr(learn, "_record_one", record_one)
+    monkeypatch.setattr(learn, "_scenario", lambda spec, root: None)
+    entries = [("probes", f"s{n}", "plain") for n in range(12)]
+    begun = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        learn.record_sessions(entries, Path("codex"), Path("work"), Path("."), progress, workers=2)
+    assert time.monotonic() - begun < 1.5
+    time.sleep(1.0)
+    assert len(started) <= 3, started

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -201,3 +202,176 @@ def test_the_harness_config_in_the_home_gives_the_recorded_answers(tmp_path: Pat
     assert (setup.model, setup.provider) == (scenario.config.model, "mock_provider")
     other = read_setup(str(tmp_path), ['model="other"'])
     assert config_answer(None, layers, layers, other, str(tmp_path))["layers"][0]["name"] == {"type": "sessionFlags"}
+
+
+# --- the store indexes: heads only, histories read when asked, bounded, bad files remembered -----------------
+
+FAKE = [sys.executable, "-m", "fake_server.cli", "app-server", "--scenario", "plain"]
+
+
+def _kept_thread(home: Path, tid: str, turns: int, item_bytes: int) -> None:
+    """A thread written by the store itself (whatever its file format), ``turns`` turns of one big message."""
+    from fake_server.state import ThreadState
+
+    engine = _engine(home)
+    thread = ThreadState(tid, "/w", 5, False, "/h/sessions/x.jsonl", "never", "read-only", "mock-model")
+    text = "x" * item_bytes
+    thread.turns = [f"t{n}" for n in range(turns)]
+    thread.history = [
+        {"id": f"t{n}", "status": "completed", "items": [{"type": "agentMessage", "id": f"i{n}", "text": text}]}
+        for n in range(turns)
+    ]
+    engine.world.threads[tid] = thread
+    engine.world.store.save(engine.world)
+    engine.world.store.close()
+
+
+def _session(home: Path, requests: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str, int]:
+    """fake-codex in ``home`` given ``requests`` after initialize: its answers, its stderr, its peak RSS (KiB,
+    measured by a parent of its own: the peak of its only child)."""
+    home.mkdir(exist_ok=True)
+    frames = [{"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}]
+    frames += [{"method": "initialized"}, *({"id": n + 1, **r} for n, r in enumerate(requests))]
+    script = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:])\n"
+        "sys.stderr.write('MAXRSS %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *FAKE],
+        input=b"".join(orjson.dumps(f) + b"\n" for f in frames),
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "CODEX_HOME": str(home)},
+    )
+    stderr = proc.stderr.decode("utf-8", "replace")
+    rss = int(re.findall(r"MAXRSS (\d+)", stderr)[-1])
+    answers = [orjson.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return [a for a in answers if "id" in a and "method" not in a], stderr, rss
+
+
+def test_listing_kept_threads_reads_their_heads_not_their_histories(tmp_path: Path) -> None:
+    """Six threads of 24 MiB: listing them took them all in (the probe: 8 of 60 MiB, 1,078 MiB of RSS); the
+    list now reads each head, and reading one thread's turns reads that one only."""
+    tids = [f"01a23649-2e79-7a60-b0f7-d9b4358c08{n:02d}" for n in range(6)]
+    for tid in tids:
+        _kept_thread(tmp_path, tid, turns=3, item_bytes=8 * 1024 * 1024)
+    _, _, baseline = _session(tmp_path / "empty", [{"method": "thread/list", "params": {}}])
+    answers, stderr, rss = _session(tmp_path, [{"method": "thread/list", "params": {}}])
+    assert "Traceback" not in stderr
+    assert sorted(t["id"] for t in answers[-1]["result"]["data"]) == sorted(tids)
+    assert rss - baseline < 40 * 1024, (baseline, rss)
+    read = {"method": "thread/read", "params": {"threadId": tids[0], "includeTurns": True}}
+    answers, stderr, rss = _session(tmp_path, [{"method": "thread/list", "params": {}}, read])
+    turns = answers[-1]["result"]["thread"]["turns"]
+    assert [len(t["items"][0]["text"]) for t in turns] == [8 * 1024 * 1024] * 3
+    assert rss - baseline < 150 * 1024, (baseline, rss)  # one history of 24 MiB, not six
+
+
+def test_a_bad_thread_file_is_read_once_not_on_every_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four truncated 8 MiB files were read and parsed again on every request (ten thread/list: 28 s)."""
+    from contracts import safe_read
+
+    for n in range(4):
+        tid = f"01a23649-2e79-7a60-b0f7-d9b4358c08{n:02d}"
+        _kept_thread(tmp_path, tid, turns=1, item_bytes=8 * 1024 * 1024)
+        path = tmp_path / FOLDER / "threads" / f"{tid}.json"
+        os.truncate(path, path.stat().st_size // 2)
+    (tmp_path / FOLDER / "threads" / "01a23649-2e79-7a60-b0f7-d9b4358c0899.json").write_bytes(b"\x00" * 4096)
+    read: list[int] = []
+    for name in ("read_bounded", "read_prefix"):
+        real = getattr(safe_read, name)
+
+        def counted(*args: Any, _real: Callable[..., bytes] = real, **kwargs: Any) -> bytes:
+            data = _real(*args, **kwargs)
+            read.append(len(data))
+            return data
+
+        monkeypatch.setattr(safe_read, name, counted)
+    engine = _engine(tmp_path)
+    for _ in range(10):
+        engine.world.store.fill(engine.world)
+    assert len(read) <= 5, f"{len(read)} reads, {sum(read)} bytes"
+    assert len(engine.world.store.problems) <= 5
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [1, "two", None],
+        [{"status": "completed", "items": []}],  # no id
+        [{"id": "t0", "items": [1, 2]}],
+        [{"id": "t0", "items": {"a": 1}}],
+        "[" * 600 + "]" * 600,  # too deep to parse
+    ],
+    ids=["not-objects", "no-id", "items-not-objects", "items-not-a-list", "deep"],
+)
+def test_a_thread_file_of_the_wrong_shape_is_skipped_not_a_32603(history: Any, tmp_path: Path) -> None:
+    """thread/list, thread/read and thread/items/list answered -32603 with a traceback on stderr."""
+    tid = "01a23649-2e79-7a60-b0f7-d9b4358c0814"
+    _kept_thread(tmp_path, tid, turns=1, item_bytes=10)
+    path = tmp_path / FOLDER / "threads" / f"{tid}.json"
+    lines = path.read_bytes().splitlines()
+    bad = history.encode() if isinstance(history, str) else orjson.dumps(history)
+    if len(lines) == 2:  # head, then history
+        path.write_bytes(lines[0] + b"\n" + bad + b"\n")
+    else:  # one document (the format before the store indexed)
+        text = path.read_bytes().decode()
+        whole = orjson.loads(text)
+        path.write_bytes(
+            orjson.dumps({k: v for k, v in whole.items() if k != "history"})[:-1] + b',"history":' + bad + b"}"
+        )
+    requests = [
+        {"method": "thread/list", "params": {}},
+        {"method": "thread/read", "params": {"threadId": tid, "includeTurns": True}},
+        {"method": "thread/items/list", "params": {"threadId": tid}},
+        {"method": "thread/turns/list", "params": {"threadId": tid}},
+    ]
+    answers, stderr, _ = _session(tmp_path, requests)
+    assert "Traceback" not in stderr, stderr
+    assert all(a.get("error", {}).get("code") != -32603 for a in answers), answers
+    assert "is not a thread fake-codex kept" in stderr
+
+
+def test_a_turn_counter_locked_by_another_process_is_waited_for_boundedly(tmp_path: Path) -> None:
+    """turn/start waited forever on the lock, deaf to SIGTERM and stdin EOF; now at most LOCK_WAIT_S, then the
+    process counts its own turns and says so."""
+    import fcntl
+    import time
+
+    HomeStore.open(str(tmp_path)).close()
+    holder = os.open(tmp_path / FOLDER / "turns", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        frames = [
+            {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
+            {"method": "initialized"},
+            {"id": 1, "method": "thread/start", "params": {}},
+        ]
+        proc = subprocess.Popen(
+            FAKE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "CODEX_HOME": str(tmp_path)},
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(orjson.dumps(f) + b"\n" for f in frames))
+        proc.stdin.flush()
+        thread_id = None
+        while thread_id is None:
+            answer = orjson.loads(proc.stdout.readline())
+            if answer.get("id") == 1:
+                thread_id = answer["result"]["thread"]["id"]
+        text = [{"type": "text", "text": "hi"}]
+        turn = {"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": text}}
+        started = time.monotonic()
+        try:  # stdin EOF right after the turn/start: the process must still end
+            out, err = proc.communicate(orjson.dumps(turn) + b"\n", timeout=30)
+        finally:
+            proc.kill()
+        assert time.monotonic() - started < 20
+        assert b'"id":2,"result"' in out, err.decode()
+        assert b"is locked by another process" in err and b"Traceback" not in err
+    finally:
+        os.close(holder)

@@ -263,3 +263,82 @@ async def test_keepalive_pings_a_silent_server_and_gives_up_without_a_pong(
                 assert got == [] and trio.current_time() - start == pytest.approx(10)
                 assert client.dead == "no pong within 5 s of a ping (after 5 s of silence)"
             nursery.cancel_scope.cancel()
+
+
+def _tiny_frames(frames: int) -> bytes:
+    """One text message as ``frames`` masked frames of two bytes (a zero mask: the payload as it is)."""
+    first = b"\x01\x82\x00\x00\x00\x00" + b'["'
+    rest = (b"\x00\x82\x00\x00\x00\x00" + b"aa") * (frames - 2)
+    return first + rest + b"\x80\x82\x00\x00\x00\x00" + b'"]'
+
+
+async def test_a_message_of_tiny_fragments_is_dropped_at_the_frame_cap() -> None:
+    """200,000 two-byte frames were kept one bytes object each (the probe's 3,000,000: 33 -> 199 MiB, 137 s of
+    CPU) and the message delivered; past MAX_MESSAGE_FRAMES the server drops the connection, as past its byte
+    caps, and holds the message in one buffer until then."""
+    from contracts.websocket import MAX_MESSAGE_FRAMES
+
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        got: list[object] = []
+        done = trio.Event()
+
+        async def handle(stream: trio.abc.Stream) -> None:
+            ws = await upgrade(stream, unix=False, policy=Policy(), clock_ms=default_clock_ms())
+            assert ws is not None
+            try:
+                while batch := await ws.receive():
+                    got.extend(batch)
+            finally:
+                got.append(ws.dead)
+                done.set()
+
+        nursery.start_soon(trio.serve_listeners, handle, listeners)
+        stream = await trio.open_tcp_stream("127.0.0.1", listeners[0].socket.getsockname()[1])
+        client = await client_handshake(stream)
+        started = trio.current_time()
+        try:
+            await client._stream.send_all(_tiny_frames(200_000))
+        except trio.BrokenResourceError:
+            pass  # dropped under the write: what is wanted
+        with trio.fail_after(60):
+            await done.wait()
+        assert got and got[-1] is not None and f"more than {MAX_MESSAGE_FRAMES} frames" in str(got[-1]), got[-3:]
+        assert not any(isinstance(g, bytes) and len(g) > 100_000 for g in got)
+        assert trio.current_time() - started < 30
+        client.abort()
+        nursery.cancel_scope.cancel()
+
+
+async def test_idle_connections_never_starve_a_health_check_or_a_new_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """256 idle websocket connections held every slot: a 257th client's /readyz got no answer. A health check
+    is read and answered at once now, and a new session takes the place of the longest idle one."""
+    from fake_server import ws_serve
+    from fake_server.ws_http import Listen
+
+    monkeypatch.setattr(ws_serve, "MAX_CONNECTIONS", 8)
+    monkeypatch.setattr(ws_serve, "MAX_PENDING", 8, raising=False)
+    monkeypatch.setattr(ws_serve, "IDLE_DROP_S", 0.5, raising=False)
+
+    async def session(ws: WsStream, n: int) -> None:
+        while await ws.receive():
+            pass
+
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(
+            ws_serve.serve_listener, Listen("ws", "127.0.0.1", 0), Policy(), session, default_clock_ms()
+        )
+        held = [await client_handshake(await trio.open_tcp_stream("127.0.0.1", port)) for _ in range(8)]
+        silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(8)]  # no request head ever
+        await trio.sleep(0.6)
+        with trio.fail_after(5):
+            probe = await trio.open_tcp_stream("127.0.0.1", port)
+            await probe.send_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert (await probe.receive_some(4096)).startswith(b"HTTP/1.1 200")
+            newcomer = await client_handshake(await trio.open_tcp_stream("127.0.0.1", port))
+            await newcomer.send([b'{"id":1,"method":"initialize"}'])
+        for ws in [*held, newcomer]:
+            ws.abort()
+        for stream in silent:
+            await stream.aclose()
+        nursery.cancel_scope.cancel()

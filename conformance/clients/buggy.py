@@ -15,6 +15,15 @@ conformance/clients/buggy.py --line-cap-64k"``.
 ``--reasoning-in-output``          reasoning tokens are added to output a second time
 ``--no-turn-timeout``              no turn timeout: a silent server is waited on forever
 ``--wait-after-eof``               the server's stdout closing is not noticed: the turn timeout is waited out
+``--no-request-timeout``           no request timeout: an unanswered request (initialize, thread/start, turn/start,
+                                   turn/interrupt) is waited on forever
+``--unbounded-line-read``          once the first bytes of a line arrive, the rest is waited for without bound
+                                   (``select`` for readable, then a blocking ``readline``)
+``--completion-after-interrupt``   after its turn/interrupt, the turn's end is awaited only once the interrupt is
+                                   answered (a waiter registered late), without bound: a turn/completed that came
+                                   first is missed
+``--completion-per-interrupt``     one turn/completed is awaited per turn/interrupt sent, without bound: a second
+                                   interrupt waits for a second end that never comes
 =================================  ==========================================================================
 """
 
@@ -41,6 +50,10 @@ FLAGS = (
     "--reasoning-in-output",
     "--no-turn-timeout",
     "--wait-after-eof",
+    "--no-request-timeout",
+    "--unbounded-line-read",
+    "--completion-after-interrupt",
+    "--completion-per-interrupt",
 )
 
 
@@ -97,6 +110,16 @@ def plant(flags: set[str]) -> None:
         careful.buckets = double_counted
     if "--no-turn-timeout" in flags or "--wait-after-eof" in flags:
         _wait_longer(forever="--no-turn-timeout" in flags, past_eof="--wait-after-eof" in flags)
+    if "--unbounded-line-read" in flags:
+        careful.Server._read = _read_chunks  # type: ignore[method-assign]
+    interrupts = {f for f in flags if f in ("--no-request-timeout", "--completion-after-interrupt")}
+    if interrupts or "--unbounded-line-read" in flags or "--completion-per-interrupt" in flags:
+        _unbounded_waits(
+            requests="--no-request-timeout" in flags,
+            lines="--unbounded-line-read" in flags,
+            completion_after_answer="--completion-after-interrupt" in flags,
+            completion_per_interrupt="--completion-per-interrupt" in flags,
+        )
 
 
 def _leak_late_deltas() -> None:
@@ -152,13 +175,104 @@ def _wait_longer(*, forever: bool, past_eof: bool) -> None:
     careful.Client.pump = patient  # type: ignore[method-assign]
 
 
+def _read_chunks(self: careful.Server) -> None:
+    """careful.Server._read in chunks, keeping what it holds of a line not yet ended (``self.partial``)."""
+    assert self.proc.stdout is not None
+    fd, held = self.proc.stdout.fileno(), b""
+    self.partial = b""  # type: ignore[attr-defined]
+    while chunk := careful.os.read(fd, 65536):
+        *lines, held = (held + chunk).split(b"\n")
+        self.partial = held  # type: ignore[attr-defined]
+        for line in lines:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                self.inbox.put(message)
+    self.inbox.put(None)
+
+
+def _unbounded_waits(
+    *, requests: bool, lines: bool, completion_after_answer: bool, completion_per_interrupt: bool
+) -> None:
+    """Waits that lose their bound: the client's deadline is replaced by "forever" while the bug's condition holds."""
+    pump, call, request = careful.Client.pump, careful.Client.call, careful.Server.request
+    run_turn = careful.Client.run_turn
+
+    def tracked(self: careful.Server, method: str, params: dict[str, Any]) -> int:
+        rid = request(self, method, params)
+        if method == "turn/interrupt":
+            self.interrupts_out = {*getattr(self, "interrupts_out", set()), rid}  # type: ignore[attr-defined]
+            self.interrupts_sent = getattr(self, "interrupts_sent", 0) + 1  # type: ignore[attr-defined]
+        return rid
+
+    def unbounded_call(self: careful.Client, method: str, params: dict[str, Any], at_least_s: float = 0.0) -> Any:
+        return call(self, method, params, NEVER_S)  # the bug: the request timeout is never applied
+
+    def stuck(self: careful.Client) -> bool:
+        """Whether the bug holds the client past its deadline now."""
+        server: Any = self.server
+        out = getattr(server, "interrupts_out", set())
+        if lines and getattr(server, "partial", b""):
+            return True  # blocked in readline on a line that never ends
+        if requests and out:
+            return True  # awaiting the interrupt's answer
+        return bool(completion_after_answer and getattr(server, "awaiting_end", False))
+
+    def patient(self: careful.Client, deadline: float, on_message: Any) -> bool:
+        server: Any = self.server
+
+        def seen(message: dict[str, Any]) -> bool:
+            out = getattr(server, "interrupts_out", set())
+            answered = "id" in message and "method" not in message and message["id"] in out
+            if answered:
+                out.discard(message["id"])
+            if message.get("method") == "turn/completed":
+                if completion_after_answer and out:
+                    server.awaiting_end = True
+                    return False  # the bug: the waiter for the turn's end is registered after the answer
+                server.awaiting_end = False
+            return bool(on_message(message))
+
+        while True:
+            done = bool(pump(self, deadline, seen))
+            if done or not self.alive or not stuck(self):
+                return done
+            deadline = careful.time.monotonic() + NEVER_S
+
+    def per_interrupt(self: careful.Client, number: int, spec: dict[str, Any]) -> dict[str, Any]:
+        server: Any = self.server
+        server.interrupts_sent = 0
+        out = run_turn(self, number, spec)
+        turn_id = out.get("turn_id")
+        for _ in range(server.interrupts_sent - 1):
+            # The bug: each interrupt is taken to end the turn once more.
+            pump(
+                self,
+                careful.time.monotonic() + NEVER_S,
+                lambda m: (
+                    m.get("method") == "turn/completed"
+                    and ((m.get("params") or {}).get("turn") or {}).get("id") == turn_id
+                ),
+            )
+        return out
+
+    careful.Server.request = tracked  # type: ignore[method-assign]
+    careful.Client.pump = patient  # type: ignore[method-assign]
+    if requests:
+        careful.Client.call = unbounded_call  # type: ignore[method-assign]
+    if completion_per_interrupt:
+        careful.Client.run_turn = per_interrupt  # type: ignore[method-assign]
+
+
 def main(argv: list[str]) -> int:
     unknown = [a for a in argv if a not in FLAGS]
     if unknown:
         print(f"buggy.py: unknown flag(s) {' '.join(unknown)}; flags: {' '.join(FLAGS)}", file=sys.stderr)
         return 2
     plant(set(argv))
-    return careful.main()
+    return careful.main([])
 
 
 if __name__ == "__main__":

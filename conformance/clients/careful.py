@@ -13,11 +13,15 @@ and writes what it saw per turn to ``CODEX_HARNESS_RESULT``. The server's first 
 plan's start-up budget (``startup_timeout_ms``; :data:`STARTUP_S` for a plan without one) rather than the request
 timeout: a process start is slow on a loaded machine (an interpreter's imports, the npm wrapper of the real
 binary), and that is not the request being late.
-Usage: ``codex-harness run --client-cmd "python conformance/clients/careful.py"``.
+Usage: ``codex-harness run --client-cmd "python conformance/clients/careful.py"``; its thread's settings, as a
+client chooses them, with ``--approval-policy never|on-request|untrusted``, ``--sandbox read-only|workspace-write|
+danger-full-access`` and ``--approvals-reviewer user|auto_review`` (sent in ``thread/start``; none: the server's
+own).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import queue
@@ -373,15 +377,22 @@ class Client:
         turn = ((answer or {}).get("result") or {}).get("turn") or {}
         turn_id = turn.get("id")
         if turn_id is None:
-            return {"turn": number, "status": "failed", "error": f"turn/start failed: {answer}"}
+            # Never started (refused, or unanswered within the request budget): it used nothing and has no text,
+            # both known, so both reported.
+            error = f"turn/start failed: {answer}" if answer else "turn/start unanswered within the request budget"
+            return {"turn": number, "status": "failed", "error": error, "final_text": "", "usage": buckets([])}
         actions = [a for a in planned if a.do in ("cancel", "steer")]
         schedule = triggers.ActionSchedule(actions)  # what to do when (times: time.monotonic())
         held = {self.approvals_seen + n for n in triggers.held_approvals(actions)}  # by the session's count
         state: dict[str, Any] = {"usage": [], "text": [], "completed": None, "interrupted_at": None}
 
         def act(action: triggers.Action) -> None:
-            if action.do == "cancel" and state["interrupted_at"] is None:
-                state["interrupted_at"] = time.monotonic()
+            if action.do == "cancel":
+                # Every cancel the plan asks is sent (a user pressing cancel twice): the server answers a second
+                # one with the first, or refuses it once the turn is over; either way the turn ends once, and the
+                # interrupt budget runs from the first.
+                if state["interrupted_at"] is None:
+                    state["interrupted_at"] = time.monotonic()
                 self.server.request("turn/interrupt", {"threadId": self.thread_id, "turnId": turn_id})
             elif action.do == "steer":
                 steer_input = [{"type": "text", "text": action.text}]
@@ -478,7 +489,17 @@ def buckets(updates: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def main() -> int:
+def thread_settings(argv: list[str]) -> dict[str, Any]:
+    """The ``thread/start`` params the command line sets (the client's own configuration of its thread)."""
+    parser = argparse.ArgumentParser(prog="careful.py", description="the careful outside client")
+    parser.add_argument("--approval-policy", dest="approvalPolicy")
+    parser.add_argument("--sandbox", dest="sandbox")
+    parser.add_argument("--approvals-reviewer", dest="approvalsReviewer")
+    return {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = thread_settings(sys.argv[1:] if argv is None else argv)
     with open(os.environ["CODEX_HARNESS_PLAN"], encoding="utf-8") as fh:
         plan = json.load(fh)
     client = Client(plan)
@@ -491,7 +512,7 @@ def main() -> int:
         answer = client.call("initialize", {"clientInfo": info, "capabilities": capabilities}, client.startup_s())
         if answer is not None and "result" in answer:
             client.server.send({"method": "initialized"})
-            started = client.call("thread/start", {})
+            started = client.call("thread/start", settings)
             client.thread_id = (((started or {}).get("result") or {}).get("thread") or {}).get("id")
         for spec in plan["turns"]:
             if client.thread_id is None:

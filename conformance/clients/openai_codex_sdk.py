@@ -137,7 +137,13 @@ def play_turn(
 
     def act(action: dict[str, Any]) -> None:
         if action["do"] == "cancel":
-            handle.interrupt()
+            try:
+                handle.interrupt()
+            except Exception:
+                # The SDK raises the server's refusal (-32600 no active turn: the cancel lost the race with the
+                # turn's end, or a second cancel came after the first ended it); a user's cancel that came too
+                # late does not fail the turn: its turn/completed, already on its way, says how it ended.
+                pass
         else:
             handle.steer(action.get("text", ""))
 
@@ -149,6 +155,7 @@ def play_turn(
             timer.start()
             timers.append(timer)
     stream_actions = [a for a in actions if a["at"] in ("started", "delta", "item_started")]
+    usage = None  # the turn's last usage event: reported even when the SDK raises afterwards
     try:
         if not stream_actions:
             result = handle.run()  # the high-level path: the SDK collects the turn
@@ -159,7 +166,6 @@ def play_turn(
         counts = {"started": 0, "delta": 0, "item_started": 0}
         keys = {"turn/started": "started", "item/agentMessage/delta": "delta", "item/started": "item_started"}
         fired: set[int] = set()
-        usage = None
         text: list[str] = []
         status = None
         for event in handle.stream():
@@ -183,6 +189,9 @@ def play_turn(
         return entry
     except Exception as exc:  # the SDK raises on a failed turn and on a broken transport
         entry.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
+        if usage is not None:
+            # What the turn used so far is known (and the next turn's share is what the total grows by after it).
+            entry["usage"] = usage_of.buckets(usage)
         return entry
     finally:
         approvals.release.set()

@@ -33,6 +33,7 @@ from contracts.checks import terminal_status, latency, trace_closure, usage, sch
 from contracts.checks import client_run, client_plan, scenario
 
 # isort: on
+from contracts import played_path
 from contracts.checks import registry, wire_index
 from contracts.checks.base import LEVELS, STATUSES, Check, Level, Status, shown, worst
 from contracts.heap import collector_paused
@@ -53,6 +54,10 @@ def run_all(record: SessionRecord, contracts: tuple[str, ...] = CONTRACT_NAMES) 
 def _run_all(record: SessionRecord, contracts: tuple[str, ...]) -> list[Check]:
     # The course of the scenario the client's Results say it took ([[expect.or]]): every contract judges that one.
     course = record.expect.course_for({r.index: r.status for r in record.results})
+    # A turn scripted around an approval the server never asked (the client's settings) is judged by the path played.
+    course, rejudged = played_path.played(course, record.meta, record.wire, record.results)
+    if rejudged and not course.why:
+        course = replace(course, why="; ".join(rejudged))
     if course is not record.expect:
         record = replace(record, expect=course)
     checks: list[Check] = []

@@ -675,6 +675,25 @@ def unsupported_turns(facts: dict[str, Any]) -> set[int]:
     return {_int(t.get("turn"), 0) for t in reported if isinstance(t, dict) and t.get("status") == "unsupported"}
 
 
+def _never_served(judge: _Judge, primary: SessionRecord) -> str | None:
+    """Why no session ever began, when no server the client started answered ``initialize`` and the scenario does
+    not foresee its server going (no ``expect.server_exit``): a server started with flags it refuses (exit 2), or
+    one that cannot start. Nothing of the plan was judged, which must not read as a pass; None otherwise."""
+    if primary.expect.server_exit not in (None, 0):
+        return None
+    for server in judge.servers:
+        answered = any(
+            r.method == "initialize" and any("result" in frame for _, _, frame in r.answers)
+            for r in server.index.client_requests.values()
+        )
+        if answered or server.gone_t is None:
+            return None
+    code = primary.server_exit
+    tail = " ".join(primary.stderr_tail.strip().splitlines()[-1:])[:200]
+    said = f" ({tail})" if tail else ""
+    return f"no server the client started answered initialize (it ended by itself, exit {code}){said}"
+
+
 def check(records: Sequence[SessionRecord]) -> Check:
     """The one ``plan followed`` check of an outside run (``records``: one per server, the first the primary)."""
     with collector_paused(), shared():  # linear in the session (contracts.heap); one wire index per server
@@ -704,6 +723,9 @@ def _check(records: Sequence[SessionRecord]) -> Check:
     started = [n for n in sorted(matched) if n not in unsupported]
     if not started and not judge.judged and not judge.answered:
         why = f"nothing of the plan was due: {_summary(judge.not_due) or 'no turn'}"
+        unplayed = _never_served(judge, primary)
+        if unplayed is not None:  # nothing judged is not a pass: a server the scenario did not expect to go went
+            return make(CHECK, "fail", f"nothing was played: {unplayed}; {why}")
         return make(CHECK, "skip", why, applies=False)  # the server made every turn impossible: nothing to judge
     parts = [f"{len(started)} turn(s) started with their input in order"]
     if judge.judged:

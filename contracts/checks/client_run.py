@@ -213,6 +213,19 @@ def _server_ended(make: Maker, record: SessionRecord, index: WireIndex, facts: d
         frames = [e.t for e in record.wire if e.dir != "note"]
         ref = frames[-1] if frames else float(server.get("started_t") or 0.0)
         allowed, what = teardown, "its last frame"
+        asked = sorted(index.client_requests.values(), key=lambda r: r.pos)
+        if asked and not asked[-1].answers:
+            # The client waits for an answer that never comes (a live server that leaves its request unanswered):
+            # its own request budget runs first; for initialize, the start-up budget (a process start is slow
+            # under load).
+            method, wait = asked[-1].method, record.budgets.request_s
+            if method == "initialize":
+                startup = float(budgets.get("startup_timeout_ms", 30000)) / 1000
+                wait, budget_name = max(wait, startup), "start-up budget"
+            else:
+                budget_name = "request budget"
+            ref = max(ref, asked[-1].t + wait)
+            what = f"{method} unanswered (its {budget_name} {wait:g} s)"
     if at is None:
         why = "the server was killed (SIGKILL) at a time the wire does not show"
         return make("server ended", "skip", why, applies=False)

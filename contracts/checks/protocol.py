@@ -17,6 +17,7 @@ from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import Request, WireIndex, id_key
 from contracts.record import SessionRecord
 from contracts.transport import CLOSED_NOTES
+from contracts.wire import OVERSIZED_KINDS
 
 NAME = "protocol"
 REFERENCE = "docs/client-rules.md §1"
@@ -185,10 +186,39 @@ def _unknown_ids(make: Maker, record: SessionRecord, index: WireIndex) -> list[C
             at=client_at,
         )
     ]
+    lost = _lost_client_line(record)
+    if lost is not None:  # answers after it may be to the id it held: not the server's fault, not judged
+        pos, what = lost
+        excused = [text for text, at in zip(server, server_at, strict=True) if at > pos]
+        server = [text for text, at in zip(server, server_at, strict=True) if at < pos]
+        server_at = [at for at in server_at if at < pos]
+        if excused and not server:
+            detail = (
+                f"not judged: the record lost {what}, so an answer to the id it held looks unknown "
+                f"({_summary(excused)})"
+            )
+            checks.append(make("server answers known ids", "skip", detail, at=[pos]))
+            return _ids_reused(make, index, checks)
     ok, why, _ = judge_allowance(record, NAME, "unknown_response_id", len(server))
     if server or why:
         detail = (f"{why} — " if why else "") + (_summary(server) or "none seen")
         checks.append(make("server answers known ids", "pass" if ok else "fail", detail, server_at))
+    return _ids_reused(make, index, checks)
+
+
+def _lost_client_line(record: SessionRecord) -> tuple[int, str] | None:
+    """(position, what) of the first client line the record does not hold whole: one past the wire's cap (kept
+    as its size and a sample), or everything after a ``recording truncated`` note."""
+    for pos, entry in enumerate(record.wire):
+        if entry.dir == "c2s" and entry.error in OVERSIZED_KINDS:
+            size = "an unknown number of" if entry.size is None else str(entry.size)
+            return pos, f"a client line of {size} bytes at t={entry.t:.3f} (past the wire's cap)"
+        if entry.dir == "note" and entry.note == "recording truncated":
+            return pos, f"every line after t={entry.t:.3f} (recording truncated)"
+    return None
+
+
+def _ids_reused(make: Maker, index: WireIndex, checks: list[Check]) -> list[Check]:
     in_flight, reused = _reused_ids(index)
     if in_flight:
         detail = _summary([x for x, _ in in_flight]) + " (the first still in flight: answers cannot be told apart)"

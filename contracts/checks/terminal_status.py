@@ -177,6 +177,9 @@ def _final_text(
     if turn_id is None and order is not None:
         turn_id = order[result.index] if 0 <= result.index < len(order) else None
         known = turn_id is not None or result.index >= len(order)  # no turn/start at its place: never started
+        # Its turn/start named no turn (refused, or never answered) and no text on the wire is of a turn no
+        # turn/start named: whichever turn it was, the server sent it no text.
+        known = known or not (set(texts) - {t for t in order if t is not None})
     sent = texts.get(turn_id or "")
     if not result.final_text:
         # No text is the right text where the server sent none for the turn (a turn that never started, a turn

@@ -37,7 +37,7 @@ from typing import Any, Final
 
 import orjson
 
-from contracts import safe_read, schema_store
+from contracts import bounded_parse, safe_read, schema_store
 from contracts.exitcodes import UsageError
 from contracts.safe_dir import SafeDir, WriteError
 from contracts.trace.format import EVENT_TYPES, NATIVE, SCHEMA_VERSION, BundleFormat
@@ -194,9 +194,11 @@ def read_json(path: Path, what: str, limit: int = MAX_DATA_BYTES) -> Any:
     """The JSON document at ``path``: a regular file (not a link), at most ``limit`` bytes, nested at most
     :data:`MAX_DEPTH` levels (:mod:`contracts.safe_read`). Raises ReleaseError naming ``what`` and the file."""
     try:
-        value = orjson.loads(safe_read.read_bounded(path, limit))
+        value = bounded_parse.loads_json(safe_read.read_bounded(path, limit), MAX_DEPTH + 1)
     except OSError as exc:
         raise ReleaseError(f"{what}: {safe_read.explain(path, exc)}") from None
+    except bounded_parse.TooDeep:  # measured before parsing
+        raise ReleaseError(f"{what}: {path} nests deeper than {MAX_DEPTH} levels") from None
     except orjson.JSONDecodeError as exc:
         raise ReleaseError(f"{what}: {path} is not JSON: {exc}") from None
     if _depth_over(value, MAX_DEPTH):

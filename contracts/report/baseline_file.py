@@ -13,6 +13,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 
+from contracts import bounded_parse
 from contracts.checks.base import Check
 from contracts.exitcodes import UsageError
 from contracts.text import one_line
@@ -47,7 +48,9 @@ def parse_baseline_toml(text: str, source: str) -> list[tuple[str, str, str, str
     if _nesting(text) > MAX_NESTING:  # tomllib recurses per nested array: refuse depth before parsing
         raise UsageError(f"baseline {source}: nested deeper than a baseline is")
     try:
-        data = tomllib.loads(text)
+        data = bounded_parse.loads_toml(text, MAX_NESTING)
+    except bounded_parse.TooDeep:
+        raise UsageError(f"baseline {source}: nested deeper than a baseline is") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"baseline {source} is neither JSON nor TOML: {exc}") from None
     ids = data.get("failures")

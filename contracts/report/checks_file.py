@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.checks.base import Check
 from contracts.report.verdict import MAX_BASELINE_BYTES
 from contracts.safe_dir import write_file
@@ -28,4 +28,7 @@ def write_checks_json(checks: Iterable[Check], path: str | Path) -> Path:
 
 
 def read_checks_json(path: str | Path) -> list[Check]:
-    return [Check.from_dict(d) for d in orjson.loads(safe_read.read_bounded(path, MAX_BASELINE_BYTES, follow=True))]
+    return [
+        Check.from_dict(d)
+        for d in bounded_parse.loads_json(safe_read.read_bounded(path, MAX_BASELINE_BYTES, follow=True))
+    ]

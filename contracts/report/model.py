@@ -212,6 +212,16 @@ class SchemaChanges:
     diff: SchemaDiff | None
     error: str = ""
     behaviour: list[BehaviourChange] = field(default_factory=list)
+    #: the trace bundle format (its ``schema``) each release writes; None: not known (no release folder)
+    trace_formats: tuple[int | None, int | None] = (None, None)
+
+    @property
+    def trace_format_note(self) -> str:
+        """What a trace reader must know of the step: the bundle format changed (empty: the same, or not known)."""
+        old, new = self.trace_formats
+        if old is None or new is None or old == new:
+            return ""
+        return f"trace bundle format changed: schema {old} -> {new}"
 
     def findings(self) -> list[Finding]:
         if self.diff is None:
@@ -237,8 +247,15 @@ class SchemaChanges:
 
     def to_json(self) -> dict[str, Any]:
         behaviour = [b.to_json() for b in self.behaviour]
+        trace_format = {"from": self.trace_formats[0], "to": self.trace_formats[1], "note": self.trace_format_note}
         if self.diff is None:
-            return {"from": self.old, "to": self.new, "error": self.error, "behaviour": behaviour}
+            return {
+                "from": self.old,
+                "to": self.new,
+                "error": self.error,
+                "behaviour": behaviour,
+                "trace_format": trace_format,
+            }
         changes = self.diff.changes
         impacts = self.diff.by_impact()
         return {
@@ -253,6 +270,7 @@ class SchemaChanges:
             "methods_removed": [c.name for c in self.diff.of_kind(ChangeKind.METHOD_REMOVED)],
             "all": [change_text(c) for c in changes],
             "behaviour": behaviour,
+            "trace_format": trace_format,
         }
 
 

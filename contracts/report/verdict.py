@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from contracts import paths
+from contracts import bounded_parse, paths
 from contracts.checks.base import Check
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.report.baseline_file import parse_baseline_toml
@@ -173,7 +173,7 @@ def load_baseline(path: str | Path) -> list[BaselineEntry]:
             data_bytes = fh.read(MAX_BASELINE_BYTES + 1)
         if len(data_bytes) > MAX_BASELINE_BYTES:
             raise UsageError(f"baseline {p} is larger than {MAX_BASELINE_BYTES} bytes")
-        data = orjson.loads(data_bytes)
+        data = bounded_parse.loads_json(data_bytes)
     except OSError as exc:
         raise UsageError(f"cannot read baseline {p}: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:

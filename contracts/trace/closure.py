@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import orjson
 
+from contracts import bounded_parse
 from contracts.trace.errors import TraceInvalid
 from contracts.trace.reader import WINDOW_KINDS, ReadLimits, ReplayedTrace, Window, read_bundle
 
@@ -250,7 +251,7 @@ def _turn_of_protocol_event(trace: ReplayedTrace, payload_id: str | None) -> tup
     if body is None:
         return None, None
     try:
-        value = orjson.loads(body)
+        value = bounded_parse.loads_json(body)
     except orjson.JSONDecodeError:
         return None, None
     if not isinstance(value, dict):

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.safe_read import Refused, TooLarge
 from contracts.trace.errors import TraceInvalid, TraceLimitExceeded, TraceUnreadable
 from contracts.trace.format import (
@@ -251,7 +251,7 @@ def _read_bounded(bundle: Path, name: str, what: str, limit: int, dir_fd: int | 
 def read_manifest(bundle: Path, limits: ReadLimits = ReadLimits(), *, dir_fd: int | None = None) -> dict[str, Any]:
     data = _read_bounded(bundle, MANIFEST_NAME, "manifest", limits.max_manifest_bytes, dir_fd)
     try:
-        manifest = orjson.loads(data)
+        manifest = bounded_parse.loads_json(data)
     except orjson.JSONDecodeError as exc:
         raise TraceInvalid(f"parse manifest: {exc}") from exc
     if not isinstance(manifest, dict):
@@ -886,7 +886,7 @@ def _read_bundle(bundle: Path, fd: int, limits: ReadLimits) -> ReplayedTrace:
     log_path = bundle / EVENT_LOG_NAME
     completed = False
     terminated = True
-    loads = orjson.loads
+    loads = bounded_parse.loads_json
     for number, raw, terminated in iter_event_lines(log_path, limits, dir_fd=fd):
         trace.log_bytes += len(raw) + (1 if terminated else 0)
         if number > limits.max_events:
@@ -1035,7 +1035,7 @@ def _check_body(trace: ReplayedTrace, ref: PayloadRef, body: bytes) -> None:
     """A stored payload is JSON (unless truncated); protocol-event bodies are kept for the checks."""
     if ref.capture != "truncated":
         try:
-            orjson.loads(body)
+            bounded_parse.loads_json(body)
         except orjson.JSONDecodeError as exc:
             try:
                 body.decode("utf-8")

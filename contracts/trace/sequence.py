@@ -35,6 +35,7 @@ from pathlib import Path
 
 import orjson
 
+from contracts import bounded_parse
 from contracts.trace.errors import TraceLimitExceeded
 from contracts.trace.format import EVENT_LOG_NAME
 from contracts.trace.reader import ReadLimits, iter_event_lines
@@ -72,7 +73,7 @@ def event_shapes(bundle: str | os.PathLike[str], limits: ReadLimits | None = Non
         if len(out) >= limits.max_events:
             raise TraceLimitExceeded(f"more than {limits.max_events} events", line=number)
         try:
-            out.append(event_shape(orjson.loads(line)))
+            out.append(event_shape(bounded_parse.loads_json(line)))
         except orjson.JSONDecodeError:
             out.append("?")
     return out

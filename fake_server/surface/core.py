@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fake_server import home_config, turns
+from fake_server import home_config, policy, turns
 from fake_server.faults import strike
 from fake_server.ids import uuid_error
+from fake_server.policy import Settings
 from fake_server.serde_words import json_type
 from fake_server.state import ThreadState, TurnRun
 from fake_server.surface import static
@@ -76,9 +77,13 @@ def thread_start(call: Call) -> None:
         created_ms=now_ms,
         ephemeral=ephemeral,
         path=path,
-        approval_policy=params.get("approvalPolicy") or config.approval_policy,
-        sandbox=params.get("sandbox") or config.sandbox,
+        approval_policy=policy.normalise(
+            world.profile.policy(),
+            params.get("approvalPolicy") or configured(world, "approval_policy", config.approval_policy),
+        ),
+        sandbox=params.get("sandbox") or configured(world, "sandbox_mode", config.sandbox),
         model=params.get("model") or configured_model(world),
+        reviewer=params.get("approvalsReviewer") or configured(world, "approvals_reviewer", "user"),
     )
     if world.setup is not None:
         thread.model_provider = world.setup.provider
@@ -89,9 +94,19 @@ def thread_start(call: Call) -> None:
     )
     if thread.model_provider is not None and "modelProvider" in result:
         result["modelProvider"] = thread.model_provider
+    if "approvalsReviewer" in result:
+        result["approvalsReviewer"] = thread.reviewer
     world.box.respond(call.request.id, result)
     world.box.notify("thread/started", {"thread": body})
     world.box.trace("thread_started", thread_id=thread_id, model=thread.model, cwd=cwd)
+
+
+def configured(world: World, key: str, default: Any) -> Any:
+    """An approval setting from the home's ``config.toml`` / ``-c`` (the setup), else ``default`` (the scenario's)."""
+    if world.setup is None:
+        return default
+    value = world.setup.effective.get(key)
+    return default if value is None else value
 
 
 def configured_model(world: World) -> str:
@@ -135,6 +150,8 @@ def thread_resume(call: Call) -> None:
     )
     if thread.model_provider is not None and "modelProvider" in result:
         result["modelProvider"] = thread.model_provider
+    if "approvalsReviewer" in result:
+        result["approvalsReviewer"] = thread.reviewer
     if loaded:
         reloaded(world, thread, result)
     box.respond(call.request.id, result)
@@ -175,8 +192,14 @@ def turn_start(call: Call) -> None:
     if thread.model not in shapes.known_models:
         # Traced once per turn that starts (input folded into a running turn is not a new one).
         box.trace("protocol_event", thread_id=thread.thread_id, event_type="warning")
-    if call.params.get("approvalPolicy"):
-        thread.approval_policy = call.params["approvalPolicy"]
+    settings = Settings(thread.approval_policy, thread.sandbox, thread.reviewer)
+    settings.override(call.params)  # kept for the turns after this one, as the real binary keeps them
+    settings.approval_policy = policy.normalise(world.profile.policy(), settings.approval_policy)
+    thread.approval_policy, thread.sandbox, thread.reviewer = (
+        settings.approval_policy,
+        settings.sandbox,
+        settings.reviewer,
+    )
     index = world.next_turn_index()
     run = TurnRun(
         thread_id=thread.thread_id,
@@ -187,6 +210,7 @@ def turn_start(call: Call) -> None:
         max_retries=world.scenario.config.stream_max_retries,
         experimental=world.client.experimental,
         profile=world.profile,
+        auto_review=world.scenario.config.auto_review,
     )
     turns.start_turn(box, thread, run, call.request.id, text)
 
@@ -225,6 +249,8 @@ def turn_interrupt(call: Call) -> None:
         raise invalid("no active turn to interrupt")
     if turn_id != run.turn_id:
         raise invalid(f"expected active turn id {turn_id} but found {run.turn_id}")
+    if turns.join_interrupt(run, call.request.id):
+        return  # an earlier interrupt is landing: this one is answered with it
     turns.interrupt(box, thread, run, call.request.id)
 
 
@@ -266,6 +292,8 @@ def check_params(method: str, params: Any) -> dict[str, Any]:
             raise invalid(f"Invalid request: invalid type: {json_type(params[name])}, expected {_EXPECTED[kind]}")
     for name in _OPTIONAL_STRINGS:
         value = params.get(name)
+        if name == "approvalPolicy" and isinstance(value, dict) and isinstance(value.get("granular"), dict):
+            continue  # the granular form of the schema's AskForApproval
         if value is not None and not isinstance(value, str):
             raise invalid(f"Invalid request: invalid type: {json_type(value)}, expected a string")
     if method == "initialize":

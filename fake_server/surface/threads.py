@@ -158,7 +158,7 @@ def _read_state(call: Call, thread: ThreadState, extra: ThreadExtra) -> dict[str
     if has_turns(thread) and extra.forked_from is None:
         if extra.revision is None:
             extra.revision = call.world.ids.uuid4()
-        first = thread.history[0]["id"]
+        first = thread.first_turn_id
         return {"firstUnread": {"type": "turn", "turnId": first}, "revision": extra.revision}
     return {"firstUnread": None, "revision": f"initial:{thread.thread_id}"}
 
@@ -323,6 +323,7 @@ def thread_fork(call: Call) -> dict[str, Any]:
         approval_policy=source.approval_policy,
         sandbox=source.sandbox,
         model=source.model,
+        reviewer=source.reviewer,
         preview=source.preview,
         turns=list(source.turns),
         history=[dict(turn) for turn in source.history],
@@ -338,6 +339,8 @@ def thread_fork(call: Call) -> dict[str, Any]:
     result = world.shapes.thread_session_result(
         body, model=fork.model, cwd=fork.cwd, approval_policy=fork.approval_policy, sandbox=fork.sandbox
     )
+    if "approvalsReviewer" in result:
+        result["approvalsReviewer"] = fork.reviewer
     if source.usage_frames:
         usage = dict(source.usage_frames[-1]["params"])
         call.after("thread/tokenUsage/updated", {**usage, "threadId": fork_id})

@@ -36,8 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "deserializer lists beyond the pin, its trace bundle format, the answers it gives beyond the turn "
             "core, the closest profile and the switches and fields under which the fake plays those sessions as "
             "the binary did. Written into your store: --store DIR, else $CODEX_HARNESS_STORE, else "
-            "${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas. Exit 0 when written, 1 when nothing could "
-            "be learned, 3 on a usage error."
+            "${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas. Exit 0 when written and every learning "
+            "session compared plays as recorded; 1 when nothing could be learned, or when the folder is written "
+            "but some sessions still play differently (named, and `partly_learned` in its learned_from); 3 on a "
+            "usage error."
         ),
     )
     learn.add_argument("--codex", metavar="PATH", help="the codex binary (default: $CODEX_BIN)")
@@ -77,17 +79,22 @@ def run(args: argparse.Namespace) -> int:
     beyond = result.description["methods"].get("beyond_schema", {}).get("names", [])
     print(f"  methods beyond the schema: {', '.join(beyond) or 'none'}")
     print(f"  answers: {result.description['learned_from']['answers']}")
+    compared = sum(1 for s in result.sessions if s.record is not None and s.model_level)
     if result.remaining:
-        print("  learning sessions the learned profile still plays differently:")
+        print(f"  PARTLY LEARNED: {len(result.remaining)} of {compared} learning sessions still play differently:")
         for name, lines in result.remaining.items():
             print(f"    {name}: {one_line('; '.join(lines), 300)}")
     else:
-        print("  every learning session plays as recorded")
+        print(f"  every learning session compared plays as recorded ({compared} compared)")
+    left_out = len(result.sessions) - compared
+    if left_out:
+        print(f"  {left_out} recorded session(s) are not replayed by the fake and were not compared")
     for note in result.notes:
         print(f"  note: {note}")
     parts = ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items())
     print(f"  time: {time.monotonic() - started:.0f} s ({parts})")
-    return OK
+    # A folder the fake does not play whole is written (and says so) but is no success to build on.
+    return FAILED if result.remaining else OK
 
 
 def _progress(text: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.checks import Check
 from contracts.exitcodes import UsageError
 from contracts.report import Report, checks_json, judge, load_baseline
@@ -53,14 +53,14 @@ def _read_shard(directory: Path) -> tuple[list[Check], dict[str, str]]:
         raise UsageError(f"{directory}: not a report folder")
     try:
         body = safe_read.read_bounded(directory / "checks.json", MAX_BASELINE_BYTES)
-        checks = [Check.from_dict(d) for d in orjson.loads(body)]
+        checks = [Check.from_dict(d) for d in bounded_parse.loads_json(body)]
     except OSError as exc:
         raise UsageError(f"{directory}: no readable checks.json ({exc.strerror or exc})") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"{directory}/checks.json is not the checks of a run: {exc}") from None
     judged: dict[str, str] = {}
     try:
-        raw = orjson.loads(safe_read.read_bounded(directory / "run.json", MAX_RUN_JSON_BYTES))
+        raw = bounded_parse.loads_json(safe_read.read_bounded(directory / "run.json", MAX_RUN_JSON_BYTES))
         if isinstance(raw, dict):
             judged = {k: str(v) for k, v in raw.items() if k in ("client", "target", "release", "harness")}
     except (OSError, ValueError):

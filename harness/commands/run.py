@@ -19,6 +19,7 @@ from pathlib import Path
 
 import orjson
 
+from contracts import schema_store
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
@@ -85,6 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a baseline entry that no longer fails: fail the run (default: a baseline cannot rot) or only list it"
         " (a CI job that fails on new failures only)",
     )
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        type=Path,
+        help="your release store, read for the binary's pin and the fake's learned profiles (default: "
+        "$CODEX_HARNESS_STORE, else ${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas)",
+    )
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
     confine.add_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -150,6 +158,15 @@ def progress_line(run: ScenarioRun, n: int, total: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """With ``--store DIR``, every release lookup of the command (pins, learned profiles) reads that store."""
+    store = getattr(args, "store", None)
+    if store is not None and not Path(store).expanduser().is_dir():
+        raise UsageError(f"--store {store}: not a directory (a release store: codex-cli-<version>/ folders)")
+    with schema_store.using_user_store(store):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     # The client's warnings are in each record's log; on the terminal they would drown the table.
     logging.getLogger("harness").addHandler(logging.NullHandler())
     started = time.monotonic()

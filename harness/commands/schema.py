@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -241,6 +241,7 @@ def run_diff(args: argparse.Namespace) -> int:
                     "old": c.old,
                     "new": c.new,
                     "breaking": c.breaking,
+                    "hurts": c.hurts,
                 }
                 for c in result.changes
             ],
@@ -265,9 +266,18 @@ def _capped(names: list[str], cap: int) -> list[str]:
     return names if len(names) <= cap else [*names[:cap], f"… {len(names) - cap} more"]
 
 
+_WHO: Final = {
+    "reader": "(clients that read it)",
+    "writer": "(clients that send it)",
+    "reader+writer": "(clients that read or send it)",
+}
+
+
 def _line(change: Change) -> str:
-    mark = "  BREAKING" if change.breaking else ""
+    mark = f"  BREAKING {_WHO.get(change.hurts, '')}".rstrip() if change.breaking else ""
     k = change.kind
+    if k is ChangeKind.SHAPE_CHANGED:
+        return f"  ~ {change.where}: {change.old} -> {change.new}{mark}"
     if k is ChangeKind.FIELD_REMOVED:
         return f"  - {change.where}.{change.name} ({change.old}){mark}"
     if k is ChangeKind.FIELD_ADDED:
@@ -328,6 +338,7 @@ def format_diff(result: SchemaDiff, experimental: bool = False, limit: int = 12)
         result.of_kind(
             ChangeKind.FIELD_REMOVED,
             ChangeKind.FIELD_TYPE_CHANGED,
+            ChangeKind.SHAPE_CHANGED,
             ChangeKind.FIELD_NOW_REQUIRED,
             ChangeKind.FIELD_ADDED,
             ChangeKind.FIELD_NOW_OPTIONAL,

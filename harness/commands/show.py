@@ -17,9 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-import orjson
-
-from contracts import paths, safe_read
+from contracts import bounded_parse, paths, safe_read
 from contracts.checks import Check, run_all
 from contracts.exitcodes import INVALID_INPUT, OK, UsageError
 from contracts.record import SessionRecord, WireEntry
@@ -99,7 +97,7 @@ def saved_verdict(path: Path) -> list[Check] | None:
     except OSError as exc:
         raise UsageError(f"cannot read {path / SESSION_VERDICT}: {exc.strerror or exc}") from None
     try:
-        items = orjson.loads(body)
+        items = bounded_parse.loads_json(body)
         return [Check.from_dict(d) for d in items]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"{path / SESSION_VERDICT} is not the checks of a run: {exc}") from None

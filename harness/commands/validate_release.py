@@ -278,13 +278,13 @@ def write_release(report: Report, out: Path) -> int:
     from harness.html.release import render_release
     from harness.report import junit_xml, result_line
     from harness.report.documents import release_json
-    from harness.report.markdown import render_markdown
+    from harness.report.markdown import for_file, render_markdown
 
     verdict = judge(report)
     markdown = escape(render_markdown(report, verdict), keep_newlines=True)  # report.md is read in terminals too
     with SafeDir.open(out) as held:  # each file written whole, never through a link
         held.write_text("report.json", json.dumps(release_json(report, verdict), indent=2, default=str) + "\n")
-        held.write_text("report.md", markdown)
+        held.write_text("report.md", for_file(markdown))  # no raw HTML in a renderer
         held.write_text("report.html", render_release(report, markdown, verdict))
         held.write("checks.json", checks_json(report.checks))
         held.write("junit.xml", junit_xml(report))

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.skeleton import UUID_RE
 from contracts.trace.format import EVENT_LOG_NAME, EVENT_REQUIRED_FIELDS, MANIFEST_NAME, PAYLOADS_DIR_NAME
 
@@ -71,7 +71,7 @@ def _events(bundle: Path) -> list[dict[str, Any]]:
     out = []
     for line in raw.splitlines():
         try:
-            envelope = orjson.loads(line)
+            envelope = bounded_parse.loads_json(line)
         except orjson.JSONDecodeError:
             continue  # a torn last line of a killed recording
         payload = envelope.get("payload") if isinstance(envelope, dict) else None
@@ -92,7 +92,7 @@ def trace_format(bundles: Iterable[Path]) -> dict[str, Any] | None:
     seen: dict[str, set[str]] = {}
     for bundle in bundles:
         try:
-            manifest = orjson.loads(safe_read.read_bounded(bundle / MANIFEST_NAME, MAX_MANIFEST_BYTES))
+            manifest = bounded_parse.loads_json(safe_read.read_bounded(bundle / MANIFEST_NAME, MAX_MANIFEST_BYTES))
             events = _events(bundle)
         except (OSError, orjson.JSONDecodeError):
             continue

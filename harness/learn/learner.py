@@ -13,7 +13,9 @@ What it does, in order (:func:`learn`):
    closest to (each playable profile's fake against the recordings, :mod:`harness.learn.fit`), the switch
    values under which the fake plays the recordings with the fewest differences, and the fields that
    profile's frames carry that the release never writes;
-5. writes ``release.json``, ``answers.json`` and ``shapes.json`` next to the pin in the store.
+5. plays the policy observation (:mod:`harness.learn.policy_observe`: what each approval policy × sandbox ×
+   reviewer does with a command and a patch) and keeps its table (:mod:`harness.learn.policy`);
+6. writes ``release.json``, ``answers.json``, ``shapes.json`` and ``policy.json`` next to the pin in the store.
 
 The folder holds what the release does; the recordings are thrown away (no transcript is kept to replay).
 """
@@ -89,15 +91,51 @@ def learn(
         clock = time.monotonic()
         empty = empty_home.record(codex, work / "empty")
         seconds["empty home"] = time.monotonic() - clock
+    clock = time.monotonic()
+    progress(f"codex-cli {version}: approval settings (policy.json)")
+    result.data["policy.json"] = learn_policy(codex, version)
+    seconds["policy"] = time.monotonic() - clock
     notes = [f"{s.set}/{s.name}: left out ({s.problem})" for s in sessions if s.problem is not None]
     if empty is not None:  # config/read from an empty home, the base of every setup's answer
         result.data["answers.json"].update(empty)
     else:
         notes.append(f"config/read from an empty home: no network namespace here; {result.base}'s answers kept")
+    compared = sum(1 for s in recorded if s.model_level)
+    if result.remaining:  # said in the folder, so every later reader knows the fake is not the release there
+        result.description.setdefault("learned_from", {})[PARTLY] = partly_learned_note(result.remaining, compared)
     folder = releases.write(version, result.description, result.data, root=store)
     if version in schema_store.shipped_releases():
         notes.append(f"{version} is shipped with the package: the shipped folder is the one played; {folder} is kept")
     return Learned(version, folder, result.base, result.description, sessions, result.remaining, seconds, notes)
+
+
+#: the ``learned_from`` note of a release the learned profile does not play whole
+PARTLY = "partly_learned"
+
+
+def partly_learned_note(remaining: dict[str, list[str]], compared: int, limit: int = 900) -> str:
+    """"partly learned: N of M sessions ..." naming them, bounded (a release.json note has a size cap)."""
+    names = ", ".join(sorted(remaining))
+    text = f"partly learned: {len(remaining)} of {compared} learning sessions still play differently ({names})"
+    return text if len(text) <= limit else text[: limit - 2] + "…)"
+
+
+#: Policy sessions at a time: each mostly waits on the server and the mock (four short turns).
+POLICY_JOBS = 4
+
+
+def learn_policy(codex: Path, version: str) -> dict[str, Any]:
+    """The release's approval table: the ``thread:`` cases of the policy observation played on ``codex``."""
+    from harness.learn import policy, policy_observe
+
+    observed = {
+        **policy_observe.observe_real(codex, only="thread: ", jobs=POLICY_JOBS),
+        **policy_observe.observe_real(codex, only="config: on-failure", jobs=POLICY_JOBS),
+        **policy_observe.observe_real(codex, only="config: untrusted", jobs=POLICY_JOBS),
+    }
+    return policy.table(
+        observed, version, f"`release learn`: the policy observation (thread/start) on codex-cli {version}"
+    )
 
 
 def _copy_pin(source: Path, target: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,12 +72,15 @@ def _scenario(spec: str, root: Path) -> Scenario:
         raise UsageError(f"the reference set names a scenario that cannot be read: {exc}") from None
 
 
-def _record_one(session: Session, codex: Path, work: Path) -> Session:
+def _record_one(session: Session, codex: Path, work: Path, stop: threading.Event | None = None) -> Session:
     from harness.runner import play
     from harness.transcript import handshake_problem, transcript
 
     started = time.monotonic()
     for attempt in range(ATTEMPTS):
+        if stop is not None and stop.is_set():  # interrupted: no new session starts
+            session.problem = "not played: the command was interrupted"
+            break
         run_dir = work / f"{session.set}-{session.name}-{attempt}"
         try:
             record = play(session.scenario, "real", work_dir=run_dir, codex=codex)
@@ -95,6 +99,21 @@ def _record_one(session: Session, codex: Path, work: Path) -> Session:
     return session
 
 
+#: After an interrupt, how long the running sessions are given to notice their binaries were killed.
+STOP_S = 10.0
+
+
+def _end_running(futures: list[concurrent.futures.Future[Session]]) -> None:
+    """Kill again, until every running session ended (bounded): one that started its binary just after the
+    signal handler's kill would otherwise play its whole session while the process exits."""
+    from harness import proctree
+
+    deadline = time.monotonic() + STOP_S
+    while any(f.running() for f in futures) and time.monotonic() < deadline:
+        proctree.end_all()
+        time.sleep(0.05)
+
+
 def record_sessions(
     entries: list[tuple[str, str, str]],
     codex: Path,
@@ -105,10 +124,21 @@ def record_sessions(
 ) -> list[Session]:
     """Each entry played on the binary, ``workers`` at a time (each a confined process of its own)."""
     sessions = [Session(s, name, _scenario(spec, root)) for s, name, spec in entries]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(_record_one, session, codex, work) for session in sessions]
+    stop = threading.Event()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        futures = [pool.submit(_record_one, session, codex, work, stop) for session in sessions]
         for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
             session = future.result()
             state = "recorded" if session.problem is None else f"left out: {session.problem}"
             progress(f"[{done}/{len(sessions)}] {session.name}: {state} ({session.seconds:.1f} s)")
+    except BaseException:
+        # SIGTERM / Ctrl-C (a KeyboardInterrupt here): the queued sessions are dropped and none starts again; the
+        # running ones' binaries were killed by the signal handler (harness.interrupts), so their threads end at
+        # once. Waiting for the pool as ``with`` does played the whole queue first (231 s).
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        _end_running(futures if "futures" in locals() else [])
+        raise
+    pool.shutdown(wait=True)
     return sessions

@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from contracts import bounded_parse
 from contracts.scenario import Scenario
 from fake_server.recording import claim_folder, play_identity, scenario_hash
 from harness.outside.relay import RELAY_ENV, Relay, exit_as, start_json, write_json
@@ -158,7 +159,7 @@ def serve(spec_path: Path, args: list[str]) -> int:
 
     try:
         with open(spec_path, "rb") as fh:
-            spec = orjson.loads(fh.read(SPEC_BYTES))
+            spec = bounded_parse.loads_json(fh.read(SPEC_BYTES))
         scenario = load(spec["scenario_file"])
         confine.adopt(spec["confinement"], spec.get("tool"))
         folder = claim_folder(Path(spec["record_dir"]))

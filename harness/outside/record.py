@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.record import Budgets, ModelEntry, RecordFormatError, SessionRecord, WireEntry
 from contracts.releases import default_version
 from contracts.scenario import Scenario
@@ -225,7 +225,7 @@ def _model(fd: int, folder: Path) -> list[ModelEntry]:
     out = []
     for n, line in enumerate(lines, 1):
         try:
-            data = orjson.loads(line)
+            data = bounded_parse.loads_json(line, bounded_parse.MAX_RECORD_DEPTH)
             if not isinstance(data, dict) or not _number(data.get("t")):
                 raise RecordFormatError("not {t, dir, msg}")
             out.append(ModelEntry.from_json(data))
@@ -370,7 +370,7 @@ def server_record(
             request_s=plan.request_timeout_ms / 1000,
         ),
         experimental_api=plan.experimental_api,
-        meta={"scenario_turns": len(scenario.turns), "outside": facts},
+        meta={"scenario_turns": len(scenario.turns), "outside": facts, "approval_turns": scenario.approval_turns},
     )
     if server is not None:
         record.wire = [replace(e, t=round(e.t - zero, 6)) for e in server.wire]

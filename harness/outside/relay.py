@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from contracts import bounded_parse
 from contracts.wire import DEFAULT_MAX_LINE, Incoming, LineFraming, WireError, parse_items
 from fake_server.recording import MAX_WIRE_BYTES, claim_folder, start_fields, wire_entry
 
@@ -214,7 +215,7 @@ def recorded_lines(payloads: list[Incoming], t: float, direction: str) -> list[b
     anything else (a framing error, not JSON, not a message) is recorded as ``fake-codex --record`` does."""
     out = []
     head = b'{"t":%.6f,"dir":"%s","msg":' % (t, direction.encode())
-    loads = orjson.loads
+    loads = bounded_parse.loads_json
     for one in payloads:
         if type(one) is bytes:
             try:

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from contracts import safe_read
+from contracts import bounded_parse, safe_read
 from contracts.record import TurnResult
 from contracts.usage import UsageBuckets
 
@@ -75,7 +75,7 @@ def read_result(path: Path, *, parent_fd: int | None = None) -> ReadResult:
     except OSError as exc:
         return ReadResult("invalid", [safe_read.explain(path.name, exc)])
     try:
-        data = orjson.loads(data_bytes)
+        data = bounded_parse.loads_json(data_bytes)
     except orjson.JSONDecodeError as exc:
         return ReadResult("invalid", [f"{path.name} is not JSON: {exc}"])
     problems = [

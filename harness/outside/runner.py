@@ -3,7 +3,7 @@
 The client runs in a process tree of its own (:mod:`harness.proctree`: a PID namespace, else a cgroup, else
 its session, the run marker and the harness's descendants) with ``CODEX_BIN`` = the shim (also first on
 ``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
-marker. It gets the run deadline of docs/clients.md (harness.budgets.run_deadline_s; or ``deadline_s``),
+marker. It gets the run deadline (harness.budgets.run_deadline_s, the formula of docs/clients.md; or ``deadline_s``),
 under the budgets it declares (:mod:`harness.budgets`); past that, or once it exited and a teardown budget of
 grace passed, everything still alive in its tree is named and SIGKILLed.
 """
@@ -33,6 +33,7 @@ from contracts.safe_dir import Slot
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from contracts.text import escape
+from fake_server.profiles import switches_of
 from fake_server.recording import RECORD_ENV, play_identity
 from harness import confine, proctree, workdirs
 from harness.budgets import scenario_deadline_s, with_budgets
@@ -51,7 +52,7 @@ from harness.outside.relay import RELAY_ENV
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, SHIM_STARTS, read_starts, write_shim
 from harness.proctree import procfs
-from harness.targets.real import write_mock_config
+from harness.targets.real import home_config, write_mock_config
 
 TARGET = "fake-process"
 REAL = "real"
@@ -736,7 +737,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
         watch = BypassWatch(None, server_env, str(shim))
     home = work_dir / "codex-home"
     home.mkdir(exist_ok=True)
-    write_mock_config(home, scenario.config)  # as the real target's home: the fake answers from it
+    write_mock_config(home, home_config(scenario))  # as the real target's home: the fake answers from it
     env = _client_env(shim, scenario_file, plan_path, result_path, marker, home)
     deadline = deadline_for(scenario, spec.deadline_s)
     grace = scenario.client.teardown_ms / 1000 + client_contract.SLACK_S
@@ -760,7 +761,7 @@ def play_outside(scenario: Scenario, spec: ClientSpec, work_dir: Path, work_fd: 
     }
     # [expect.release."X"]: the truth of the release played.
     records = build_records(
-        replace(scenario, expect=scenario.expect.for_release(profile)),
+        replace(scenario, expect=scenario.expect.for_release(profile, switches_of(profile))),
         record_dir,
         client,
         facts,

@@ -46,6 +46,13 @@ ANSWER_TIMEOUT_S = 1.0
 def launchers(which: Any) -> list[tuple[str, ...]]:
     """The argv prefixes that start a command as PID 1 of a new PID namespace, best first (``which``: shutil.which)."""
     out: list[tuple[str, ...]] = []
+    # util-linux unshare first: its --mount-proc mounts a plain /proc of the namespace. bwrap's --proc adds
+    # read-only submounts (/proc/irq, /proc/bus, …), and a /proc that is not fully visible forbids every nested
+    # user namespace below it from mounting its own: the confined real binary a client starts (harness.confine,
+    # bwrap --unshare-user --proc) could not start inside the client's tree.
+    if unshare := which("unshare"):
+        user = () if os.geteuid() == 0 else ("--user", "--map-current-user")
+        out.append((unshare, *user, "--pid", "--fork", "--kill-child", "--mount-proc", "--"))
     if bwrap := which("bwrap"):
         # bwrap makes a user namespace by itself when it is not run as root; --as-pid-1: our init is PID 1.
         # No --die-with-parent: its PR_SET_PDEATHSIG fires when the *thread* that started bwrap ends, and
@@ -53,9 +60,6 @@ def launchers(which: Any) -> list[tuple[str, ...]]:
         # them). The init's control socket ends the tree when the harness dies instead.
         binds = ("--dev-bind", "/", "/", "--proc", "/proc")  # the host's files; a /proc of the namespace
         out.append((bwrap, "--unshare-pid", "--as-pid-1", *binds, "--"))
-    if unshare := which("unshare"):
-        user = () if os.geteuid() == 0 else ("--user", "--map-current-user")
-        out.append((unshare, *user, "--pid", "--fork", "--kill-child", "--mount-proc", "--"))
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from contracts.report import LatencyPart, Report, Verdict, judge
 from contracts.report.latency import METRICS
-from harness.report.releases import matrix_rows, verdict_word
+from harness.report.releases import headline, matrix_rows, verdict_word
 
 
 def release_json(report: Report, verdict: Verdict | None = None) -> dict[str, Any]:
@@ -20,7 +20,8 @@ def release_json(report: Report, verdict: Verdict | None = None) -> dict[str, An
     return {
         "version": release.version,
         "codex": release.codex,
-        "verdict": verdict_word(verdict),
+        "verdict": verdict_word(verdict, report),
+        "headline": headline(report, verdict),
         "result": verdict.result,
         "schema": schema.to_json() if schema is not None else None,
         "contracts": {
@@ -43,6 +44,8 @@ def matrix_json(matrix: Report, verdict: Verdict | None = None) -> dict[str, Any
         "releases": [c.version() for c in matrix.columns],
         "ok": verdict.ok,
         "result": verdict.result,
+        "verdict": verdict_word(verdict, matrix),
+        "headline": headline(matrix, verdict),
         "wall_s": round(matrix.wall_s, 1),
         "neighbours": [n.to_json() for n in matrix.neighbours],
         "table": [{"row": label, "cells": cells} for label, cells in matrix_rows(matrix)],

@@ -1,7 +1,7 @@
 """The report as Markdown: ``validate-release``'s ``report.md``, ``matrix``'s ``matrix.md``, and any run's checks.
 
 The text is the report's own; the caller escapes it for where it goes (:func:`contracts.text.escape`:
-report.md and matrix.md are read in terminals too).
+report.md and matrix.md are read in terminals too; :func:`for_file`: and in Markdown renderers).
 """
 
 from __future__ import annotations
@@ -11,6 +11,13 @@ from contracts.report import Report, Verdict, judge
 from harness.report.releases import fidelity_differing, headline, matrix_rows, ms, step_cell, step_groups
 
 SHOWN_CHANGES = 40
+
+
+def for_file(markdown: str) -> str:
+    """Markdown as a ``.md`` file holds it: ``&``, ``<`` and ``>`` as entities, so what a binary or a client wrote
+    (a ``<script>`` in its stderr) is text in every renderer, never raw HTML, as the HTML report escapes it. Our
+    own Markdown uses no HTML; inside a code span an entity shows as written (safe, if less pretty)."""
+    return markdown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render_markdown(report: Report, verdict: Verdict | None = None) -> str:

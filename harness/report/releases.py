@@ -38,7 +38,18 @@ def headline(report: Report, verdict: Verdict) -> str:
     return "FAILS: the fake differs from the release (the harness's own)"
 
 
-def verdict_word(verdict: Verdict) -> str:
+#: the JSON word of each failing headline: whose failure it is, as the headline says
+FAIL_WORDS = {
+    HEADLINES["FAIL"]: "breaks clients",
+    "FAILS: the server violates a contract": "server violates a contract",
+    "FAILS: the fake differs from the release (the harness's own)": "fake differs",
+}
+
+
+def verdict_word(verdict: Verdict, report: Report | None = None) -> str:
+    """``ok``, ``nothing judged``, or whose failure it is (the headline's words); "breaks" only without a report."""
+    if verdict.result == "FAIL" and report is not None:
+        return FAIL_WORDS[headline(report, verdict)]
     return VERDICT_WORDS[verdict.result]
 
 
@@ -95,6 +106,8 @@ def step_cell(step: SchemaChanges) -> str:
             f"; behaviour of {counts['scenarios compared']} scenario(s): {counts['wire changes']} changed on the wire, "
             f"{counts['trace changes']} in the trace"
         )
+    if step.trace_format_note:  # a trace reader of the old format cannot read the new one as it is
+        text += f"; **{step.trace_format_note}**"
     return text
 
 

@@ -24,6 +24,8 @@ class TargetRun:
     trace_root: Path | None
     schema_release: str = field(default_factory=default_version)  # default: the default release
     server_version: str | None = None
+    #: the switches of the release profile played (a fake knows its own); None: read from the release's folder
+    switches: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     #: the mock Responses API's traffic timeline (real target), live: the runner copies it into the record
     model_traffic: list[dict[str, Any]] | None = None

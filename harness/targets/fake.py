@@ -69,6 +69,7 @@ async def in_process(
             schema_release=release,
             server_version=release,
             meta={"transport": transport, **({"connect_failure": failure} if failure else {})},
+            switches={name: getattr(server.profile, name) for name in profiles.SWITCHES},
         )
         run.workdir = cwd or Path(server.engine.cwd)
         run.faults_struck = lambda: [(f.turn, f.index, f.sent, f.received) for f in server.faults_struck]

@@ -121,6 +121,15 @@ def effective_config(scenario: Scenario) -> ServerConfig:
     return config
 
 
+def home_config(scenario: Scenario) -> ServerConfig:
+    """The settings a real run's ``config.toml`` holds for ``scenario`` (:func:`effective_config`), or the scenario's
+    own where the real target refuses them: what a fake given the same kind of home reads."""
+    try:
+        return effective_config(scenario)
+    except RealTargetError:
+        return scenario.config
+
+
 def config_toml(config: ServerConfig, base_url: str) -> dict[str, Any]:
     """The ``config.toml`` of a real run, as a mapping (``tomli_w.dumps`` writes it)."""
     return {

@@ -22,6 +22,7 @@ from fake_server.effects import (
     Effect,
     Exit,
     FaultStruck,
+    PauseInput,
     Send,
     SendBytes,
     SpawnGrandchild,
@@ -60,6 +61,9 @@ class VirtualServer:
     grandchild_hold_ms: int | None = None
     _timers: dict[int, int] = field(default_factory=dict)
     _lines: LineFraming = field(default_factory=LineFraming)
+    #: ``slow_reader``: what the client wrote before then waits, read when the pause ends (as the runtime does)
+    _paused_until: int = 0
+    _held: list[bytes] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.engine = Engine(self.scenario)
@@ -72,7 +76,15 @@ class VirtualServer:
 
     def send_raw(self, data: bytes) -> None:
         """Bytes of the client's newline-framed wire: the lines they complete reach the engine."""
+        if self.now_ms < self._paused_until:
+            self._held.append(data)
+            return
         self._apply(self.engine.receive(self._lines.feed(data), self.now_ms))
+
+    def _read_held(self) -> None:
+        held, self._held = self._held, []
+        for data in held:
+            self.send_raw(data)
 
     def close_input(self) -> None:
         self._apply(self.engine.feed_eof(self.now_ms))
@@ -130,7 +142,15 @@ class VirtualServer:
         return None
 
     def _run_timers(self, deadline: int, check: Callable[[], bool] | None) -> bool:
-        while self._timers and self.exit_code is None:
+        while (self._timers or self._held) and self.exit_code is None:
+            if self._held and (not self._timers or self._paused_until <= min(self._timers.values())):
+                if self._paused_until > deadline:
+                    break
+                self.now_ms = max(self.now_ms, self._paused_until)
+                self._read_held()
+                if check is not None and check():
+                    return True
+                continue
             token, due = min(self._timers.items(), key=lambda kv: (kv[1], kv[0]))
             if due > deadline:
                 break
@@ -156,6 +176,8 @@ class VirtualServer:
                 self.stderr.append(effect.text)
             elif isinstance(effect, CloseStdout):
                 self.stdout_closed = True
+            elif isinstance(effect, PauseInput):
+                self._paused_until = max(self._paused_until, self.now_ms + effect.ms)
             elif isinstance(effect, SpawnGrandchild):
                 self.grandchild_hold_ms = effect.hold_ms
             elif isinstance(effect, TraceEvent):
