@@ -312,6 +312,8 @@ def client_exits(runs: list) -> list[str]:
         facts = run.record.meta.get("outside") if run.record is not None else None
         if not isinstance(facts, dict) or facts.get("deadline_hit"):  # a hang is client / deadline's
             continue
+        if facts.get("recording_cut"):  # the harness's recording failed (a full disk): runner / recording says so
+            continue
         code, servers = facts.get("client_exit"), bool(facts.get("servers"))
         if servers and code in (0, None):
             continue

@@ -527,7 +527,7 @@ def judge(records: list[SessionRecord]) -> list[Check]:
         checks += own
     if facts.get("primary", True):
         checks.append(client_plan.check(records))
-    return _with_recording_problems(primary, _no_server(_all_unsupported(checks, facts), facts), facts)
+    return _no_server(_with_recording_problems(primary, _all_unsupported(checks, facts), facts), facts)
 
 
 #: What stays judged of a client that started no server: what it did as a process.
@@ -549,8 +549,8 @@ def _no_server(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
     a server (the plan, the wire's contracts, its exit status) is not judged: a skip naming that finding, never a
     pass on an empty wire nor a second failure of the same cause. A result file it wrote is still judged: what it
     claims there is a claim of its own."""
-    if facts.get("servers"):
-        return checks
+    if facts.get("servers") or any(c.contract == "runner" and c.status == "fail" for c in checks):
+        return checks  # a server recorded, or the harness's own recording failed (that failure is the finding)
     started = next((c for c in checks if (c.contract, c.name) == ("client", "server started")), None)
     if started is not None and started.status == "fail":
         why = "not judged: the client never started a server (client / server started)"
