@@ -10,7 +10,8 @@ truth of that path (usage is judged from the wire).
 
 The runner notes which turns script an approval (``meta["approval_turns"]``, from the scenario); a turn among
 them whose stretch of the wire carries no approval request from the server is re-judged as above. A turn with
-an approval request, or without a Result naming its turn id, or without a ``turn/completed``, keeps its truth.
+an approval request, one the client interrupted, or without a Result naming its turn id, or without a
+``turn/completed``, keeps its truth.
 """
 
 from __future__ import annotations
@@ -35,17 +36,25 @@ RESULT_OF = {"completed": "completed", "interrupted": "aborted", "failed": "fail
 
 
 def _turn_facts(wire: list[Any]) -> tuple[set[str], dict[str, str], bool]:
-    """The turn ids an approval request named, each turn's turn/completed status, and whether any approval
-    request named no turn (then no turn is re-judged)."""
+    """The turn ids an approval request named or the client interrupted, each turn's turn/completed status, and
+    whether any approval request named no turn (then no turn is re-judged). A turn the client interrupted may
+    have ended before its approval point (a cancel, the client's own turn timeout): the approval not asked is
+    then the client's doing, not its settings', and the turn keeps its truth."""
     asked: set[str] = set()
     ended: dict[str, str] = {}
     unnamed = False
     for entry in wire:
         frame = entry.frame
-        if entry.dir != "s2c" or not isinstance(frame, dict):
+        if not isinstance(frame, dict):
             continue
         method = frame.get("method")
         params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+        if entry.dir == "c2s":
+            if method == "turn/interrupt" and isinstance(params.get("turnId"), str):
+                asked.add(params["turnId"])
+            continue
+        if entry.dir != "s2c":
+            continue
         if method in APPROVAL_METHODS and "id" in frame:
             turn_id = params.get("turnId")
             if isinstance(turn_id, str):

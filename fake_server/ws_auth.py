@@ -99,7 +99,7 @@ def policy_from_flags(flags: AuthFlags, *, read_secrets: bool = True) -> Policy:
     """The policy the flags set, reading the secret files now (as the real binary does); AuthConfigError else.
 
     ``read_secrets`` False (``--listen stdio://``, where nothing is authenticated): the flags must still fit
-    together, but no secret file is read, so a missing or empty one is no error (observed on 0.171.0: exit 0),
+    together, but no secret file is read, so a missing or empty one is no error (observed on the real binary: exit 0),
     and the policy is none."""
     signed_only = (flags.shared_secret_file, flags.issuer, flags.audience, flags.max_clock_skew_seconds)
     if flags.mode is None:

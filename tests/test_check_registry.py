@@ -46,6 +46,7 @@ SHOULD = {
     ("client", "interrupt -> turn/completed"),
     ("client", "server ended"),
     ("client", "server's descendants ended"),
+    ("client", "exit status"),
     ("usage", "turn N reasoning"),
     ("usage", "server usage consistent"),
     ("usage", "turn N server usage"),

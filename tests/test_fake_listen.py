@@ -295,6 +295,8 @@ def _socket_table(argv: list[str]) -> dict[str, dict[str, object]]:
 
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root (another user's folder is planted) and unshare (a private /tmp)")
+    if any(str(p).startswith("/tmp/") for p in (Path(__file__), Path(sys.executable))):
+        pytest.skip("the checkout or its interpreter lies under /tmp, which this test replaces with a private tmpfs")
     script = (
         "import json, subprocess, sys\n"
         "subprocess.run(['mount', '-t', 'tmpfs', '-o', 'mode=1777', 'tmpfs', '/tmp'], check=True)\n"
@@ -351,6 +353,8 @@ def test_a_run_over_a_squatted_socket_folder_is_no_pass(tmp_path: Path) -> None:
 
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root (another user's folder is planted) and unshare (a private /tmp)")
+    if any(str(p).startswith("/tmp/") for p in (Path(__file__), Path(sys.executable))):
+        pytest.skip("the checkout or its interpreter lies under /tmp, which this test replaces with a private tmpfs")
     script = (
         "set -e; mount -t tmpfs -o mode=1777 tmpfs /tmp; "
         f"mkdir {DAEMON}; chown 65534:65534 {DAEMON}; chmod 0777 {DAEMON}; cd /tmp; "

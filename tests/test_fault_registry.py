@@ -206,7 +206,9 @@ def test_no_long_functions_in_the_fake_engine() -> None:
 def test_counted_bounds_hold_for_generated_turns(script: TurnScript, retries: int, point: str) -> None:
     """For any scripted turn played whole: a fault at the bound strikes, one past it never does."""
     bound = point_bounds(script, retries)[point]
-    config = ServerConfig(stream_max_retries=retries)
+    # on-request: every scripted approval is asked (under "never" the server refuses an escalation and its item
+    # never starts, as the real binary does: fake_server.policy), so every scripted item is played
+    config = ServerConfig(stream_max_retries=retries, approval_policy="on-request")
     patient = ClientPlan(turn_timeout_ms=3_600_000)  # long commands must not end the turn first
     for n, strikes in ((bound, True), (bound + 1, False)):
         if n == 0:

@@ -254,7 +254,8 @@ def test_resume_and_the_home_store_keep_the_threads_settings() -> None:
         "model": "m",
         "preview": "",
         "turns": [],
-        "history": [],
+        "history_len": 0,  # the head line of a thread file (the history is a line of its own)
+        "first_turn": None,
     }
     thread, _ = home_store._thread_of(stored, "t")
     assert (thread.approval_policy, thread.reviewer) == (granular, "auto_review")

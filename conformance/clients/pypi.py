@@ -157,8 +157,8 @@ def against_baseline(
 ) -> tuple[list[str], list[str]]:
     """(new, stale) failures of ``scenarios``, one line each naming the scenario and the check: a failing ``must``
     check the baseline does not list (``fail`` or ``flaky``), and a listed ``fail`` that did not fail at all.
-    A ``should`` check failing (a recommendation: it fails no run but under ``--strict``) is not new: it may be
-    listed, and then it must still fail. ``checks``: the runs' :class:`contracts.checks.Check` objects."""
+    A ``should`` check (a recommendation: it fails no run but under ``--strict``) is neither new nor stale.
+    ``checks``: the runs' :class:`contracts.checks.Check` objects."""
     mine = [e for e in entries if e["scenario"] in scenarios]
     known = {(e["scenario"], e["contract"], e["name"]) for e in mine if e["status"] == "fail"}
     flaky = {(e["scenario"], e["contract"], e["name"]) for e in mine if e["status"] == "flaky"}
@@ -168,7 +168,10 @@ def against_baseline(
         for (s, c, n), check in sorted(failing.items())
         if (s, c, n) not in known | flaky and check.level == "must"
     ]
-    stale = [f"{s}: {c} / {n}" for s, c, n in sorted(known - set(failing))]
+    # A listed should check (a recommendation) that passes now is not stale either: like a flaky entry, it is
+    # tolerated either way (late answers to resolved requests come and go with the scheduling of the client).
+    should = {(c.scenario, c.contract, c.name) for c in checks if c.level == "should"}
+    stale = [f"{s}: {c} / {n}" for s, c, n in sorted(known - set(failing) - should)]
     return new, stale
 
 

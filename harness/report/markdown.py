@@ -15,7 +15,7 @@ SHOWN_CHANGES = 40
 
 def for_file(markdown: str) -> str:
     """Markdown as a ``.md`` file holds it: ``&``, ``<`` and ``>`` as entities, so what a binary or a client wrote
-    (a ``<script>`` in its stderr) is text in every renderer, never raw HTML, as the HTML report escapes it. Our
+    (a script element in its stderr) is text in every renderer, never raw HTML, as the HTML report escapes it. Our
     own Markdown uses no HTML; inside a code span an entity shows as written (safe, if less pretty)."""
     return markdown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
