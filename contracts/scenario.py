@@ -287,6 +287,12 @@ class ServerConfig:
     auto_review: str = "allow"
 
 
+def default_approval_policy(turns: tuple[TurnScript, ...] | list[TurnScript]) -> str:
+    """The ``approval_policy`` of a scenario that names none: ``on-request`` when an item asks for approval."""
+    asks = any(getattr(item, "approval", False) for t in turns for r in t.responses for item in r.items)
+    return "on-request" if asks else "never"
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     name: str

@@ -47,6 +47,7 @@ from contracts.scenario import (
     ServerConfig,
     TurnScript,
     Usage,
+    default_approval_policy,
 )
 from contracts.text import one_line
 from contracts.usage import UsageBuckets
@@ -524,9 +525,8 @@ def _overrides(t: _Reader, extra: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def _config(r: _Reader, turns: tuple[TurnScript, ...]) -> ServerConfig:
-    needs_approval = any(getattr(item, "approval", False) for t in turns for resp in t.responses for item in resp.items)
     config = ServerConfig(
-        approval_policy=r.str("approval_policy", "on-request" if needs_approval else "never"),
+        approval_policy=r.str("approval_policy", default_approval_policy(turns)),
         sandbox=r.str("sandbox", "read-only", ("read-only", "workspace-write", "danger-full-access")),
         stream_max_retries=r.int("stream_max_retries", 0, maximum=MAX_RETRIES),
         model=r.str("model", "mock-model"),

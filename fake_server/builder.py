@@ -45,6 +45,7 @@ from contracts.scenario import (
     ServerConfig,
     TurnScript,
     Usage,
+    default_approval_policy,
 )
 from contracts.scenario_file import ScenarioError, split_text
 from contracts.usage import UsageBuckets
@@ -261,8 +262,7 @@ def scenario(
     settings = dict(config or {})
     policy = settings.get("approval_policy")
     if policy is None:
-        needs = any(getattr(i, "approval", False) for t in turns for r in t.responses for i in r.items)
-        policy = "on-request" if needs else "never"
+        policy = default_approval_policy(turns)
     built = Scenario(
         name=name,
         description=description,

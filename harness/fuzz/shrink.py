@@ -128,7 +128,8 @@ def simplify(
             if tries >= budget:
                 break
             try:
-                candidate = replace(candidate, expect=derive(candidate.turns, candidate.client).expect)
+                truth = derive(candidate.turns, candidate.client, candidate.config)
+                candidate = replace(candidate, expect=truth.expect)
             except RacyScenario:
                 continue
             tries += 1

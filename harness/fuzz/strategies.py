@@ -43,6 +43,7 @@ from contracts.scenario import (
     ServerConfig,
     TurnScript,
     Usage,
+    default_approval_policy,
 )
 from contracts.scenario_file import split_text
 from harness.fuzz.table import AT_INTERRUPT, FUZZED, PASSIVE, Placement, check_kinds, effect, params
@@ -283,7 +284,7 @@ def _interrupt_faults(truth: TurnTruth, last: bool, ending_left: bool) -> list[P
 
 
 def reached_only(
-    turns: tuple[TurnScript, ...], plan: ClientPlan, truth: SessionTruth
+    turns: tuple[TurnScript, ...], plan: ClientPlan, truth: SessionTruth, config: ServerConfig | None = None
 ) -> tuple[tuple[TurnScript, ...], SessionTruth]:
     """The turns keeping only the faults the walk says strike, and their truth.
 
@@ -299,13 +300,13 @@ def reached_only(
     )
     if all(len(a.faults) == len(b.faults) for a, b in zip(kept, turns, strict=True)):
         return turns, truth
-    return kept, derive(kept, plan)
+    return kept, derive(kept, plan, config)
 
 
-def _walk(script: TurnScript, plan: ClientPlan, turn: int, offset: int) -> TurnTruth:
+def _walk(script: TurnScript, plan: ClientPlan, turn: int, offset: int, config: ServerConfig) -> TurnTruth:
     """:func:`walk_turn`, dropping the example (not failing it) in the unexpected case of a race."""
     try:
-        return walk_turn(script, plan, turn, offset)
+        return walk_turn(script, plan, turn, offset, config)
     except RacyScenario:
         reject()
 
@@ -360,6 +361,8 @@ def _scenarios(
     if real_time:
         scripts = [_quick(t) for t in scripts]
     needs_approval = sum(1 for t in scripts for r in t.responses for i in r.items if getattr(i, "approval", False))
+    # The server settings are fixed by the model side: every walk below plays the tool calls as the fake will.
+    config = ServerConfig(approval_policy=default_approval_policy(scripts))
     decisions: tuple[str, ...] = ()
     default = "accept"
     if needs_approval:
@@ -388,7 +391,7 @@ def _scenarios(
     offset = 0
     for i in range(count):
         last = i == count - 1
-        walked = _walk(scripts[i], plan, i + 1, offset)
+        walked = _walk(scripts[i], plan, i + 1, offset, config)
         offset += walked.approvals_seen
         if not faults or not passive:
             continue
@@ -408,7 +411,7 @@ def _scenarios(
         offset = 0
         for i in range(count):
             # Earlier turns' actions are in the plan: a cancel there changes which decisions this turn gets.
-            walked = _walk(scripts[i], plan, i + 1, offset)
+            walked = _walk(scripts[i], plan, i + 1, offset, config)
             if i > 0 and draw(_BOOL):
                 chosen.append(ClientAction(turn=i + 1, do="resume"))
             what = draw(_WHAT)
@@ -423,14 +426,14 @@ def _scenarios(
             if options:
                 chosen.append(replace(_pick(draw, options), turn=i + 1))
             plan = replace(plan, actions=tuple(chosen))
-            offset += _walk(scripts[i], plan, i + 1, offset).approvals_seen
+            offset += _walk(scripts[i], plan, i + 1, offset, config).approvals_seen
     plan = replace(plan, actions=tuple(chosen))
 
     # Faults at the interrupt, for turns whose cancel lands cleanly.
     if faults:
         offset = 0
         for i in range(count):
-            walked = _walk(scripts[i], plan, i + 1, offset)
+            walked = _walk(scripts[i], plan, i + 1, offset, config)
             offset += walked.approvals_seen
             options = _interrupt_faults(walked, i == count - 1, not ending_used)
             if any(f.at == "after_end" for f in scripts[i].faults):
@@ -446,13 +449,12 @@ def _scenarios(
 
     turns = tuple(scripts)
     try:
-        truth = derive(turns, plan)
-        turns, truth = reached_only(turns, plan, truth)
+        truth = derive(turns, plan, config)
+        turns, truth = reached_only(turns, plan, truth, config)
     except RacyScenario:
         # A combination the walk cannot judge exactly (should not happen: the placement above avoids
         # races); dropping it keeps the truth exact. tests/test_fuzz_strategies.py bounds how often.
         reject()
-    config = ServerConfig(approval_policy="on-request" if needs_approval else "never")
     kinds_text = ", ".join(sorted({f.kind for t in turns for f in t.faults})) or "no faults"
     return Scenario(
         name=name,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from contracts.expect import Allowance, Expect, ExpectTurn
-from contracts.scenario import ClientAction, ClientPlan, Fault, TurnScript, Usage
+from contracts.scenario import ClientAction, ClientPlan, Fault, ServerConfig, TurnScript, Usage, default_approval_policy
 from fake_server.turns import PENDING_FLUSH_MS
 from harness.fuzz.table import INTERRUPT_KINDS, effect
 from harness.fuzz.walk import (
@@ -32,6 +32,7 @@ from harness.fuzz.walk import (
     landing_for,
     point_index,
     steerable,
+    tool_outcomes,
     trigger_index,
 )
 
@@ -86,15 +87,26 @@ def _end_time(steps: list[Step]) -> int | None:
     return steps[-1].t if steps else 0
 
 
-def walk_turn(script: TurnScript, plan: ClientPlan, turn: int, approval_offset: int) -> TurnTruth:
+def config_for(turns: tuple[TurnScript, ...] | list[TurnScript], config: ServerConfig | None) -> ServerConfig:
+    """``config``, or the one a scenario of ``turns`` that names none gets (the loader's default policy)."""
+    return config if config is not None else ServerConfig(approval_policy=default_approval_policy(turns))
+
+
+def walk_turn(
+    script: TurnScript, plan: ClientPlan, turn: int, approval_offset: int, config: ServerConfig | None = None
+) -> TurnTruth:
     """The steps of turn ``turn`` (1-based) with its faults and client actions applied, and its truth.
+
+    ``config``: the scenario's server settings, which decide what each tool call does (asked, run, refused);
+    by default that of a scenario holding only this turn.
 
     Raises :class:`RacyScenario` for a client action (or the turn deadline) that races the server.
     """
     cancel = _first(plan, turn, "cancel")
     steer = _first(plan, turn, "steer")
     hold = _held(cancel, approval_offset)
-    walker = Walker(script, plan, approval_offset, hold)
+    outcome_of = tool_outcomes(config_for((script,), config))
+    walker = Walker(script, plan, approval_offset, hold, outcome_of)
     walker.walk()
     faults = list(script.faults)
     steps = _apply_all(walker.steps, faults)
@@ -108,7 +120,7 @@ def walk_turn(script: TurnScript, plan: ClientPlan, turn: int, approval_offset: 
                 raise RacyScenario(f"turn {turn}: steer lands where its input would wait (not mid-stream)")
             prefix = steps[: landing.index]
             struck = [s.fault for s in prefix if s.kind == "fault"]
-            walker = Walker(script, plan, approval_offset, hold)
+            walker = Walker(script, plan, approval_offset, hold, outcome_of)
             # The stream is abandoned when the pending input's model request begins (fake_server.turns).
             walker.resume_after_steer(prefix, landing.t + PENDING_FLUSH_MS, wait.r)
             steps = _apply_all(walker.steps, [f for f in faults if not any(f is g for g in struck)])
@@ -265,8 +277,9 @@ def _interrupt_outcome(
         raise ValueError(f"fault {interrupt.kind}: the truth has no rule for course {course} at the interrupt")
 
 
-def derive(turns: tuple[TurnScript, ...], plan: ClientPlan) -> SessionTruth:
-    """The truth of a scenario made of ``turns`` played by a client following ``plan``.
+def derive(turns: tuple[TurnScript, ...], plan: ClientPlan, config: ServerConfig | None = None) -> SessionTruth:
+    """The truth of a scenario made of ``turns`` played by a client following ``plan``, under the server settings
+    ``config`` (by default the loader's for those turns).
 
     Raises :class:`RacyScenario` when a client action races the server (a generator bug).
     """
@@ -283,7 +296,7 @@ def derive(turns: tuple[TurnScript, ...], plan: ClientPlan) -> SessionTruth:
             truth.ends_session = True
             session.turns.append(truth)
             continue
-        truth = walk_turn(script, plan, number, offset)
+        truth = walk_turn(script, plan, number, offset, config_for(turns, config))
         offset += truth.approvals_seen
         session.turns.append(truth)
     session.fired = [f for t in session.turns for f in t.fired]

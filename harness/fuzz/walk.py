@@ -39,10 +39,12 @@ from contracts.scenario import (
     MessageItem,
     ModelResponse,
     ReasoningItem,
+    ServerConfig,
     TurnScript,
     Usage,
 )
 from contracts.usage import UsageBuckets
+from fake_server import policy, profiles
 from fake_server.turns import PENDING_FLUSH_MS
 from harness.fuzz.table import effect
 
@@ -123,8 +125,16 @@ def usage_buckets(usages: tuple[Usage, ...] | list[Usage]) -> UsageBuckets:
     return total
 
 
-def _needs_approval(item: object) -> bool:
-    return isinstance(item, CommandItem | FileChangeItem) and item.approval
+#: The work directory a walk places relative paths in (the generator draws only relative paths).
+WORKDIR = "/RUN/workdir"
+
+
+def tool_outcomes(config: ServerConfig) -> Callable[[CommandItem | FileChangeItem], str]:
+    """What the fake does with each tool call of a scenario under ``config`` (our client sets no approval
+    settings of its own), from the same release table the fake reads (:mod:`fake_server.policy`)."""
+    table = profiles.default().policy()
+    settings = policy.Settings(config.approval_policy, config.sandbox)
+    return lambda item: policy.outcome(table, settings, item, WORKDIR)
 
 
 def _is_tool(item: object) -> bool:
@@ -137,8 +147,16 @@ class Walker:
     ``hold``: session-wide approval arrivals the client holds back (it cancels instead of answering).
     """
 
-    def __init__(self, script: TurnScript, plan: ClientPlan, approval_offset: int, hold: set[int]) -> None:
+    def __init__(
+        self,
+        script: TurnScript,
+        plan: ClientPlan,
+        approval_offset: int,
+        hold: set[int],
+        outcome_of: Callable[[CommandItem | FileChangeItem], str],
+    ) -> None:
         self.script, self.plan, self.offset, self.hold = script, plan, approval_offset, hold
+        self.outcome_of = outcome_of
         self.steps: list[Step] = []
         self.t = 0
         self.counts: dict[str, int] = {}
@@ -212,9 +230,14 @@ class Walker:
                 self.stream("rdelta", item.deltas, item.delay_ms)
                 self.add("item_completed")
             elif not cut:
+                outcome = self.outcome_of(item)
+                if outcome == "reject":
+                    continue  # refused before it starts: no item, no request; the model is called again
+                if outcome == "review":
+                    raise ValueError("a tool call the approvals reviewer decides: the walk has no rule for it")
                 self.add("item_started")
                 decision: str | None = None
-                if _needs_approval(item):
+                if outcome == "ask":
                     arrival = self.offset + self.approvals
                     self.approvals += 1
                     held = arrival in self.hold

@@ -99,8 +99,6 @@ def _record_one(session: Session, codex: Path, work: Path, stop: threading.Event
     return session
 
 
-#: After an interrupt, how long the running sessions are given to notice their binaries were killed.
-STOP_S = 10.0
 
 
 def _end_running(futures: list[concurrent.futures.Future[Session]]) -> None:
@@ -108,7 +106,7 @@ def _end_running(futures: list[concurrent.futures.Future[Session]]) -> None:
     signal handler's kill would otherwise play its whole session while the process exits."""
     from harness import proctree
 
-    deadline = time.monotonic() + STOP_S
+    deadline = time.monotonic() + proctree.STOP_S
     while any(f.running() for f in futures) and time.monotonic() < deadline:
         proctree.end_all()
         time.sleep(0.05)

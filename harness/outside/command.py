@@ -198,6 +198,7 @@ async def _run_at_once(
     starting = trio.Semaphore(min(jobs, DEFAULT_JOBS))
     played = trio.Event()
     ended = 0
+    playing = 0  # scenarios whose worker thread is running
     # A fixed order, taken by ``jobs`` workers (trio does not promise the order tasks first run in).
     order = iter(sorted(range(len(scenarios)), key=lambda k: -_deadline(scenarios[k], spec)))
 
@@ -210,11 +211,14 @@ async def _run_at_once(
             if started is not None:
                 started(scenario.name, spec.target)
             done = trio.Event()
+            nonlocal playing
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_end_start_when_serving, root, done, starting)
+                playing += 1
                 try:
                     runs[k] = await trio.to_thread.run_sync(one, limiter=limiter)
                 finally:
+                    playing -= 1
                     done.set()
 
     async def worker() -> None:
@@ -230,10 +234,17 @@ async def _run_at_once(
     async def end_clients_when_interrupted() -> None:
         # A worker thread cannot be cancelled: on Ctrl-C (or any error of a sibling) every open tree is killed so
         # that each running scenario ends now, as the sequential run's would, instead of at its deadline.
+        # Killed again until every thread is back (bounded): a thread that was still setting its scenario up
+        # starts its tree after the first kill, and would play it to its deadline.
         try:
             await played.wait()
         except trio.Cancelled:
-            proctree.end_all()
+            with trio.CancelScope(shield=True), trio.move_on_after(proctree.STOP_S):
+                while True:
+                    proctree.end_all()
+                    if not playing:
+                        break
+                    await trio.sleep(0.05)
             raise
 
     try:

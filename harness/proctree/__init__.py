@@ -31,11 +31,14 @@ from pathlib import Path
 import trio
 
 from harness.proctree.base import (
+    STOP_S,
     Confinement,
     ConfinementFailed,
     Member,
     ProcessTree,
     end_all,
+    ended_since,
+    ends,
     register,
     unregister,
     unwrapped,
@@ -44,6 +47,7 @@ from harness.proctree.detect import CONFINE_ENV, confinement
 
 __all__ = [
     "CONFINE_ENV",
+    "STOP_S",
     "Confinement",
     "ConfinementFailed",
     "Member",
@@ -90,8 +94,11 @@ async def open_tree(
     """
     tree = new_tree(how or confinement(), marker)
     token = register(tree.kill)
+    count = ends()
     try:
         await tree.start(argv, env=env, cwd=cwd, stdio={"stdin": stdin, "stdout": stdout, "stderr": stderr})
+        if ended_since(count):  # the signal path's kill came while this tree was starting: it found nothing yet
+            tree.kill()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(tree.pump)
             try:

@@ -16,6 +16,8 @@ Kind = Literal["pid-namespace", "cgroup-v2", "cgroup-v1", "none"]
 #: Bound of a tree's start (the launcher, the init's interpreter) and of its end (the kill, the reap).
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 2.0
+#: After an interrupt, how long the running scenarios are given to notice their processes were killed.
+STOP_S = 10.0
 POLL_S = 0.01
 
 
@@ -108,6 +110,19 @@ class ProcessTree(ABC):
 
 _live: dict[int, Callable[[], None]] = {}
 _tokens = itertools.count(1)
+#: How many times :func:`end_all` ran: a tree registered before a kill and started after it (its start was
+#: under way in another thread) is killed as it starts (:func:`ended_since`).
+_ends = [0]
+
+
+def ends() -> int:
+    """The count of :func:`end_all` calls so far, to compare with :func:`ended_since` later."""
+    return _ends[0]
+
+
+def ended_since(count: int) -> bool:
+    """Whether :func:`end_all` ran since :func:`ends` returned ``count``."""
+    return _ends[0] != count
 
 
 def register(kill: Callable[[], None]) -> int:
@@ -123,6 +138,7 @@ def unregister(token: int) -> None:
 
 def end_all() -> int:
     """SIGKILL every registered tree and process group (SIGTERM / SIGINT); how many there were."""
+    _ends[0] += 1  # before the kills: a start that reads the count after this is ended by its own check
     kills = list(_live.values())
     for kill in kills:
         with contextlib.suppress(Exception):
