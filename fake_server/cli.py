@@ -434,9 +434,51 @@ def _set_blocking(fd: int, blocking: bool | None) -> None:
         pass
 
 
+#: The real binary's options (``codex --help`` / ``codex app-server --help``, 0.171.0) that change nothing the fake
+#: plays: accepted and ignored, each with whether it takes a value. Any other option is refused as the real binary
+#: refuses it (exit 2), so a client passing a flag the release does not know fails here as it would there.
+TOP_LEVEL_FLAGS = {
+    ("-i", "--image"): True,
+    ("-m", "--model"): True,  # observed: top-level -m / -s / -a do not reach app-server's threads
+    ("-p", "--profile"): True,
+    ("-s", "--sandbox"): True,
+    ("-C", "--cd"): True,
+    ("-a", "--ask-for-approval"): True,
+}
+APP_SERVER_FLAGS = {
+    ("--startup-sign-out",): False,
+    ("--print-startup-config",): False,
+    ("--startup-client-info",): True,
+    ("--cloud-skills-snapshot",): True,
+    ("--code-mode-host",): True,
+    ("--strict-config",): False,
+    ("--analytics-default-enabled",): False,
+}
+#: clap's exit code for a command line it cannot parse
+BAD_ARGUMENTS = 2
+
+
+def _accept(parser: ArgumentParser, flags: dict[tuple[str, ...], bool]) -> None:
+    for names, takes_value in flags.items():
+        if takes_value:
+            parser.add_argument(*names, action="append", metavar="VALUE", help="accepted, ignored")
+        else:
+            parser.add_argument(*names, action="store_true", help="accepted, ignored")
+
+
+def _refused(unknown: list[str], command: str | None) -> int:
+    """What the real binary says of an argument it does not know (clap), and its exit code."""
+    first = unknown[0]
+    usage = "codex app-server [OPTIONS] [COMMAND]" if command == "app-server" else "codex [OPTIONS] <COMMAND>"
+    what = f"unexpected argument '{first}' found" if first.startswith("-") else f"unrecognized subcommand '{first}'"
+    print(f"error: {what}\n\nUsage: {usage}\n\nFor more information, try '--help'.", file=sys.stderr)
+    return BAD_ARGUMENTS
+
+
 def _parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="fake-codex",
+        allow_abbrev=False,  # clap takes no abbreviation: --scen is refused there, so here
         description=f"Scriptable fake of `codex app-server` {', '.join(profiles.names())} "
         f"(default {releases.default_version()}).",
     )
@@ -452,8 +494,11 @@ def _parser() -> ArgumentParser:
     )
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="accepted, ignored")
     parser.add_argument("--record", dest="record_top", metavar="DIR", help="as app-server --record")
+    _accept(parser, TOP_LEVEL_FLAGS)
     sub = parser.add_subparsers(dest="command")
-    app = sub.add_parser("app-server", help="serve app-server sessions on stdio, a websocket or a unix socket")
+    app = sub.add_parser(
+        "app-server", allow_abbrev=False, help="serve app-server sessions on stdio, a websocket or a unix socket"
+    )
     app.add_argument("--scenario", help=f"built-in scenario name or scenario file (default: ${SCENARIO_ENV} or plain)")
     app.add_argument(
         "--listen",
@@ -473,6 +518,10 @@ def _parser() -> ArgumentParser:
     app.add_argument("--record", metavar="DIR", help=f"record the session into DIR/<n>-<pid>/ (or ${RECORD_ENV})")
     app.add_argument("-c", "--config", dest="app_config", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--release", dest="app_release", metavar="X", help="as fake-codex --release")
+    app.add_argument("--enable", action="append", default=[], metavar="FEATURE", help="as -c features.FEATURE=true")
+    app.add_argument("--disable", action="append", default=[], metavar="FEATURE", help="as -c features.FEATURE=false")
+    app.add_argument("--stdio", action="store_true", help="as --listen stdio://")
+    _accept(app, APP_SERVER_FLAGS)
     app.add_argument(
         "--fault",
         action="append",
@@ -527,7 +576,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
-    args, _unknown = parser.parse_known_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        return _refused(unknown, args.command)
     env_release = os.environ.get(profiles.RELEASE_ENV)
     try:  # flag and environment are checked before anything else, --version included
         flag = getattr(args, "app_release", None) or args.release
@@ -546,7 +597,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command != "app-server":
         parser.print_help()
         return 3
-    CONFIG_OVERRIDES[:] = [*args.config, *args.app_config]
+    features = [f"features.{name}=true" for name in args.enable] + [f"features.{name}=false" for name in args.disable]
+    CONFIG_OVERRIDES[:] = [*args.config, *args.app_config, *features]
+    if args.stdio:
+        args.listen = "stdio://"
     listen = policy = None
     auth = _auth_flags(args)
     if args.listen != "stdio://" or any(v is not None for v in dataclasses.astuple(auth)):
