@@ -513,3 +513,16 @@ def test_switch_turns_are_checked_and_round_trip() -> None:
     with pytest.raises(ScenarioError) as info:
         loads(text + '[[expect.switch."input_while_streaming=waits".turns]]\nstatus = "completed"\n')
     assert info.value.key == "expect.switch.input_while_streaming=waits.turns"
+
+
+@pytest.mark.parametrize("target", ["fake", "fake-process"])
+def test_run_with_an_unknown_fake_release_is_a_usage_error_said_once(
+    target: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: every scenario failed `runner / play` with the fake's traceback in its detail, exit 1."""
+    from harness.cli import main
+
+    monkeypatch.setenv(profiles.RELEASE_ENV, "9.9.9")
+    assert main(["run", "--target", target, "--scenario", "plain"]) == 3
+    err = capsys.readouterr().err
+    assert "$FAKE_CODEX_RELEASE: no release profile '9.9.9'" in err and "Traceback" not in err

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -166,6 +167,19 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
 
 
+def _check_fake_release(flag: str | None) -> None:
+    """A release the fake has no profile for, from ``--release`` or the environment, is the user's error (exit 3),
+    said once before anything plays, not a failed check per scenario."""
+    from fake_server import profiles
+
+    env = os.environ.get(profiles.RELEASE_ENV)
+    try:
+        profiles.select(flag, env)
+    except profiles.UnknownRelease as exc:
+        where = "--release" if flag else f"${profiles.RELEASE_ENV}"
+        raise UsageError(f"{where}: {exc}") from None
+
+
 def _run(args: argparse.Namespace) -> int:
     # The client's warnings are in each record's log; on the terminal they would drown the table.
     logging.getLogger("harness").addHandler(logging.NullHandler())
@@ -174,6 +188,8 @@ def _run(args: argparse.Namespace) -> int:
     jobs = jobs_from_args(args)
     declared = client.budgets if client is not None else budgets.from_args(args)
     targets: list[str] = list(dict.fromkeys(args.target or ["fake"]))
+    if any(t != "real" for t in targets):
+        _check_fake_release(getattr(args, "release", None))
     baseline = load_baseline(args.baseline) if args.baseline else []
     shard = shards.parse(args.shard) if args.shard else None
     try:
