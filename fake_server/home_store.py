@@ -24,11 +24,9 @@ remembered: it is not read again until it changes.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import re
 import stat
-import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +35,7 @@ import orjson
 
 from contracts import bounded_parse, safe_read
 from contracts.scenario import Usage
+from fake_server import turn_counter
 from fake_server.state import ThreadState
 from fake_server.world import World
 
@@ -45,8 +44,6 @@ FOLDER = ".fake-codex"
 #: not read.
 MAX_THREAD_BYTES = 96 * 1024 * 1024
 MAX_THREADS = 10_000
-#: How long a turn/start waits for the run's turn counter held by another process.
-LOCK_WAIT_S = 2.0
 #: One thread's head: its facts and turn ids (a preview is the first user message, clipped by nobody).
 MAX_HEAD_BYTES = 1024 * 1024
 #: The heads indexed in all (10,000 threads of 12 KiB each).
@@ -116,15 +113,7 @@ class HomeStore:
         """The run's next turn index (0-based), counted across every process of this home."""
         fd = os.open("turns", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=self._fd)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise StoreError(errno.EPERM, f"{self._shown}/turns is not a regular file")
-            _lock(fd, f"{self._shown}/turns")
-            text = os.read(fd, 32).decode("ascii", "replace").strip()
-            index = int(text) if text.isdigit() else 0
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            os.write(fd, str(index + 1).encode())
-            return index
+            return turn_counter.take_next(fd, f"{self._shown}/turns", StoreError)
         finally:
             os.close(fd)
 
@@ -384,22 +373,6 @@ class StoredHistory:
 
     def __repr__(self) -> str:
         return f"StoredHistory({self.name!r}, {len(self)} turns)"
-
-
-def _lock(fd: int, shown: str) -> None:
-    """The counter's lock, waited for at most :data:`LOCK_WAIT_S`: another fake-codex holds it for microseconds;
-    a process that holds it longer (another user's, a stuck one) must not hang this one, whose signals and stdin
-    EOF are only heard between requests. Past the wait: :class:`StoreError` (the process counts its own turns)."""
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                why = f"{shown} is locked by another process for over {LOCK_WAIT_S:g} s"
-                raise StoreError(errno.EWOULDBLOCK, why) from None
-            time.sleep(0.01)
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int]:

@@ -24,11 +24,8 @@ Usage::
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import ipaddress
 import os
-import stat
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -42,6 +39,7 @@ import zstandard
 
 from contracts import bounded_parse
 from contracts.scenario import MessageItem, ModelResponse, Scenario
+from fake_server import turn_counter
 from fake_server.sse import IdCounter, StreamPlan, build_stream
 
 RESPONSES_PATH = "/v1/responses"
@@ -129,15 +127,7 @@ class RunTurnCounter:
     def __call__(self) -> int:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EPERM, f"{self.path} is not a regular file")
-            fcntl.flock(fd, fcntl.LOCK_EX)  # held for microseconds by another mock at most
-            text = os.read(fd, 32).decode("ascii", "replace").strip()
-            index = int(text) if text.isdigit() else 0
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            os.write(fd, str(index + 1).encode())
-            return index
+            return turn_counter.take_next(fd, self.path)
         finally:
             os.close(fd)
 
