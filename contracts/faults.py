@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from contracts import probe_refs
+from contracts import probe_refs, transport
 from contracts.fault_fuzz import Draw, Effect, Place, check_spec, fuzz_table
 
 MIB: Final = 1024 * 1024
@@ -186,7 +186,7 @@ class FaultSpec:
     not_fuzzed: str = ""
     slow: str = ""
     #: the transports it acts on (``run --transport``); a scenario with it is skipped on the others
-    transports: tuple[str, ...] = ("stdio", "ws", "unix")
+    transports: tuple[str, ...] = transport.WIRE
     param_map: Mapping[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -36,6 +36,32 @@ class StreamWords(NamedTuple):
     eof_step: str  # the teardown step that waits for the peer's
 
 
+class Kind(NamedTuple):
+    """One transport a session can run on: its name (``run --transport``), whether it is bytes on a wire a process
+    serves (``fake-codex --listen``, the real binary) and whether it is a socket, where a thread outlives the
+    connection that started it (docs/transports.md)."""
+
+    name: str
+    wire: bool
+    socket: bool
+    about: str
+
+
+#: Every transport, one row each: a new transport is a row here and a stream (and, when it starts a server, a
+#: handle).
+KINDS: tuple[Kind, ...] = (
+    Kind("stdio", wire=True, socket=False, about="newline-delimited JSON on the server's stdin and stdout"),
+    Kind("messages", wire=False, socket=False, about="in process only: one payload per message, no newline"),
+    Kind("ws", wire=True, socket=True, about="a websocket, one text frame per message (ws://IP:PORT)"),
+    Kind("unix", wire=True, socket=True, about="a websocket over a unix socket (unix://PATH)"),
+)
+#: Every transport the in-process fake serves.
+ALL: tuple[str, ...] = tuple(k.name for k in KINDS)
+#: What a process serves: fake-codex and the real binary.
+WIRE: tuple[str, ...] = tuple(k.name for k in KINDS if k.wire)
+#: Where a thread outlives the connection that started it.
+SOCKETS: tuple[str, ...] = tuple(k.name for k in KINDS if k.socket)
+
 STDIO_WORDS = StreamWords("stdin closed", "stdout EOF", "close_stdin", "wait_stdout_eof")
 CONNECTION_WORDS = StreamWords("connection closed", "connection EOF", "close_connection", "wait_connection_eof")
 #: Every note that says a client closed its session's output (contracts.checks.protocol reads them).

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from contracts import transport
 from contracts.checks.base import Check, Maker
 from contracts.checks.registry import Contract, Rule
 from contracts.record import SessionRecord
@@ -81,8 +82,8 @@ def check(record: SessionRecord) -> list[Check]:
     return [client, server] + ([others] if others is not None else [])
 
 
-#: Transports where a thread outlives the connection that started it (contracts.transport: a socket).
-SOCKET_TRANSPORTS = ("ws", "unix")
+#: Transports where a thread outlives the connection that started it.
+SOCKET_TRANSPORTS = transport.SOCKETS
 
 
 def _outlived_connection(make: Maker, record: SessionRecord, server: Check) -> Check:

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import trio
 
+from contracts import transport as transports
 from contracts.transport import CONNECTION_WORDS, ProcessHandle, TransportClosed
 from contracts.unix_socket import physical_name
 from contracts.websocket import HandshakeFailed, UpgradeRefused, WsStream, client_handshake
@@ -32,7 +33,7 @@ LISTENING: Final = re.compile(r"listening on: ws://(\[[0-9a-fA-F:.]+\]|[0-9.]+):
 POLL_S: Final = 0.02
 START_TIMEOUT_S: Final = 30.0
 CONNECT_TIMEOUT_S: Final = 10.0
-TRANSPORTS: Final = ("stdio", "ws", "unix")
+TRANSPORTS: Final = transports.WIRE
 MAX_SOCKET_PATH: Final = 107
 #: Our client pings a server silent this long, and counts it gone when the pong does not come within as long
 #: (the real binary answers pings at once, even mid-turn; docs/transports.md).

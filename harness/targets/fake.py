@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts import schema_store
+from contracts import transport as transports
 from contracts.scenario import Scenario
 from contracts.scenario_file import dump
 from fake_server import ledger, profiles
@@ -20,9 +21,9 @@ TRACE_ROOT_ENV = "CODEX_ROLLOUT_TRACE_ROOT"
 
 #: The in-process fake's connections: newline-delimited as stdio, one payload per message (no newline), or a
 #: websocket (wsproto over a bounded in-memory stream) upgraded as a ``ws://`` or a ``unix://`` listener.
-IN_PROCESS_TRANSPORTS: tuple[str, ...] = ("stdio", "messages", "ws", "unix")
+IN_PROCESS_TRANSPORTS: tuple[str, ...] = transports.ALL
 #: What ``fake-codex`` serves as a process (``--listen``).
-PROCESS_TRANSPORTS: tuple[str, ...] = ("stdio", "ws", "unix")
+PROCESS_TRANSPORTS: tuple[str, ...] = transports.WIRE
 
 
 @asynccontextmanager

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from contracts import transport as transports
 from contracts.scenario import Scenario
 from harness import confine
 from harness.codex_bin import CodexNotFound, codex_version, find_codex
@@ -64,8 +65,8 @@ async def real(
     from harness.client.process import spawn_process
     from harness.client.sockets import listen_arg, open_socket_transport
 
-    if transport not in ("stdio", "ws", "unix"):
-        raise TargetUnavailable(f"the real target is reached over stdio, ws or unix, not {transport}")
+    if transport not in transports.WIRE:
+        raise TargetUnavailable(f"the real target is reached over {', '.join(transports.WIRE)}, not {transport}")
 
     binary = select_codex(codex)
     trace_root = work_dir / "server-trace-root"
