@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import orjson
 
-from contracts import bounded_parse, safe_read
+from contracts import bounded_parse, budget_defaults, safe_read
 from contracts.clip import KEEP as CLIP_KEEP
 from contracts.clip import clip
 from contracts.expect import Expect
@@ -198,9 +198,9 @@ class TeardownStep:
 class Budgets:
     """What the client ran with, so latency checks judge against the real numbers."""
 
-    interrupt_s: float = 2.0  # one budget for the interrupt answer + turn/completed
-    teardown_s: float = 3.0  # bound of the whole teardown (every step)
-    request_s: float = 30.0  # per-request timeout
+    interrupt_s: float = budget_defaults.INTERRUPT_BUDGET_MS / 1000  # the interrupt answer + turn/completed
+    teardown_s: float = budget_defaults.TEARDOWN_MS / 1000  # bound of the whole teardown (every step)
+    request_s: float = budget_defaults.REQUEST_TIMEOUT_MS / 1000  # per-request timeout
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from contracts import triggers
+from contracts import budget_defaults, triggers
 from contracts.expect import Expect
 from contracts.faults import FAULT_DEFAULT_POINT as FAULT_DEFAULT_POINT  # re-exported
 from contracts.faults import FAULT_KINDS, fake_only
@@ -244,10 +244,10 @@ class ClientPlan:
     approval: str = "accept"  # default decision for every approval request
     approvals: tuple[str, ...] = ()  # per request in order of arrival; overrides `approval`
     actions: tuple[ClientAction, ...] = ()
-    interrupt_budget_ms: int = 2000
-    request_timeout_ms: int = 30000
-    turn_timeout_ms: int = 60000
-    teardown_ms: int = 3000
+    interrupt_budget_ms: int = budget_defaults.INTERRUPT_BUDGET_MS
+    request_timeout_ms: int = budget_defaults.REQUEST_TIMEOUT_MS
+    turn_timeout_ms: int = budget_defaults.TURN_TIMEOUT_MS
+    teardown_ms: int = budget_defaults.TEARDOWN_MS
     experimental_api: bool = False
     opt_out: tuple[str, ...] = ()
     handshake: bool = True  # false: the client sends nothing of its own; the probes do it all
@@ -259,7 +259,7 @@ class ClientPlan:
     approval_delay_ms: int = 0  # how long the user takes to answer each approval request
     #: how long the client waits for the server's first answer (``initialize``), counted from the server process's
     #: start: a process start (an interpreter's imports, the npm wrapper) is not a request being late
-    startup_timeout_ms: int = 30000
+    startup_timeout_ms: int = budget_defaults.STARTUP_TIMEOUT_MS
 
     def probes_at(self, at: str) -> tuple[ClientProbe, ...]:
         return tuple(p for p in self.probes if p.at == at)

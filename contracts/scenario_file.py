@@ -15,7 +15,7 @@ from typing import Any, Final, TypeVar
 import orjson
 import tomli_w
 
-from contracts import bounded_parse, method_overrides, probe_refs, scenario_rules
+from contracts import bounded_parse, budget_defaults, method_overrides, probe_refs, scenario_rules
 from contracts.expect import RELEASE_KEYS, RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 from contracts.scenario import (
@@ -291,16 +291,17 @@ def _client(r: _Reader) -> ClientPlan:
         )
         a.done()
         actions.append(action)
+    ms: dict[str, Any] = {"minimum": 1, "maximum": MAX_DELAY_MS}  # a budget: positive, bounded
     plan = ClientPlan(
         approval=r.str("approval", "accept", DECISIONS),
         approvals=r.strs("approvals", DECISIONS),
         approval_delay_ms=r.int("approval_delay_ms", 0, maximum=MAX_PROBE_WAIT_MS),
         actions=tuple(actions),
-        interrupt_budget_ms=r.int("interrupt_budget_ms", 2000, minimum=1, maximum=MAX_DELAY_MS),
-        request_timeout_ms=r.int("request_timeout_ms", 30000, minimum=1, maximum=MAX_DELAY_MS),
-        turn_timeout_ms=r.int("turn_timeout_ms", 60000, minimum=1, maximum=MAX_DELAY_MS),
-        teardown_ms=r.int("teardown_ms", 3000, minimum=1, maximum=MAX_DELAY_MS),
-        startup_timeout_ms=r.int("startup_timeout_ms", 30000, minimum=1, maximum=MAX_DELAY_MS),
+        interrupt_budget_ms=r.int("interrupt_budget_ms", budget_defaults.INTERRUPT_BUDGET_MS, **ms),
+        request_timeout_ms=r.int("request_timeout_ms", budget_defaults.REQUEST_TIMEOUT_MS, **ms),
+        turn_timeout_ms=r.int("turn_timeout_ms", budget_defaults.TURN_TIMEOUT_MS, **ms),
+        teardown_ms=r.int("teardown_ms", budget_defaults.TEARDOWN_MS, **ms),
+        startup_timeout_ms=r.int("startup_timeout_ms", budget_defaults.STARTUP_TIMEOUT_MS, **ms),
         experimental_api=r.bool("experimental_api", False),
         opt_out=r.strs("opt_out"),
         handshake=r.bool("handshake", True),

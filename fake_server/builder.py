@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from contracts import scenario_file
+from contracts import budget_defaults, scenario_file
 from contracts.expect import RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
 from contracts.faults import FaultProblem, check_fault
 from contracts.scenario import (
@@ -170,10 +170,10 @@ def client(
     approval: str = "accept",
     approvals: Iterable[str] = (),
     actions: Iterable[ClientAction] = (),
-    interrupt_budget_ms: int = 2000,
-    request_timeout_ms: int = 30000,
-    turn_timeout_ms: int = 60000,
-    teardown_ms: int = 3000,
+    interrupt_budget_ms: int = budget_defaults.INTERRUPT_BUDGET_MS,
+    request_timeout_ms: int = budget_defaults.REQUEST_TIMEOUT_MS,
+    turn_timeout_ms: int = budget_defaults.TURN_TIMEOUT_MS,
+    teardown_ms: int = budget_defaults.TEARDOWN_MS,
     experimental_api: bool = False,
     opt_out: Iterable[str] = (),
 ) -> ClientPlan:
@@ -181,15 +181,15 @@ def client(
         if decision not in DECISIONS:
             raise _err("client.approval", f"one of {', '.join(DECISIONS)}", decision)
     return ClientPlan(
-        approval,
-        tuple(approvals),
-        tuple(actions),
-        interrupt_budget_ms,
-        request_timeout_ms,
-        turn_timeout_ms,
-        teardown_ms,
-        experimental_api,
-        tuple(opt_out),
+        approval=approval,
+        approvals=tuple(approvals),
+        actions=tuple(actions),
+        interrupt_budget_ms=interrupt_budget_ms,
+        request_timeout_ms=request_timeout_ms,
+        turn_timeout_ms=turn_timeout_ms,
+        teardown_ms=teardown_ms,
+        experimental_api=experimental_api,
+        opt_out=tuple(opt_out),
     )
 
 

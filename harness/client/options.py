@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contracts import budget_defaults
 from contracts.record import Budgets
 from contracts.wire import DEFAULT_MAX_LINE
 
@@ -32,13 +33,13 @@ class SessionOptions:
     client_info: ClientInfo = field(default_factory=ClientInfo)
     experimental_api: bool = False  # stable by default; opt in explicitly
     opt_out_notifications: tuple[str, ...] = ()
-    request_timeout: float = 30.0  # initialize, turn/start, turn/steer, other requests
+    request_timeout: float = budget_defaults.REQUEST_TIMEOUT_MS / 1000  # initialize, turn/start, turn/steer, others
     thread_timeout: float = 60.0  # thread/start, thread/resume
     # initialize's bound is at least this: its answer waits for the server process to start, which takes
     # seconds on a loaded machine, while request_timeout is meant for a running server's requests
-    startup_timeout: float = 30.0
-    interrupt_budget: float = 2.0  # ONE budget for the interrupt answer + turn/completed
-    teardown_timeout: float = 3.0  # bound of the whole teardown
+    startup_timeout: float = budget_defaults.STARTUP_TIMEOUT_MS / 1000
+    interrupt_budget: float = budget_defaults.INTERRUPT_BUDGET_MS / 1000  # ONE budget: interrupt answer + completion
+    teardown_timeout: float = budget_defaults.TEARDOWN_MS / 1000  # bound of the whole teardown
     turn_timeout: float | None = None  # hard deadline per turn -> Result `timeout`
     inactivity_timeout: float | None = 600.0  # semantic inactivity, paused while an approval is pending
     approval_timeout: float = 60.0  # a policy past this answers `cancel`
