@@ -12,8 +12,10 @@ import pytest
 
 from contracts import releases, schema_store
 from contracts.protocol_index import Union, build_index
+from fake_server import profiles
 
-RELEASES = ("0.163.0", "0.169.0", "0.171.0")
+#: Every release the fake plays, read from the release folders (a new folder is covered without an edit here).
+RELEASES = tuple(profiles.names())
 # v1 methods the real deserializer still lists in its "unknown variant" answer; the v2 schema has none of them.
 LEGACY_V1_METHODS = {"getAuthStatus", "gitDiffToRemote", "getConversationSummary"}
 
