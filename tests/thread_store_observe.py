@@ -26,13 +26,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
 import trio
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
 from contracts.fidelity import AMBIENT_METHODS  # noqa: E402
+from harness.learn.observe_io import LineConn, write_observed  # noqa: E402
 
 STEP_S = 30.0
 #: Settings that keep the real binary offline (harness.targets.real.HERMETIC_CONFIG) given as ``-c`` overrides,
@@ -48,36 +48,14 @@ HERMETIC_ARGS = (
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-class Conn:
+class Conn(LineConn):
     """One server process on stdio: requests answered in order, notifications collected by name."""
-
-    def __init__(self, process: Any) -> None:
-        self.process = process
-        self.buf = b""
-        self.next_id = 0
-
-    async def send(self, obj: dict[str, Any]) -> None:
-        await self.process.send(orjson.dumps(obj) + b"\n")
-
-    async def recv(self) -> dict[str, Any]:
-        while b"\n" not in self.buf:
-            chunk = await self.process.receive()
-            if not chunk:
-                raise EOFError("the server closed its stdout")
-            self.buf += chunk
-            if len(self.buf) > 64 * 1024 * 1024:
-                raise ValueError("a line over 64 MiB")
-        line, _, self.buf = self.buf.partition(b"\n")
-        message: dict[str, Any] = orjson.loads(line)
-        return message
 
     async def call(
         self, method: str, params: dict[str, Any], until: str | None = None
     ) -> tuple[dict[str, Any], list[str]]:
         """The answer, and the notifications before it (and until ``until`` arrived, when given)."""
-        self.next_id += 1
-        rid = self.next_id
-        await self.send({"id": rid, "method": method, "params": params})
+        rid = await self.request(method, params)
         answer: dict[str, Any] | None = None
         notes: list[str] = []
         with trio.fail_after(STEP_S):
@@ -157,8 +135,7 @@ def real_home(codex: Path, tmp: Path) -> Home:
                 target.config_path.unlink()
 
             def server(extra: tuple[str, ...]) -> AbstractAsyncContextManager[Conn]:
-                argv = (*target.argv, *extra)
-                return _session(argv, target.env, target.cwd)
+                return _session(target.argv_with(extra), target.env, target.cwd)
 
             yield server, target.workdir
 
@@ -402,12 +379,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = real_home(Path(args.codex), Path(tmp)) if args.codex else fake_home(Path(tmp))
-        data = orjson.dumps(trio.run(observe, home), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_bytes(data)
-    else:
-        sys.stdout.write(data.decode())
+        observed = trio.run(observe, home)
+    write_observed(observed, args.out, sort_keys=True)
 
 
 if __name__ == "__main__":

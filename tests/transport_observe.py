@@ -37,6 +37,7 @@ from contracts.unix_socket import physical_name  # noqa: E402
 from contracts.websocket import WsStream, client_handshake  # noqa: E402
 from fake_server.ws_auth import signed_token  # noqa: E402
 from harness.client.sockets import LISTENING, MAX_SOCKET_PATH  # noqa: E402
+from harness.learn.observe_io import write_observed  # noqa: E402
 
 STEP_S = 20.0
 TOKEN = "s3cret-token"
@@ -425,12 +426,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="observe-") as tmp:
         start = real_start(Path(args.codex), Path(tmp)) if args.codex else fake_start(Path(tmp))
         result = trio.run(observe, start, Path(tmp))
-    data = orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n"
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_bytes(data)
-    else:
-        sys.stdout.write(data.decode())
+    write_observed(result, args.out)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE.parent))
 from contracts.fidelity import AMBIENT_METHODS  # noqa: E402
 from contracts.websocket import WsStream, client_handshake  # noqa: E402
 from harness.client.sockets import LISTENING  # noqa: E402
+from harness.learn.observe_io import write_observed  # noqa: E402
 
 SCENARIO = HERE / "data" / "real" / "scenarios" / "ws_lifetime.toml"
 STEP_S = 30.0
@@ -279,12 +280,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="observe-") as tmp:
         start = real_start(Path(args.codex), Path(tmp)) if args.codex else fake_start(Path(tmp), args.release)
         result = trio.run(observe, start)
-    data = orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n"
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_bytes(data)
-    else:
-        sys.stdout.write(data.decode())
+    write_observed(result, args.out)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from contracts.scenario import (
     ServerConfig,
     TurnScript,
 )
+from harness.learn.observe_io import LineConn, write_observed
 
 STEP_S = 60.0
 GRANULAR = {"granular": {"sandbox_approval": True, "rules": True, "mcp_elicitations": True}}
@@ -150,34 +151,12 @@ class ServerRefused(Exception):
         super().__init__(f"exit {code}: {self.said}")
 
 
-class Conn:
-    def __init__(self, process: Any) -> None:
-        self.process = process
-        self.buf = b""
-        self.next_id = 0
-
-    async def send(self, obj: dict[str, Any]) -> None:
-        await self.process.send(orjson.dumps(obj) + b"\n")
-
-    async def recv(self) -> dict[str, Any]:
-        while b"\n" not in self.buf:
-            chunk = await self.process.receive()
-            if not chunk:
-                raise EOFError("the server closed its stdout")
-            self.buf += chunk
-            if len(self.buf) > 64 * 1024 * 1024:
-                raise ValueError("a line over 64 MiB")
-        line, _, self.buf = self.buf.partition(b"\n")
-        message: dict[str, Any] = orjson.loads(line)
-        return message
-
+class Conn(LineConn):
     async def call(
         self, method: str, params: dict[str, Any], until: str | None = None
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The answer, and every message after the request until ``until`` (server requests answered accept)."""
-        self.next_id += 1
-        rid = self.next_id
-        await self.send({"id": rid, "method": method, "params": params})
+        rid = await self.request(method, params)
         answer: dict[str, Any] | None = None
         seen: list[dict[str, Any]] = []
         with trio.fail_after(STEP_S):
@@ -336,8 +315,14 @@ def real_server(codex: Path, tmp: Path) -> Server:
         # the run folder is made inside base by real_target: the "outside" folder is its parent's sibling,
         # writable by the confined binary only through its run directory, so it sits in the run root.
         # no frame is validated here: a release not pinned yet (`release learn` pins it into a store) is observed too
+        # The flags go in before the launcher wraps the command: appended after it, they reached bwrap's command
+        # but not the one the unshare fallback's init runs (which starts the argv it was given).
         async with real_target(
-            scenario(base / "placeholder"), codex, base_dir=base, require_pinned_schema=False
+            scenario(base / "placeholder"),
+            codex,
+            base_dir=base,
+            require_pinned_schema=False,
+            server_args=flag_args(case),
         ) as target:
             outside = target.workdir.parent / "outside"
             outside.mkdir()
@@ -349,7 +334,7 @@ def real_server(codex: Path, tmp: Path) -> Server:
             if case.where == "config":
                 config |= config_lines(case)
             target.config_path.write_text(tomli_w.dumps(config))
-            async with _session((*target.argv, *flag_args(case)), target.env, target.cwd) as conn:
+            async with _session(target.argv, target.env, target.cwd) as conn:
                 yield conn, target.workdir, outside, lambda: [r.body for r in target.mock.responses_requests()]
 
     return server
@@ -496,12 +481,7 @@ def main() -> None:
     )
     if args.update and args.out and Path(args.out).is_file():
         observed = dict(sorted({**orjson.loads(Path(args.out).read_bytes()), **observed}.items()))
-    data = orjson.dumps(observed, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_bytes(data)
-    else:
-        sys.stdout.write(data.decode())
+    write_observed(observed, args.out, sort_keys=True)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ binary's version. Leaving the block stops the mock and removes the temporary dir
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -83,6 +84,15 @@ class RealTarget:
     mock: MockResponsesServer
     #: a confined unix listener's socket folder on the host (:func:`socket_folder`), else None
     socket_dir: Path | None = None
+    #: the confined launcher of this run: a command put behind it as ``argv`` is
+    launch: Callable[[Sequence[str]], list[str]] | None = None
+
+    def argv_with(self, extra: Sequence[str]) -> tuple[str, ...]:
+        """``argv`` with ``extra`` arguments for the server, put in before the launcher wraps it: arguments
+        appended to ``argv`` reach bwrap's command but not the one the unshare fallback's init starts."""
+        if self.launch is None:
+            return (*self.argv, *extra)
+        return tuple(self.launch((*self.server_argv, *extra)))
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -310,6 +320,7 @@ async def real_target(
                 schema_release=release,
                 argv=tuple(launcher.wrap(argv, where)),
                 server_argv=argv,
+                launch=functools.partial(launcher.wrap, where=where),
                 confinement=launcher.mechanism,
                 env=env,
                 cwd=run.workdir,
