@@ -27,7 +27,7 @@ from contracts.fidelity import Difference, diff_server_sides, render
 from contracts.record import SessionRecord
 from contracts.scenario import Scenario
 from contracts.text import one_line
-from harness import confine, scenario_lookup
+from harness import confine, scenario_lookup, store_option
 from harness.sides import server_side, trace_differences
 
 NAME = "diff"
@@ -181,13 +181,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RELEASE",
         help="the profile the fake plays (default: the binary's own release, else the closest by measured behaviour)",
     )
-    parser.add_argument(
-        "--store",
-        metavar="DIR",
-        type=Path,
-        help="your release store, read for the binary's pin and profiles (default: $CODEX_HARNESS_STORE, else "
-        "${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas)",
-    )
+    store_option.add_argument(parser)
 
 
 def select_binary(codex: str | None, *, require_pinned_schema: bool = True) -> Path:
@@ -202,9 +196,7 @@ def select_binary(codex: str | None, *, require_pinned_schema: bool = True) -> P
 
 
 def run(args: argparse.Namespace) -> int:
-    from contracts import schema_store
-
-    with schema_store.using_user_store(getattr(args, "store", None)):
+    with store_option.using(args):
         return _run(args)
 
 

@@ -17,11 +17,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from contracts import schema_store
 from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
 from contracts.record import MAX_RECORD_COPY_BYTES
 from contracts.safe_dir import CopyBudget, SafeDir, write_file
-from harness import confine, scenario_lookup
+from harness import confine, scenario_lookup, store_option
 from harness.transcript import handshake_problem
 
 NAME = "record"
@@ -29,13 +28,7 @@ HELP = "play a scenario on the real codex offline and write its transcript ({t, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        metavar="DIR",
-        type=Path,
-        help="your release store, read for the binary's pin and the fake's learned profiles (default: "
-        "$CODEX_HARNESS_STORE, else ${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas)",
-    )
+    store_option.add_argument(parser)
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary (else $CODEX_BIN)")
     confine.add_argument(parser)
     parser.add_argument("--scenario", metavar="NAME|PATH", required=True, help="a built-in scenario or a scenario file")
@@ -94,10 +87,7 @@ def _fail(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """With ``--store DIR``, every release lookup of the command (pins, learned profiles) reads that store."""
-    store = getattr(args, "store", None)
-    if store is not None and not Path(store).expanduser().is_dir():
-        raise UsageError(f"--store {store}: not a directory (a release store: codex-cli-<version>/ folders)")
-    with schema_store.using_user_store(store):
+    with store_option.using(args):
         return _run(args)
 
 

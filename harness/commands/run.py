@@ -20,14 +20,13 @@ from pathlib import Path
 
 import orjson
 
-from contracts import schema_store
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
 from contracts.version import harness_version
-from harness import budgets, confine, scenario_lookup, shards
+from harness import budgets, confine, scenario_lookup, shards, store_option
 from harness import report_dir as report_dir_check
 from harness.client.sockets import TRANSPORTS
 from harness.client.stderr import terminal_lines
@@ -87,13 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a baseline entry that no longer fails: fail the run (default: a baseline cannot rot) or only list it"
         " (a CI job that fails on new failures only)",
     )
-    parser.add_argument(
-        "--store",
-        metavar="DIR",
-        type=Path,
-        help="your release store, read for the binary's pin and the fake's learned profiles (default: "
-        "$CODEX_HARNESS_STORE, else ${XDG_DATA_HOME:-~/.local/share}/codex-harness/schemas)",
-    )
+    store_option.add_argument(parser)
     parser.add_argument("--codex", metavar="PATH", help="the real codex binary for --target real (else $CODEX_BIN)")
     confine.add_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -160,10 +153,7 @@ def progress_line(run: ScenarioRun, n: int, total: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """With ``--store DIR``, every release lookup of the command (pins, learned profiles) reads that store."""
-    store = getattr(args, "store", None)
-    if store is not None and not Path(store).expanduser().is_dir():
-        raise UsageError(f"--store {store}: not a directory (a release store: codex-cli-<version>/ folders)")
-    with schema_store.using_user_store(store):
+    with store_option.using(args):
         return _run(args)
 
 
