@@ -1,4 +1,4 @@
-"""What the benchmarks need from the client (``harness.client``), in one place.
+"""What the benchmarks need from the client (``client``), in one place.
 
 "Validation on" is the client validating every frame as it reads it (``SessionOptions.validate_frames``:
 the deltas of one read in one ``jsonschema-rs`` call); a flood frame that breaks the schema fails the run.
@@ -14,12 +14,12 @@ from typing import Any
 
 import trio
 
+from client.events import MessageDelta, MessageDeltas
+from client.memory import memory_pair
+from client.process import spawn_process
+from client.session import Session, SessionOptions, open_session
 from contracts.messages import Request
 from contracts.wire import encode_frame
-from harness.client.events import MessageDelta, MessageDeltas
-from harness.client.memory import memory_pair
-from harness.client.process import spawn_process
-from harness.client.session import Session, SessionOptions, open_session
 
 
 def _options(timeout: float, events: int = 1 << 24, validate: bool = False) -> SessionOptions:

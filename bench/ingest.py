@@ -11,7 +11,7 @@ baseline measured in the same run:
 - ``fake``: ``fake-codex app-server`` plays the ``flood`` scenario (what the fake itself can write).
 
 The client rows go through the whole client (process transport, LineDecoder, validation off/on,
-dispatch to the turn's event iterator) once ``harness.client`` provides it. Target: the client with
+dispatch to the turn's event iterator) once ``client`` provides it. Target: the client with
 validation on reads at least 0.3x the bare loop on the pipe.
 """
 
@@ -289,9 +289,9 @@ def _what_ifs(measure: Callable[[], float]) -> None:
     Each patch counts its calls: a what-if whose patched name the read path no longer calls says so
     instead of printing a figure that measures nothing.
     """
-    from harness.client.events import MessageDelta
-    from harness.client.turncore import EventBuffer
-    from harness.client.wirerecord import FrameChecker
+    from client.events import MessageDelta
+    from client.turncore import EventBuffer
+    from client.wirerecord import FrameChecker
 
     print(f"what-if baseline (as is):                         {measure():.2f} us")
     calls = {"check_deltas": 0, "put_deltas": 0}

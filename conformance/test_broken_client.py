@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import trio
 
+from client import usage as client_usage
 from contracts.checks import run_all
 from contracts.record import SessionRecord
 from contracts.trace import TraceWriter
 from harness import runner
-from harness.client import usage as client_usage
 
 
 def failing(run: Any, contract: str) -> list[str]:

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from client.events import ItemStarted, TurnEvent
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
 from contracts.report.latency import METRICS, CaseResult, Sample, nearest_rank, percentiles, summary_line
 from contracts.scenario import ClientAction, Scenario
-from harness.client.events import ItemStarted, TurnEvent
 from harness.runner import play, without_cancels
 
 CASES: tuple[str, ...] = ("long_stream", "running_command", "interrupt_pending_approval")

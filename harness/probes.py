@@ -21,12 +21,12 @@ from typing import Any, Final
 import orjson
 import trio
 
+from client.errors import ClientError, RequestTimeout
 from contracts import bounded_parse, probe_refs
 from contracts.jsonrpc import RpcError
 from contracts.messages import NOTSET
 from contracts.scenario import ClientPlan, ClientProbe
 from contracts.transport import TransportClosed
-from harness.client.errors import ClientError, RequestTimeout
 
 #: How often a raw request line's answer (or an awaited notification) is looked for on the wire.
 ANSWER_POLL_S = 0.005

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 import trio.testing
 
+from client.errors import ClientError
+from client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
+from client.session import SessionOptions, open_session
 from contracts.checks import CONTRACT_NAMES, Check, run_all, shown
 from contracts.checks import scenario as scenario_check
 from contracts.faults import transport_problem
@@ -36,14 +39,11 @@ from contracts.scenario_rules import SCENARIO_NAME_RULE, is_safe_name
 from contracts.trace.reader import bundles_under
 from contracts.triggers import ActionSchedule, Moment, held_approvals, resumes
 from fake_server.profiles import switches_of
-from harness import workdirs
 from harness.budgets import MAX_RUN_S, plan_budgets, scenario_deadline_s
-from harness.client.errors import ClientError
-from harness.client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
-from harness.client.session import SessionOptions, open_session
 from harness.probes import ProbeState, run_probes
 from harness.report_dir import ReportDir
 from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_target
+from sandbox import workdirs
 
 if TYPE_CHECKING:
     from fake_server.profiles import Profile

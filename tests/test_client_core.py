@@ -12,9 +12,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.messages import ErrorResponse, Response
-from contracts.wire import LineFraming
-from harness.client.connection import (
+from client.connection import (
     ApprovalClosed,
     ApprovalOpened,
     ClientConnection,
@@ -26,10 +24,12 @@ from harness.client.connection import (
     TurnFinished,
     TurnIdKnown,
 )
-from harness.client.errors import LineTooLong
-from harness.client.events import ApprovalRequested, MessageDeltas, TurnEnded, UsageUpdated
-from harness.client.tracerecords import TraceRecord
-from harness.client.turncore import TurnCore
+from client.errors import LineTooLong
+from client.events import ApprovalRequested, MessageDeltas, TurnEnded, UsageUpdated
+from client.tracerecords import TraceRecord
+from client.turncore import TurnCore
+from contracts.messages import ErrorResponse, Response
+from contracts.wire import LineFraming
 
 THREAD = "thr-1"
 TURN = "turn-1"

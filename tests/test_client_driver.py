@@ -1,5 +1,5 @@
 """The session's helpers (turn, supervisor, server_requests, teardown) work against the driver protocol
-(:mod:`harness.client.driver`): they use exactly its members, and the session has every one of them.
+(:mod:`client.driver`): they use exactly its members, and the session has every one of them.
 
 The protocol is what keeps the helpers from needing the session's module (``tests/test_layers.py`` checks the
 circle is gone); these tests keep it honest: a member a helper uses but the protocol does not declare (a reach
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.client import driver
-from harness.client.approvals import accept_all
-from harness.client.memory import memory_pair
-from harness.client.options import SessionOptions
-from harness.client.session import Session
+from client import driver
+from client.approvals import accept_all
+from client.memory import memory_pair
+from client.options import SessionOptions
+from client.session import Session
 
 CLIENT = Path(driver.__file__).resolve().parent
 #: helper module -> how it names the driver: a parameter (``driver``), or an attribute (``self.session``)
@@ -78,7 +78,7 @@ def test_no_helper_imports_the_session_or_guesses_at_attributes(name: str) -> No
     of them is declared (the driver protocol, :class:`contracts.transport.ProcessHandle`)."""
     tree = ast.parse((CLIENT / name).read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert "harness.client.session" not in imported
+    assert "client.session" not in imported
     guessed = [
         ast.unparse(node)
         for node in ast.walk(tree)

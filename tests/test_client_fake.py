@@ -14,16 +14,16 @@ import pytest
 import trio
 import trio.testing
 
+from client.approvals import ApprovalRequest
+from client.errors import ClientError
+from client.process import spawn_process
+from client.session import Session, SessionOptions, open_session
 from contracts.faults import transport_problem
 from contracts.jsonrpc import RpcError
 from contracts.scenario import Scenario
 from contracts.trace import check_bundle, read_bundle
 from contracts.triggers import held_approvals, resumes
 from fake_server.inprocess import serve_in_process
-from harness.client.approvals import ApprovalRequest
-from harness.client.errors import ClientError
-from harness.client.process import spawn_process
-from harness.client.session import Session, SessionOptions, open_session
 from harness.runner import play_turn
 from harness.scenario_lookup import builtin_names, load_builtin
 from harness.targets.fake import fake_codex_argv

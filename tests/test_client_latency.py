@@ -18,11 +18,11 @@ from pathlib import Path
 
 import trio
 
+from client.events import MessageDelta
+from client.process import spawn_process
+from client.session import SessionOptions, open_session
 from contracts.scenario_file import dump
 from fake_server import builder as b
-from harness.client.events import MessageDelta
-from harness.client.process import spawn_process
-from harness.client.session import SessionOptions, open_session
 from harness.targets.fake import fake_codex_argv
 
 SAMPLES = 30

@@ -12,14 +12,14 @@ import escaper
 import pytest
 import trio
 
+from client.errors import ClientError, LineTooLong, SessionClosed, TransportClosed
+from client.events import MessageDelta
+from client.process import RUN_MARKER_ENV, child_environment, run_marker, spawn_process
+from client.session import SessionOptions, open_session
+from client.stderr import StderrTail, redact
 from conformance.noleak import marked_processes
-from harness import proctree
-from harness.client.errors import ClientError, LineTooLong, SessionClosed, TransportClosed
-from harness.client.events import MessageDelta
-from harness.client.process import RUN_MARKER_ENV, child_environment, run_marker, spawn_process
-from harness.client.session import SessionOptions, open_session
-from harness.client.stderr import StderrTail, redact
-from harness.proctree import Confinement
+from sandbox import proctree
+from sandbox.proctree import Confinement
 
 # A minimal app-server: enough protocol for one plain turn, plus the misbehaviours under test.
 MINI_SERVER = textwrap.dedent(

@@ -15,10 +15,10 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from client.memory import ScriptedPeer, memory_pair
+from client.session import SessionOptions, open_session
 from contracts.messages import Request
 from contracts.trace import check_bundle
-from harness.client.memory import ScriptedPeer, memory_pair
-from harness.client.session import SessionOptions, open_session
 
 THREAD = "thr"
 TURN_TIMEOUT = 20.0

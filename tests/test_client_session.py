@@ -1,4 +1,4 @@
-"""The client against a scripted peer (harness.client.memory), under trio's MockClock."""
+"""The client against a scripted peer (client.memory), under trio's MockClock."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import orjson
 import pytest
 import trio
 
-from contracts.messages import Notification
-from contracts.usage import UsageBuckets
-from harness.client.approvals import (
+from client.approvals import (
     APPROVAL_METHODS,
     ApprovalRequest,
     accept_all,
@@ -19,7 +17,7 @@ from harness.client.approvals import (
     decline_all,
     in_order,
 )
-from harness.client.errors import (
+from client.errors import (
     ClientError,
     LineTooLong,
     RequestTimeout,
@@ -28,7 +26,7 @@ from harness.client.errors import (
     SessionClosed,
     TurnBusy,
 )
-from harness.client.events import (
+from client.events import (
     ApprovalAnswered,
     ApprovalRequested,
     MessageDelta,
@@ -36,8 +34,10 @@ from harness.client.events import (
     TurnStarted,
     UsageUpdated,
 )
-from harness.client.memory import ScriptedPeer, memory_pair
-from harness.client.session import Session, SessionOptions, open_session
+from client.memory import ScriptedPeer, memory_pair
+from client.session import Session, SessionOptions, open_session
+from contracts.messages import Notification
+from contracts.usage import UsageBuckets
 
 THREAD = "thr-1"
 MODEL = "mock-model"
@@ -915,8 +915,8 @@ async def test_late_events_of_the_previous_turn_do_not_touch_the_next(autojump_c
 
 
 async def test_batches_hand_out_a_read_of_deltas_as_one_batch(autojump_clock: trio.testing.MockClock) -> None:
+    from client.events import MessageDeltas
     from contracts.wire import encode_frame
-    from harness.client.events import MessageDeltas
 
     base = {"threadId": THREAD, "turnId": "t1", "itemId": "msg-1"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from client.trace import ClientTrace
 from contracts.trace import TraceInvalid, check_bundle, read_bundle
-from harness.client.trace import ClientTrace
 
 CMD = {"type": "commandExecution", "id": "call_1", "command": "ls", "cwd": "/w", "status": "inProgress"}
 

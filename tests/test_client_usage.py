@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from client.usage import TurnUsage, UsageLedger, breakdown
 from contracts.usage import UsageBuckets
-from harness.client.usage import TurnUsage, UsageLedger, breakdown
 
 FIELDS = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from client.process import run_marker, set_run_marker
 from conformance.noleak import marked_processes
-from harness.client.process import run_marker, set_run_marker
 from harness.codex_bin import CodexNotFound, codex_version
 
 

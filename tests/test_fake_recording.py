@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from client.process import child_environment
 from fake_server import recording
 from fake_server.catalogue import load_builtin
-from harness.client.process import child_environment
 from harness.outside.record import read_recordings
 from harness.targets.fake import fake_codex_argv
 

@@ -16,10 +16,10 @@ import orjson
 import pytest
 import trio
 
+from client import usage as client_usage
+from client.connection import TurnFinished
+from client.session import Session
 from harness import cli, runner
-from harness.client import usage as client_usage
-from harness.client.connection import TurnFinished
-from harness.client.session import Session
 from harness.fuzz.driver import FuzzReport, fuzz
 from harness.fuzz.shrink import scenario_size
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from client import usage as client_usage
 from harness import cli
-from harness.client import usage as client_usage
 
 
 def test_a_passing_run_prints_rate_and_coverage_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,9 +19,9 @@ import pytest
 
 from contracts.exitcodes import FAILED, OK, USAGE
 from fake_server.catalogue import builtin_names
-from harness import proctree
 from harness.cli import main
-from harness.proctree import procfs as procs
+from sandbox import proctree
+from sandbox.proctree import procfs as procs
 
 CLIENTS = Path(__file__).resolve().parents[1] / "conformance" / "clients"
 CAREFUL = [sys.executable, str(CLIENTS / "careful.py")]

@@ -1,4 +1,4 @@
-"""A small bounded JSON-lines driver for the real ``codex app-server`` (independent of harness.client).
+"""A small bounded JSON-lines driver for the real ``codex app-server`` (independent of client).
 
 Real-binary tests use it to talk to the server over stdio with plain JSON objects: send a request,
 wait for a message matching a predicate (always under a deadline), answer server requests. The

@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from client.approvals import ApprovalRequest
 from contracts.expect import Expect, ExpectTurn
 from contracts.record import SessionRecord, WireEntry
 from contracts.scenario import (
@@ -27,7 +28,6 @@ from contracts.scenario import (
 )
 from contracts.usage import UsageBuckets
 from harness import runner
-from harness.client.approvals import ApprovalRequest
 
 PLAIN_USAGE = UsageBuckets(input=60, cache_read=40, output=20)
 

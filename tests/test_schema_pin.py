@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from client.process import run_marker, set_run_marker
 from conformance.noleak import marked_processes
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, USAGE
 from harness.cli import main
-from harness.client.process import run_marker, set_run_marker
 
 FAKE_CODEX = f"""#!{sys.executable}
 import json, os, sys, time

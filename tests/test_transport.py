@@ -15,6 +15,10 @@ import trio
 import trio.testing
 from transport_check import Connect, check_transport, serve_echo
 
+from client.errors import LineTooLong, MessageTooLarge
+from client.memory import memory_pair
+from client.process import spawn_process
+from client.session import SessionOptions, open_session
 from contracts.checks import run_all
 from contracts.checks import scenario as scenario_check
 from contracts.record import SessionRecord
@@ -23,10 +27,6 @@ from contracts.transport import MessageStream, ProcessHandle, Transport, Transpo
 from fake_server.catalogue import resolve
 from fake_server.inprocess import LinePipe, Pipe, serve_in_process
 from fake_server.message_pipe import MessageEnd, MessagePipe
-from harness.client.errors import LineTooLong, MessageTooLarge
-from harness.client.memory import memory_pair
-from harness.client.process import spawn_process
-from harness.client.session import SessionOptions, open_session
 from harness.runner import play
 
 PEER = Path(__file__).with_name("transport_peer.py")

@@ -32,11 +32,11 @@ from wsproto.events import BytesMessage, CloseConnection
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
+from client.sockets import LISTENING, MAX_SOCKET_PATH  # noqa: E402
 from contracts.fidelity import AMBIENT_METHODS  # noqa: E402
 from contracts.unix_socket import physical_name  # noqa: E402
 from contracts.websocket import WsStream, client_handshake  # noqa: E402
 from fake_server.ws_auth import signed_token  # noqa: E402
-from harness.client.sockets import LISTENING, MAX_SOCKET_PATH  # noqa: E402
 from harness.learn.observe_io import write_observed  # noqa: E402
 
 STEP_S = 20.0
@@ -64,7 +64,7 @@ Start = Callable[[str, list[str]], AbstractAsyncContextManager[Server]]
 
 
 def fake_start(tmp: Path) -> Start:
-    from harness.client.process import spawn_process
+    from client.process import spawn_process
     from harness.codex_bin import scrubbed_env
     from harness.targets.fake import fake_codex_argv
 
@@ -86,8 +86,8 @@ def fake_start(tmp: Path) -> Start:
 
 
 def real_start(codex: Path, tmp: Path) -> Start:
+    from client.process import spawn_process
     from fake_server.catalogue import resolve
-    from harness.client.process import spawn_process
     from harness.targets.real import real_target
 
     tmp.mkdir(parents=True, exist_ok=True)

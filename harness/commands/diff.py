@@ -27,8 +27,9 @@ from contracts.fidelity import Difference, diff_server_sides, render
 from contracts.record import SessionRecord
 from contracts.scenario import Scenario
 from contracts.text import one_line
-from harness import confine, scenario_lookup, store_option
+from harness import scenario_lookup, store_option
 from harness.sides import server_side, trace_differences
+from sandbox import confine
 
 NAME = "diff"
 HELP = "play a scenario on the fake and on the real codex; print the structural difference of the server sides"

@@ -15,11 +15,12 @@ import orjson
 
 from contracts.exitcodes import UsageError
 from contracts.report import LatencyPart, Report, judge
-from harness import confine, scenario_lookup
+from harness import scenario_lookup
 from harness.latency import CASES, METRICS, Sample, run_case
 from harness.report.documents import latency_samples_json
 from harness.report.terminal import latency_lines, result_line
 from harness.targets import TargetUnavailable
+from sandbox import confine
 
 NAME = "latency"
 HELP = "measure interrupt→turn/completed and cancel→Result over fresh server processes (nearest-rank percentiles)"

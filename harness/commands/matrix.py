@@ -22,13 +22,13 @@ from pathlib import Path
 
 from contracts import schema_store
 from contracts.exitcodes import UsageError
-from harness import confine
 from harness.release_step import (  # noqa: F401 (the matrix's own names, as before)
     behaviour_changes,
     matrix_report,
     neighbours,
     write_matrix,
 )
+from sandbox import confine
 
 NAME = "matrix"
 HELP = "validate several codex releases and print them side by side (schema changes, contracts, fidelity, latency)"

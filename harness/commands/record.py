@@ -20,8 +20,9 @@ from pathlib import Path
 from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
 from contracts.record import MAX_RECORD_COPY_BYTES
 from contracts.safe_dir import CopyBudget, SafeDir, write_file
-from harness import confine, scenario_lookup, store_option
+from harness import scenario_lookup, store_option
 from harness.transcript import handshake_problem
+from sandbox import confine
 
 NAME = "record"
 HELP = "play a scenario on the real codex offline and write its transcript ({t, dir, msg} lines)"

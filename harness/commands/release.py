@@ -18,7 +18,7 @@ from contracts import schema_store
 from contracts.exitcodes import FAILED, OK
 from contracts.releases import ReleaseError
 from contracts.text import one_line
-from harness import confine
+from sandbox import confine
 
 NAME = "release"
 HELP = "learn a codex release's folder (schema pin, methods, answers, trace format, turn flow) from its binary"

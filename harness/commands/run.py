@@ -20,16 +20,16 @@ from pathlib import Path
 
 import orjson
 
+from client.sockets import TRANSPORTS
+from client.stderr import terminal_lines
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
 from contracts.scenario import Scenario
 from contracts.scenario_file import check_unique_names
 from contracts.version import harness_version
-from harness import budgets, confine, scenario_lookup, shards, store_option
+from harness import budgets, scenario_lookup, shards, store_option
 from harness import report_dir as report_dir_check
-from harness.client.sockets import TRANSPORTS
-from harness.client.stderr import terminal_lines
 from harness.html import write_index_html
 from harness.outside.command import add_client_arguments, client_spec, describe, jobs_from_args, run_clients
 from harness.outside.runner import ClientSpec
@@ -38,6 +38,7 @@ from harness.report import junit_xml, render_table
 from harness.report_dir import ReportDir
 from harness.runner import ScenarioRun, run_many
 from harness.targets import TARGET_NAMES
+from sandbox import confine
 
 NAME = "run"
 HELP = "run the contract suite: scenarios x target, a table of what holds, exit 1 when a contract fails"

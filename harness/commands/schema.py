@@ -12,16 +12,16 @@ from typing import Any, Final
 
 import orjson
 
+from client.stderr import strip_ansi
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.protocol_index import Union, build_index
 from contracts.releases import default_version
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
-from harness import confine
-from harness.bounded_run import OutputOverflow
-from harness.client.stderr import strip_ansi
 from harness.codex_bin import CodexNotFound, codex_version, find_codex, run_binary, run_dir
-from harness.confine import ConfinementUnavailable
+from sandbox import confine
+from sandbox.bounded_run import OutputOverflow
+from sandbox.confine import ConfinementUnavailable
 
 NAME = "schema"
 HELP = "pin the wire schema of a codex binary, or diff two pinned releases"

@@ -28,7 +28,8 @@ from contracts.scenario import Scenario
 from contracts.schema_diff import diff_bundles
 from contracts.text import escape
 from fake_server.catalogue import model_level
-from harness import confine, scenario_lookup
+from harness import scenario_lookup
+from sandbox import confine
 
 NAME = "validate-release"
 HELP = "pin a codex release's schema, diff it, run the real-binary suite, fidelity diffs and latency; one report"

@@ -132,8 +132,8 @@ class SessionHarness:
         return pending.decision
 
     async def _main(self) -> None:
+        from client.session import SessionOptions, open_session
         from fake_server.inprocess import serve_in_process
-        from harness.client.session import SessionOptions, open_session
 
         self._token = trio.lowlevel.current_trio_token()
         self._stop = trio.Event()
@@ -232,8 +232,8 @@ class SessionHarness:
         entry = self.active
 
         async def op() -> None:
+            from client.errors import ClientError
             from contracts.jsonrpc import RpcError
-            from harness.client.errors import ClientError
 
             if entry is None:
                 return
@@ -271,8 +271,8 @@ class SessionHarness:
 
     def resume(self) -> None:
         async def op() -> None:
+            from client.errors import ClientError
             from contracts.jsonrpc import RpcError
-            from harness.client.errors import ClientError
 
             try:
                 self.thread_id = await self.session.resume_thread(self.thread_id, cwd="/RUN/workdir")

@@ -53,8 +53,8 @@ def record(codex: Path, work: Path) -> dict[str, Any] | None:
 
 
 async def _record(codex: Path, work: Path) -> dict[str, Any]:
+    from client.process import spawn_process
     from fake_server.catalogue import resolve
-    from harness.client.process import spawn_process
     from harness.targets.real import real_target
 
     work.mkdir(parents=True, exist_ok=True)
