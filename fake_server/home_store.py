@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from contracts import bounded_parse, safe_read
+from contracts.exitcodes import InvalidInput
 from contracts.scenario import Usage
 from fake_server.state import ThreadState
 from fake_server.world import World
@@ -70,7 +71,7 @@ _KEPT = (
 )
 
 
-class StoreError(OSError):
+class StoreError(InvalidInput, OSError):
     """The store's folder cannot be used (``str()`` says why)."""
 
 

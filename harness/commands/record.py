@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from contracts import schema_store
-from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
+from contracts.exitcodes import FAILED, INVALID_INPUT, OK, InternalError, UsageError
 from contracts.record import MAX_RECORD_COPY_BYTES
 from contracts.safe_dir import CopyBudget, SafeDir, write_file
 from harness import confine, scenario_lookup
@@ -83,7 +83,7 @@ def _keep_bundle(bundle: Path, trace_out: Path) -> list[str]:
     return []
 
 
-class _NotWhole(Exception):
+class _NotWhole(InternalError):
     pass
 
 

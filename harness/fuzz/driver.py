@@ -22,6 +22,7 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 
 from contracts.checks import Check
+from contracts.exitcodes import Finding
 from contracts.scenario import Scenario
 from harness.fuzz import invariants
 from harness.fuzz.coverage import Coverage
@@ -37,7 +38,7 @@ DEFAULT_FAULTS: tuple[str, ...] = FUZZED
 FAST_FAULTS: tuple[str, ...] = tuple(k for k in FUZZED if k not in SLOW)
 
 
-class ExampleFailed(AssertionError):
+class ExampleFailed(Finding, AssertionError):
     """Raised inside hypothesis for a failing example, so it shrinks."""
 
 
