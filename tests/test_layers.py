@@ -129,9 +129,8 @@ def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
 
 def imports_of(tree: ast.AST, module: str, is_package: bool, modules: set[str]) -> list[Imported]:
     """Every import of ``tree``: module level, function bodies, ``TYPE_CHECKING`` blocks, relative ones, literal
-    ``import_module`` calls. ``from pkg import sub`` needs the submodule, not the package's ``__init__``; the
-    ``__init__`` of a package that runs before its module is not counted (every package whose ``__init__``
-    imports its own modules would be a circle)."""
+    ``import_module`` calls. ``from pkg import sub`` needs the submodule; the ``__init__`` of the packages it
+    runs on the way is counted by :func:`import_graph`."""
     found: list[Imported] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -162,10 +161,30 @@ def _parsed(root: Path) -> Iterator[tuple[str, Path, bool, list[Imported], ast.A
         yield name, path, is_package, imports_of(tree, name, is_package, modules), tree
 
 
+def _packages_run(target: str, importer: str, modules: set[str]) -> set[str]:
+    """The packages whose ``__init__`` importing ``target`` runs, from ``importer``: each enclosing package of
+    ``target`` that is not one of ``importer``'s own (a package's own modules run inside its ``__init__``, or
+    after it: counting it would make a circle of every package whose ``__init__`` imports its modules)."""
+    parts = target.split(".")
+    out = set()
+    for k in range(1, len(parts)):
+        package = ".".join(parts[:k])
+        if package in modules and importer != package and not importer.startswith(package + "."):
+            out.add(package)
+    return out
+
+
 def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the modules of ours it imports, by any import."""
+    """Module -> the modules of ours it imports, by any import, with the package ``__init__`` each import runs
+    (``import contracts.trace.format`` from outside runs ``contracts/trace/__init__.py`` first)."""
     modules = set(module_files(root))
-    return {name: ({i.target for i in found} & modules) - {name} for name, _, _, found, _ in _parsed(root)}
+    graph = {}
+    for name, _, _, found, _ in _parsed(root):
+        targets = {i.target for i in found} & modules
+        for target in list(targets):
+            targets |= _packages_run(target, name, modules)
+        graph[name] = targets - {name}
+    return graph
 
 
 def _postorder(graph: dict[str, set[str]], roots: list[str]) -> list[tuple[str, list[str]]]:
@@ -331,6 +350,19 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 def test_a_planted_cycle_is_found(tmp_path: Path, files: dict[str, str]) -> None:
     assert circles(import_graph(_tree(tmp_path, files))) == [sorted(f.removesuffix(".py").replace("/", ".")
         for f in files if not f.endswith("__init__.py"))]
+
+
+def test_a_cycle_through_a_package_init_is_found(tmp_path: Path) -> None:
+    """A module that imports a submodule runs its package's ``__init__``, and what that imports: the circle
+    ``contracts.releases`` -> ``contracts.trace.format`` (running ``contracts/trace/__init__``, which imports the
+    reader) -> the reader's function-local import of ``contracts.releases``."""
+    files = {
+        "contracts/r.py": "from contracts.t.fmt import X\n",
+        "contracts/t/__init__.py": "from contracts.t.reader import R\n",
+        "contracts/t/fmt.py": "X = 1\n",
+        "contracts/t/reader.py": "R = 1\ndef f():\n    from contracts.r import X\n",
+    }
+    assert circles(import_graph(_tree(tmp_path, files))) == [["contracts.r", "contracts.t", "contracts.t.reader"]]
 
 
 def test_a_package_whose_init_imports_its_modules_is_no_cycle(tmp_path: Path) -> None:
