@@ -299,6 +299,44 @@ def test_no_module_import_cycle() -> None:
     assert found == [], "modules importing each other:\n" + "\n".join(found)
 
 
+def command_back_arrows(root: Path) -> list[str]:
+    """Imports of a ``harness.commands`` module from anywhere but the command line (``harness.cli``) and the
+    package itself: a command is argparse and one call into the harness; what two commands share, or what the
+    harness needs of one, belongs in a harness module. One command module importing another counts too."""
+    found = []
+    for name, path, _, imported, _ in _parsed(root):
+        for i in imported:
+            if not i.target.startswith("harness.commands.") or i.target == name:
+                continue
+            if name in ("harness.cli", "harness.commands"):
+                continue
+            found.append(f"{path.relative_to(root)}:{i.line} ({name}) imports {i.target}")
+    return sorted(set(found))
+
+
+def test_no_back_arrow_into_the_commands() -> None:
+    found = command_back_arrows(REPO)
+    assert found == [], "imports of a command module:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [
+        ("harness/learn/learner.py", "def learn():\n    from harness.commands.validate_release import pin_schema\n"),
+        ("harness/commands/matrix.py", "from harness.commands.diff import select_binary\n"),
+        ("harness/runner.py", "from harness.commands import diff\n"),
+    ],
+)
+def test_a_planted_back_arrow_is_found(tmp_path: Path, name: str, source: str) -> None:
+    files = {
+        "harness/commands/__init__.py": "",
+        "harness/commands/diff.py": "def select_binary(): ...\n",
+        "harness/commands/validate_release.py": "def pin_schema(): ...\n",
+        name: source,
+    }
+    assert command_back_arrows(_tree(tmp_path, files)), source
+
+
 def test_no_private_name_taken_from_another_module() -> None:
     """A module's private names (one leading underscore) are its own; another module that needs one needs a
     public name for it."""

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.commands.diff import select_binary
+    from harness.fidelity_run import select_binary
     from harness.runner import play
     from harness.targets import TargetUnavailable
     from harness.transcript import dumps, transcript
