@@ -127,7 +127,7 @@ def validate(
     return report
 
 
-def _upgrade(ask: Ask, binary: Path, version: str, root: Path, scenarios: list[Scenario]) -> int:
+def _upgrade(ask: Ask, from_codex: str, binary: Path, version: str, root: Path, scenarios: list[Scenario]) -> int:
     """``--from OLD``: both releases validated, the step between them; the same report ``matrix`` makes of the
     two (one verdict: the same exit code and counts), written as matrix.md / matrix.json / matrix.html."""
     from harness.release_step import matrix_report, neighbours, write_matrix
@@ -136,7 +136,7 @@ def _upgrade(ask: Ask, binary: Path, version: str, root: Path, scenarios: list[S
     from harness.targets.real_adapter import preflight
 
     try:
-        old_binary, old_version = preflight(Path(ask.from_codex), require_pinned_schema=False)
+        old_binary, old_version = preflight(Path(from_codex), require_pinned_schema=False)
     except TargetUnavailable as exc:
         raise UsageError(f"--from: {exc}") from None
     if old_version == version:
@@ -208,7 +208,7 @@ def validate_release(ask: Ask) -> int:
     root = user_store_to_write(ask.store)
     scenarios = select_scenarios(ask.scenarios)
     if ask.from_codex:
-        return _upgrade(ask, binary, version, root, scenarios)
+        return _upgrade(ask, ask.from_codex, binary, version, root, scenarios)
     out = ask.out or Path(f"release-{version}")
     from harness.report_dir import writable_with
 

@@ -28,7 +28,7 @@ def _writable_target(root: Path) -> None:
         )
 
 
-def user_store_to_write(store: str | None) -> Path:
+def user_store_to_write(store: str | os.PathLike[str] | None) -> Path:
     """The user's schema store a command pins into: never the package's shipped pins, writable (else exit 3)."""
     root = schema_store.user_store(store).resolve()
     if schema_store.is_shipped(root):
