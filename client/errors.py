@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contracts.exitcodes import Finding
 from contracts.jsonrpc import RpcError
 from contracts.transport import TransportClosed
 from contracts.wire import WireError, WireErrorKind
@@ -22,7 +23,7 @@ __all__ = [
 ]
 
 
-class ClientError(Exception):
+class ClientError(Finding):
     """Base of the client's own errors."""
 
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 import trio
 
 from contracts import transport as transports
+from contracts.exitcodes import Finding
 from contracts.transport import CONNECTION_WORDS, ProcessHandle, TransportClosed
 from contracts.unix_socket import physical_name
 from contracts.websocket import HandshakeFailed, UpgradeRefused, WsStream, client_handshake
@@ -40,7 +41,7 @@ MAX_SOCKET_PATH: Final = 107
 KEEPALIVE_S: Final = 5.0
 
 
-class ConnectFailed(Exception):
+class ConnectFailed(Finding):
     """The server could not be reached or refused the upgrade; ``str()`` says why."""
 
 

@@ -23,6 +23,8 @@ from typing import Any, Final
 
 import orjson
 
+from contracts.exitcodes import InvalidInput
+
 #: What serde_json, the real binary's parser, accepts: its recursion limit of 128 counts down to zero, so 127 levels.
 MAX_DEPTH: Final = 127
 #: A recording keeps what was sent, however deep, up to what orjson itself parses (1,024 levels): a
@@ -41,7 +43,7 @@ _TOML_NOISE: Final = re.compile(
 )
 
 
-class TooDeep(ValueError):
+class TooDeep(InvalidInput, ValueError):
     """Nested deeper than the bound (``str()`` says how deep at most)."""
 
     def __init__(self, limit: int) -> None:

@@ -1,4 +1,20 @@
-"""The one exit-code rule of every command of the project."""
+"""The one exit-code rule of every command of the project, and the one root of its errors.
+
+Every exception class the project defines derives from :class:`HarnessError`, through one of four families
+(as h11's ``ProtocolError`` has its local and remote children); :data:`EXIT_CODES` is the one table from a family
+to the status a command ends with, and :func:`exit_code` reads it. A class that is also a built-in kind keeps
+that base (``class ScenarioError(InvalidInput, ValueError)``), so ``except ValueError`` still holds it.
+
+- :class:`UsageError` (exit 3): the command was asked something it cannot do, or named a path it cannot read;
+  the command line (``codex-harness``, ``fake-codex``, the relays) prints it on one line and exits 3.
+- :class:`InvalidInput` (exit 2): an input was read and rejected (a scenario, a record, a trace bundle, a path that
+  is a FIFO where a file must be); where it is a path the user named, the command says so as a usage error.
+- :class:`Finding` (exit 1): what is checked does not hold, or the peer broke the protocol (the server's error
+  answer, a frame that is not JSON-RPC, a server that exited mid-request).
+- :class:`InternalError` (exit 1): the harness or what it needs from the machine (a binary, confinement, a
+  port) failed it: neither the user's input nor the thing checked. One that reaches the command line ends it with
+  the interpreter's status 1 and its traceback, what a bug report needs.
+"""
 
 from typing import Final
 
@@ -8,5 +24,38 @@ INVALID_INPUT: Final = 2  # invalid input, where a command says so (e.g. `trace 
 USAGE: Final = 3  # usage errors and unreadable paths
 
 
-class UsageError(Exception):
+class HarnessError(Exception):
+    """The root of every error the project raises."""
+
+
+class UsageError(HarnessError):
     """A usage error or an unreadable path: the command prints it and exits with USAGE."""
+
+
+class InvalidInput(HarnessError):
+    """An input read and rejected (``str()`` says why)."""
+
+
+class Finding(HarnessError):
+    """What is checked does not hold, or the peer broke the protocol."""
+
+
+class InternalError(HarnessError):
+    """The harness, or what it needs from the machine, failed it."""
+
+
+#: Family -> the status a command ends with when an error of that family ends it.
+EXIT_CODES: Final[dict[type[HarnessError], int]] = {
+    UsageError: USAGE,
+    InvalidInput: INVALID_INPUT,
+    Finding: FAILED,
+    InternalError: FAILED,
+}
+
+
+def exit_code(exc: BaseException) -> int:
+    """The status a command ends with for ``exc``: its family's (:data:`EXIT_CODES`); FAILED for anything else."""
+    for family, code in EXIT_CODES.items():
+        if isinstance(exc, family):
+            return code
+    return FAILED

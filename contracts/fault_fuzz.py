@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, get_args
 
+from contracts.exitcodes import InternalError
+
 #: What a fault does to the course of its turn, in the fuzzer's model:
 #:
 #: - ``noise``: harmless lines (or stderr) around the wire; the turn goes on, and a client action racing
@@ -166,7 +168,7 @@ class FaultSpec(Protocol):
     def slow(self) -> str: ...
 
 
-class FaultTableError(ValueError):
+class FaultTableError(InternalError, ValueError):
     """A fault kind whose fuzz description contradicts its own entry (or says nothing to the fuzzer)."""
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from contracts import probe_refs, transport
+from contracts.exitcodes import InvalidInput
 from contracts.fault_fuzz import Draw, Effect, Place, check_spec, fuzz_table
 
 MIB: Final = 1024 * 1024
@@ -608,7 +609,7 @@ def fake_only(kind: str) -> bool:
 # --- validation -----------------------------------------------------------------------------------
 
 
-class FaultProblem(ValueError):
+class FaultProblem(InvalidInput, ValueError):
     """A fault that is not valid: ``key`` is the parameter (or ``kind``/``at``/``n``), ``expected`` what is."""
 
     def __init__(self, key: str, expected: str, got: Any = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.exitcodes import Finding
 from contracts.messages import (
     NOTSET,
     ErrorResponse,
@@ -22,7 +23,7 @@ from contracts.messages import (
 )
 
 
-class RpcError(Exception):
+class RpcError(Finding):
     """A JSON-RPC error answer, as a typed exception: ``code``, ``message``, ``data``."""
 
     def __init__(self, code: int, message: str, data: Any = None, method: str | None = None) -> None:
@@ -38,7 +39,7 @@ class RpcError(Exception):
         return cls(response.code, response.message, response.data, method)
 
 
-class ProtocolViolation(Exception):
+class ProtocolViolation(Finding):
     """This endpoint was asked to do something JSON-RPC forbids (answer an unknown request...)."""
 
 

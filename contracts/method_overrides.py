@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from contracts.exitcodes import InvalidInput
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 
 MAX_METHOD_OVERRIDES: Final = 1000
@@ -40,7 +41,7 @@ class MethodOverride:
         return self.n in (0, occurrence)
 
 
-class OverrideProblem(ValueError):
+class OverrideProblem(InvalidInput, ValueError):
     def __init__(self, key: str, expected: str, got: Any = None) -> None:
         super().__init__(f"{key}: expected {expected}")
         self.key, self.expected, self.got = key, expected, got

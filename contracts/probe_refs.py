@@ -25,6 +25,8 @@ from typing import Any
 
 import orjson
 
+from contracts.exitcodes import InvalidInput
+
 #: ``${name}`` or ``${answer.step.path}``: what a placeholder looks like (names checked by :func:`parse`).
 PLACEHOLDER_RE = re.compile(r"\$\{([^{}]*)\}")
 STEP_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -80,7 +82,7 @@ def bounds_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-class RefError(ValueError):
+class RefError(InvalidInput, ValueError):
     """A placeholder that cannot be resolved (at load: malformed; at send time: not in the answers)."""
 
 

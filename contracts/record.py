@@ -29,6 +29,7 @@ import orjson
 from contracts import bounded_parse, budget_defaults, safe_read
 from contracts.clip import KEEP as CLIP_KEEP
 from contracts.clip import clip
+from contracts.exitcodes import InvalidInput
 from contracts.expect import Expect
 from contracts.safe_dir import CopyBudget, SafeDir, Slot
 from contracts.usage import UsageBuckets
@@ -52,7 +53,7 @@ MAX_STDERR_BYTES = 16 * 1024 * 1024
 CopySource = Path | tuple[Path, int]
 
 
-class RecordFormatError(ValueError):
+class RecordFormatError(InvalidInput, ValueError):
     """A record written by a newer codex-harness (or not a record at all)."""
 
 

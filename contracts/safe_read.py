@@ -29,6 +29,7 @@ import stat
 from typing import Any, BinaryIO
 
 from contracts import bounded_parse
+from contracts.exitcodes import InvalidInput
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOCTTY = getattr(os, "O_NOCTTY", 0)
@@ -54,7 +55,7 @@ def kind_of(mode: int) -> str:
     return next((text for kind, text in _KINDS if fmt == kind), "a regular file")
 
 
-class Refused(OSError):
+class Refused(InvalidInput, OSError):
     """A file not read: a link, not a regular file, or larger than its bound; ``reason`` says which."""
 
     def __init__(self, path: PathArg, reason: str, code: int = errno.EPERM) -> None:

@@ -16,6 +16,7 @@ import orjson
 import tomli_w
 
 from contracts import bounded_parse, budget_defaults, method_overrides, probe_refs, scenario_rules
+from contracts.exitcodes import InvalidInput
 from contracts.expect import RELEASE_KEYS, RESULT_STATUSES, TRACE_EXPECTATIONS, Allowance, Expect, ExpectTurn
 from contracts.faults import MAX_DELAY_MS, MAX_OCCURRENCE, FaultProblem, check_fault
 from contracts.scenario import (
@@ -68,7 +69,7 @@ MAX_RELEASE_OVERRIDES = 16
 SWITCH_CONDITION_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}(=[A-Za-z0-9_.-]{1,64})?")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(InvalidInput, ValueError):
     """A scenario file that does not say what it must. ``str()`` names file, key and expectation."""
 
     def __init__(self, source: str, key: str, expected: str, got: Any = None) -> None:

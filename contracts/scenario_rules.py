@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Final
 
+from contracts.exitcodes import InvalidInput
 from contracts.expect import Expect
 from contracts.faults import POINTS, fake_only
 from contracts.scenario import (
@@ -45,7 +46,7 @@ SERVER_STATUSES: Final = ("completed", "interrupted", "failed", "none")
 SIGNAL_EXITS: Final = (-9, -15)
 
 
-class RuleBroken(ValueError):
+class RuleBroken(InvalidInput, ValueError):
     """``key`` (dotted) breaks a rule: ``expected`` says what would be valid."""
 
     def __init__(self, key: str, expected: str, got: Any = None) -> None:

@@ -35,6 +35,7 @@ import orjson
 import zstandard
 
 from contracts import bounded_parse, safe_read
+from contracts.exitcodes import InvalidInput
 from contracts.safe_dir import SafeDir, WriteError
 
 Bundle: TypeAlias = Mapping[str, Any]
@@ -55,7 +56,7 @@ _ZSTD_LEVEL: Final = 19
 _VERSION_RE: Final = re.compile(r"^\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?$")
 
 
-class SchemaStoreError(Exception):
+class SchemaStoreError(InvalidInput):
     """A bundle or release that cannot be read or written, with the reason."""
 
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from contracts.exitcodes import Finding
 from contracts.wire import DEFAULT_MAX_LINE, Incoming, LineFraming
 
 
-class TransportClosed(Exception):
+class TransportClosed(Finding):
     """The peer's input is closed or the peer is gone: nothing more can be sent."""
 
 

@@ -30,6 +30,8 @@ import stat
 from dataclasses import dataclass
 from typing import Final
 
+from contracts.exitcodes import InvalidInput
+
 DIR_MODE: Final = 0o700
 SOCKET_MODE: Final = 0o600
 BACKLOG: Final = 64
@@ -41,7 +43,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 
 
-class SocketPathError(Exception):
+class SocketPathError(InvalidInput):
     """The socket cannot be served at this path; ``str()`` is the real binary's message (exit 1)."""
 
 

@@ -38,6 +38,7 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
+from contracts.exitcodes import Finding
 from contracts.transport import CONNECTION_WORDS, TransportClosed
 from contracts.wire import DEFAULT_MAX_LINE, Incoming, MessageFraming, WireError, WireErrorKind
 from contracts.wire import SAMPLE_BYTES as _SAMPLE
@@ -57,7 +58,7 @@ NORMAL_CLOSURE: Final = 1000
 MESSAGE_TOO_BIG: Final = 1009
 
 
-class UpgradeRefused(Exception):
+class UpgradeRefused(Finding):
     """The server answered the upgrade with ``status`` (not 101); ``body`` is what it said (bounded)."""
 
     def __init__(self, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
@@ -68,7 +69,7 @@ class UpgradeRefused(Exception):
         self.headers = list(headers)
 
 
-class HandshakeFailed(Exception):
+class HandshakeFailed(Finding):
     """The upgrade did not complete (the connection ended, or the answer was not HTTP)."""
 
 

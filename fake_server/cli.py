@@ -34,7 +34,7 @@ import trio
 
 from contracts import paths, releases
 from contracts.argparsing import ArgumentParser
-from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError
+from contracts.exitcodes import INVALID_INPUT, USAGE, UsageError, exit_code
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError, with_faults
@@ -585,7 +585,7 @@ def _main(argv: Sequence[str] | None) -> int:
         profile = profiles.select(flag, env_release)
     except UsageError as exc:  # an unknown release, or a release folder that cannot be read
         print(f"fake-codex: {exc}", file=sys.stderr)
-        return USAGE
+        return exit_code(exc)
     if args.version:
         if args.harness:
             from contracts.version import version_line  # importlib.metadata: only when asked (start-up time)
@@ -596,7 +596,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
     if args.command != "app-server":
         parser.print_help()
-        return 3
+        return USAGE
     features = [f"features.{name}=true" for name in args.enable] + [f"features.{name}=false" for name in args.disable]
     CONFIG_OVERRIDES[:] = [*args.config, *args.app_config, *features]
     if args.stdio:
@@ -627,12 +627,9 @@ def _main(argv: Sequence[str] | None) -> int:
         profile = profiles.select(flag, env_release, scenario.release)
         profile.verify()  # a release folder that cannot be used: 3, naming the file
         sources = _play_sources(args, flag, env_release, scenario.release)
-    except UsageError as exc:  # an unreadable path, an unusable release folder: 3, as for every command (README)
+    except (UsageError, ScenarioError) as exc:  # an unreadable path, an unusable release folder: 3; a scenario: 2
         print(f"fake-codex: {exc}", file=sys.stderr)
-        return USAGE
-    except ScenarioError as exc:  # a file that is not a valid scenario, an unknown name: 2
-        print(f"fake-codex: {exc}", file=sys.stderr)
-        return INVALID_INPUT
+        return exit_code(exc)
     refusal = refused_setting(profile)
     if refusal is not None:  # as the release refuses a setting it no longer takes (its policy.json)
         said, code = refusal

@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 
 from contracts import bounded_parse, safe_read
+from contracts.exitcodes import InvalidInput
 
 MAX_CONFIG_BYTES = 1024 * 1024
 BUILTIN_PROVIDER = "openai"
@@ -46,7 +47,7 @@ UNSET: dict[str, Any] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(InvalidInput, ValueError):
     """The home's config.toml or a ``-c`` override cannot be read (``str()`` says why)."""
 
 

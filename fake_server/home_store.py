@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from contracts import bounded_parse, safe_read
+from contracts.exitcodes import InvalidInput
 from contracts.scenario import Usage
 from fake_server import turn_counter
 from fake_server.state import ThreadState
@@ -67,7 +68,7 @@ _KEPT = (
 )
 
 
-class StoreError(OSError):
+class StoreError(InvalidInput, OSError):
     """The store's folder cannot be used (``str()`` says why)."""
 
 

@@ -35,7 +35,7 @@ from contracts.exitcodes import UsageError
 from contracts.releases import MethodTable, Release, ReleaseError
 from contracts.scenario import Scenario
 from contracts.scenario_file import ScenarioError
-from contracts.trace.format import BundleFormat
+from contracts.trace_format import BundleFormat
 
 RELEASE_ENV: Final = "FAKE_CODEX_RELEASE"
 

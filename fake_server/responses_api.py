@@ -38,6 +38,7 @@ import trio
 import zstandard
 
 from contracts import bounded_parse
+from contracts.exitcodes import InternalError
 from contracts.scenario import MessageItem, ModelResponse, Scenario
 from fake_server import turn_counter
 from fake_server.sse import IdCounter, StreamPlan, build_stream
@@ -55,7 +56,7 @@ TURN_METADATA_HEADER = "x-codex-turn-metadata"
 MAX_TRAFFIC = 200_000
 
 
-class MockServerError(Exception):
+class MockServerError(InternalError):
     """The mock Responses API cannot do what it was asked."""
 
 

@@ -24,7 +24,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from contracts.trace.format import SCHEMA_VERSION, BundleFormat
 from contracts.trace.writer import (
     InferenceWindow,
     TerminalOperationWindow,
@@ -33,6 +32,7 @@ from contracts.trace.writer import (
     TraceWriter,
     TurnWindow,
 )
+from contracts.trace_format import SCHEMA_VERSION, BundleFormat
 from fake_server.effects import TraceEvent
 from fake_server.profiles import Profile
 

@@ -28,6 +28,7 @@ from typing import Any, Final
 import orjson
 
 from contracts import bounded_parse, safe_read
+from contracts.exitcodes import InvalidInput
 
 MODES: Final = ("capability-token", "signed-bearer-token")
 DEFAULT_MAX_CLOCK_SKEW_SECONDS: Final = 30
@@ -38,7 +39,7 @@ UNAUTHORIZED: Final = 401
 INVALID_HEADER: Final = "invalid authorization header"
 
 
-class AuthConfigError(Exception):
+class AuthConfigError(InvalidInput):
     """Flags that do not make a valid auth setting, or a secret that cannot be read: ``Error: …``, exit 1."""
 
 

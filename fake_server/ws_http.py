@@ -34,6 +34,7 @@ from typing import Final
 import h11
 import trio
 
+from contracts.exitcodes import InternalError, InvalidInput
 from fake_server.ws_auth import UNAUTHORIZED, Policy, refusal
 
 WS_GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -48,11 +49,11 @@ VERSION_MISSING: Final = "`Sec-WebSocket-Version` header did not include '13'"
 EXPECTED: Final = "expected `stdio://`, `unix://`, `unix://PATH`, `ws://IP:PORT`, or `off`"
 
 
-class ListenUsageError(Exception):
+class ListenUsageError(InvalidInput):
     """A ``--listen`` value the real binary's argument parser refuses (exit 2): ``str()`` is its whole message."""
 
 
-class ListenRefused(Exception):
+class ListenRefused(InternalError):
     """A listener the real binary refuses at start (``Error: …``, exit 1)."""
 
 

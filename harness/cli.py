@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from contracts.argparsing import ArgumentParser
-from contracts.exitcodes import USAGE, UsageError
+from contracts.exitcodes import USAGE, UsageError, exit_code
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.text import escaped_output
 from contracts.version import version_line
@@ -77,8 +77,9 @@ def _main(argv: Sequence[str] | None, command: list[str]) -> int:
         with confine.policy(args):  # --unconfined, for this command only
             return int(args._run(args))
     except* UsageError as group:
-        print(f"codex-harness {args.command}: {_first(group)}", file=sys.stderr)
-        code = USAGE
+        error = _first(group)
+        print(f"codex-harness {args.command}: {error}", file=sys.stderr)
+        code = exit_code(error)
     return code
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from contracts.exitcodes import InternalError
 from sandbox import confine
 from sandbox.bounded_run import Finished, OutputOverflow, run_capped
 from sandbox.confine import ConfinementUnavailable
@@ -33,7 +34,7 @@ SCRUBBED_PREFIXES: Final = ("OPENAI_", "CODEX_")
 TRACE_ROOT_ENV: Final = "CODEX_ROLLOUT_TRACE_ROOT"
 
 
-class CodexNotFound(Exception):
+class CodexNotFound(InternalError):
     pass
 
 

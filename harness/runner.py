@@ -496,7 +496,8 @@ def run_one(
         return outcome
     if not is_safe_name(scenario.name):  # built in Python, past the loader: it names files and folders
         detail = f"scenario name {scenario.name!r} is not a safe slug ({SCENARIO_NAME_RULE})"
-        outcome.checks = [Check(scenario.name, target, "scenario", "name", "fail", detail, "")]
+        named = (scenario_check.NAME, scenario_check.SCENARIO_NAME)
+        outcome.checks = [Check(scenario.name, target, *named, "fail", detail, "")]
         return outcome
     started = time.perf_counter()
     try:

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from contracts import bounded_parse
+from contracts.exitcodes import InvalidInput
 from contracts.record import WireEntry
 
 #: A longer line is refused: the recorder keeps a bounded sample of an oversized server line, so no
@@ -23,7 +24,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 DIRECTIONS = ("c2s", "s2c", "note")
 
 
-class WireFileError(ValueError):
+class WireFileError(InvalidInput, ValueError):
     """A transcript line that is not ``{"t", "dir", "msg"}``; ``str()`` is ``file:line: what``."""
 
     def __init__(self, source: str, line: int, what: str) -> None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from contracts.exitcodes import Finding
+
 #: After the program exits, how long a grandchild may keep its stdout / stderr open before the answer is
 #: taken as read (the pipes are closed then; nothing waits for their EOF).
 EXIT_GRACE_S: Final = 0.5
@@ -38,7 +40,7 @@ REAP_S: Final = 5.0
 CHUNK: Final = 65536
 
 
-class OutputOverflow(Exception):
+class OutputOverflow(Finding):
     """The program wrote more than its cap to one stream; it was killed."""
 
     def __init__(self, stream: str, limit: int) -> None:

@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from contracts.exitcodes import InternalError
+
 MECHANISMS: Final = ("bwrap", "unshare")
 UNCONFINED: Final = "none"
 MECHANISM_ENV: Final = "CODEX_HARNESS_CONFINE"
@@ -69,7 +71,7 @@ SANDBOX_ID: Final = 65534
 NO_PRIVILEGES: Final = {"CapInh": 0, "CapPrm": 0, "CapEff": 0, "CapBnd": 0, "CapAmb": 0, "NoNewPrivs": 1}
 
 
-class ConfinementUnavailable(Exception):
+class ConfinementUnavailable(InternalError):
     """No mechanism confines a binary on this machine (and ``--unconfined`` was not given); ``str()`` says why."""
 
 

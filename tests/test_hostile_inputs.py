@@ -1096,7 +1096,7 @@ def test_validate_release_report_md_is_escaped_like_the_terminal(
 ) -> None:
     """report.md is printed and kept: a release's strings (a failing check quoting the binary) are escaped
     in both, and report.html carries them escaped too."""
-    import harness.commands.validate_release as vr
+    import harness.release_validation as vr
     import harness.targets.real_adapter as real_adapter
     from contracts.checks import Check
 
@@ -1130,7 +1130,7 @@ def test_validate_release_report_md_carries_html_as_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """report.md held a binary's stderr raw (``<script>``): a Markdown renderer ran it. Escaped as report.html."""
-    import harness.commands.validate_release as vr
+    import harness.release_validation as vr
     import harness.targets.real_adapter as real_adapter
     from contracts.checks import Check
     from contracts.report import Report, release_report

@@ -138,9 +138,8 @@ def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
 
 def imports_of(tree: ast.AST, module: str, is_package: bool, modules: set[str]) -> list[Imported]:
     """Every import of ``tree``: module level, function bodies, ``TYPE_CHECKING`` blocks, relative ones, literal
-    ``import_module`` calls. ``from pkg import sub`` needs the submodule, not the package's ``__init__``; the
-    ``__init__`` of a package that runs before its module is not counted (every package whose ``__init__``
-    imports its own modules would be a circle)."""
+    ``import_module`` calls. ``from pkg import sub`` needs the submodule; the ``__init__`` of the packages it
+    runs on the way is counted by :func:`import_graph`."""
     found: list[Imported] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -171,10 +170,30 @@ def _parsed(root: Path) -> Iterator[tuple[str, Path, bool, list[Imported], ast.A
         yield name, path, is_package, imports_of(tree, name, is_package, modules), tree
 
 
+def _packages_run(target: str, importer: str, modules: set[str]) -> set[str]:
+    """The packages whose ``__init__`` importing ``target`` runs, from ``importer``: each enclosing package of
+    ``target`` that is not one of ``importer``'s own (a package's own modules run inside its ``__init__``, or
+    after it: counting it would make a circle of every package whose ``__init__`` imports its modules)."""
+    parts = target.split(".")
+    out = set()
+    for k in range(1, len(parts)):
+        package = ".".join(parts[:k])
+        if package in modules and importer != package and not importer.startswith(package + "."):
+            out.add(package)
+    return out
+
+
 def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the modules of ours it imports, by any import."""
+    """Module -> the modules of ours it imports, by any import, with the package ``__init__`` each import runs
+    (``import contracts.trace.format`` from outside runs ``contracts/trace/__init__.py`` first)."""
     modules = set(module_files(root))
-    return {name: ({i.target for i in found} & modules) - {name} for name, _, _, found, _ in _parsed(root)}
+    graph = {}
+    for name, _, _, found, _ in _parsed(root):
+        targets = {i.target for i in found} & modules
+        for target in list(targets):
+            targets |= _packages_run(target, name, modules)
+        graph[name] = targets - {name}
+    return graph
 
 
 def _postorder(graph: dict[str, set[str]], roots: list[str]) -> list[tuple[str, list[str]]]:
@@ -289,6 +308,44 @@ def test_no_module_import_cycle() -> None:
     assert found == [], "modules importing each other:\n" + "\n".join(found)
 
 
+def command_back_arrows(root: Path) -> list[str]:
+    """Imports of a ``harness.commands`` module from anywhere but the command line (``harness.cli``) and the
+    package itself: a command is argparse and one call into the harness; what two commands share, or what the
+    harness needs of one, belongs in a harness module. One command module importing another counts too."""
+    found = []
+    for name, path, _, imported, _ in _parsed(root):
+        for i in imported:
+            if not i.target.startswith("harness.commands.") or i.target == name:
+                continue
+            if name in ("harness.cli", "harness.commands"):
+                continue
+            found.append(f"{path.relative_to(root)}:{i.line} ({name}) imports {i.target}")
+    return sorted(set(found))
+
+
+def test_no_back_arrow_into_the_commands() -> None:
+    found = command_back_arrows(REPO)
+    assert found == [], "imports of a command module:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [
+        ("harness/learn/learner.py", "def learn():\n    from harness.commands.validate_release import pin_schema\n"),
+        ("harness/commands/matrix.py", "from harness.commands.diff import select_binary\n"),
+        ("harness/runner.py", "from harness.commands import diff\n"),
+    ],
+)
+def test_a_planted_back_arrow_is_found(tmp_path: Path, name: str, source: str) -> None:
+    files = {
+        "harness/commands/__init__.py": "",
+        "harness/commands/diff.py": "def select_binary(): ...\n",
+        "harness/commands/validate_release.py": "def pin_schema(): ...\n",
+        name: source,
+    }
+    assert command_back_arrows(_tree(tmp_path, files)), source
+
+
 def test_no_private_name_taken_from_another_module() -> None:
     """A module's private names (one leading underscore) are its own; another module that needs one needs a
     public name for it."""
@@ -340,6 +397,19 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 def test_a_planted_cycle_is_found(tmp_path: Path, files: dict[str, str]) -> None:
     assert circles(import_graph(_tree(tmp_path, files))) == [sorted(f.removesuffix(".py").replace("/", ".")
         for f in files if not f.endswith("__init__.py"))]
+
+
+def test_a_cycle_through_a_package_init_is_found(tmp_path: Path) -> None:
+    """A module that imports a submodule runs its package's ``__init__``, and what that imports: the circle
+    ``contracts.releases`` -> ``contracts.trace.format`` (running ``contracts/trace/__init__``, which imports the
+    reader) -> the reader's function-local import of ``contracts.releases``."""
+    files = {
+        "contracts/r.py": "from contracts.t.fmt import X\n",
+        "contracts/t/__init__.py": "from contracts.t.reader import R\n",
+        "contracts/t/fmt.py": "X = 1\n",
+        "contracts/t/reader.py": "R = 1\ndef f():\n    from contracts.r import X\n",
+    }
+    assert circles(import_graph(_tree(tmp_path, files))) == [["contracts.r", "contracts.t", "contracts.t.reader"]]
 
 
 def test_a_package_whose_init_imports_its_modules_is_no_cycle(tmp_path: Path) -> None:

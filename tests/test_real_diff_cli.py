@@ -11,7 +11,7 @@ from contracts.fidelity import Difference
 from contracts.record import SessionRecord, WireEntry
 from harness import scenario_lookup
 from harness.cli import main
-from harness.commands.diff import FidelityResult, fidelity_diff, server_side
+from harness.fidelity_run import FidelityResult, fidelity_diff, server_side
 
 
 def test_usage_error_without_a_binary(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,7 @@ import pytest
 from contracts.fidelity import render
 from fake_server.catalogue import model_level
 from harness import scenario_lookup
-from harness.commands.diff import fidelity_diff
+from harness.fidelity_run import fidelity_diff
 
 
 def model_level_scenarios() -> list[str]:

@@ -24,7 +24,7 @@ from contracts import releases, schema_store
 from fake_server import profiles
 from harness import scenario_lookup
 from harness.codex_bin import codex_version
-from harness.commands.diff import fidelity_diff
+from harness.fidelity_run import fidelity_diff
 from harness.learn import learner
 
 RELEASE = "0.160.0"

@@ -25,7 +25,7 @@ from contracts.fidelity import render
 from fake_server.catalogue import model_level
 from harness import scenario_lookup
 from harness.codex_bin import codex_version
-from harness.commands.diff import fidelity_diff
+from harness.fidelity_run import fidelity_diff
 from harness.runner import run_one
 
 OLDER = ("0.163.0", "0.169.0")

@@ -13,7 +13,7 @@ from contracts.exitcodes import FAILED, OK
 from contracts.report import FidelityEntry, Report, judge, release_report
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff
 from harness.cli import main
-from harness.commands.validate_release import model_level_scenarios
+from harness.release_validation import model_level_scenarios
 from harness.report.documents import release_json
 from harness.report.markdown import render_markdown
 

@@ -36,7 +36,7 @@ def test_learn_exits_1_when_sessions_still_play_differently(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setattr(learner, "learn", lambda *a, **k: _learned(tmp_path, remaining))
-    monkeypatch.setattr("harness.commands.diff.select_binary", lambda *a, **k: Path("/bin/true"))
+    monkeypatch.setattr("harness.fidelity_run.select_binary", lambda *a, **k: Path("/bin/true"))
     args = argparse.Namespace(store=tmp_path / "store", codex=None, reference=None, workers=1)
     assert release_command.run(args) == code
     out = capsys.readouterr().out

@@ -20,7 +20,7 @@ from contracts.scenario_file import ScenarioError, dumps, loads
 from contracts.trace import check_bundle
 from fake_server import profiles
 from fake_server.catalogue import builtin_names, load_builtin
-from harness.commands.diff import profile_for
+from harness.fidelity_run import profile_for
 from harness.runner import play, run_one
 from harness.targets.fake import fake_codex_argv
 

@@ -8,7 +8,7 @@ import pytest
 
 from contracts import schema_store
 from harness.codex_bin import codex_version
-from harness.commands.schema import generate
+from harness.schema_pin import generate
 
 pytestmark = pytest.mark.real_codex
 

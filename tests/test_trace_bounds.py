@@ -12,9 +12,9 @@ from test_trace_support import INTERRUPT, SIGKILL, copy_bundle, read_lines, shar
 
 from contracts.trace.closure import check_bundle
 from contracts.trace.errors import TraceLimitExceeded
-from contracts.trace.format import encode_record
 from contracts.trace.reader import ReadLimits, read_bundle
 from contracts.trace.shards import decode_shard
+from contracts.trace_format import encode_record
 
 
 def rle_bomb(blocks: int) -> bytes:

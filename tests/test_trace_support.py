@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import zstandard
 
-from contracts.trace.format import encode_record, unpack_record_header
+from contracts.trace_format import encode_record, unpack_record_header
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: The real 0.171.0 bundles the corpus starts from, kept byte for byte (the mutations edit fixed lines and

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contracts.exitcodes import InternalError
+
 HERE = Path(__file__).resolve().parent
 REGISTRY = HERE / "pypi.json"
 INSTALL_TIMEOUT_S = 300.0
@@ -34,7 +36,7 @@ INSTALL_TIMEOUT_S = 300.0
 CONTRACTS = ("terminal_status", "usage", "schema", "protocol", "client")
 
 
-class ClientUnavailable(Exception):
+class ClientUnavailable(InternalError):
     """The client cannot be installed here (no network, no pip, another install holding the lock)."""
 
 

@@ -44,10 +44,11 @@ from contracts.record import SessionRecord
 
 NAME = "client"
 REFERENCE = "docs/clients.md"
-CHECK = "plan followed"
+#: The id of its check (other modules name it by this).
+PLAN_FOLLOWED = "plan followed"
 # Judged over every server's record at once (not a judge of one record). Must: a client that plays nothing of the
 # plan has not been judged on anything else.
-CLIENT.add(Rule(CHECK, citation="docs/clients.md (What is judged)"))
+CLIENT.add(Rule(PLAN_FOLLOWED, citation="docs/clients.md (What is judged)"))
 #: Scheduling room on every wire-judged bound (as contracts.checks.client_run).
 SLACK_S = 0.5
 #: Requests that set the session up; one the server fails excuses the turns it would have carried.
@@ -707,10 +708,10 @@ def _check(records: Sequence[SessionRecord]) -> Check:
     plan_turns = [t for t in facts.get("plan_turns") or () if isinstance(t, dict)]
     plan = facts.get("plan") if isinstance(facts.get("plan"), dict) else {}
     if not plan_turns:
-        return make(CHECK, "skip", "the record holds no plan")
+        return make(PLAN_FOLLOWED, "skip", "the record holds no plan")
     unsupported, numbers = unsupported_turns(facts), plan_numbers(facts)
     if numbers <= unsupported:
-        return make(CHECK, "skip", "the client reported every turn unsupported: nothing of the plan is judged")
+        return make(PLAN_FOLLOWED, "skip", "the client reported every turn unsupported: nothing of the plan is judged")
     judge = _Judge(records, facts)
     matched = judge.turns(plan_turns, unsupported)
     judge.actions(plan_turns, matched, unsupported)
@@ -718,15 +719,17 @@ def _check(records: Sequence[SessionRecord]) -> Check:
     judge.capabilities(plan)
     if judge.problems:
         if any(s.truncated for s in judge.servers):
-            return make(CHECK, "skip", "the recording was truncated: what the client sent after it is not known")
-        return make(CHECK, "fail", _summary(judge.problems), at=wire_lines(judge.at))
+            why = "the recording was truncated: what the client sent after it is not known"
+            return make(PLAN_FOLLOWED, "skip", why)
+        return make(PLAN_FOLLOWED, "fail", _summary(judge.problems), at=wire_lines(judge.at))
     started = [n for n in sorted(matched) if n not in unsupported]
     if not started and not judge.judged and not judge.answered:
         why = f"nothing of the plan was due: {_summary(judge.not_due) or 'no turn'}"
         unplayed = _never_served(judge, primary)
         if unplayed is not None:  # nothing judged is not a pass: a server the scenario did not expect to go went
-            return make(CHECK, "fail", f"nothing was played: {unplayed}; {why}")
-        return make(CHECK, "skip", why, applies=False)  # the server made every turn impossible: nothing to judge
+            return make(PLAN_FOLLOWED, "fail", f"nothing was played: {unplayed}; {why}")
+        # the server made every turn impossible: nothing to judge
+        return make(PLAN_FOLLOWED, "skip", why, applies=False)
     parts = [f"{len(started)} turn(s) started with their input in order"]
     if judge.judged:
         parts.append(f"{len(judge.judged)} action(s) sent at their trigger ({', '.join(judge.judged[:_SHOWN])})")
@@ -738,4 +741,4 @@ def _check(records: Sequence[SessionRecord]) -> Check:
         parts.append(f"reported unsupported: turn(s) {', '.join(str(n) for n in sorted(unsupported & numbers))}")
     if judge.excused:
         parts.append(f"reported unsupported, not judged: {_summary(judge.excused)}")
-    return make(CHECK, "pass", "; ".join(parts))
+    return make(PLAN_FOLLOWED, "pass", "; ".join(parts))

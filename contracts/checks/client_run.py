@@ -33,12 +33,25 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.checks.base import Check, Maker
-from contracts.checks.registry import Contract, Rule
+from contracts.checks.registry import OUTSIDE_CLIENT, Contract, Rule
 from contracts.checks.wire_index import WireIndex, id_key, shared
 from contracts.record import SessionRecord, WireEntry
 
 NAME = "client"
 REFERENCE = "docs/clients.md"
+#: The ids of its checks (other modules name a check by these).
+PLAYED_AS_GIVEN = "played as given"
+NOT_ANSWERED_AFTER_RESOLVED = "not answered after resolved"
+INTERRUPT_TURN_COMPLETED = "interrupt -> turn/completed"
+SERVER_ENDED = "server ended"
+SERVER_STARTED = "server started"
+EXIT_STATUS = "exit status"
+DEADLINE = "deadline"
+NOTHING_LEFT_RUNNING = "nothing left running"
+SERVERS_DESCENDANTS_ENDED = "server's descendants ended"
+RESULT_FILE = "result file"
+REPORTED_STATUSES_AGREE = "reported statuses agree with the wire"
+RECORDING = "recording"
 #: ``plan followed`` is declared by :mod:`contracts.checks.client_plan`; ``recording`` is the runner's (a
 #: recording fake-codex did not write); ``server N: …`` is a check of the N-th server the client started.
 CONTRACT = Contract(
@@ -46,25 +59,25 @@ CONTRACT = Contract(
     citation=REFERENCE,
     suite="outside",
     checks=(
-        Rule("played as given", citation="docs/clients.md (What is judged)"),
+        Rule(PLAYED_AS_GIVEN, citation="docs/clients.md (What is judged)"),
         # The real binary ignores an answer to a request it resolved: a recommendation.
-        Rule("not answered after resolved", level="should", citation="docs/protocol.md §3"),
+        Rule(NOT_ANSWERED_AFTER_RESOLVED, level="should", citation="docs/protocol.md §3"),
         # Over a budget but ended is a should: a client still waiting at its deadline fails ``deadline`` (must).
-        Rule("interrupt -> turn/completed", level="should", citation="docs/client-rules.md §2"),
-        Rule("server ended", level="should", citation="docs/client-rules.md §5"),
-        Rule("server started", citation="docs/clients.md (What is judged)"),
+        Rule(INTERRUPT_TURN_COMPLETED, level="should", citation="docs/client-rules.md §2"),
+        Rule(SERVER_ENDED, level="should", citation="docs/client-rules.md §5"),
+        Rule(SERVER_STARTED, citation="docs/clients.md (What is judged)"),
         # A client may exit non-zero on purpose (its library raised on a crashed server): the finding names the
         # status and the end of its stderr, a recommendation; a client that started no server fails above.
-        Rule("exit status", level="should", citation="docs/clients.md (What is judged)"),
-        Rule("deadline", citation="docs/client-rules.md §5"),
+        Rule(EXIT_STATUS, level="should", citation="docs/clients.md (What is judged)"),
+        Rule(DEADLINE, citation="docs/client-rules.md §5"),
         # What the client started (its servers, its helpers) left alive: must. What a server started itself (a
         # grandchild holding its stdout) left alive: should (the real binary's children die with it).
-        Rule("nothing left running", citation="docs/client-rules.md §5"),
-        Rule("server's descendants ended", level="should", citation="docs/client-rules.md §5"),
-        Rule("result file", citation="docs/clients.md (Your client in ten minutes)"),
-        Rule("reported statuses agree with the wire", citation="docs/client-rules.md §3"),
-        Rule("recording", citation="docs/clients.md (fake-codex --record DIR)"),
-        "outside client",
+        Rule(NOTHING_LEFT_RUNNING, citation="docs/client-rules.md §5"),
+        Rule(SERVERS_DESCENDANTS_ENDED, level="should", citation="docs/client-rules.md §5"),
+        Rule(RESULT_FILE, citation="docs/clients.md (Your client in ten minutes)"),
+        Rule(REPORTED_STATUSES_AGREE, citation="docs/client-rules.md §3"),
+        Rule(RECORDING, citation="docs/clients.md (fake-codex --record DIR)"),
+        OUTSIDE_CLIENT,
     ),
 )
 #: Scheduling room on every wire-judged bound (a process start, a pipe, a poll).

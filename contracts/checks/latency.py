@@ -14,6 +14,12 @@ from contracts.record import SessionRecord, TurnResult
 
 NAME = "latency"
 REFERENCE = "docs/client-rules.md §2"
+#: The ids of its checks (other modules name a check by these).
+TURN_N_CANCEL_TO_RESULT = "turn N cancel→Result"
+TURN_N_INTERRUPT_OVERHEAD = "turn N interrupt overhead"
+TURN_N_INTERRUPT_LOGGED = "turn N interrupt logged"
+TEARDOWN = "teardown"
+CANCELLATION = "cancellation"
 #: Every check here is a bound on time the client took and ended within (a client still waiting at its deadline
 #: fails ``client / deadline`` or the runner's limit, both must): over a budget but ended is a ``should``.
 CONTRACT = Contract(
@@ -21,11 +27,11 @@ CONTRACT = Contract(
     citation=REFERENCE,
     level="should",
     checks=(
-        "turn N cancel→Result",
-        "turn N interrupt overhead",
-        "turn N interrupt logged",
-        Rule("teardown", citation="docs/client-rules.md §5"),
-        "cancellation",
+        TURN_N_CANCEL_TO_RESULT,
+        TURN_N_INTERRUPT_OVERHEAD,
+        TURN_N_INTERRUPT_LOGGED,
+        Rule(TEARDOWN, citation="docs/client-rules.md §5"),
+        CANCELLATION,
     ),
     outside="cancel→Result is on the client's own clock, not on the wire; "
     "interrupts are judged by client / interrupt -> turn/completed",

@@ -21,24 +21,34 @@ from contracts.wire import OVERSIZED_KINDS
 
 NAME = "protocol"
 REFERENCE = "docs/client-rules.md §1"
+#: The ids of its checks (other modules name a check by these).
+SERVER_REQUESTS_ANSWERED = "server requests answered"
+SERVER_REQUESTS_ANSWERED_IN_TIME = "server requests answered in time"
+SERVER_REQUESTS_ANSWERED_ONCE = "server requests answered once"
+NO_REQUEST_AFTER_CLOSE = "no request after close"
+INTERRUPT_ANSWER_FIRST = "interrupt answer before turn/completed"
+NO_ANSWER_TO_UNKNOWN_ID = "no answer to an unknown id"
+SERVER_ANSWERS_KNOWN_IDS = "server answers known ids"
+REQUEST_IDS_UNIQUE = "request ids unique"
+REQUEST_IDS_NOT_REUSED = "request ids not reused"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
     checks=(
         # A request left open hangs the turn: must. One answered (or resolved) past the request timeout ended:
         # over a budget, a should (a person may take minutes to decide an approval).
-        "server requests answered",
-        Rule("server requests answered in time", level="should"),
-        Rule("server requests answered once", citation="docs/protocol.md §2"),
+        SERVER_REQUESTS_ANSWERED,
+        Rule(SERVER_REQUESTS_ANSWERED_IN_TIME, level="should"),
+        Rule(SERVER_REQUESTS_ANSWERED_ONCE, citation="docs/protocol.md §2"),
         # Nothing can answer it, and the real binary has stopped reading: sloppy, harmless (should).
-        Rule("no request after close", level="should"),
-        Rule("interrupt answer before turn/completed", citation="docs/protocol.md §4"),
-        Rule("no answer to an unknown id", citation="docs/protocol.md §2"),
-        Rule("server answers known ids", citation="docs/protocol.md §2"),
+        Rule(NO_REQUEST_AFTER_CLOSE, level="should"),
+        Rule(INTERRUPT_ANSWER_FIRST, citation="docs/protocol.md §4"),
+        Rule(NO_ANSWER_TO_UNKNOWN_ID, citation="docs/protocol.md §2"),
+        Rule(SERVER_ANSWERS_KNOWN_IDS, citation="docs/protocol.md §2"),
         # Two requests in flight with one id cannot be told apart (must); an id used again after its answer came
         # is unambiguous, JSON-RPC does not forbid it (should).
-        Rule("request ids unique", citation="docs/protocol.md §2"),
-        Rule("request ids not reused", level="should", citation="docs/protocol.md §2"),
+        Rule(REQUEST_IDS_UNIQUE, citation="docs/protocol.md §2"),
+        Rule(REQUEST_IDS_NOT_REUSED, level="should", citation="docs/protocol.md §2"),
     ),
 )
 _SHOWN = 3

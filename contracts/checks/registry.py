@@ -52,7 +52,8 @@ _F = TypeVar("_F", bound=Callable[..., object])
 #: Names any contract's check may carry without declaring them (skips and failures the harness makes itself):
 #: ``scenario`` (the scenario was not played on the target), ``contract`` (the contract raised), ``outside
 #: client`` (not judged for an outside client).
-GENERIC_NAMES = frozenset({"scenario", "contract", "outside client"})
+OUTSIDE_CLIENT = "outside client"
+GENERIC_NAMES = frozenset({"scenario", "contract", OUTSIDE_CLIENT})
 _PER_TURN = re.compile(r"turn \d+ ")
 #: An outside client that started several servers gets each server's checks as ``server N: <check>``.
 _PER_SERVER = re.compile(r"server \d+: ")

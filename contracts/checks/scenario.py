@@ -24,8 +24,11 @@ from contracts.record import SessionRecord
 
 NAME = "scenario"
 REFERENCE = "docs/scenarios.md (Faults)"
+#: The ids of its checks (other modules name a check by these).
+FAULT_NOT_STRUCK = "fault_not_struck"
+SCENARIO_NAME = "name"
 #: ``name``: a scenario whose name is not a safe slug (the runner's, before anything is played).
-CONTRACT = Contract(NAME, citation=REFERENCE, checks=("fault_not_struck", "name"), suite="scenario")
+CONTRACT = Contract(NAME, citation=REFERENCE, checks=(FAULT_NOT_STRUCK, SCENARIO_NAME), suite="scenario")
 
 
 def scripted_faults(record: SessionRecord) -> list[tuple[int, int, dict[str, Any]]]:

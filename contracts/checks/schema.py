@@ -16,8 +16,13 @@ from contracts.record import SessionRecord
 
 NAME = "schema"
 REFERENCE = "docs/protocol.md §1"
+#: The ids of its checks (other modules name a check by these).
+FRAMES = "frames"
+SERVER_FRAMES_INVALID = "server_frames_invalid"
+WIRE_ERRORS = "wire_errors"
+CLIENT_FRAMES_INVALID = "client_frames_invalid"
 CONTRACT = Contract(
-    NAME, citation=REFERENCE, checks=("frames", "server_frames_invalid", "wire_errors", "client_frames_invalid")
+    NAME, citation=REFERENCE, checks=(FRAMES, SERVER_FRAMES_INVALID, WIRE_ERRORS, CLIENT_FRAMES_INVALID)
 )
 _SHOWN = 3
 

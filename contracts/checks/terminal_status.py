@@ -23,28 +23,37 @@ _SLACK_S = 0.5
 REFERENCE = "docs/client-rules.md §3"
 #: Why an outside client is not judged on what it consumed: only what the server sent is on the wire.
 NOT_ON_THE_WIRE = "which turn/completed the client read is not on the wire (the server's sending is)"
+#: The ids of its checks (other modules name a check by these).
+RESULTS = "results"
+TURN_N_RESULT = "turn N result"
+TURN_N_STATUS = "turn N status"
+TURN_N_FINAL_TEXT = "turn N final text"
+TURN_N_COMPLETED_CONSUMED = "turn N turn/completed consumed"
+TURN_N_SERVER_STATUS = "turn N server status"
+SERVER_EXIT = "server exit"
+CLIENT_ERRORS = "client errors"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
     checks=(
-        "results",
-        "turn N result",
-        "turn N status",
-        "turn N final text",
-        Rule("turn N turn/completed consumed", outside=NOT_ON_THE_WIRE),
+        RESULTS,
+        TURN_N_RESULT,
+        TURN_N_STATUS,
+        TURN_N_FINAL_TEXT,
+        Rule(TURN_N_COMPLETED_CONSUMED, outside=NOT_ON_THE_WIRE),
         Rule(
-            "turn N server status",
+            TURN_N_SERVER_STATUS,
             citation="docs/protocol.md §4",
             outside="what the client consumed is not on the wire; the status it reported is judged",
         ),
         # How the client ended the server (close stdin, a signal, a kill) is its choice; the exit status follows.
         Rule(
-            "server exit",
+            SERVER_EXIT,
             level="should",
             citation="docs/client-rules.md §5",
             outside="the exit status follows from how the client ended the server (client / server ended)",
         ),
-        Rule("client errors", outside="an outside client's exceptions are its own: its Results and exit are judged"),
+        Rule(CLIENT_ERRORS, outside="an outside client's exceptions are its own: its Results and exit are judged"),
     ),
 )
 

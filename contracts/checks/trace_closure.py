@@ -27,13 +27,17 @@ _SERVER_BUNDLE = (
     "the recording); "
     "how the client ended the server is judged by client / server ended"
 )
+#: The ids of its checks (other modules name a check by these).
+CLIENT_TRACE = "client trace"
+SERVER_TRACE = "server trace"
+OTHER_THREADS_SERVER_TRACES = "other threads' server traces"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
     checks=(
-        Rule("client trace", outside="an outside client's own trace bundle is not judged"),
-        Rule("server trace", outside=_SERVER_BUNDLE),
-        Rule("other threads' server traces", outside=_SERVER_BUNDLE),
+        Rule(CLIENT_TRACE, outside="an outside client's own trace bundle is not judged"),
+        Rule(SERVER_TRACE, outside=_SERVER_BUNDLE),
+        Rule(OTHER_THREADS_SERVER_TRACES, outside=_SERVER_BUNDLE),
     ),
 )
 

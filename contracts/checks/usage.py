@@ -30,24 +30,31 @@ from contracts.usage import UsageBuckets
 
 NAME = "usage"
 REFERENCE = "docs/client-rules.md §4"
+#: The ids of its checks (other modules name a check by these).
+TURN_N_BUCKETS_CONSISTENT = "turn N buckets consistent"
+TURN_N_USAGE = "turn N usage"
+TURN_N_REASONING = "turn N reasoning"
+TURN_N_SERVER_USAGE = "turn N server usage"
+SERVER_USAGE_CONSISTENT = "server usage consistent"
+USAGE = "usage"
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
     checks=(
-        Rule("turn N buckets consistent", citation="docs/client-rules.md §4.3"),
-        "turn N usage",
+        Rule(TURN_N_BUCKETS_CONSISTENT, citation="docs/client-rules.md §4.3"),
+        TURN_N_USAGE,
         # Informational: reasoning is a part of output, and a client that reports it otherwise bills nothing wrong.
-        Rule("turn N reasoning", level="should", citation="docs/client-rules.md §4.3"),
+        Rule(TURN_N_REASONING, level="should", citation="docs/client-rules.md §4.3"),
         # [expect] judges the server (the fake, a release): a finding about the target, never the client.
         Rule(
-            "turn N server usage",
+            TURN_N_SERVER_USAGE,
             level="should",
             citation="docs/scenarios.md (`[expect]`: the ground truth, as literals)",
             outside="the server's usage against [expect] is a finding about the server, never an outside client's",
         ),
         # The server's own numbers (cached > input, reasoning > output): a finding about the target, never the client.
-        Rule("server usage consistent", level="should", citation="docs/protocol.md §4"),
-        "usage",
+        Rule(SERVER_USAGE_CONSISTENT, level="should", citation="docs/protocol.md §4"),
+        USAGE,
     ),
 )
 BILLED = ("input", "cache_read", "cache_write", "output")

@@ -11,7 +11,7 @@ over a store's folder of the same version. Every file is data a tool writes (JSO
   stored twice.
 - ``release.json``: what the schema does not say (:data:`DESCRIPTION_KEYS`): ``methods.beyond_schema``, the
   methods the deserializer lists that no schema file has, and where in its list; ``trace``, the rollout-trace
-  bundle format it writes (:class:`contracts.trace.format.BundleFormat`); ``fake``, what its fake plays
+  bundle format it writes (:class:`contracts.trace_format.BundleFormat`); ``fake``, what its fake plays
   differently from the release-neutral engine: named ``switches`` and the fields it does not write
   (interpreted by :mod:`fake_server.profiles`); ``learned_from``, where each part came from.
 - ``answers.json`` (the answers recorded from the binary) and ``shapes.json`` (the field sets of the frames
@@ -40,7 +40,7 @@ import orjson
 from contracts import bounded_parse, safe_read, schema_store
 from contracts.exitcodes import UsageError
 from contracts.safe_dir import SafeDir, WriteError
-from contracts.trace.format import EVENT_TYPES, NATIVE, SCHEMA_VERSION, BundleFormat
+from contracts.trace_format import EVENT_TYPES, NATIVE, SCHEMA_VERSION, BundleFormat
 
 SHIPPED_ROOT: Final = schema_store.SHIPPED_ROOT
 DESCRIPTION_FILE: Final = "release.json"
@@ -433,7 +433,7 @@ def default() -> Release:
 def trace_formats() -> dict[int, BundleFormat]:
     """Every trace bundle format the reader takes, by envelope schema: what the releases declare (a shipped
     release's first, then the user's, newest first, for a schema no shipped release writes), and the
-    vocabulary's own schema (:data:`contracts.trace.format.NATIVE`) when none declares it."""
+    vocabulary's own schema (:data:`contracts.trace_format.NATIVE`) when none declares it."""
     return dict(_trace_formats(schema_store.user_store().resolve()))
 
 

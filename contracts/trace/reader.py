@@ -19,9 +19,11 @@ from typing import Any
 import orjson
 
 from contracts import bounded_parse, safe_read
+from contracts.releases import trace_formats
 from contracts.safe_read import Refused, TooLarge
 from contracts.trace.errors import TraceInvalid, TraceLimitExceeded, TraceUnreadable
-from contracts.trace.format import (
+from contracts.trace.shards import DecodedShard, ShardInfo, decode_shard
+from contracts.trace_format import (
     CAPTURE_STATUSES,
     CHECKED_SLOT_KINDS,
     EVENT_LOG_NAME,
@@ -38,7 +40,6 @@ from contracts.trace.format import (
     BundleFormat,
     shard_name,
 )
-from contracts.trace.shards import DecodedShard, ShardInfo, decode_shard
 
 WINDOW_KINDS = (
     "thread",
@@ -262,7 +263,7 @@ def read_manifest(bundle: Path, limits: ReadLimits = ReadLimits(), *, dir_fd: in
     version = manifest["schema_version"]
     if type(version) is not int:
         raise TraceInvalid("parse manifest: invalid type for `schema_version`, expected u32")
-    readable = _trace_formats()
+    readable = trace_formats()
     if version not in readable:
         known = ", ".join(f"{f.schema} (codex {f.release})" if f.release else str(f.schema) for f in readable.values())
         raise TraceInvalid(f"unsupported manifest schema {version} (readable: {known}). {_RERUN_HINT}")
@@ -305,7 +306,7 @@ def _format_of(trace: ReplayedTrace) -> BundleFormat:
     ``tool_call_runtime_started``, a later one schema 2 with it, and nothing in the bundle says which wrote it. So a
     bundle of an older schema than the newest may leave out any field some older format leaves out (each
     release's own reducer reads its bundles so); the newest schema is held to its own fields."""
-    formats = _trace_formats()
+    formats = trace_formats()
     fmt = formats.get(trace.schema_version)
     if fmt is None:  # the release declaring it left the store since the manifest was read
         raise TraceInvalid(f"unsupported manifest schema {trace.schema_version}. {_RERUN_HINT}")
@@ -1044,10 +1045,3 @@ def _check_body(trace: ReplayedTrace, ref: PayloadRef, body: bytes) -> None:
             raise TraceInvalid(f"invalid payload {ref.raw_payload_id}: {exc}", seq=ref.seq) from exc
         if ref.kind == "protocol_event" and ref.slot == "event_payload":
             trace._bodies[ref.raw_payload_id] = body
-
-
-def _trace_formats() -> dict[int, BundleFormat]:
-    """The formats the release folders declare (imported here: the loader itself imports this package)."""
-    from contracts.releases import trace_formats
-
-    return trace_formats()

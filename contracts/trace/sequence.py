@@ -37,8 +37,8 @@ import orjson
 
 from contracts import bounded_parse
 from contracts.trace.errors import TraceLimitExceeded
-from contracts.trace.format import EVENT_LOG_NAME
 from contracts.trace.reader import ReadLimits, iter_event_lines
+from contracts.trace_format import EVENT_LOG_NAME
 
 HISTORY = "history_item_accepted"
 _MADE_UP = ("msg_", "fco_")  # item-id prefixes the server makes up (a uuid follows)

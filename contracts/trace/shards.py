@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import zstandard
 
 from contracts.trace.errors import TraceInvalid, TraceLimitExceeded
-from contracts.trace.format import RECORD_HEADER_SIZE, unpack_record_header
+from contracts.trace_format import RECORD_HEADER_SIZE, unpack_record_header
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BLOCK_MAX = 128 * 1024

@@ -40,8 +40,9 @@ from typing import Any, Self
 import orjson
 import zstandard
 
+from contracts.releases import trace_formats
 from contracts.trace.errors import WindowAlreadyEnded, WriterClosed
-from contracts.trace.format import (
+from contracts.trace_format import (
     EVENT_LOG_NAME,
     EXECUTION_STATUSES,
     MANIFEST_NAME,
@@ -103,7 +104,7 @@ class TraceWriter:
         to write (a release's, which wins over ``schema``); else the one declared for ``schema``."""
         self.path = Path(bundle_dir)
         if fmt is None:
-            known = _trace_formats()
+            known = trace_formats()
             if schema not in known:
                 raise ValueError(f"unknown trace schema {schema} (known: {', '.join(map(str, known))})")
             fmt = known[schema]
@@ -752,10 +753,3 @@ class TerminalOperationWindow(_Window):
 # Runtime payloads the reducer parses (a terminal runtime start needs `command` as a list and `cwd`).
 _RUNTIME_START: dict[str, Any] = {"command": ["true"], "cwd": "/"}
 _RUNTIME_END: dict[str, Any] = {"exit_code": 0}
-
-
-def _trace_formats() -> dict[int, BundleFormat]:
-    """The formats the release folders declare (imported here: the loader itself imports this package)."""
-    from contracts.releases import trace_formats
-
-    return trace_formats()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from contracts.exitcodes import InvalidInput
 from contracts.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 
 INVALID_PARAMS = -32602  # the real server uses it for a few argument checks (sections, skills/config/write)
 
 
-class RequestError(Exception):
+class RequestError(InvalidInput):
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         writable_with(args.report, ("latency.html", "latency.json"))
     codex = Path(args.codex) if args.codex else None
     if args.target == "real":
-        from harness.commands.diff import select_binary
+        from harness.fidelity_run import select_binary
 
         codex = select_binary(args.codex)  # a binary that cannot run at all: exit 3 now, not per sample
     part = LatencyPart(decides=True, metrics=METRICS)

@@ -58,8 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.schema import user_store_to_write
-    from harness.commands.validate_release import progress_line, select_scenarios, validate
+    from harness.release_validation import progress_line, select_scenarios, validate
+    from harness.schema_pin import user_store_to_write
     from harness.targets import TargetUnavailable
     from harness.targets.real_adapter import preflight
 

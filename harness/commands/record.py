@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from contracts.exitcodes import FAILED, INVALID_INPUT, OK, UsageError
+from contracts.exitcodes import FAILED, INVALID_INPUT, OK, InternalError, UsageError
 from contracts.record import MAX_RECORD_COPY_BYTES
 from contracts.safe_dir import CopyBudget, SafeDir, write_file
 from harness import scenario_lookup, store_option
@@ -77,7 +77,7 @@ def _keep_bundle(bundle: Path, trace_out: Path) -> list[str]:
     return []
 
 
-class _NotWhole(Exception):
+class _NotWhole(InternalError):
     pass
 
 
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.commands.diff import select_binary
+    from harness.fidelity_run import select_binary
     from harness.runner import play
     from harness.targets import TargetUnavailable
     from harness.transcript import dumps, transcript

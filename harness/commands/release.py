@@ -50,9 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.diff import select_binary
-    from harness.commands.schema import user_store_to_write
+    from harness.fidelity_run import select_binary
     from harness.learn import learner as learn
+    from harness.schema_pin import user_store_to_write
 
     started = time.monotonic()
     store = user_store_to_write(str(args.store) if args.store else None)

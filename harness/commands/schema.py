@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
-from client.stderr import strip_ansi
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.protocol_index import Union, build_index
 from contracts.releases import default_version
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
-from harness.codex_bin import CodexNotFound, codex_version, find_codex, run_binary, run_dir
+from harness.codex_bin import CodexNotFound, codex_version, find_codex
+from harness.schema_pin import generate_both, same_as_pinned, user_store_to_write
 from sandbox import confine
-from sandbox.bounded_run import OutputOverflow
-from sandbox.confine import ConfinementUnavailable
 
 NAME = "schema"
 HELP = "pin the wire schema of a codex binary, or diff two pinned releases"
@@ -79,66 +75,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 # --- pin --------------------------------------------------------------------------------------------
-
-
-def _writable_target(root: Path) -> None:
-    probe = root
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"cannot write the schema store {root}: {probe} is not a writable directory ({schema_store.store_hint()})"
-        )
-
-
-def user_store_to_write(store: str | None) -> Path:
-    """The user's schema store a command pins into: never the package's shipped pins, writable (else exit 3)."""
-    root = schema_store.user_store(store).resolve()
-    if schema_store.is_shipped(root):
-        raise UsageError(
-            f"{root} holds the pins shipped with the package and is never written: choose "
-            f"{schema_store.store_hint().removeprefix('your store: ')}"
-        )
-    _writable_target(root)
-    return root
-
-
-def generate_both(binary: Path, timeout: float) -> tuple[dict[str, object], dict[str, object]]:
-    """The stable and the experimental bundle the binary prints (RuntimeError or SchemaStoreError if it fails)."""
-    return generate(binary, False, timeout), generate(binary, True, timeout)
-
-
-def same_as_pinned(pinned: dict[str, Any], stable: dict[str, object], experimental: dict[str, object]) -> bool:
-    """Whether both bundles have the digests a pin's meta (its ``bundles``) records."""
-    return all(
-        pinned.get(kind, {}).get("sha256") == schema_store.bundle_digest(bundle)
-        for kind, bundle in (("stable", stable), ("experimental", experimental))
-    )
-
-
-def generate(binary: Path, experimental: bool, timeout: float) -> dict[str, object]:
-    """One bundle from the binary; raises RuntimeError with the binary's own words when it fails.
-
-    Started like every binary (:func:`harness.codex_bin.run_binary`: confined, scrubbed, bounded): it writes
-    its files into its own run directory, read from there before the directory is removed.
-    """
-    with run_dir("codex-schema-") as run:
-        out_dir = run.root / "schema"
-        argv = [os.fspath(binary), "app-server", "generate-json-schema", "--out", os.fspath(out_dir)]
-        if experimental:
-            argv.insert(3, "--experimental")
-        try:
-            done = run_binary(argv, timeout, run=run)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"`{' '.join(argv[1:4])}` did not finish within {timeout:g} s") from None
-        except OutputOverflow as exc:
-            raise RuntimeError(f"`{' '.join(argv[1:4])}` {exc}") from None
-        except (OSError, ConfinementUnavailable) as exc:
-            raise UsageError(f"cannot run {binary}: {exc}") from exc
-        if done.returncode != 0:
-            tail = strip_ansi(done.stderr.decode(errors="replace")).strip()[-400:]
-            raise RuntimeError(f"`{' '.join(argv[1:])}` exited {done.returncode}: {tail}")
-        return schema_store.read_bundle_dir(out_dir)
 
 
 def run_pin(args: argparse.Namespace) -> int:

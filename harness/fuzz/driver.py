@@ -22,7 +22,9 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 
 from contracts.checks import Check
+from contracts.exitcodes import Finding
 from contracts.scenario import Scenario
+from harness.fuzz import invariants
 from harness.fuzz.coverage import Coverage
 from harness.fuzz.invariants import Example, run_example
 from harness.fuzz.shrink import scenario_size, simplify, write_failure
@@ -36,7 +38,7 @@ DEFAULT_FAULTS: tuple[str, ...] = FUZZED
 FAST_FAULTS: tuple[str, ...] = tuple(k for k in FUZZED if k not in SLOW)
 
 
-class ExampleFailed(AssertionError):
+class ExampleFailed(Finding, AssertionError):
     """Raised inside hypothesis for a failing example, so it shrinks."""
 
 
@@ -144,7 +146,8 @@ def fuzz(
         try:
             example = player(scenario, target)
         except Exception as exc:  # the runner or a contract broke on this example: a finding, shrunk like any
-            crash = Check(scenario.name, target, "fuzz", "example played", "fail", f"{type(exc).__name__}: {exc}")
+            why = f"{type(exc).__name__}: {exc}"
+            crash = Check(scenario.name, target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", why)
             example = Example(scenario, target, [crash])
         if progress is not None and report.examples % 50 == 0:
             report.seconds = time.perf_counter() - started
@@ -192,7 +195,7 @@ def fuzz(
             try:
                 return player(candidate, target).failures
             except Exception as exc:
-                return [Check(candidate.name, target, "fuzz", "example played", "fail", repr(exc))]
+                return [Check(candidate.name, target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", repr(exc))]
 
         quiet = _quiet_client_logs()
         try:

@@ -22,12 +22,17 @@ from contracts.scenario import Scenario
 
 NAME = "fuzz"
 REFERENCE = "docs/client-rules.md §2-3"
+#: The ids of its checks (other modules name a check by these).
+TURN_N_ONE_RESULT = "turn N one Result"
+TURN_N_RESULT_IN_BOUND = "turn N Result in bound"
+NO_EXCEPTION_ESCAPES = "no exception escapes the client"
+EXAMPLE_PLAYED = "example played"
 #: ``example played``: the runner or a contract raised on the example (harness.fuzz.driver).
 CONTRACT = Contract(
     NAME,
     citation=REFERENCE,
     suite="fuzz",
-    checks=("turn N one Result", "turn N Result in bound", "no exception escapes the client", "example played"),
+    checks=(TURN_N_ONE_RESULT, TURN_N_RESULT_IN_BOUND, NO_EXCEPTION_ESCAPES, EXAMPLE_PLAYED),
 )
 #: Slack for the scheduler between steps of the teardown (virtual time needs none, real time some).
 SLACK_S = 0.25

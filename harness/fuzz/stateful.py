@@ -29,7 +29,7 @@ import trio.testing
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from contracts.checks import run_all
+from contracts.checks import protocol, run_all, schema, trace_closure
 from contracts.expect import Expect
 from contracts.record import SessionRecord
 from contracts.scenario import (
@@ -53,12 +53,12 @@ SLACK_S = 0.01
 OP_WALL_LIMIT_S = 30.0
 #: Client-side checks the session must pass whatever the rules did (server-side faults are the rules' doing).
 CLIENT_CHECKS: tuple[tuple[str, str], ...] = (
-    ("schema", "client_frames_invalid"),
-    ("protocol", "no request after close"),
-    ("protocol", "no answer to an unknown id"),
-    ("protocol", "server requests answered once"),
-    ("protocol", "request ids unique"),
-    ("trace_closure", "client trace"),
+    (schema.NAME, schema.CLIENT_FRAMES_INVALID),
+    (protocol.NAME, protocol.NO_REQUEST_AFTER_CLOSE),
+    (protocol.NAME, protocol.NO_ANSWER_TO_UNKNOWN_ID),
+    (protocol.NAME, protocol.SERVER_REQUESTS_ANSWERED_ONCE),
+    (protocol.NAME, protocol.REQUEST_IDS_UNIQUE),
+    (trace_closure.NAME, trace_closure.CLIENT_TRACE),
 )
 
 

@@ -17,11 +17,12 @@ from typing import Any, Final
 
 from hypothesis import strategies as st
 
+from contracts.exitcodes import InvalidInput
 from contracts.fault_fuzz import Draw, Effect, Place, ending
 from contracts.faults import FAULTS, FUZZED_KINDS, SLOW_KINDS, FaultSpec, Param
 
 
-class NotFuzzable(ValueError):
+class NotFuzzable(InvalidInput, ValueError):
     """A fault kind the fuzzer cannot draw or model (unknown, or declared ``not_fuzzed``)."""
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from contracts.exitcodes import InvalidInput
 from contracts.expect import Allowance, Expect, ExpectTurn
 from contracts.scenario import ClientAction, ClientPlan, Fault, ServerConfig, TurnScript, Usage, default_approval_policy
 from fake_server.turns import PENDING_FLUSH_MS
@@ -37,7 +38,7 @@ from harness.fuzz.walk import (
 )
 
 
-class RacyScenario(ValueError):
+class RacyScenario(InvalidInput, ValueError):
     """A client action whose outcome depends on task scheduling: the generator must not produce it."""
 
 

@@ -24,7 +24,7 @@ import orjson
 
 from contracts import bounded_parse, safe_read
 from contracts.skeleton import UUID_RE
-from contracts.trace.format import EVENT_LOG_NAME, EVENT_REQUIRED_FIELDS, MANIFEST_NAME, PAYLOADS_DIR_NAME
+from contracts.trace_format import EVENT_LOG_NAME, EVENT_REQUIRED_FIELDS, MANIFEST_NAME, PAYLOADS_DIR_NAME
 
 #: A trace file of a learning session is read up to this many bytes (a real one is well under 1 MB).
 MAX_TRACE_BYTES: Final = 32 * 1024 * 1024

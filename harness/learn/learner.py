@@ -58,8 +58,8 @@ def learn(
     """Learn the release of ``codex`` into ``store`` (see the module). Raises UsageError (the binary does not
     run, a store that cannot be written) and ReleaseError (what was learned cannot be written)."""
     from harness.codex_bin import codex_version
-    from harness.commands.validate_release import pin_schema
     from harness.learn import empty_home, fit
+    from harness.schema_pin import pin_schema
 
     seconds: dict[str, float] = {}
     clock = time.monotonic()

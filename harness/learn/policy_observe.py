@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 import trio
 
+from contracts.exitcodes import Finding
 from contracts.scenario import (
     CommandItem,
     FileChangeItem,
@@ -141,7 +142,7 @@ def flag_args(case: Case) -> tuple[str, ...]:
 # --- one session --------------------------------------------------------------------------------------
 
 
-class ServerRefused(Exception):
+class ServerRefused(Finding):
     """The server ended before it answered ``initialize`` (a setting it refuses to start with)."""
 
     def __init__(self, code: int | None, stderr: str) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from contracts import bounded_parse
+from contracts.exitcodes import USAGE
 from contracts.scenario import Scenario
 from fake_server.recording import claim_folder, play_identity, scenario_hash
 from harness.outside.relay import RELAY_ENV, Relay, exit_as, start_json, write_json
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
         print("harness.outside.real_relay: usage: real_relay SPEC.json [ARGS...]", file=sys.stderr)
-        return 2
+        return USAGE
     return exit_as(serve(Path(args[0]), args[1:]))
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from contracts import bounded_parse, safe_read
+from contracts.exitcodes import InvalidInput
 from contracts.record import Budgets, ModelEntry, RecordFormatError, SessionRecord, WireEntry
 from contracts.releases import default_version
 from contracts.scenario import Scenario
@@ -36,7 +37,7 @@ MAX_TEXT = 4096
 MAX_PID = 2**31 - 1
 
 
-class RecordingError(Exception):
+class RecordingError(InvalidInput):
     """A folder that is not a readable fake-codex recording; ``str()`` says why."""
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from contracts import bounded_parse
+from contracts.exitcodes import USAGE
 from contracts.wire import DEFAULT_MAX_LINE, Incoming, LineFraming, WireError, parse_items
 from fake_server.recording import MAX_WIRE_BYTES, claim_folder, start_fields, wire_entry
 
@@ -385,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) >= 4 and args[0] in ("--bare", "--bare-copy") and args[2] == "--":
         return exit_as(bare(Path(args[1]), args[3:], record=args[0] == "--bare"))
     print("harness.outside.relay: usage: relay --bare|--bare-copy ROOT -- ARGV...", file=sys.stderr)
-    return 2
+    return USAGE
 
 
 if __name__ == "__main__":

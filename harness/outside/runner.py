@@ -75,10 +75,10 @@ RESULT_CONTRACTS = ("terminal_status", "usage")
 DISK_FULL_BYTES = 1024 * 1024
 #: What stays judged when a recording is incomplete: what the harness saw itself and the client's result file.
 _WIRE_FREE = {
-    ("client", "deadline"),
-    ("client", "nothing left running"),
-    ("client", "result file"),
-    ("client", "recording"),  # a recording the client forged stays its failure
+    (client_contract.NAME, client_contract.DEADLINE),
+    (client_contract.NAME, client_contract.NOTHING_LEFT_RUNNING),
+    (client_contract.NAME, client_contract.RESULT_FILE),
+    (client_contract.NAME, client_contract.RECORDING),  # a recording the client forged stays its failure
 }
 
 
@@ -421,8 +421,8 @@ class BypassWatch:
 
 
 def _skips(record: SessionRecord, contract: str, reason: str, *, applies: bool = True) -> Check:
-    level, citation = registry.level_and_citation(contract, "outside client")
-    name = "outside client"
+    level, citation = registry.level_and_citation(contract, registry.OUTSIDE_CLIENT)
+    name = registry.OUTSIDE_CLIENT
     return Check(record.scenario, record.target, contract, name, "skip", reason, citation, (), level, applies)
 
 
@@ -506,7 +506,7 @@ def judge(records: list[SessionRecord]) -> list[Check]:
     forged = facts.get("recording_problems")
     if forged:
         detail = "a recording fake-codex did not write (the client's?): " + "; ".join(forged)
-        checks.append(client_contract.CONTRACT.maker(primary)("recording", "fail", detail[:2000]))
+        checks.append(client_contract.CONTRACT.maker(primary)(client_contract.RECORDING, "fail", detail[:2000]))
     for k, record in enumerate(records):
         own = not_judged_outside(run_all(record, PER_SERVER))
         if many and k == 0:
@@ -520,7 +520,7 @@ def judge(records: list[SessionRecord]) -> list[Check]:
             n = record.meta["outside"]["server"]["n"]
             own = [
                 c
-                if (c.contract == "client" and k == 0 and c.name in _SESSION)
+                if (c.contract == client_contract.NAME and k == 0 and c.name in _SESSION)
                 else replace(c, name=f"server {n}: {c.name}")
                 for c in own
             ]
@@ -532,14 +532,14 @@ def judge(records: list[SessionRecord]) -> list[Check]:
 
 #: What stays judged of a client that started no server: what it did as a process.
 _PROCESS_CHECKS = {
-    ("client", "server started"),
-    ("client", "deadline"),
-    ("client", "nothing left running"),
-    ("client", "server's descendants ended"),
-    ("client", "result file"),
-    ("client", "recording"),
+    (client_contract.NAME, client_contract.SERVER_STARTED),
+    (client_contract.NAME, client_contract.DEADLINE),
+    (client_contract.NAME, client_contract.NOTHING_LEFT_RUNNING),
+    (client_contract.NAME, client_contract.SERVERS_DESCENDANTS_ENDED),
+    (client_contract.NAME, client_contract.RESULT_FILE),
+    (client_contract.NAME, client_contract.RECORDING),
     # what it claims in a result file stays its claim: a turn reported completed that never started still fails
-    ("client", "reported statuses agree with the wire"),
+    (client_contract.NAME, client_contract.REPORTED_STATUSES_AGREE),
 }
 
 
@@ -551,14 +551,15 @@ def _no_server(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
     claims there is a claim of its own."""
     if facts.get("servers") or any(c.contract == "runner" and c.status == "fail" for c in checks):
         return checks  # a server recorded, or the harness's own recording failed (that failure is the finding)
-    started = next((c for c in checks if (c.contract, c.name) == ("client", "server started")), None)
+    server_started = (client_contract.NAME, client_contract.SERVER_STARTED)
+    started = next((c for c in checks if (c.contract, c.name) == server_started), None)
     if started is not None and started.status == "fail":
         why = "not judged: the client never started a server (client / server started)"
         kept = _PROCESS_CHECKS | {(c.contract, c.name) for c in checks if c.contract in RESULT_CONTRACTS}
     elif started is not None and started.status == "skip" and client_contract.UNRECORDED in started.detail:
         # It started a server the harness did not see: neither the wire nor the turns it reports can be judged.
         why = "not judged: the client's server was never recorded (client / server started)"
-        kept = _PROCESS_CHECKS - {("client", "reported statuses agree with the wire")}
+        kept = _PROCESS_CHECKS - {(client_contract.NAME, client_contract.REPORTED_STATUSES_AGREE)}
     else:
         return checks
     return [
@@ -578,7 +579,7 @@ def _all_unsupported(checks: list[Check], facts: dict[str, Any]) -> list[Check]:
         return checks
     why = "not judged: the client reported every turn of the plan unsupported"
     # Nothing to play needs no server either; what it did and got wrong (a leak, an invalid frame) still fails.
-    moot = {("client", "server started")}
+    moot = {(client_contract.NAME, client_contract.SERVER_STARTED)}
     return [
         replace(c, status="skip", detail=why) if c.status == "pass" or (c.contract, c.name) in moot else c
         for c in checks
@@ -606,11 +607,11 @@ def _with_recording_problems(primary: SessionRecord, checks: list[Check], facts:
 
 
 _SESSION = (
-    "server started",
-    "deadline",
-    "nothing left running",
-    "result file",
-    "reported statuses agree with the wire",
+    client_contract.SERVER_STARTED,
+    client_contract.DEADLINE,
+    client_contract.NOTHING_LEFT_RUNNING,
+    client_contract.RESULT_FILE,
+    client_contract.REPORTED_STATUSES_AGREE,
 )
 
 

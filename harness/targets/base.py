@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contracts.exitcodes import InternalError
 from contracts.releases import default_version
 
 TARGET_NAMES: tuple[str, ...] = ("fake", "fake-process", "real")
 
 
-class TargetUnavailable(Exception):
+class TargetUnavailable(InternalError):
     """The target cannot run here (no binary, not built yet); ``str()`` says why."""
 
 

@@ -23,6 +23,7 @@ import orjson
 import tomli_w
 import trio
 
+from contracts.exitcodes import InternalError
 from contracts.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
 from contracts.unix_socket import private_dir, socket_home
 from fake_server.responses_api import MockResponsesServer, RecordedRequest, serve_responses_api
@@ -47,7 +48,7 @@ HERMETIC_CONFIG: dict[str, Any] = {
 }
 
 
-class RealTargetError(Exception):
+class RealTargetError(InternalError):
     """The real target cannot run this scenario or binary; ``str()`` says why."""
 
 

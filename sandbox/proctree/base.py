@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import trio
 
+from contracts.exitcodes import InternalError
+
 Kind = Literal["pid-namespace", "cgroup-v2", "cgroup-v1", "none"]
 #: Bound of a tree's start (the launcher, the init's interpreter) and of its end (the kill, the reap).
 START_TIMEOUT_S = 10.0
@@ -21,7 +23,7 @@ STOP_S = 10.0
 POLL_S = 0.01
 
 
-class ConfinementFailed(RuntimeError):
+class ConfinementFailed(InternalError, RuntimeError):
     """The confinement chosen for this machine could not start a tree (the launcher died, a cgroup vanished)."""
 
 
