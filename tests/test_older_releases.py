@@ -1,0 +1,53 @@
+"""What releases older than the supported range do, judged right from sessions recorded on them
+(tests/data/older-releases/; no binary needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from contracts.checks.usage import wire_usage
+from contracts.checks.wire_index import WireIndex
+from contracts.record import WireEntry
+from contracts.usage import UsageBuckets
+from harness.client.usage import UsageLedger
+
+DATA = Path(__file__).parent / "data" / "older-releases"
+FIRST = UsageBuckets(input=60, cache_read=40, cache_write=0, output=20, reasoning=5)
+SECOND = UsageBuckets(input=50, cache_read=100, cache_write=0, output=10, reasoning=0)
+
+
+def _wire(path: Path) -> list[WireEntry]:
+    return [WireEntry.from_json(orjson.loads(line)) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def _turn_ids(wire: list[WireEntry]) -> list[str]:
+    return [
+        e.frame["params"]["turn"]["id"]
+        for e in wire
+        if e.dir == "s2c" and e.frame is not None and e.frame.get("method") == "turn/started"
+    ]
+
+
+def test_a_usage_re_report_at_a_response_start_counts_nothing_in_the_wire_truth() -> None:
+    wire = _wire(DATA / "0.130.0" / "plain_two_turns.jsonl")
+    first, second = _turn_ids(wire)
+    index = WireIndex.build(wire)
+    assert len(index.turn_frames("s2c", "thread/tokenUsage/updated", second)) == 2  # the re-report, then its own
+    assert wire_usage(index, first) == FIRST
+    assert wire_usage(index, second) == SECOND
+
+
+def test_our_client_bills_a_re_reported_usage_once() -> None:
+    ledger = UsageLedger()
+    turns = []
+    for entry in _wire(DATA / "0.130.0" / "plain_two_turns.jsonl"):
+        frame = entry.frame
+        if entry.dir != "s2c" or frame is None:
+            continue
+        if frame.get("method") == "turn/started":
+            turns.append(ledger.turn_started(frame["params"]["turn"]["id"]))
+        elif frame.get("method") == "thread/tokenUsage/updated":
+            ledger.update(frame["params"])
+    assert [t.buckets() for t in turns] == [FIRST, SECOND]
