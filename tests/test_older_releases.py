@@ -7,10 +7,12 @@ from pathlib import Path
 
 import orjson
 
+from contracts import releases, schema_store, stable_params
 from contracts.checks.usage import wire_usage
 from contracts.checks.wire_index import WireIndex
 from contracts.record import WireEntry
 from contracts.usage import UsageBuckets
+from harness import runner, scenario_lookup
 from harness.client.usage import UsageLedger
 
 DATA = Path(__file__).parent / "data" / "older-releases"
@@ -51,3 +53,34 @@ def test_our_client_bills_a_re_reported_usage_once() -> None:
         elif frame.get("method") == "thread/tokenUsage/updated":
             ledger.update(frame["params"])
     assert [t.buckets() for t in turns] == [FIRST, SECOND]
+
+
+def test_a_params_field_the_release_gates_behind_experimental_api_is_read_from_its_pin() -> None:
+    with schema_store.using_user_store(DATA / "0.150.0" / "pin"):
+        assert not stable_params.takes_without_opt_in("0.150.0", "thread/resume", "excludeTurns")
+        assert stable_params.takes_without_opt_in("0.150.0", "thread/resume", "cwd")
+        assert stable_params.takes_without_opt_in("0.150.0", "thread/resume", "notAField")
+    assert stable_params.takes_without_opt_in("0.163.0", "thread/resume", "excludeTurns")  # stable there
+    assert stable_params.takes_without_opt_in("9.9.9", "thread/resume", "excludeTurns")  # no pin: the default
+
+
+def _resume_params(tmp_path: Path) -> dict[str, object]:
+    record = runner.play(scenario_lookup.resolve("resume"), "fake", work_dir=tmp_path)
+    return next(
+        e.frame["params"]
+        for e in record.wire
+        if e.dir == "c2s" and e.frame is not None and e.frame.get("method") == "thread/resume"
+    )
+
+
+def test_our_client_resumes_without_a_field_the_server_s_pin_gates(tmp_path: Path, monkeypatch) -> None:
+    assert _resume_params(tmp_path / "default")["excludeTurns"] is True
+    asked: list[tuple[object, ...]] = []
+
+    def gated(release: object, method: str, name: str) -> bool:
+        asked.append((release, method, name))
+        return False
+
+    monkeypatch.setattr(stable_params, "takes_without_opt_in", gated)
+    assert "excludeTurns" not in _resume_params(tmp_path / "gated")
+    assert asked == [(releases.default_version(), "thread/resume", "excludeTurns")]
