@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
+import pytest
 
 from contracts import releases, schema_store, stable_params
 from contracts.checks.usage import wire_usage
@@ -84,3 +86,19 @@ def test_our_client_resumes_without_a_field_the_server_s_pin_gates(tmp_path: Pat
     monkeypatch.setattr(stable_params, "takes_without_opt_in", gated)
     assert "excludeTurns" not in _resume_params(tmp_path / "gated")
     assert asked == [(releases.default_version(), "thread/resume", "excludeTurns")]
+
+
+@pytest.mark.real_codex
+def test_the_real_0_150_0_resumes_the_thread_our_client_asks_for(tmp_path: Path) -> None:
+    """On the binary (``CODEX_BIN_0_150_0``, ``make test`` installs it): no ``-32600``, the same thread back."""
+    value = os.environ.get("CODEX_BIN_0_150_0")
+    if not value:
+        pytest.skip("codex 0.150.0 not selected (set CODEX_BIN_0_150_0)")
+    with schema_store.using_user_store(DATA / "0.150.0" / "pin"):
+        record = runner.play(scenario_lookup.resolve("resume"), "real", work_dir=tmp_path, codex=Path(value))
+    frames = [(e.dir, e.frame) for e in record.wire if e.frame is not None]
+    asked = next(f for d, f in frames if d == "c2s" and f.get("method") == "thread/resume")
+    answer = next(f for d, f in frames if d == "s2c" and f.get("id") == asked["id"] and "method" not in f)
+    assert "excludeTurns" not in asked["params"]
+    assert "error" not in answer, answer
+    assert answer["result"]["thread"]["id"] == asked["params"]["threadId"]
