@@ -29,7 +29,7 @@ OLDER_CODEX    := $(foreach v,$(OLDER_RELEASES),.tools/codex-$(v)/node_modules/.
 	npm install --silent --no-audit --no-fund --prefix .tools/codex-$* @openai/codex@$*
 
 # A release with no folder in the package, learned in the suite (`codex-harness release learn`, tests/test_real_learn.py).
-LEARNED_RELEASES := 0.160.0
+LEARNED_RELEASES := 0.160.0 0.150.0
 LEARNED_CODEX    := $(foreach v,$(LEARNED_RELEASES),.tools/codex-$(v)/node_modules/.bin/codex)
 
 codex-releases: $(CODEX) $(OLDER_CODEX) $(LEARNED_CODEX)

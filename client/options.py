@@ -52,6 +52,9 @@ class SessionOptions:
     # validate every frame sent and received with jsonschema-rs as it passes (the schema contract validates the
     # record afterwards either way); findings go to Session.schema_violations
     validate_frames: bool = False
+    # thread/resume asks `excludeTurns` (the turns are not replayed in its answer); off where the release takes
+    # the field only behind experimentalApi and the client did not opt in (contracts.stable_params)
+    resume_exclude_turns: bool = True
 
     def budgets(self) -> Budgets:
         return Budgets(

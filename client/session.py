@@ -471,11 +471,14 @@ class Session:
         fallback_to_start: bool = True,
         **params: Any,
     ) -> str:
-        """``thread/resume`` (``excludeTurns``); a JSON-RPC error or a missing id falls back to thread/start.
+        """``thread/resume`` (``excludeTurns`` where the options say the release takes it); a JSON-RPC error or a
+        missing id falls back to thread/start.
 
         Transport errors (exit, timeout) do not fall back.
         """
-        body: dict[str, Any] = {"threadId": thread_id, "excludeTurns": True, **params}
+        body: dict[str, Any] = {"threadId": thread_id, **params}
+        if self.options.resume_exclude_turns:
+            body = {"threadId": thread_id, "excludeTurns": True, **params}
         if cwd is not None:
             body["cwd"] = cwd
         if model is not None:

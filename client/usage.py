@@ -3,7 +3,9 @@
 - Attribution: the session accepts a ``thread/tokenUsage/updated`` for a turn only when its ``turnId``
   is the turn's id (see :class:`UsageLedger`); the last turn keeps accepting after its
   ``turn/completed``, so late usage still counts, and replays from earlier turns never do.
-- First accepted update contributes its ``last``; each later one the per-field non-negative
+- First accepted update contributes its ``last`` (nothing when its ``total`` is the thread's total as its
+  previous update left it: a re-report of usage already counted, which 0.130.0 sends as each model response
+  starts); each later one the per-field non-negative
   difference of its ``total`` against the previous accepted ``total`` (a field that went down is a
   counter reset: its new value counts). Duplicates therefore add nothing, and the thread's earlier
   turns, which ``total`` includes, are never charged.
@@ -89,6 +91,8 @@ class TurnUsage:
     previous_total: Fields | None = None
     accepted: int = 0  # updates applied (duplicates included: they add zero)
     from_completion: bool = False  # fields came from turn.usage on turn/completed (no live update)
+    #: the thread's ``total`` as its last update before this turn's first left it (None: not seen)
+    thread_total: Fields | None = None
 
     def apply(self, token_usage: Any) -> Fields:
         """Apply one ``tokenUsage {total, last}``; returns what it added (all zero for a duplicate)."""
@@ -100,7 +104,9 @@ class TurnUsage:
             # a live update after turn/completed supersedes the completion's fallback numbers
             self.fields = zero()
             self.from_completion = False
-        if self.accepted == 0:
+        if self.accepted == 0 and total is not None and total == self.thread_total:
+            delta = zero()  # a re-report of usage already counted (0.130.0 opens each response with one)
+        elif self.accepted == 0:
             delta = last if last is not None else zero()
         elif total is None or self.previous_total is None:
             delta = zero()  # no running total to diff: counting `last` again could double-charge
@@ -134,12 +140,18 @@ class TurnUsage:
         return {model or "unknown": buckets}
 
 
+#: threads whose last total the ledger keeps (the oldest is forgotten first)
+MAX_THREADS = 256
+
+
 @dataclass(slots=True)
 class UsageLedger:
     """Attribution by ``turnId`` across a session: only the latest turn accepts updates, even after it ended."""
 
     current: TurnUsage | None = None
     rejected: int = 0  # updates for another (earlier, replayed, sub-agent) turn or without a turn id
+    #: threadId -> the ``total`` of its last update (any turn's): what a re-report repeats
+    totals: dict[Any, Fields] = field(default_factory=dict)
 
     def turn_started(self, turn_id: str) -> TurnUsage:
         if self.current is None or self.current.turn_id != turn_id:
@@ -148,10 +160,20 @@ class UsageLedger:
 
     def update(self, params: Any) -> tuple[TurnUsage, Fields] | None:
         """Apply a ``thread/tokenUsage/updated`` params object; None when it is not attributed."""
-        if not isinstance(params, Mapping) or self.current is None:
+        if not isinstance(params, Mapping):
             self.rejected += 1
             return None
-        if params.get("turnId") != self.current.turn_id:
+        usage = params.get("tokenUsage")
+        thread = params.get("threadId")
+        before = self.totals.get(thread) if isinstance(thread, str) else None
+        total = breakdown(usage.get("total")) if isinstance(usage, Mapping) else None
+        if total is not None and isinstance(thread, str):
+            if thread not in self.totals and len(self.totals) >= MAX_THREADS:
+                del self.totals[next(iter(self.totals))]  # a hostile server's thread ids stay bounded
+            self.totals[thread] = total
+        if self.current is None or params.get("turnId") != self.current.turn_id:
             self.rejected += 1
             return None
-        return self.current, self.current.apply(params.get("tokenUsage"))
+        if self.current.accepted == 0:
+            self.current.thread_total = before
+        return self.current, self.current.apply(usage)

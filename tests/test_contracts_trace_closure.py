@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from test_contracts_records import plain_record
+import orjson
+from test_contracts_records import interrupted_record, plain_record
 
 from contracts.checks import trace_closure
+from contracts.record import WireEntry
 from contracts.trace import TraceWriter
 
 
@@ -56,14 +58,40 @@ def test_missing_server_trace_is_a_skip_with_its_reason() -> None:
     assert check.status == "skip" and "wrote no server trace" in check.detail
 
 
-def test_expected_violation_passes_only_when_found(tmp_path: Path) -> None:
+OLDER = Path(__file__).parent / "data" / "older-releases"
+
+
+def _recorded(name: str) -> object:
+    """plain_record's frame with the wire of a session recorded on an older release (``record``'s transcript)."""
     record = plain_record()
+    lines = (OLDER / name).read_bytes().splitlines()
+    record.wire = [WireEntry.from_json(orjson.loads(line)) for line in lines if line.strip()]
     record.expect = dataclasses.replace(record.expect, server_trace="violation")
+    return record
+
+
+def test_expected_violation_passes_only_when_found(tmp_path: Path) -> None:
+    record = _recorded("0.150.0/approval_cancel.jsonl")  # the approval answered cancel: the turn aborted
     record.server_trace = _bundle(tmp_path / "leaky", "violation")
     check = by_name(record)["server trace"]
     assert check.status == "pass", check.detail
     record.server_trace = _bundle(tmp_path / "fixed", "closed")
     assert by_name(record)["server trace"].status == "fail"
+
+
+def test_an_expected_violation_with_no_aborted_tool_call_to_strike_is_a_closed_trace_that_passes(
+    tmp_path: Path,
+) -> None:
+    """The known bug strikes an aborted turn's open tool call. 0.130.0 ran the command experimental_unread
+    expects it to ask for (its third turn completed; only its second, streaming, was interrupted) and closed its
+    trace: it did nothing wrong."""
+    record = _recorded("0.130.0/experimental_unread.jsonl")
+    record.server_trace = _bundle(tmp_path / "closed", "closed")
+    check = by_name(record)["server trace"]
+    assert check.status == "pass" and "no turn was aborted with a tool call" in check.detail, check.detail
+    record.server_trace = _bundle(tmp_path / "unclosed", "unclosed")
+    assert by_name(record)["server trace"].status == "fail"
+    assert by_name(interrupted_record())["server trace"].status != "pass"  # no bundle: never a pass on nothing
 
 
 def test_crash_leaves_the_server_trace_unclosed_as_declared(tmp_path: Path) -> None:

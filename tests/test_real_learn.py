@@ -1,15 +1,17 @@
-"""``release learn`` on a release the package has no folder for (0.160.0), then ``diff`` on scenarios it did not
-learn from.
+"""``release learn`` on releases the package has no folder for (0.160.0, 0.150.0), then ``diff`` on scenarios it
+did not learn from.
 
-0.160.0 is older than every shipped profile and differs from the closest (0.163.0) in two ways the learning has
+Both are older than every shipped profile and differ from the closest (0.163.0) in two ways the learning has
 to find: a steer lets the streamed reply finish before the steer's input goes to the model, and the release has
-no ``thread/readState/changed``. The suite learns from a part of the reference set (:data:`LISTING`: a turn, an
+no ``thread/readState/changed``; each pin also lacks methods the closest profile has, which the learned folder
+must not take. 0.150.0 is the oldest release the project supports (docs/releases.md). The suite learns from a
+part of the reference set (:data:`LISTING`: a turn, an
 approval cancelled, a model error, experimental opt-outs, the request probe and two pending-input probes; plus
 the file change :data:`harness.learn.sessions.EXTRA` adds) to stay cheap, about 40 s; the held-out scenarios
 (a steer, an interrupted running command) must then diff empty with the learned folder, which the fake plays
 as the binary's own release.
 
-The binary: ``CODEX_BIN_0_160_0`` (``make test`` installs it).
+The binaries: ``CODEX_BIN_0_160_0``, ``CODEX_BIN_0_150_0`` (``make test`` installs them).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from harness.codex_bin import codex_version
 from harness.fidelity_run import fidelity_diff
 from harness.learn import learner
 
-RELEASE = "0.160.0"
 LISTING = """\
 transcripts plain                        plain_two_turns
 transcripts approval_cancel              approval_cancel
@@ -43,25 +44,34 @@ HELD_OUT = ("steer", "running_command_interrupt")
 BUDGET_S = 300
 
 
-def binary() -> Path:
-    variable = "CODEX_BIN_" + RELEASE.replace(".", "_")
+#: What each release's learning must find. A release learned here is in the Makefile's LEARNED_RELEASES.
+#: (release, methods its pin lacks that the closest profile has)
+RELEASES = {
+    "0.160.0": ("thread/attachmentOwner/list",),
+    "0.150.0": ("thread/items/read", "thread/attachmentOwner/list"),
+}
+
+
+def binary(release: str) -> Path:
+    variable = "CODEX_BIN_" + release.replace(".", "_")
     value = os.environ.get(variable)
     if not value:
         if os.environ.get("CODEX_HARNESS_REQUIRE_REAL") == "1":
-            pytest.fail(f"{variable} is not set (make test installs codex {RELEASE})")
-        pytest.skip(f"codex {RELEASE} not selected (set {variable})")
+            pytest.fail(f"{variable} is not set (make test installs codex {release})")
+        pytest.skip(f"codex {release} not selected (set {variable})")
     return Path(value)
 
 
 @pytest.mark.real_codex
-def test_a_learned_release_plays_its_own_turn_flow(tmp_path: Path) -> None:
-    codex = binary()
-    assert codex_version(codex) == RELEASE
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_a_learned_release_plays_its_own_turn_flow(release: str, tmp_path: Path) -> None:
+    codex = binary(release)
+    assert codex_version(codex) == release
     listing = tmp_path / "reference.txt"
     listing.write_text(LISTING)
     store = tmp_path / "store"
     with schema_store.using_user_store(store):
-        assert RELEASE not in profiles.names()
+        assert release not in profiles.names()
         started = time.monotonic()
         learned = learner.learn(codex, store, reference=listing)
         took = time.monotonic() - started
@@ -71,12 +81,16 @@ def test_a_learned_release_plays_its_own_turn_flow(tmp_path: Path) -> None:
         switches = learned.description["fake"]["switches"]
         assert switches["input_while_streaming"] == "waits"
         assert switches["diff_after_tools"] is True
+        assert switches["abort_leaves_tools_open"] is True
         assert learned.description["trace"]["schema"] == 1
-        assert RELEASE in profiles.names()
-        assert "thread/readState/changed" not in releases.get(RELEASE).notifications
-        table = releases.get(RELEASE).data("policy.json")
-        assert table["release"] == RELEASE and table["outcomes"], "the approval table is learned too"
+        assert release in profiles.names()
+        played = releases.get(release)
+        assert "thread/readState/changed" not in played.notifications
+        for method in RELEASES[release]:
+            assert method not in played.methods.known, f"{method}: not in codex-cli {release}'s pin"
+        table = played.data("policy.json")
+        assert table["release"] == release and table["outcomes"], "the approval table is learned too"
         for name in HELD_OUT:
             result = fidelity_diff(scenario_lookup.resolve(name), codex)
-            assert result.profile == RELEASE and result.profile_note == "the binary's own release"
+            assert result.profile == release and result.profile_note == "the binary's own release"
             assert result.equal, f"{name}: {result.to_json()}"

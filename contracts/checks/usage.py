@@ -15,6 +15,7 @@ naming why, never zeros.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Collection
 from dataclasses import dataclass, fields
 from typing import Any
@@ -97,25 +98,52 @@ class WireUsage:
     last_request: UsageBuckets  # the ``last`` of the turn's final update: what a last-request client reports
 
 
+def _usage_frame(entry: Any) -> tuple[Any, dict[str, int], dict[str, int]] | None:
+    """(threadId, last, total) of a ``thread/tokenUsage/updated`` frame; None when it has no usable usage."""
+    params = entry.frame.get("params") if isinstance(entry.frame, dict) else None
+    if not isinstance(params, dict):
+        return None
+    usage = params.get("tokenUsage")
+    if not isinstance(usage, dict):
+        return None
+    last, total = _breakdown(usage.get("last")), _breakdown(usage.get("total"))
+    if last is None or total is None:
+        return None
+    return params.get("threadId"), last, total
+
+
+def _thread_total_before(index: WireIndex, thread: Any, pos: int) -> dict[str, int] | None:
+    """The ``total`` of the thread's last usage update before position ``pos`` (None: none on this wire)."""
+    frames = index.frames("s2c", "thread/tokenUsage/updated")
+    at = bisect.bisect_left([p for p, _ in frames], pos)
+    for _, entry in reversed(frames[:at]):
+        parsed = _usage_frame(entry)
+        if parsed is not None and parsed[0] == thread:
+            return parsed[2]
+    return None
+
+
 def wire_usage_detail(index: WireIndex, turn_id: str) -> WireUsage | None:
     """The turn's usage by the documented rule (first ``last``, then non-negative deltas of ``total``), per
-    request too; None when the server sent no usage of the turn."""
+    request too; None when the server sent no usage of the turn.
+
+    A first update whose ``total`` is the thread's total as its previous update left it is a re-report of
+    usage already counted (codex-cli 0.130.0 opens each model response with one, naming the new turn, its
+    ``last`` the previous response's): it counts nothing."""
     accepted: list[tuple[dict[str, int], dict[str, int]]] = []
-    for _, entry in index.turn_frames("s2c", "thread/tokenUsage/updated", turn_id):
-        params = entry.frame.get("params") if isinstance(entry.frame, dict) else None
-        if not isinstance(params, dict):
+    first: tuple[int, Any] | None = None
+    for pos, entry in index.turn_frames("s2c", "thread/tokenUsage/updated", turn_id):
+        parsed = _usage_frame(entry)
+        if parsed is None:
             continue
-        usage = params.get("tokenUsage")
-        if not isinstance(usage, dict):
-            continue
-        last, total = _breakdown(usage.get("last")), _breakdown(usage.get("total"))
-        if last is None or total is None:
-            continue
-        accepted.append((last, total))
-    if not accepted:
+        if first is None:
+            first = (pos, parsed[0])
+        accepted.append((parsed[1], parsed[2]))
+    if not accepted or first is None:
         return None
-    counted = dict(accepted[0][0])
-    requests = [UsageBuckets.from_breakdown(accepted[0][0])]
+    rereport = first[1] is not None and _thread_total_before(index, first[1], first[0]) == accepted[0][1]
+    counted = dict.fromkeys(_WIRE, 0) if rereport else dict(accepted[0][0])
+    requests = [] if rereport else [UsageBuckets.from_breakdown(accepted[0][0])]
     previous = accepted[0][1]
     for _, total in accepted[1:]:
         step = {}
