@@ -57,6 +57,30 @@ def test_our_client_bills_a_re_reported_usage_once() -> None:
     assert [t.buckets() for t in turns] == [FIRST, SECOND]
 
 
+def test_the_careful_reference_client_bills_a_re_reported_usage_once() -> None:
+    """careful.py is the known-good client: it counts as the wire truth does, on the same recorded session."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance" / "clients"))
+    import careful
+
+    turns: list[list[dict]] = []
+    before: list[dict | None] = []
+    total = None
+    for entry in _wire(DATA / "0.130.0" / "plain_two_turns.jsonl"):
+        frame = entry.frame
+        if entry.dir != "s2c" or frame is None:
+            continue
+        if frame.get("method") == "turn/started":
+            turns.append([])
+            before.append(total)
+        elif frame.get("method") == "thread/tokenUsage/updated":
+            turns[-1].append(frame["params"]["tokenUsage"])
+            total = frame["params"]["tokenUsage"]["total"]
+    billed = [careful.buckets(updates, start) for updates, start in zip(turns, before, strict=True)]
+    assert [UsageBuckets(**b) for b in billed] == [FIRST, SECOND]
+
+
 def test_a_params_field_the_release_gates_behind_experimental_api_is_read_from_its_pin() -> None:
     with schema_store.using_user_store(DATA / "0.150.0" / "pin"):
         assert not stable_params.takes_without_opt_in("0.150.0", "thread/resume", "excludeTurns")

@@ -313,6 +313,8 @@ class Client:
         self.approvals_seen = 0
         self.alive = True  # the server is still usable
         self.thread_id: str | None = None
+        #: the thread's usage ``total`` as its last update left it (any turn's): what a re-report repeats
+        self.thread_total: dict[str, Any] | None = None
         self.protocol_error: str | None = None  # an unknown server request fails the running turn
 
     def startup_s(self) -> float:
@@ -385,6 +387,7 @@ class Client:
         schedule = triggers.ActionSchedule(actions)  # what to do when (times: time.monotonic())
         held = {self.approvals_seen + n for n in triggers.held_approvals(actions)}  # by the session's count
         state: dict[str, Any] = {"usage": [], "text": [], "completed": None, "interrupted_at": None}
+        state["before"] = self.thread_total  # the thread's total before this turn (a re-report repeats it)
 
         def act(action: triggers.Action) -> None:
             if action.do == "cancel":
@@ -407,8 +410,11 @@ class Client:
                 self.answer(m, held)
             elif method == "item/agentMessage/delta" and params.get("turnId") == turn_id:
                 state["text"].append(params.get("delta", ""))
-            elif method == "thread/tokenUsage/updated" and params.get("turnId") == turn_id:
-                state["usage"].append(params.get("tokenUsage") or {})
+            elif method == "thread/tokenUsage/updated" and params.get("threadId") == self.thread_id:
+                usage = params.get("tokenUsage") or {}
+                if params.get("turnId") == turn_id:
+                    state["usage"].append(usage)
+                self.thread_total = usage.get("total") or self.thread_total
             elif method == "turn/completed" and (params.get("turn") or {}).get("id") == turn_id:
                 state["completed"] = params["turn"]
                 return True
@@ -459,23 +465,26 @@ class Client:
         return {
             "turn": number,
             "status": status,
-            "usage": buckets(state["usage"]),
+            "usage": buckets(state["usage"], state["before"]),
             "final_text": "".join(state["text"]),
             "error": error,
             "turn_id": turn_id,
         }
 
 
-def buckets(updates: list[dict[str, Any]]) -> dict[str, int]:
-    """The turn's usage: the first ``last``, then the growth of ``total`` (a drop is a reset)."""
+def buckets(updates: list[dict[str, Any]], before: dict[str, Any] | None = None) -> dict[str, int]:
+    """The turn's usage: the first ``last``, then the growth of ``total`` (a drop is a reset). A first update whose
+    ``total`` is the thread's total as ``before`` (its last update, any turn's) left it re-reports usage already
+    counted, and counts nothing (some releases open each model response with one)."""
     counted = {k: 0 for k in WIRE_USAGE}
     previous: dict[str, int] | None = None
     for update in updates:
         last, total = update.get("last") or {}, update.get("total") or {}
+        repeat = previous is None and before is not None and total == before
         for k in WIRE_USAGE:
             now = int(total.get(k) or 0)
             if previous is None:
-                counted[k] += int(last.get(k) or 0)
+                counted[k] += 0 if repeat else int(last.get(k) or 0)
             else:
                 counted[k] += now - previous[k] if now >= previous[k] else now
         previous = {k: int(total.get(k) or 0) for k in WIRE_USAGE}
