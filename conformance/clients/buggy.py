@@ -103,8 +103,8 @@ def plant(flags: set[str]) -> None:
     if "--reasoning-in-output" in flags:
         buckets = careful.buckets
 
-        def double_counted(updates: list[dict[str, Any]]) -> dict[str, int]:
-            out = buckets(updates)
+        def double_counted(updates: list[dict[str, Any]], before: dict[str, Any] | None = None) -> dict[str, int]:
+            out = buckets(updates, before)
             return {**out, "output": out["output"] + out["reasoning"]}
 
         careful.buckets = double_counted
