@@ -130,7 +130,7 @@ def dump(obj, fh, **kw):
         obj = dict(obj, usage_style={'input': 'with_cache', 'scope': 'last_request'})
     return _dump(obj, fh, **kw)
 careful.json.dump = dump
-def buckets(updates):
+def buckets(updates, before=None):
     last = (updates[-1].get('last') or {}) if updates else {}
     names = {'input': 'inputTokens', 'cache_read': 'cachedInputTokens', 'cache_write': 'cacheWriteInputTokens',
              'output': 'outputTokens', 'reasoning': 'reasoningOutputTokens'}
