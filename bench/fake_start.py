@@ -121,7 +121,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=9, help="starts measured per row (default 9)")
     parser.add_argument("--codex", metavar="PATH", help="the real binary (default $CODEX_BIN, else .tools/)")
     args = parser.parse_args()
-    runs = 2 if args.quick else max(1, args.runs)
+    runs = 1 if args.quick else max(1, args.runs)
     fake = fake_codex_argv()
     if fake is None:
         print("fake-codex is not installed (pip install -e .)", file=sys.stderr)
