@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 CODEX_VERSION := 0.171.0
 CODEX  := .tools/node_modules/.bin/codex
 
-.PHONY: run test lint install codex codex-releases clean screenshots reference docs
+.PHONY: run test test-fast lint install codex codex-releases clean screenshots reference docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,12 +43,24 @@ run: $(BIN)/.installed
 screenshots: $(BIN)/.installed
 	$(BIN)/python bench/screenshots.py
 
+# The package's bytecode, written once before the tests: every fake-codex and client the suite starts imports it,
+# and an interpreter run with PYTHONDONTWRITEBYTECODE (as CI machines may) would compile the sources at each start
+# (about a fifth of a process test's CPU time, measured on tests/test_fake_process.py and test_fake_says.py).
+COMPILE = $(BIN)/python -m compileall -q contracts fake_server harness conformance >/dev/null
+
 ## The whole test suite, real-binary tests included (the pinned codex, the earlier profiled releases and the
 ## release learned in the suite are installed first).
 test: $(BIN)/.installed $(CODEX) $(OLDER_CODEX) $(LEARNED_CODEX)
+	$(COMPILE)
 	CODEX_BIN=$(abspath $(CODEX)) \
 	$(foreach v,$(OLDER_RELEASES) $(LEARNED_RELEASES),CODEX_BIN_$(subst .,_,$(v))=$(abspath .tools/codex-$(v)/node_modules/.bin/codex)) \
 	$(BIN)/python -m pytest -n auto --dist loadgroup -q $(PYTEST_ARGS)
+
+## The tests a developer runs on every change (docs/tests.md): none starts a process (one that does fails), none
+## needs the real binary; under a minute.
+test-fast: $(BIN)/.installed
+	$(COMPILE)
+	$(BIN)/python -m pytest -n auto -q -p no:cacheprovider --fast tests $(PYTEST_ARGS)
 
 ## Re-record the reference set (tests/data/real/reference.txt) from the real binary into
 ## tests/data/real/<its version>/{transcripts,probes,trace-bundles}/. Another binary: make reference CODEX=PATH.

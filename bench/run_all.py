@@ -38,6 +38,7 @@ SCRIPTS: tuple[tuple[str, str, bool], ...] = (
     ("suite", "suite.py", True),
     ("scale", "scale.py", True),
     ("relay", "relay.py", True),
+    ("fake_start", "fake_start.py", True),
 )
 QUICK_ARGS: dict[str, tuple[str, ...]] = {
     "validate.py": ("--seconds", "0.3"),

@@ -7,7 +7,8 @@
   strike functions; its table is :mod:`contracts.faults`), :mod:`~fake_server.shapes`,
   :mod:`~fake_server.methods`, :mod:`~fake_server.ids`); :mod:`~fake_server.ledger` — which faults struck;
 - :mod:`fake_server.inprocess` — ``serve_in_process(scenario, trace_root=None)``: a Transport on trio memory streams;
-- :mod:`fake_server.cli` — the ``fake-codex`` executable (stdio), on :mod:`fake_server.runtime`;
+- :mod:`fake_server.cli` — the ``fake-codex`` executable: its arguments, ``--version``; the sessions it serves
+  (stdio, or a ``ws://`` / ``unix://`` listener) are :mod:`fake_server.serving`, on :mod:`fake_server.runtime`;
 - :mod:`contracts.scenario`, :mod:`contracts.scenario_file`, :mod:`fake_server.builder`,
   :mod:`fake_server.catalogue` — scenarios, their TOML format, the Python builder, the built-in catalogue;
 - :mod:`fake_server.server_trace` — the server's rollout trace bundle.

@@ -28,14 +28,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from contracts import releases, schema_store
 from contracts.exitcodes import UsageError
 from contracts.releases import MethodTable, Release, ReleaseError
-from contracts.scenario import Scenario
-from contracts.scenario_file import ScenarioError
-from contracts.trace_format import BundleFormat
+
+if TYPE_CHECKING:  # not at run time: `fake-codex --version` needs neither (bench/fake_start.py)
+    from contracts.scenario import Scenario
+    from contracts.trace_format import BundleFormat
 
 RELEASE_ENV: Final = "FAKE_CODEX_RELEASE"
 
@@ -229,6 +230,8 @@ def switches_of(release: str | None) -> dict[str, bool | str]:
 
 def playable(scenario: Scenario) -> Scenario:
     """``scenario`` once the ``release`` it names has a profile; else :class:`ScenarioError` naming its file."""
+    from contracts.scenario_file import ScenarioError
+
     known = names()
     if scenario.release and scenario.release.strip() not in known:
         expected = f"a release the fake has a profile for ({', '.join(known)})"

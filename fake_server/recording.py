@@ -39,15 +39,16 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from contracts.releases import default_version
-from contracts.scenario import Scenario
-from contracts.scenario_file import dumps
 from contracts.text import escape
 from contracts.wire import DEFAULT_MAX_LINE, Incoming, LineFraming, WireError, parse_items
+
+if TYPE_CHECKING:  # `fake-codex --version` reads RECORD_ENV here without the scenario model (bench/fake_start.py)
+    from contracts.scenario import Scenario
 
 RECORD_ENV = "FAKE_CODEX_RECORD"
 RUN_MARKER_ENV = "CODEX_HARNESS_RUN_MARKER"
@@ -62,6 +63,8 @@ WRITE_FAILED_PREFIX = "write-failed-"
 
 def scenario_hash(scenario: Scenario) -> str:
     """sha256 of the scenario's canonical TOML (its ``source`` left out: the same script from two paths)."""
+    from contracts.scenario_file import dumps
+
     return hashlib.sha256(dumps(replace(scenario, source=None)).encode("utf-8")).hexdigest()
 
 

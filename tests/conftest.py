@@ -8,6 +8,7 @@ or the package, so each test's store lives under its own temporary directory.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -39,3 +40,160 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return XDIST_GROUPS.get(module) or super()._split_scope(nodeid)
 
     return ModuleGroups(config, log)  # type: ignore[arg-type]
+
+
+# --- cost: what `make test-fast` runs (docs/tests.md) ------------------------------------------------------------
+
+#: Test modules that start processes (fake-codex, a client, a relay, git, a venv, the real binary) in all or
+#: most of their tests: marked ``process`` here, so that ``--fast`` (``make test-fast``) leaves them out.
+PROCESS_MODULES: frozenset[str] = frozenset(
+    """
+    test_baseline_file test_bench_smoke test_bench_validate test_buggy_client test_cli_names test_cli_run_latency
+    test_client_process test_codex_bin test_confine test_docs_generated test_docs_recipes test_fake_listen
+    test_fake_pending_input test_fake_process test_fake_real_fidelity test_fake_recording test_fake_says
+    test_fake_surface test_fake_surface_observed test_fake_surface_ws test_fake_trace test_fuzz_outside
+    test_hostile_files test_hostile_inputs test_html_real test_matrix test_method_overrides test_never_green
+    test_outside_client test_outside_client_dies test_outside_jobs test_outside_real test_outside_templating
+    test_outside_unsupported_parts test_policy_observed test_probe_refs test_proctree test_progress test_real_codex
+    test_real_confined test_real_diff_cli test_real_driver test_real_fidelity test_real_hermetic test_real_learn
+    test_real_releases test_real_target test_real_trace_data test_real_validate_release test_record
+    test_reference_set test_relay test_release_folders test_release_learn test_release_profiles test_report_dir
+    test_report_table test_schema_diff test_schema_pin test_schema_real test_show_agrees test_signals
+    test_thread_store test_trace_formats test_trace_real_codex test_transport_fidelity
+    """.split()
+)
+
+#: One test (all its parameters, or one: ``name[id]``) that starts a process in a module whose other tests start
+#: none. A test may also be marked ``@pytest.mark.process`` itself. ``real_codex`` and ``clients`` tests count as
+#: process tests too. Under ``--fast`` a test that starts a process anyway fails, naming these tables (the guard
+#: below): they were filled from what it found.
+PROCESS_TESTS: frozenset[str] = frozenset(
+    {
+        "test_budgets::test_a_client_waiting_longer_than_the_plan_by_design_passes_with_its_declared_budget",
+        "test_check_registry::test_every_check_of_an_outside_client_is_declared",
+        "test_client_fake::test_fault_scenario_as_a_process",
+        "test_client_latency::test_interrupt_overhead_against_the_fake_process",
+        "test_html_report::test_the_fault_ledger_places_a_fault_whose_point_never_shows[fake-process]",
+        "test_layers::test_shared_data_is_read_from_the_repo_only",
+        "test_runner_play::test_fake_process_target_records_real_time_exit_and_server_trace",
+        "test_schema_store::test_schema_pin_writes_to_the_users_store_only",
+        "test_schema_store::test_pinning_a_shipped_release",
+        "test_schema_store::test_validate_release_pins_into_the_users_store",
+        "test_transport::test_the_stdio_process_transport",
+        "test_transport_ws::test_the_websocket_faults_act_on_fake_codex_too",
+        "test_transport_ws::test_fake_codex_records_each_websocket_connection_on_its_own",
+        "test_triggers::test_the_interpreter_imports_nothing_but_the_standard_library",
+    }
+)
+
+
+def _listed(item: pytest.Item, table: frozenset[str]) -> bool:
+    """``module::test`` (all its parameters) or ``module::test[id]`` of ``item`` is in ``table``."""
+    module = item.path.stem
+    return f"{module}::{item.name}" in table or f"{module}::{item.name.split('[', 1)[0]}" in table
+
+
+#: Tests that start no process but take seconds of CPU (whole-catalogue runs, hypothesis searches over many
+#: examples, near-linear-time measures): marked ``slow`` here, left out by ``--fast`` as ``fuzz`` tests are.
+#: Measured: each took over 0.5 CPU-seconds (``make test-fast PYTEST_ARGS=--durations=30``); the rest of the fast
+#: set takes about 0.02 s a test.
+SLOW_TESTS: frozenset[str] = frozenset(
+    {
+        "test_client_properties::test_every_turn_gets_one_bounded_result",
+        "test_contracts_client_plan::test_a_long_plan_is_judged_in_near_linear_time",
+        "test_fake_engine::test_nothing_a_client_sends_crashes_the_engine",
+        "test_fuzz_driver::test_a_fault_never_struck_is_a_failure_of_the_generator",
+        "test_fuzz_driver::test_an_exception_while_playing_is_a_shrunk_failure",
+        "test_fuzz_stateful::test_an_exception_escaping_steer_is_caught",
+        "test_fuzz_stateful::runTest",
+        "test_fuzz_strategies::test_every_fault_kind_and_client_action_is_reachable_over_fixed_seeds",
+        "test_html_report::test_100k_deltas_render_as_one_arrow",
+        "test_shards::test_three_shards_merged_are_one_run_check_for_check",
+        "test_validator_transcripts::test_validate_never_raises",
+    }
+)
+
+#: The markers of the tests ``--fast`` leaves out.
+SLOW_MARKERS: tuple[str, ...] = ("process", "real_codex", "clients", "fuzz", "slow")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="only the tests that start no process (make test-fast, docs/tests.md); one that starts one fails",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "process: starts a process (left out by --fast; docs/tests.md)")
+    config.addinivalue_line("markers", "slow: starts no process but takes seconds (left out by --fast)")
+    if config.getoption("--fast"):
+        _ProcessGuard.install()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``--fast`` a module of :data:`PROCESS_MODULES` is not even imported: each worker's collection is a
+    quarter of the fast run's CPU time, and these modules are the heavier half of it."""
+    if config.getoption("--fast") and collection_path.suffix == ".py" and collection_path.stem in PROCESS_MODULES:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in PROCESS_MODULES or _listed(item, PROCESS_TESTS):
+            item.add_marker(pytest.mark.process)
+        if _listed(item, SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+    if not config.getoption("--fast"):
+        return
+    kept, left = [], []
+    for item in items:
+        (left if any(item.get_closest_marker(m) for m in SLOW_MARKERS) else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
+
+class _ProcessGuard:
+    """Under ``--fast``: a test that starts a process (seen by an audit hook: ``subprocess.Popen``, which trio and
+    asyncio use too, ``os.posix_spawn``, ``os.fork``, ``os.system``, ``os.exec``) fails after it ran, naming
+    itself, so that the fast set stays fast as tests are added."""
+
+    EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.system", "os.exec"})
+    current: ClassVar[list[str]] = []  # the node id of the test running in this process
+    started: ClassVar[dict[str, str]] = {}  # node id -> what it started first
+
+    @classmethod
+    def install(cls) -> None:
+        import sys
+
+        def hook(event: str, args: tuple[object, ...]) -> None:
+            if event in cls.EVENTS and cls.current and cls.current[0] not in cls.started:
+                what = args[1] if event == "subprocess.Popen" and len(args) > 1 else args[:1]
+                cls.started[cls.current[0]] = f"{event} {what!r}"[:300]
+
+        sys.addaudithook(hook)  # cannot be removed: it does nothing once no test is current
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    _ProcessGuard.current[:] = [item.nodeid]
+    try:
+        return (yield)
+    finally:
+        _ProcessGuard.current.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    result = yield
+    started = _ProcessGuard.started.pop(item.nodeid, None)
+    if started is not None and item.config.getoption("--fast"):
+        pytest.fail(
+            f"--fast: this test started a process ({started}); mark it @pytest.mark.process or list its module "
+            "in PROCESS_MODULES of tests/conftest.py (docs/tests.md)",
+            pytrace=False,
+        )
+    return result

@@ -54,6 +54,14 @@ def test_interrupt_measures_the_wire_round_trip(tmp_path: Path) -> None:
         assert overhead is not None and overhead["ratio"] is not None, text
 
 
+def test_fake_start_times_the_fake_next_to_the_interpreter(tmp_path: Path) -> None:
+    text, rows = run_script("fake_start.py", tmp_path)
+    names = [r["name"] for r in rows]
+    assert names[:3] == ["python -c pass", "fake-codex --version", "fake-codex app-server: initialize answered"]
+    assert all(r["ratio"] > 0 and r["cpu_ratio"] > 0 for r in rows[1:3]), text
+    assert "x python -c pass" in text
+
+
 def test_suite_times_the_run_command(tmp_path: Path) -> None:
     _, rows = run_script("suite.py", tmp_path, timeout=180)
     assert rows[0]["name"] == "codex-harness --help" and rows[0]["value"] > 0

@@ -23,7 +23,7 @@ from fake_server.world import Host, World
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The modules that run an engine (its deployments, and the players tests use); nothing else of the fake names it.
-RUN_THE_ENGINE = {"cli", "runtime", "inprocess", "virtual", "plan", "replay"}
+RUN_THE_ENGINE = {"cli", "serving", "runtime", "inprocess", "virtual", "plan", "replay"}
 
 
 def _imports(source: str, package: str) -> set[str]:

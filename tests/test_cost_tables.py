@@ -1,0 +1,78 @@
+"""The cost tables of tests/conftest.py (docs/tests.md) name tests that exist: a renamed or removed test must not
+leave an entry that silently marks nothing (and a renamed process test back in the fast set)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import conftest
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _defined(module: str) -> set[str]:
+    """The test functions and classes' methods and names a module defines or assigns (``runTest`` of a
+    hypothesis state machine's TestCase included)."""
+    tree = ast.parse((TESTS / f"{module}.py").read_text(encoding="utf-8"))
+    names = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    if any(isinstance(n, ast.Attribute) and n.attr == "TestCase" for n in ast.walk(tree)):
+        names.add("runTest")
+    return names
+
+
+def test_every_module_of_process_modules_exists() -> None:
+    missing = sorted(m for m in conftest.PROCESS_MODULES if not (TESTS / f"{m}.py").is_file())
+    assert missing == []
+
+
+@pytest.mark.parametrize("table", ["PROCESS_TESTS", "SLOW_TESTS"])
+def test_every_test_of_a_table_exists(table: str) -> None:
+    missing = []
+    for entry in sorted(getattr(conftest, table)):
+        module, _, name = entry.partition("::")
+        if not (TESTS / f"{module}.py").is_file() or name.split("[", 1)[0] not in _defined(module):
+            missing.append(entry)
+    assert missing == []
+
+
+def test_a_stale_entry_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(conftest, "SLOW_TESTS", frozenset({"test_cost_tables::test_renamed_long_ago"}))
+    with pytest.raises(AssertionError):
+        test_every_test_of_a_table_exists("SLOW_TESTS")
+
+
+INNER = """
+import subprocess
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_starts_one():
+    subprocess.run(["true"], check=True)
+
+
+def test_starts_none():
+    assert sum(range(4)) == 6
+
+
+@pytest.mark.process
+def test_marked():
+    subprocess.run(["true"], check=True)
+"""
+
+
+@pytest.mark.process
+def test_under_fast_a_test_that_starts_a_process_fails(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(Path(conftest.__file__).read_text(encoding="utf-8"))
+    pytester.makepyfile(test_inner=INNER)
+    fast = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "--fast", "-rf")
+    fast.assert_outcomes(passed=1, failed=1, deselected=1)
+    fast.stdout.fnmatch_lines(["*_ test_starts_one _*", "--fast: this test started a process (subprocess.Popen*"])
+    whole = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    whole.assert_outcomes(passed=3)
