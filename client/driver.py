@@ -14,17 +14,20 @@ trio side of one, as far as the teardown needs it (:class:`CancellableTurn`).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 import trio
 
 from client.approvals import Policy
-from client.connection import ClientConnection, Event
+from client.connection import ClientConnection
 from client.options import SessionOptions
 from client.turncore import TurnCore
 from contracts.messages import NOTSET, Message, Request
 from contracts.record import TeardownStep
 from contracts.transport import MessageStream, ProcessHandle
+
+_T = TypeVar("_T")
 
 
 class CancellableTurn(Protocol):
@@ -59,7 +62,8 @@ class Driver(Protocol):
     def stderr_suffix(self) -> str: ...
 
     # --- the core's events and the wire --------------------------------------------------------------
-    def handle(self, events: list[Event]) -> None: ...
+    def drive(self, step: Callable[[ClientConnection], _T]) -> _T: ...
+
 
     async def send(self, message: Message) -> None: ...
 

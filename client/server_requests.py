@@ -36,8 +36,7 @@ async def run_policy(driver: Driver, pending: PendingApproval, scope: trio.Cance
             decision, reason = ERROR_DECISION, f"approval policy failed: {exc!r}"
     if scope.cancelled_caught:
         return
-    driver.connection.answer_approval(pending, decision, reason, driver.now())
-    driver.handle(driver.connection.take_events())
+    driver.drive(lambda conn: conn.answer_approval(pending, decision, reason, driver.now()))
 
 
 async def send_answer(driver: Driver, answer: Message) -> None:

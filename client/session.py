@@ -27,8 +27,8 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
 
 import trio
 
@@ -75,6 +75,8 @@ from contracts.messages import NOTSET, JsonId, Message, Notification, Request
 from contracts.record import Budgets, SessionRecord, TeardownStep, TurnResult, WireEntry
 from contracts.transport import MessageStream, ProcessHandle, Transport, TransportClosed
 from contracts.wire import payload
+
+_T = TypeVar("_T")
 
 logger = logging.getLogger("harness.client")
 
@@ -202,8 +204,7 @@ class Session:
         self.connection.note(self.now(), text)
 
     def write_log(self, level: int, message: str, **fields: Any) -> None:
-        self.connection.emit_log(self.now(), level, message, **fields)
-        self.handle(self.connection.take_events())
+        self.drive(lambda conn: conn.emit_log(self.now(), level, message, **fields))
 
     def stderr_tail(self) -> str:
         """The server's stderr tail (nothing when the transport has no process)."""
@@ -236,6 +237,13 @@ class Session:
         return record
 
     # --- the core's events ----------------------------------------------------------------------
+
+    def drive(self, step: Callable[[ClientConnection], _T]) -> _T:
+        """Call into the core (``step`` gets it), then do what the core asked: the one way the events of a core
+        call are handled, so none can be forgotten (as h11's ``next_event`` is its one way out)."""
+        result = step(self.connection)
+        self.handle(self.connection.take_events())
+        return result
 
     def handle(self, events: list[Event]) -> None:
         """Do what the core asked (after every call into it), then wake the running turn's consumer."""
@@ -317,8 +325,7 @@ class Session:
         if self.process is not None and not self.exited.is_set() and not self.killed:
             with trio.move_on_after(self.options.exit_grace):
                 await self.exited.wait()
-        self.connection.connection_lost(self.now(), self.stderr_tail())
-        self.handle(self.connection.take_events())
+        self.drive(lambda conn: conn.connection_lost(self.now(), self.stderr_tail()))
 
     # --- sending and requests -------------------------------------------------------------------
 
@@ -458,8 +465,7 @@ class Session:
             self.write_log(logging.WARNING, "thread/start failed", phase="thread_start_failure", error="no thread ID")
             raise ThreadStartFailed("thread/start returned no thread ID")
         self.write_log(logging.DEBUG, "thread/start response", phase="thread_start_response", thread_id=thread_id)
-        self.connection.adopt_thread(thread_id, model, result, self.now(), resumed=False)
-        self.handle(self.connection.take_events())
+        self.drive(lambda conn: conn.adopt_thread(thread_id, model, result, self.now(), resumed=False))
         return thread_id
 
     async def resume_thread(
@@ -500,8 +506,7 @@ class Session:
             if not fallback_to_start:
                 raise ThreadStartFailed("thread/resume returned no thread ID")
             return await self.start_thread(cwd=cwd, model=model)
-        self.connection.adopt_thread(resumed, model, result, self.now(), resumed=True)
-        self.handle(self.connection.take_events())
+        self.drive(lambda conn: conn.adopt_thread(resumed, model, result, self.now(), resumed=True))
         return resumed
 
     async def set_thread_name(self, name: str) -> bool:
@@ -544,8 +549,7 @@ class Session:
                 self.turns.pop()
             busy, message = refusal
             raise TurnBusy(message) if busy else ClientError(message)
-        request = self.connection.start_turn(core, self.now())
-        self.handle(self.connection.take_events())
+        request = self.drive(lambda conn: conn.start_turn(core, self.now()))
         if request is None:
             return
         self._spawn(supervise, self, turn)
@@ -566,8 +570,7 @@ class Session:
             return
         turn_id = nested_id(result, "turn")
         if turn_id is not None:
-            self.connection.learn_turn_id(core, turn_id)
-            self.handle(self.connection.take_events())
+            self.drive(lambda conn: conn.learn_turn_id(core, turn_id))
 
     def turn_for(self, core: TurnCore) -> Turn:
         """The driver's :class:`Turn` of one of the core's turns."""
@@ -575,13 +578,11 @@ class Session:
 
     def finish_turn(self, core: TurnCore, *, failure: str | None = None) -> None:
         """Deliver the turn's one Result now (idempotent); ``failure`` is its error when nothing else decided."""
-        self.connection.finish_turn(core, self.now(), failure=failure)
-        self.handle(self.connection.take_events())
+        self.drive(lambda conn: conn.finish_turn(core, self.now(), failure=failure))
 
     def kill_turn(self, core: TurnCore, reason: str) -> None:
         """Kill the server for the turn's sake (deadline, interrupt failed or past its budget, client error)."""
-        self.connection.kill_turn(core, reason, self.now(), stderr=self.stderr_tail())
-        self.handle(self.connection.take_events())
+        self.drive(lambda conn: conn.kill_turn(core, reason, self.now(), stderr=self.stderr_tail()))
 
     def kill(self, reason: str, *, error: BaseException | None = None) -> None:
         """SIGKILL the server's process group (or crash the in-process engine, or drop a connection that has no
@@ -590,8 +591,7 @@ class Session:
         A running turn ends at once (its Result says ``killed``); waiting requests fail with ``error``
         (default: :class:`ServerExited`).
         """
-        self.connection.kill(reason, self.now(), error=error, stderr=self.stderr_tail())
-        self.handle(self.connection.take_events())
+        self.drive(lambda conn: conn.kill(reason, self.now(), error=error, stderr=self.stderr_tail()))
 
     # --- background tasks -----------------------------------------------------------------------
 

@@ -69,8 +69,8 @@ async def interrupt(driver: Driver, turn: Turn) -> None:
         driver.kill_turn(core, "cancelled before the turn had an id")
         return
     budget = driver.options.interrupt_budget
-    request = connection.interrupt(core, driver.now())
-    driver.handle(connection.take_events())  # its trace mark; the consumer sees InterruptSent
+    # its trace mark; the consumer sees InterruptSent
+    request = driver.drive(lambda conn: conn.interrupt(core, driver.now()))
     answered = False  # stays False when the budget runs out while the answer is awaited
     with turn.interrupt_shield(), trio.move_on_after(budget) as budget_scope:
         if not await _send_interrupt(driver, turn, request):
@@ -122,6 +122,5 @@ async def _send_interrupt(driver: Driver, turn: Turn, request: Request) -> bool:
 
 
 def _answered(driver: Driver, turn: Turn, request_id: JsonId, outcome: str, error: str | None) -> None:
-    driver.connection.interrupt_answered(turn.core, request_id, outcome, error, driver.now())
-    driver.handle(driver.connection.take_events())
+    driver.drive(lambda conn: conn.interrupt_answered(turn.core, request_id, outcome, error, driver.now()))
     turn.wake_consumer()  # the turn may have ended: no longer the one handle() wakes

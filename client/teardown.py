@@ -76,8 +76,7 @@ async def run_teardown(driver: Driver) -> None:
         stderr_bytes=process.stderr_bytes if process is not None else None,
         stderr_truncated=process.stderr_truncated if process is not None else None,
     )
-    connection.close_trace(driver.now())
-    driver.handle(connection.take_events())
+    driver.drive(lambda conn: conn.close_trace(driver.now()))
 
 
 async def step(driver: Driver, name: str, awaitable: Any, deadline: float, *, done_already: bool = False) -> None:

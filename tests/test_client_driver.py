@@ -88,3 +88,24 @@ def test_no_helper_imports_the_session_or_guesses_at_attributes(name: str) -> No
         and ast.unparse(node.args[0]).startswith((HELPERS[name], "process", "driver.process"))
     ]
     assert guessed == []
+
+
+def test_the_events_of_a_core_call_are_taken_in_one_place_only() -> None:
+    """Every call into the core goes through ``Session.drive``, which hands the core's events to ``handle``: a
+    call whose events nobody took would leave a Result, an answer or a kill undone until the next one. Before,
+    13 call sites each repeated ``handle(connection.take_events())``."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "client"
+    sites = []
+    for path in sorted(root.glob("*.py")):
+        if path.name == "connection.py":  # the core itself
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in ast.walk(tree):
+            if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                for node in ast.walk(func):
+                    if isinstance(node, ast.Attribute) and node.attr == "take_events":
+                        sites.append(f"{path.name}:{func.name}")
+    assert sites == ["session.py:drive"], sites
