@@ -2,7 +2,9 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-CODEX_VERSION := 0.171.0
+# The default release and the other profiled ones are read from the release folders (contracts/releases/), their
+# one home: a new folder is installed and tested without an edit here.
+CODEX_VERSION := $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' contracts/releases/default.json)
 CODEX  := .tools/node_modules/.bin/codex
 
 .PHONY: run test test-fast lint install codex codex-releases clean screenshots reference docs
@@ -22,7 +24,7 @@ $(CODEX):
 codex: $(CODEX)
 
 # Earlier releases with a fake profile, for their fidelity and trace-format tests (each in .tools/codex-X/).
-OLDER_RELEASES := 0.163.0 0.169.0
+OLDER_RELEASES := $(filter-out $(CODEX_VERSION),$(patsubst contracts/releases/codex-cli-%,%,$(wildcard contracts/releases/codex-cli-*)))
 OLDER_CODEX    := $(foreach v,$(OLDER_RELEASES),.tools/codex-$(v)/node_modules/.bin/codex)
 
 .tools/codex-%/node_modules/.bin/codex:
