@@ -11,10 +11,16 @@ deadline still reports the turns that ended.
 
 What the SDK cannot express is reported as ``unsupported``: an approval answered with a JSON-RPC error
 (its handler's return value is always sent as a result) and ``optOutNotificationMethods``.
+
+Its thread's settings, as a user of the SDK chooses them, in the SDK's own words: ``--approval-mode
+auto_review|deny_all`` (``thread_start(approval_mode=...)``; the SDK's default is ``auto_review``: approvalPolicy
+on-request with the auto reviewer; ``deny_all`` is approvalPolicy never) and ``--sandbox
+read-only|workspace-write|full-access`` (``thread_start(sandbox=...)``; none: the server's own).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -22,7 +28,7 @@ import threading
 import traceback
 from typing import Any
 
-from openai_codex import Codex, CodexConfig
+from openai_codex import ApprovalMode, Codex, CodexConfig, Sandbox
 
 APPROVALS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 STATUS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
@@ -199,7 +205,22 @@ def play_turn(
             timer.cancel()
 
 
-def main() -> int:
+def thread_settings(argv: list[str]) -> dict[str, Any]:
+    """The ``thread_start`` keywords the command line sets (the SDK's defaults for what it leaves out)."""
+    parser = argparse.ArgumentParser(prog="openai_codex_sdk.py", description="the official SDK's adapter")
+    parser.add_argument("--approval-mode", dest="approval_mode", choices=[m.value for m in ApprovalMode])
+    parser.add_argument("--sandbox", dest="sandbox", choices=[m.value for m in Sandbox])
+    args = parser.parse_args(argv)
+    settings: dict[str, Any] = {}
+    if args.approval_mode is not None:
+        settings["approval_mode"] = ApprovalMode(args.approval_mode)
+    if args.sandbox is not None:
+        settings["sandbox"] = Sandbox(args.sandbox)
+    return settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = thread_settings(sys.argv[1:] if argv is None else argv)
     plan = _load_plan()
     report = Report(os.environ["CODEX_HARNESS_RESULT"])
     approvals = Approvals(plan, plan["budgets"])
@@ -209,12 +230,12 @@ def main() -> int:
     try:
         with Codex(config) as codex:
             codex._client._approval_handler = approvals  # the low-level client's hook (no public one)
-            thread = codex.thread_start()
+            thread = codex.thread_start(**settings)
             approvals.interrupt = lambda turn_id: codex._client.turn_interrupt(thread.id, turn_id)
             while remaining:
                 spec = remaining[0]
                 if any(a["do"] == "resume" for a in spec["actions"]):
-                    thread = codex.thread_resume(thread.id)
+                    thread = codex.thread_resume(thread.id, **settings)
                 approvals.unsupported = None
                 entry = play_turn(thread, spec["turn"], spec, approvals, usage_of)
                 why = approvals.unsupported or (
