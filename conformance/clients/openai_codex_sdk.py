@@ -15,7 +15,8 @@ What the SDK cannot express is reported as ``unsupported``: an approval answered
 Its thread's settings, as a user of the SDK chooses them, in the SDK's own words: ``--approval-mode
 auto_review|deny_all`` (``thread_start(approval_mode=...)``; the SDK's default is ``auto_review``: approvalPolicy
 on-request with the auto reviewer; ``deny_all`` is approvalPolicy never) and ``--sandbox
-read-only|workspace-write|full-access`` (``thread_start(sandbox=...)``; none: the server's own).
+read-only|workspace-write|full-access`` (``thread_start(sandbox=...)``; none: the server's own); with ``--per-turn``
+they are given to every ``thread.turn(...)`` instead (``turn/start`` overrides of a thread started with the defaults).
 """
 
 from __future__ import annotations
@@ -134,11 +135,16 @@ class Approvals:
 
 
 def play_turn(
-    thread: Any, number: int, spec: dict[str, Any], approvals: Approvals, usage_of: TurnUsage
+    thread: Any,
+    number: int,
+    spec: dict[str, Any],
+    approvals: Approvals,
+    usage_of: TurnUsage,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     actions = [a for a in spec["actions"] if a["do"] in ("cancel", "steer")]
     approvals.start_turn(actions)
-    handle = thread.turn(spec["input"])
+    handle = thread.turn(spec["input"], **(overrides or {}))
     entry: dict[str, Any] = {"turn": number, "turn_id": handle.id}
 
     def act(action: dict[str, Any]) -> None:
@@ -205,22 +211,26 @@ def play_turn(
             timer.cancel()
 
 
-def thread_settings(argv: list[str]) -> dict[str, Any]:
-    """The ``thread_start`` keywords the command line sets (the SDK's defaults for what it leaves out)."""
+def thread_settings(argv: list[str]) -> tuple[dict[str, Any], bool]:
+    """The ``thread_start`` (or, per turn, ``thread.turn``) keywords the command line sets, and whether per turn."""
     parser = argparse.ArgumentParser(prog="openai_codex_sdk.py", description="the official SDK's adapter")
     parser.add_argument("--approval-mode", dest="approval_mode", choices=[m.value for m in ApprovalMode])
     parser.add_argument("--sandbox", dest="sandbox", choices=[m.value for m in Sandbox])
+    parser.add_argument("--per-turn", action="store_true", help="give them to every turn, not to the thread")
     args = parser.parse_args(argv)
     settings: dict[str, Any] = {}
     if args.approval_mode is not None:
         settings["approval_mode"] = ApprovalMode(args.approval_mode)
     if args.sandbox is not None:
         settings["sandbox"] = Sandbox(args.sandbox)
-    return settings
+    return settings, args.per_turn
 
 
 def main(argv: list[str] | None = None) -> int:
-    settings = thread_settings(sys.argv[1:] if argv is None else argv)
+    settings, per_turn = thread_settings(sys.argv[1:] if argv is None else argv)
+    overrides = settings if per_turn else None
+    if per_turn:
+        settings = {}
     plan = _load_plan()
     report = Report(os.environ["CODEX_HARNESS_RESULT"])
     approvals = Approvals(plan, plan["budgets"])
@@ -237,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 if any(a["do"] == "resume" for a in spec["actions"]):
                     thread = codex.thread_resume(thread.id, **settings)
                 approvals.unsupported = None
-                entry = play_turn(thread, spec["turn"], spec, approvals, usage_of)
+                entry = play_turn(thread, spec["turn"], spec, approvals, usage_of, overrides)
                 why = approvals.unsupported or (
                     "the SDK has no optOutNotificationMethods option" if plan["opt_out_notifications"] else None
                 )
