@@ -17,6 +17,8 @@ auto_review|deny_all`` (``thread_start(approval_mode=...)``; the SDK's default i
 on-request with the auto reviewer; ``deny_all`` is approvalPolicy never) and ``--sandbox
 read-only|workspace-write|full-access`` (``thread_start(sandbox=...)``; none: the server's own); with ``--per-turn``
 they are given to every ``thread.turn(...)`` instead (``turn/start`` overrides of a thread started with the defaults).
+``--config KEY=VALUE`` (repeatable) is the SDK's ``CodexConfig(config_overrides=...)``: a ``-c`` on the server's
+command line (``sandbox_mode="workspace-write"``).
 """
 
 from __future__ import annotations
@@ -211,30 +213,36 @@ def play_turn(
             timer.cancel()
 
 
-def thread_settings(argv: list[str]) -> tuple[dict[str, Any], bool]:
-    """The ``thread_start`` (or, per turn, ``thread.turn``) keywords the command line sets, and whether per turn."""
+def thread_settings(argv: list[str]) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
+    """The ``thread_start`` (or, per turn, ``thread.turn``) keywords the command line sets, whether per turn, and the
+    server's ``-c`` overrides."""
     parser = argparse.ArgumentParser(prog="openai_codex_sdk.py", description="the official SDK's adapter")
     parser.add_argument("--approval-mode", dest="approval_mode", choices=[m.value for m in ApprovalMode])
     parser.add_argument("--sandbox", dest="sandbox", choices=[m.value for m in Sandbox])
     parser.add_argument("--per-turn", action="store_true", help="give them to every turn, not to the thread")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a -c of the server")
     args = parser.parse_args(argv)
     settings: dict[str, Any] = {}
     if args.approval_mode is not None:
         settings["approval_mode"] = ApprovalMode(args.approval_mode)
     if args.sandbox is not None:
         settings["sandbox"] = Sandbox(args.sandbox)
-    return settings, args.per_turn
+    return settings, args.per_turn, tuple(args.config)
 
 
 def main(argv: list[str] | None = None) -> int:
-    settings, per_turn = thread_settings(sys.argv[1:] if argv is None else argv)
+    settings, per_turn, config_overrides = thread_settings(sys.argv[1:] if argv is None else argv)
     overrides = settings if per_turn else None
     if per_turn:
         settings = {}
     plan = _load_plan()
     report = Report(os.environ["CODEX_HARNESS_RESULT"])
     approvals = Approvals(plan, plan["budgets"])
-    config = CodexConfig(codex_bin=os.environ["CODEX_BIN"], experimental_api=plan["experimental_api"])
+    config = CodexConfig(
+        codex_bin=os.environ["CODEX_BIN"],
+        experimental_api=plan["experimental_api"],
+        config_overrides=config_overrides,
+    )
     remaining = list(plan["turns"])
     usage_of = TurnUsage()
     try:
