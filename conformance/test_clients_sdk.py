@@ -101,11 +101,12 @@ def test_docs_and_baseline_list_the_same_entries() -> None:
 
 
 #: The SDK's thread settings a user picks (the adapter's flags, the SDK's own words): its defaults (on-request with
-#: the auto reviewer), approvalPolicy never (``deny_all``), a workspace-write sandbox.
+#: the auto reviewer), approvalPolicy never (``deny_all``), a workspace-write sandbox; never as a turn's override.
 SETTINGS = {
     "defaults": [],
     "never": ["--approval-mode", "deny_all"],
     "workspace-write": ["--sandbox", "workspace-write"],
+    "never per turn": ["--per-turn", "--approval-mode", "deny_all"],  # a turn/start override
 }
 #: The model-level scenarios where those settings change what the server plays (an approval, a patch, a cancel
 #: held at an approval); the catalogue's 26 are measured by hand (docs/clients.md).
