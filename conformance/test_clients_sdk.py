@@ -98,3 +98,40 @@ def test_docs_and_baseline_list_the_same_entries() -> None:
     listed = {(e["scenario"], e["contract"], e["name"], e["status"]) for e in baseline()}
     assert documented == listed
     assert all(e["why"] and not e["why"].startswith("TODO") for e in baseline())
+
+
+#: The SDK's thread settings a user picks (the adapter's flags, the SDK's own words): its defaults (on-request with
+#: the auto reviewer), approvalPolicy never (``deny_all``), a workspace-write sandbox; never as a turn's override.
+SETTINGS = {
+    "defaults": [],
+    "never": ["--approval-mode", "deny_all"],
+    "workspace-write": ["--sandbox", "workspace-write"],
+    "never per turn": ["--per-turn", "--approval-mode", "deny_all"],  # a turn/start override
+}
+#: The model-level scenarios where those settings change what the server plays (an approval, a patch, a cancel
+#: held at an approval); the catalogue's 26 are measured by hand (docs/clients.md).
+FOLLOWED = ["approval_cancel", "command_approval", "file_change_cancel", "file_change_decline"]
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_sdk_gets_the_same_verdict_on_the_fake_as_on_the_real_binary_under_its_settings(
+    setting: str, run_scenario: Callable[..., Any], sdk_cmd: list[str], codex_bin: Path
+) -> None:
+    """The fake plays what the real binary plays under the settings the SDK chose: check for check, the same."""
+    client = [*sdk_cmd, *SETTINGS[setting]]
+    differ = []
+    for name in FOLLOWED:
+        real = run_scenario(name, client=client, target="real", codex=codex_bin)
+        release = str(real.record.server_version).split()[-1]
+        fake = run_scenario(name, client=client, target="fake-process", release=release)
+        verdict = {
+            t: {(c.contract, c.name): c.status for c in r.checks if c.applies}
+            for t, r in (("fake", fake), ("real", real))
+        }
+        differ += [
+            f"{name}: {key[0]} / {key[1]}: fake {verdict['fake'].get(key)}, real {verdict['real'].get(key)}"
+            for key in sorted(set(verdict["fake"]) | set(verdict["real"]))
+            if verdict["fake"].get(key) != verdict["real"].get(key)
+        ]
+    assert not differ, "\n".join(differ)

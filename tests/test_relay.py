@@ -206,6 +206,56 @@ def test_a_server_started_around_the_relay_is_told_from_one_behind_it(tmp_path: 
             p.wait()
 
 
+def test_a_process_that_ends_while_its_parents_are_walked_is_looked_at_again_not_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real binary's sandbox stages under a workspace-write sandbox (its bundled bwrap, in the install tree, with
+    a cleared environment) live a few milliseconds: one that ended between the read of its command line and the walk
+    of its parents had no parents to show and was named a server started around the relay (client / server
+    started failed on the real binary only, on a loaded machine). An unknown chain is not a bypass."""
+    from harness.outside import runner
+    from harness.outside.relay import RELAY_ENV
+    from harness.outside.runner import BypassWatch
+
+    shim = tmp_path / "bin" / "codex"
+    entry = f"{RELAY_ENV}={tmp_path / 'recording'}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "app-server"], env=child_environment(None)
+    )
+    walk = runner._ancestors
+
+    def ends_first(pid: int) -> list[int] | None:
+        proc.kill()
+        proc.wait()
+        return walk(pid)
+
+    try:
+        until(lambda: b"time.sleep" in Path(f"/proc/{proc.pid}/cmdline").read_bytes())
+        alive = BypassWatch(str(tmp_path / "node_modules"), entry, str(shim))
+        monkeypatch.setattr(runner, "_ancestors", ends_first)
+        assert not alive.bypasses(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_bypass_is_named_once_its_parents_are_known(tmp_path: Path) -> None:
+    """The same server, alive and with its parents readable, is named (known-bad still fails)."""
+    from harness.outside.relay import RELAY_ENV
+    from harness.outside.runner import BypassWatch
+
+    entry = f"{RELAY_ENV}={tmp_path / 'recording'}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "app-server"], env=child_environment(None)
+    )
+    try:
+        until(lambda: b"time.sleep" in Path(f"/proc/{proc.pid}/cmdline").read_bytes())
+        assert BypassWatch(str(tmp_path / "node_modules"), entry, str(tmp_path / "bin" / "codex")).bypasses(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.parametrize(
     ("args", "left"),
     [

@@ -11,10 +11,19 @@ deadline still reports the turns that ended.
 
 What the SDK cannot express is reported as ``unsupported``: an approval answered with a JSON-RPC error
 (its handler's return value is always sent as a result) and ``optOutNotificationMethods``.
+
+Its thread's settings, as a user of the SDK chooses them, in the SDK's own words: ``--approval-mode
+auto_review|deny_all`` (``thread_start(approval_mode=...)``; the SDK's default is ``auto_review``: approvalPolicy
+on-request with the auto reviewer; ``deny_all`` is approvalPolicy never) and ``--sandbox
+read-only|workspace-write|full-access`` (``thread_start(sandbox=...)``; none: the server's own); with ``--per-turn``
+they are given to every ``thread.turn(...)`` instead (``turn/start`` overrides of a thread started with the defaults).
+``--config KEY=VALUE`` (repeatable) is the SDK's ``CodexConfig(config_overrides=...)``: a ``-c`` on the server's
+command line (``sandbox_mode="workspace-write"``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -22,7 +31,7 @@ import threading
 import traceback
 from typing import Any
 
-from openai_codex import Codex, CodexConfig
+from openai_codex import ApprovalMode, Codex, CodexConfig, Sandbox
 
 APPROVALS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 STATUS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
@@ -128,11 +137,16 @@ class Approvals:
 
 
 def play_turn(
-    thread: Any, number: int, spec: dict[str, Any], approvals: Approvals, usage_of: TurnUsage
+    thread: Any,
+    number: int,
+    spec: dict[str, Any],
+    approvals: Approvals,
+    usage_of: TurnUsage,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     actions = [a for a in spec["actions"] if a["do"] in ("cancel", "steer")]
     approvals.start_turn(actions)
-    handle = thread.turn(spec["input"])
+    handle = thread.turn(spec["input"], **(overrides or {}))
     entry: dict[str, Any] = {"turn": number, "turn_id": handle.id}
 
     def act(action: dict[str, Any]) -> None:
@@ -199,24 +213,49 @@ def play_turn(
             timer.cancel()
 
 
-def main() -> int:
+def thread_settings(argv: list[str]) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
+    """The ``thread_start`` (or, per turn, ``thread.turn``) keywords the command line sets, whether per turn, and the
+    server's ``-c`` overrides."""
+    parser = argparse.ArgumentParser(prog="openai_codex_sdk.py", description="the official SDK's adapter")
+    parser.add_argument("--approval-mode", dest="approval_mode", choices=[m.value for m in ApprovalMode])
+    parser.add_argument("--sandbox", dest="sandbox", choices=[m.value for m in Sandbox])
+    parser.add_argument("--per-turn", action="store_true", help="give them to every turn, not to the thread")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a -c of the server")
+    args = parser.parse_args(argv)
+    settings: dict[str, Any] = {}
+    if args.approval_mode is not None:
+        settings["approval_mode"] = ApprovalMode(args.approval_mode)
+    if args.sandbox is not None:
+        settings["sandbox"] = Sandbox(args.sandbox)
+    return settings, args.per_turn, tuple(args.config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings, per_turn, config_overrides = thread_settings(sys.argv[1:] if argv is None else argv)
+    overrides = settings if per_turn else None
+    if per_turn:
+        settings = {}
     plan = _load_plan()
     report = Report(os.environ["CODEX_HARNESS_RESULT"])
     approvals = Approvals(plan, plan["budgets"])
-    config = CodexConfig(codex_bin=os.environ["CODEX_BIN"], experimental_api=plan["experimental_api"])
+    config = CodexConfig(
+        codex_bin=os.environ["CODEX_BIN"],
+        experimental_api=plan["experimental_api"],
+        config_overrides=config_overrides,
+    )
     remaining = list(plan["turns"])
     usage_of = TurnUsage()
     try:
         with Codex(config) as codex:
             codex._client._approval_handler = approvals  # the low-level client's hook (no public one)
-            thread = codex.thread_start()
+            thread = codex.thread_start(**settings)
             approvals.interrupt = lambda turn_id: codex._client.turn_interrupt(thread.id, turn_id)
             while remaining:
                 spec = remaining[0]
                 if any(a["do"] == "resume" for a in spec["actions"]):
-                    thread = codex.thread_resume(thread.id)
+                    thread = codex.thread_resume(thread.id, **settings)
                 approvals.unsupported = None
-                entry = play_turn(thread, spec["turn"], spec, approvals, usage_of)
+                entry = play_turn(thread, spec["turn"], spec, approvals, usage_of, overrides)
                 why = approvals.unsupported or (
                     "the SDK has no optOutNotificationMethods option" if plan["opt_out_notifications"] else None
                 )

@@ -295,16 +295,16 @@ def _environment_has(pid: int, entry: str) -> bool:
 _MAX_ANCESTORS = 32
 
 
-def _ancestors(pid: int) -> list[int]:
-    """``pid``'s parents, nearest first, up to :data:`_MAX_ANCESTORS` (``/proc/PID/stat``; a process gone ends
-    the walk)."""
+def _ancestors(pid: int) -> list[int] | None:
+    """``pid``'s parents, nearest first, up to :data:`_MAX_ANCESTORS` (``/proc/PID/stat``), or None when a link of
+    the chain could not be read (``pid`` or a parent ended while it was walked: the chain is not known)."""
     out: list[int] = []
     while len(out) < _MAX_ANCESTORS:
         try:
             stat = Path(f"/proc/{pid}/stat").read_bytes()
             pid = int(stat[stat.rindex(b")") + 2 :].split()[1])  # after the name (which may hold spaces): state, ppid
         except (OSError, ValueError, IndexError):
-            break
+            return None
         if pid <= 1:
             break
         out.append(pid)
@@ -415,7 +415,15 @@ class BypassWatch:
             return None
         # Started by a server behind the shim (the binary's own sandbox helper runs the binary again, its
         # environment cleared): behind the relay, not around it.
-        if any(_environment_has(p, self.relay_entry) for p in _ancestors(pid)):
+        chain = _ancestors(pid)
+        if chain is not None and any(_environment_has(p, self.relay_entry) for p in chain):
+            return None
+        if chain is None or _ancestors(pid) != chain:
+            # It or a parent ended while looked at (the binary's short-lived sandbox stages under a workspace-write
+            # sandbox, on a loaded machine): whose it is is unknown, so it is looked at again at the next sample,
+            # where a process still alive shows its parent (or the reaper that adopted it). A server around the
+            # shim lives on and is named then; one that ends within a sample can slip by, as the sampling lets it.
+            self.seen.discard((pid, raw))
             return None
         return runs_binary or named, server
 
