@@ -76,3 +76,18 @@ def test_bad_options_are_usage_errors(extra: list[str], says: str, capsys: pytes
 def test_jobs_need_an_outside_client(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fuzz", "--examples", "1", "--jobs", "2"]) == USAGE
     assert "--client-cmd" in capsys.readouterr().err
+
+
+def test_a_baseline_entry_is_known_in_any_turn() -> None:
+    from contracts.checks import Check
+    from contracts.report import BaselineEntry
+    from harness.fuzz.outside import findings
+
+    known = [BaselineEntry("garbage_lines", "fake-process", "terminal_status", "turn 1 status")]
+
+    def failed(name: str, contract: str = "terminal_status") -> Check:
+        return Check("fuzz_x", "fake-process", contract, name, "fail", "", level="must")
+
+    assert findings([failed("turn 2 status")], known) == []
+    assert findings([failed("turn 2 final text")], known) == [failed("turn 2 final text")]
+    assert findings([failed("turn 2 status", "usage")], known) == [failed("turn 2 status", "usage")]

@@ -11,6 +11,7 @@ finding of its own kind.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 
 from contracts.checks import Check
@@ -22,7 +23,15 @@ from harness.outside.runner import ClientSpec, run_outside_one
 
 
 def is_known(check: Check, baseline: Sequence[BaselineEntry]) -> bool:
-    return any(e.contract == check.contract and e.name in (None, check.name) for e in baseline)
+    """Whether ``check`` is a baseline entry's, by contract and check name, the turn's number left out: a
+    generated scenario has no stable name, nor the turn a known bug strikes in (``turn 1 status`` listed for the
+    built-in ``garbage_lines`` is the same bug as ``turn 2 status`` on a generated scenario with garbage in turn 2)."""
+    kind = _turnless(check.name)
+    return any(e.contract == check.contract and (e.name is None or _turnless(e.name) == kind) for e in baseline)
+
+
+def _turnless(name: str) -> str:
+    return re.sub(r"^turn \d+ ", "turn N ", name)
 
 
 def findings(checks: Sequence[Check], baseline: Sequence[BaselineEntry] = ()) -> list[Check]:
