@@ -53,6 +53,7 @@ def test_a_passing_run_counts_every_example_and_its_coverage() -> None:
     report = fuzz(40, seed_value=4, play=play, strategy=scenarios(faults=False))
     assert report.failure is None
     assert report.examples == report.generated == len(seen) == 40
+    assert report.failed == 0
     assert not report.coverage.faults
     assert report.rate > 0
 
@@ -119,6 +120,8 @@ def test_jobs_one_failure_is_shrunk_by_the_lane_that_found_it(tmp_path: Path) ->
     assert report.failure is not None and report.failure.scenario_file is not None
     assert [f.kind for f in load(report.failure.scenario_file).faults] == ["crash"]
     assert report.generated < report.examples  # the shrinking's examples are not generated ones
+    assert 1 <= report.failed <= report.examples - report.generated + 1
+    assert f"{report.failed} failed)" in report.text()
     lanes = sorted((n for name, n in crashes.items() if name.startswith("fuzz-lane")), reverse=True)
     # The owner shrank (many plays); another lane played at most the one example it had started.
     assert lanes[0] > 3 and all(n <= 1 for n in lanes[1:]), crashes

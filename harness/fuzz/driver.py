@@ -65,6 +65,7 @@ class Failure:
 class FuzzReport:
     examples: int = 0  # examples played (generation and shrinking)
     generated: int = 0  # examples played before the first failure
+    failed: int = 0  # examples played that failed (the first, and the shrinking's that still fail)
     seconds: float = 0.0
     coverage: Coverage = field(default_factory=Coverage)
     failure: Failure | None = None
@@ -83,7 +84,8 @@ class FuzzReport:
 
     def text(self) -> str:
         lines = [
-            f"examples run: {self.examples} ({self.generated} generated before any failure) on target {self.target}, "
+            f"examples run: {self.examples} ({self.generated} generated before any failure, {self.failed} failed) on "
+            f"target {self.target}, "
             f"seed {self.seed}",
             f"rate: {self.rate:.1f} examples/s ({self.seconds:.1f} s)",
             f"coverage: {self.coverage.summary()}",
@@ -262,6 +264,8 @@ class _Campaign:
             crash = Check(scenario.name, self.target, "fuzz", "example played", "fail", f"{type(exc).__name__}: {exc}")
             example = Example(scenario, self.target, [crash])
         with self.lock:
+            if example.failures:
+                report.failed += 1
             if self.progress is not None and count % 50 == 0:
                 report.seconds = self._elapsed()
                 self.progress(report)
