@@ -10,6 +10,10 @@ from harness.fuzz.driver import fuzz
 from harness.fuzz.invariants import Example
 from harness.fuzz.strategies import scenarios
 
+#: A few kinds, so that a crash is drawn within a test's examples whatever else is imported: hypothesis draws
+#: constants from the loaded modules' code, so a seed's examples change with the modules a test run imported.
+FEW = ("crash", "hang", "garbage_lines")
+
 
 def test_an_exception_while_playing_is_a_shrunk_failure(tmp_path: Path) -> None:
     def play(scenario: Scenario, target: str) -> Example:
@@ -17,7 +21,7 @@ def test_an_exception_while_playing_is_a_shrunk_failure(tmp_path: Path) -> None:
             raise RuntimeError("the runner broke")
         return Example(scenario, target)
 
-    report = fuzz(300, seed_value=2, out=tmp_path, play=play)
+    report = fuzz(300, seed_value=2, out=tmp_path, play=play, fault_kinds=FEW)
     assert report.failure is not None and report.failure.scenario_file is not None
     shrunk = load(report.failure.scenario_file)
     # Shrunk to the one fault that matters.
@@ -34,7 +38,7 @@ def test_a_fault_never_struck_is_a_failure_of_the_generator(tmp_path: Path) -> N
             checks = [Check(scenario.name, target, "scenario", "fault_not_struck", "fail", "crash never struck")]
         return Example(scenario, target, checks)
 
-    report = fuzz(300, seed_value=2, out=tmp_path, play=play)
+    report = fuzz(300, seed_value=2, out=tmp_path, play=play, fault_kinds=FEW)
     assert report.failure is not None, "an unreached fault must fail the fuzz run"
     assert "scenario / fault_not_struck" in report.failure.summary()
 
@@ -49,6 +53,7 @@ def test_a_passing_run_counts_every_example_and_its_coverage() -> None:
     report = fuzz(40, seed_value=4, play=play, strategy=scenarios(faults=False))
     assert report.failure is None
     assert report.examples == report.generated == len(seen) == 40
+    assert report.failed == 0
     assert not report.coverage.faults
     assert report.rate > 0
 
@@ -74,3 +79,78 @@ def test_simplify_cuts_everything_the_failure_does_not_need() -> None:
     assert [f.kind for f in small.faults] == ["crash"]
     assert len(small.turns) == 1 and not small.turns[0].responses and not small.client.actions
     assert checks and small.expect.server_exit == 2  # the truth is re-derived for the cut scenario
+
+
+def test_jobs_play_examples_at_once_and_count_each_once() -> None:
+    import threading
+    import time
+
+    lock = threading.Lock()
+    now = [0]
+    most = [0]
+
+    def play(scenario: Scenario, target: str) -> Example:
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.02)  # long enough for the other lane's example to start meanwhile
+        with lock:
+            now[0] -= 1
+        return Example(scenario, target)
+
+    report = fuzz(40, seed_value=4, play=play, strategy=scenarios(faults=False), jobs=2)
+    assert report.failure is None
+    assert report.examples == report.generated == 40  # examples/jobs per lane
+    assert most[0] == 2, "two lanes play at once, never more"
+
+
+def test_jobs_one_failure_is_shrunk_by_the_lane_that_found_it(tmp_path: Path) -> None:
+    import threading
+    from collections import Counter
+
+    crashes: Counter[str] = Counter()  # crashing examples played, by thread (the post-pass plays in the main one)
+
+    def play(scenario: Scenario, target: str) -> Example:
+        if any(f.kind == "crash" for f in scenario.faults):
+            crashes[threading.current_thread().name] += 1
+            raise RuntimeError("the runner broke")
+        return Example(scenario, target)
+
+    report = fuzz(300, seed_value=2, out=tmp_path, play=play, jobs=3, fault_kinds=FEW)
+    assert report.failure is not None and report.failure.scenario_file is not None
+    assert [f.kind for f in load(report.failure.scenario_file).faults] == ["crash"]
+    assert report.generated < report.examples  # the shrinking's examples are not generated ones
+    assert 1 <= report.failed <= report.examples - report.generated + 1
+    assert f"{report.failed} failed)" in report.text()
+    lanes = sorted((n for name, n in crashes.items() if name.startswith("fuzz-lane")), reverse=True)
+    # The owner shrank (many plays); another lane played at most the one example it had started.
+    assert lanes[0] > 3 and all(n <= 1 for n in lanes[1:]), crashes
+
+
+def test_jobs_never_exceed_the_examples_asked() -> None:
+    played: list[int] = []
+
+    def play(scenario: Scenario, target: str) -> Example:
+        played.append(1)
+        return Example(scenario, target)
+
+    report = fuzz(1, play=play, strategy=scenarios(faults=False), jobs=4)
+    assert report.examples == len(played) == 1
+
+
+def test_max_time_ends_the_shrinking_too(tmp_path: Path) -> None:
+    import time
+
+    def play(scenario: Scenario, target: str) -> Example:
+        if scenario.faults:
+            time.sleep(0.5)  # a slow failing example: shrinking it fully would take minutes
+            raise RuntimeError("the runner broke")
+        return Example(scenario, target)
+
+    started = time.perf_counter()
+    report = fuzz(300, seed_value=2, out=tmp_path, play=play, max_time_s=3.0)
+    assert time.perf_counter() - started < 12
+    assert report.shrink_cut > 0 and "while shrinking" in report.text()
+    failure = report.failure
+    assert failure is not None and not failure.flaky and failure.error is None, failure and failure.summary()
+    assert failure.scenario_file is not None and load(failure.scenario_file).faults

@@ -241,3 +241,18 @@ def test_two_approvals_at_once_run_side_by_side():
     expect, _ = one(TurnScript(responses=(two,)), ClientPlan(turn_timeout_ms=4001))
     assert (expect.status, expect.usage) == ("completed", buckets(U1, FOLLOW_UP_RESPONSE.usage))
     assert sum(1 for s in truth.turns[0].steps if s.kind == "approval") == 2
+
+
+def test_a_cancelled_turn_an_unsupported_request_struck_may_be_reported_failed():
+    # Failing the turn after an unknown server request is a correct client's choice whatever ends the turn
+    # (careful.py does, and was failed for it on a turn it cancelled): the cancel's status and failed are both due.
+    turn = TurnScript(
+        responses=(ModelResponse((msg(), CommandItem("ls", approval=True)), U1),),
+        faults=(Fault("unknown_server_request", "start"),),
+    )
+    plan = ClientPlan(actions=(ClientAction(1, "cancel", "approval_pending"),))
+    (expect,) = derive((turn,), plan).expect.turns
+    assert expect.statuses == ("aborted", "failed")
+    hung = TurnScript(faults=(Fault("unknown_server_request", "start"), Fault("hang", "delta", 1)))
+    (expect,) = derive((hung,), ClientPlan()).expect.turns
+    assert expect.statuses == ("timeout", "failed")

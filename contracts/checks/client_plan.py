@@ -680,7 +680,11 @@ def _never_served(judge: _Judge, primary: SessionRecord) -> str | None:
     """Why no session ever began, when no server the client started answered ``initialize`` and the scenario does
     not foresee its server going (no ``expect.server_exit``): a server started with flags it refuses (exit 2), or
     one that cannot start. Nothing of the plan was judged, which must not read as a pass; None otherwise."""
-    if primary.expect.server_exit not in (None, 0):
+    # An outside run's record keeps no [expect] server_exit (client_run judges the exit): the scenario's is in meta.
+    foreseen = primary.expect.server_exit
+    if foreseen is None:
+        foreseen = primary.meta.get("foreseen_server_exit")
+    if foreseen not in (None, 0):
         return None
     for server in judge.servers:
         answered = any(

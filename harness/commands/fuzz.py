@@ -56,6 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="a shared database read but never written (repeatable; e.g. the main branch's findings)",
     )
+    parser.add_argument(
+        "--jobs",
+        metavar="N",
+        type=int,
+        default=None,
+        help="--client-cmd: play up to N examples at once (default 1): N hypothesis campaigns in one, each seeded "
+        "as --shard K/N seeds shard K and given examples/N, starts staggered as run --jobs staggers them; the first "
+        "failure is shrunk alone (docs/clients.md)",
+    )
     parser.add_argument("--max-time", metavar="SECONDS", type=float, help="stop playing examples after this long")
     parser.add_argument("--shard", metavar="K/N", help="shard K of N of the campaign: its own seed and examples/N")
     budgets.add_arguments(parser)
@@ -90,16 +99,18 @@ def run(args: argparse.Namespace) -> int:
     kinds = tuple(k for k in FUZZED_KINDS if k not in SLOW_KINDS) if args.fast else FUZZED_KINDS
     play = None
     target = args.target or "fake"
+    jobs = _jobs(args)
     if args.client_cmd is not None:
         if args.target == "fake":
             raise UsageError("--client-cmd fuzzes on fake-process (an outside client runs fake-codex)")
         from harness.fuzz.outside import outside_player
-        from harness.outside.command import client_spec
+        from harness.outside.command import StartGate, client_spec
 
         args.target = None
         spec = client_spec(args)
         target = spec.target
-        play = outside_player(spec, load_baseline(args.baseline) if args.baseline else [])
+        baseline = load_baseline(args.baseline) if args.baseline else []
+        play = outside_player(spec, baseline, gate=StartGate() if jobs > 1 else None)
     elif args.baseline:
         raise UsageError("--baseline goes with --client-cmd (our own client has no known findings)")
     report = fuzz(
@@ -113,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if args.quiet else _progress,
         database=_database(args),
         max_time_s=args.max_time,
+        jobs=jobs,
     )
     report.client_cmd = args.client_cmd
     if play is not None and report.failure is not None and report.failure.scenario is not None:
@@ -120,6 +132,27 @@ def run(args: argparse.Namespace) -> int:
             report.failure.flaky = True  # the shrunk scenario did not fail again: a flaky client is a finding too
     print(report.text())
     return 0 if report.failure is None else 1
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    """--jobs, validated (exit 3 outside 1..MAX_LANES or without --client-cmd); 1 where process trees cannot be
+    confined (an unconfined tree is told by the harness's descendants, which examples played at once share)."""
+    from harness.fuzz.driver import MAX_LANES
+
+    if args.jobs is None:
+        return 1
+    if args.client_cmd is None:
+        raise UsageError("--jobs plays an outside client's examples at once: it needs --client-cmd")
+    if not 1 <= args.jobs <= MAX_LANES:
+        raise UsageError(f"--jobs must be in 1..{MAX_LANES}, not {args.jobs}")
+    if args.jobs > 1:
+        from sandbox import proctree
+
+        if not proctree.confinement().confined:
+            why = proctree.confinement().detail
+            print(f"codex-harness fuzz: --jobs {args.jobs}: examples play one at a time ({why})", file=sys.stderr)
+            return 1
+    return int(args.jobs)
 
 
 def _database(args: argparse.Namespace) -> Any:

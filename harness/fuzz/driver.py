@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import shlex
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 from contracts.checks import Check
 from contracts.exitcodes import Finding
 from contracts.scenario import Scenario
+from contracts.scenario_file import dumps
 from harness.fuzz import invariants
 from harness.fuzz.coverage import Coverage
 from harness.fuzz.invariants import Example, run_example
@@ -65,6 +67,7 @@ class Failure:
 class FuzzReport:
     examples: int = 0  # examples played (generation and shrinking)
     generated: int = 0  # examples played before the first failure
+    failed: int = 0  # examples played that failed (the first, and the shrinking's that still fail)
     seconds: float = 0.0
     coverage: Coverage = field(default_factory=Coverage)
     failure: Failure | None = None
@@ -74,6 +77,8 @@ class FuzzReport:
     client_cmd: str | None = None
     #: examples not played because ``max_time_s`` ran out
     timed_out: int = 0
+    #: shrinking candidates not played because ``max_time_s`` ran out (the failure written is not the smallest)
+    shrink_cut: int = 0
 
     @property
     def rate(self) -> float:
@@ -81,13 +86,19 @@ class FuzzReport:
 
     def text(self) -> str:
         lines = [
-            f"examples run: {self.examples} ({self.generated} generated before any failure) on target {self.target}, "
+            f"examples run: {self.examples} ({self.generated} generated before any failure, {self.failed} failed) on "
+            f"target {self.target}, "
             f"seed {self.seed}",
             f"rate: {self.rate:.1f} examples/s ({self.seconds:.1f} s)",
             f"coverage: {self.coverage.summary()}",
         ]
         if self.timed_out:
             lines.append(f"--max-time reached: {self.timed_out} example(s) not played")
+        if self.shrink_cut:
+            lines.append(
+                f"--max-time reached while shrinking: {self.shrink_cut} smaller candidate(s) not played; the "
+                "smallest failing scenario so far is written"
+            )
         if self.failure is None:
             lines.append("RESULT: PASS")
         else:
@@ -119,79 +130,50 @@ def fuzz(
     progress: Callable[[FuzzReport], None] | None = None,
     database: ExampleDatabase | None = None,
     max_time_s: float | None = None,
+    jobs: int = 1,
 ) -> FuzzReport:
     """Run ``examples`` generated scenarios on ``target``; on a failure, shrink it and write it under ``out``.
 
     ``play`` replaces how one example is played and judged (tests use it to plant client bugs through
     the same runner); ``strategy`` replaces the scenario strategy. ``database``: hypothesis's example database
     (failures found before are replayed first, new ones saved). ``max_time_s``: after it, no example is played
-    (hypothesis's remaining examples pass at once, so the run ends; the report counts them).
+    (hypothesis's remaining examples pass at once, so the run ends; the report counts them), and shrinking stops
+    where it is: the smallest failing scenario found by then is the one written.
+
+    ``jobs`` > 1: that many lanes play examples at once, each lane a hypothesis campaign of its own in a thread
+    (its own seed, as ``--shard K/N`` gives shard K, and ``examples / jobs`` examples), sharing the report, the
+    database and ``max_time_s``. Hypothesis drives one example at a time per campaign, so lanes are how
+    examples overlap while every example keeps the one-scenario shape a database entry has whatever ``jobs``
+    was. The first lane to fail owns the failure and shrinks it alone: the other lanes play nothing more.
     """
     report = FuzzReport(target=target, seed=seed_value)
-    if strategy is None:
-        # On the real clock only actions that cannot race are drawn (see scenarios(real_time=True)).
-        strategy = scenarios(fault_kinds=fault_kinds, real_time=target != "fake")
     player = play if play is not None else (lambda s, t: run_example(s, t))
-    last: list[Example] = []
-    failing_seen = [False]
-
-    def body(scenario: Scenario) -> None:
-        if max_time_s is not None and not failing_seen[0] and time.perf_counter() - started > max_time_s:
-            report.timed_out += 1
-            return
-        report.examples += 1
-        if not failing_seen[0]:
-            report.generated += 1
-            report.coverage.add(scenario)
-        try:
-            example = player(scenario, target)
-        except Exception as exc:  # the runner or a contract broke on this example: a finding, shrunk like any
-            why = f"{type(exc).__name__}: {exc}"
-            crash = Check(scenario.name, target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", why)
-            example = Example(scenario, target, [crash])
-        if progress is not None and report.examples % 50 == 0:
-            report.seconds = time.perf_counter() - started
-            progress(report)
-        if example.failures:
-            failing_seen[0] = True
-            last[:] = [example]
-            raise ExampleFailed("; ".join(f"{c.contract}/{c.name}" for c in example.failures))
-
-    phases = (Phase.generate, Phase.shrink) if shrink else (Phase.generate,)
-    if database is not None:  # what an earlier campaign found is replayed first
-        phases = (Phase.reuse, *phases)
-    test = settings(
-        max_examples=examples,
-        database=database,
-        deadline=None,
-        phases=phases,
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-        report_multiple_bugs=False,
-    )(given(strategy)(body))
-    if database is None:  # under an explicit seed hypothesis uses no database: a campaign with one is not seeded
-        test = seed(seed_value)(test)
-    started = time.perf_counter()
+    campaign = _Campaign(report, player, target, max_time_s, progress)
+    lanes = max(1, min(jobs, examples))
     quiet = _quiet_client_logs()
     try:
-        test()
-    except ExampleFailed:
-        pass
-    except (FlakyFailure, FlakyReplay) as exc:
-        if last:
-            report.failure = Failure(last[0].scenario, last[0].checks, flaky=True, error=str(exc)[:500])
-    except (HypothesisException, Exception) as exc:
-        scenario = last[0].scenario if last else None
-        report.failure = Failure(scenario, last[0].checks if last else [], error=f"{type(exc).__name__}: {exc}")
+        for lane in range(1, lanes + 1):
+            # On the real clock only actions that cannot race are drawn (see scenarios(real_time=True)).
+            own = strategy if strategy is not None else scenarios(fault_kinds=fault_kinds, real_time=target != "fake")
+            seeded = seed_value if lanes == 1 else seed_value * MAX_LANES + lane
+            share = examples if lanes == 1 else -(-examples // lanes)
+            campaign.lanes.append(_Lane(campaign, own, share, seeded, shrink, database))
+        campaign.run()
     finally:
         quiet()
-        report.seconds = time.perf_counter() - started
-    if report.failure is None and last:
-        report.failure = Failure(last[0].scenario, last[0].checks)
+        report.seconds = time.perf_counter() - campaign.started
+    owner = campaign.owner
+    if owner is not None:
+        report.failure = owner.failure
+        if report.failure is None and owner.last:
+            report.failure = Failure(owner.last[0].scenario, owner.last[0].checks)
     failure = report.failure
     if shrink and failure is not None and failure.scenario is not None and not failure.flaky and not failure.error:
 
         def fails(candidate: Scenario) -> list[Check]:
+            if campaign.over_time():  # --max-time: the smallest failing scenario so far is the one written
+                report.shrink_cut += 1
+                return []
             try:
                 return player(candidate, target).failures
             except Exception as exc:
@@ -202,13 +184,164 @@ def fuzz(
             failure.scenario, failure.checks = simplify(failure.scenario, failure.checks, fails)
         finally:
             quiet()
-        report.seconds = time.perf_counter() - started
+        report.seconds = time.perf_counter() - campaign.started
     if report.failure is not None and report.failure.scenario is not None:
         directory = out if out is not None else Path(tempfile.mkdtemp(prefix="codex-harness-fuzz-"))
         report.failure.scenario_file, report.failure.checks_file = write_failure(
             report.failure.scenario, report.failure.checks, directory, target=target, seed=seed_value
         )
     return report
+
+
+#: Failing scenarios a lane remembers (hypothesis accepts at most 500 shrinks; a few failures each)
+MAX_REMEMBERED = 2000
+#: Lanes at most (``--jobs``): each holds a client, a fake process and their pipes, bounded like ``run --jobs``.
+MAX_LANES = 32
+
+
+class _Campaign:
+    """What the lanes share: the report (under a lock), the clock, and which lane owns the failure."""
+
+    def __init__(
+        self,
+        report: FuzzReport,
+        player: Callable[[Scenario, str], Example],
+        target: str,
+        max_time_s: float | None,
+        progress: Callable[[FuzzReport], None] | None,
+    ) -> None:
+        self.report, self.player, self.target = report, player, target
+        self.max_time_s, self.progress = max_time_s, progress
+        self.lock = threading.Lock()
+        self.lanes: list[_Lane] = []
+        self.owner: _Lane | None = None
+        self.stopped = False  # an interrupt: no lane plays another example
+        self.started = time.perf_counter()
+
+    def run(self) -> None:
+        self.started = time.perf_counter()
+        if len(self.lanes) == 1:
+            self.lanes[0].run()
+            return
+        threads = [threading.Thread(target=lane.run, name=f"fuzz-lane-{i}") for i, lane in enumerate(self.lanes)]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                thread.join()
+        except BaseException:  # Ctrl-C: no lane plays on, and every open tree is killed until the lanes are back
+            from sandbox import proctree
+
+            with self.lock:
+                self.stopped = True
+            ends = time.monotonic() + proctree.STOP_S
+            while any(t.is_alive() for t in threads) and time.monotonic() < ends:
+                proctree.end_all()
+                time.sleep(0.05)
+            raise
+
+    def play(self, lane: _Lane, scenario: Scenario) -> Example | None:
+        """Play one example for ``lane``; None when it is not to be played (time, another lane's failure)."""
+        report = self.report
+        with self.lock:
+            if self.stopped or (self.owner is not None and self.owner is not lane):
+                return None
+            if self.max_time_s is not None and self._elapsed() > self.max_time_s:
+                if self.owner is None:
+                    report.timed_out += 1
+                    return None
+                # Shrinking past --max-time: a failure already seen fails again from memory (hypothesis replays
+                # its smallest one last), anything else passes unplayed, so the shrinker stops where it is.
+                report.shrink_cut += 1
+                known = lane.failed.get(dumps(scenario))
+                return None if known is None else Example(scenario, self.target, known)
+            report.examples += 1
+            if self.owner is None:
+                report.generated += 1
+                report.coverage.add(scenario)
+            count = report.examples
+        try:
+            example = self.player(scenario, self.target)
+        except Exception as exc:  # the runner or a contract broke on this example: a finding, shrunk like any
+            why = f"{type(exc).__name__}: {exc}"
+            crash = Check(scenario.name, self.target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", why)
+            example = Example(scenario, self.target, [crash])
+        with self.lock:
+            if example.failures:
+                report.failed += 1
+            if self.progress is not None and count % 50 == 0:
+                report.seconds = self._elapsed()
+                self.progress(report)
+            if example.failures and self.owner is None:
+                self.owner = lane
+            if self.owner is not lane:  # another lane's failure came first: this one is not shrunk too
+                return None
+            if example.failures and len(lane.failed) < MAX_REMEMBERED:
+                lane.failed[dumps(scenario)] = example.failures
+        return example
+
+    def over_time(self) -> bool:
+        return self.max_time_s is not None and self._elapsed() > self.max_time_s
+
+    def _elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+
+class _Lane:
+    """One hypothesis campaign: generates, plays through the campaign, and shrinks the failure it owns."""
+
+    def __init__(
+        self,
+        campaign: _Campaign,
+        strategy: st.SearchStrategy[Scenario],
+        examples: int,
+        seed_value: int,
+        shrink: bool,
+        database: ExampleDatabase | None,
+    ) -> None:
+        self.campaign = campaign
+        self.last: list[Example] = []
+        self.failure: Failure | None = None
+        #: the failing checks of each failing scenario it played (its file text), replayed past --max-time
+        self.failed: dict[str, list[Check]] = {}
+
+        def body(scenario: Scenario) -> None:
+            example = campaign.play(self, scenario)
+            if example is not None and example.failures:
+                self.last[:] = [example]
+                raise ExampleFailed("; ".join(f"{c.contract}/{c.name}" for c in example.failures))
+
+        phases = (Phase.generate, Phase.shrink) if shrink else (Phase.generate,)
+        if database is not None:  # what an earlier campaign found is replayed first
+            phases = (Phase.reuse, *phases)
+        test = settings(
+            max_examples=examples,
+            database=database,
+            deadline=None,
+            phases=phases,
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+            report_multiple_bugs=False,
+        )(given(strategy)(body))
+        if database is None:  # under an explicit seed hypothesis uses no database: a campaign with one is not seeded
+            test = seed(seed_value)(test)
+        self.test = test
+
+    def run(self) -> None:
+        last = self.last
+        try:
+            self.test()
+        except ExampleFailed:
+            pass
+        except (FlakyFailure, FlakyReplay) as exc:
+            if last:
+                self.failure = Failure(last[0].scenario, last[0].checks, flaky=True, error=str(exc)[:500])
+        except (HypothesisException, Exception) as exc:
+            with self.campaign.lock:  # a generator or runner bug is this lane's failure unless another owns one
+                if self.campaign.owner is None:
+                    self.campaign.owner = self
+            scenario = last[0].scenario if last else None
+            self.failure = Failure(scenario, last[0].checks if last else [], error=f"{type(exc).__name__}: {exc}")
 
 
 def _quiet_client_logs() -> Callable[[], None]:

@@ -145,6 +145,10 @@ def walk_turn(
             raise RacyScenario(f"turn {turn}: the turn deadline falls on a step")
     if landing is not None:
         _judge_cancel(truth, script, landing, plan.interrupt_budget_ms, status)
+        if any(effect(f.kind).fails_turn for f in truth.fired) and truth.status != "failed":
+            # As in _judge: a client may fail the turn for the unknown server request that struck before the
+            # cancel or the deadline, whatever else ended it.
+            truth.also = ("failed",)
     else:
         _judge(truth)
     return truth

@@ -18,9 +18,12 @@ import functools
 import os
 import shlex
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import trio
 
@@ -31,6 +34,8 @@ from harness import budgets
 from harness.outside.runner import TARGET, TARGETS, ClientSpec, check_command, deadline_for, run_outside_one
 from harness.report_dir import ReportDir
 from sandbox import proctree, workdirs
+
+T = TypeVar("T")
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
@@ -267,6 +272,35 @@ async def _end_start_when_serving(root: Path, done: trio.Event, starting: trio.S
                 await trio.sleep(0.05)
     finally:
         starting.release()
+
+
+class StartGate:
+    """The staggered starts of :func:`_run_at_once` for plays in threads of their own (``fuzz --client-cmd
+    --jobs``): at most :data:`DEFAULT_JOBS` plays are starting until a server of theirs has a frame on the wire,
+    their play ended, or :data:`START_GATE_S` passed."""
+
+    def __init__(self, slots: int = DEFAULT_JOBS) -> None:
+        self._slots = threading.Semaphore(max(1, slots))
+
+    def play(self, prefix: str, one: Callable[[Path], T]) -> T:
+        """``one(root)`` in a fresh work directory ``root``, once a start slot is free."""
+        with workdirs.work_dir(prefix) as root:
+            self._slots.acquire()
+            done = threading.Event()
+
+            def give_back() -> None:
+                try:
+                    ends = time.monotonic() + START_GATE_S
+                    while not done.wait(0.05) and not _serving(root) and time.monotonic() < ends:
+                        pass
+                finally:
+                    self._slots.release()
+
+            threading.Thread(target=give_back, name="start-gate", daemon=True).start()
+            try:
+                return one(root)
+            finally:
+                done.set()
 
 
 def _serving(root: Path) -> bool:

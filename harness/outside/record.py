@@ -371,7 +371,14 @@ def server_record(
             request_s=plan.request_timeout_ms / 1000,
         ),
         experimental_api=plan.experimental_api,
-        meta={"scenario_turns": len(scenario.turns), "outside": facts, "approval_turns": scenario.approval_turns},
+        meta={
+            "scenario_turns": len(scenario.turns),
+            "outside": facts,
+            "approval_turns": scenario.approval_turns,
+            # What the scenario foresees of its server's exit (a crash fault's status) for the checks that ask
+            # whether the server's going was foreseen (client / plan followed), not compared with the exit.
+            "foreseen_server_exit": scenario.expect.server_exit,
+        },
     )
     if server is not None:
         record.wire = [replace(e, t=round(e.t - zero, 6)) for e in server.wire]
