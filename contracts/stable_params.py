@@ -1,8 +1,8 @@
 """Which params fields of a client method a release takes without ``experimentalApi``, from its own pin.
 
 ``generate-json-schema`` leaves a field gated behind the capability out of the stable bundle and keeps it in the
-experimental one; the server refuses it from a client that did not opt in (0.150.0: ``thread/resume.excludeTurns
-requires experimentalApi capability``; from 0.163.0 the field is stable). A client that knows the release it
+experimental one; the server refuses it from a client that did not opt in (older releases: ``thread/resume.excludeTurns
+requires experimentalApi capability``; newer ones made the field stable). A client that knows the release it
 talks to sends such a field only where the release takes it.
 """
 

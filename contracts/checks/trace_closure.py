@@ -122,7 +122,7 @@ def _aborted_with_tools(record: SessionRecord) -> int:
 
 def _bug_not_struck(make: Maker, record: SessionRecord, server: Check) -> Check:
     """``violation`` is declared for the known bug of an aborted turn's open tool call: it strikes only where a
-    turn is aborted with a tool call started. A release that took another course (0.130.0 ran the command the
+    turn is aborted with a tool call started. A release that took another course (an older one ran the command the
     scenario expects it to ask for, so the turn it would have aborted completed) and closed its trace did
     nothing wrong: that passes, saying why."""
     if record.expect.server_trace != "violation" or server.status != "fail":

@@ -128,7 +128,7 @@ def wire_usage_detail(index: WireIndex, turn_id: str) -> WireUsage | None:
     request too; None when the server sent no usage of the turn.
 
     A first update whose ``total`` is the thread's total as its previous update left it is a re-report of
-    usage already counted (codex-cli 0.130.0 opens each model response with one, naming the new turn, its
+    usage already counted (older releases open each model response with one, naming the new turn, its
     ``last`` the previous response's): it counts nothing."""
     accepted: list[tuple[dict[str, int], dict[str, int]]] = []
     first: tuple[int, Any] | None = None
