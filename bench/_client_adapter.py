@@ -14,10 +14,10 @@ from typing import Any
 
 import trio
 
-from client.events import MessageDelta, MessageDeltas
-from client.memory import memory_pair
-from client.process import spawn_process
-from client.session import Session, SessionOptions, open_session
+from codex_client.events import MessageDelta, MessageDeltas
+from codex_client.memory import memory_pair
+from codex_client.process import spawn_process
+from codex_client.session import Session, SessionOptions, open_session
 from contracts.messages import Request
 from contracts.wire import encode_frame
 

@@ -14,7 +14,7 @@ loaded machine the others wait for a core), with the project's bytecode cached a
 (``PYTHONDONTWRITEBYTECODE`` is dropped for the starts). The CPU time of each start (its own and its children's)
 is noted, and its ratio to the baseline's: a busy machine changes it far less than the wall time.
 
-The real binary runs as the harness starts it: confined to a temporary run directory (:mod:`sandbox.confine`),
+The real binary runs as the harness starts it: confined to a temporary run directory (:mod:`codex_sandbox.confine`),
 its ``CODEX_HOME``, ``HOME`` and ``TMPDIR`` there, no ``OPENAI_*``/``CODEX_*`` variable.
 """
 
@@ -167,9 +167,9 @@ def main() -> int:
     if real is None:
         rows.append(Row(BENCH, "real codex", 0.0, "ms", note="left out: no real binary (--codex, $CODEX_BIN, .tools/)"))
         return finish(rows, "fake-codex start-up (same run)", args.json)
-    from client.process import child_environment
+    from codex_client.process import child_environment
+    from codex_sandbox import confine
     from harness.codex_bin import run_dir
-    from sandbox import confine
 
     launcher = confine.current()  # self-tested once, before any start is timed
     with run_dir(prefix="codex-harness-bench-") as run:

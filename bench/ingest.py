@@ -289,9 +289,9 @@ def _what_ifs(measure: Callable[[], float]) -> None:
     Each patch counts its calls: a what-if whose patched name the read path no longer calls says so
     instead of printing a figure that measures nothing.
     """
-    from client.events import MessageDelta
-    from client.turncore import EventBuffer
-    from client.wirerecord import FrameChecker
+    from codex_client.events import MessageDelta
+    from codex_client.turncore import EventBuffer
+    from codex_client.wirerecord import FrameChecker
 
     print(f"what-if baseline (as is):                         {measure():.2f} us")
     calls = {"check_deltas": 0, "put_deltas": 0}

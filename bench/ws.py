@@ -5,7 +5,7 @@ Usage: ``python bench/ws.py [--samples N] [--deltas N] [--quick] [--json PATH]``
 Servers: the *hold server* of this file (``serve``: the script of ``bench/_flood.py`` answered over
 ``ws://127.0.0.1:0``, one text frame per message, with the fake's own upgrade and frames), and ``fake-codex
 app-server --listen ws://127.0.0.1:0``. Our client connects as ``run --transport ws`` does
-(``client.sockets``); the baseline of each row is a bare loop by hand on the same kind of server:
+(``codex_client.sockets``); the baseline of each row is a bare loop by hand on the same kind of server:
 wsproto frames through :class:`contracts.websocket.WsStream`, ``orjson.loads`` of each message.
 
 - **interrupt overhead** (as ``bench/interrupt.py``): per interrupted turn, (cancel -> Result) minus (wire
@@ -100,8 +100,8 @@ class Server:
 
 
 async def open_server(argv: list[str], stack: AsyncExitStack) -> Server:
-    from client.process import spawn_process
-    from client.sockets import wait_for_port
+    from codex_client.process import spawn_process
+    from codex_client.sockets import wait_for_port
 
     process = await stack.enter_async_context(spawn_process(argv, cwd=os.getcwd()))
     _, port = await wait_for_port(process, timeout=20.0)
@@ -159,7 +159,7 @@ class Bare:
 
 
 async def bare_interrupts(port: int, samples: int) -> list[float]:
-    from client.sockets import connect_ws
+    from codex_client.sockets import connect_ws
 
     bare = Bare(await connect_ws("127.0.0.1", port))
     thread_id = await bare.handshake()
@@ -177,8 +177,8 @@ async def bare_interrupts(port: int, samples: int) -> list[float]:
 
 
 async def client_session(server: Server, validate: bool) -> Any:
-    from client.session import SessionOptions, open_session
-    from client.sockets import Listener, SocketTransport, connect_ws, keepalive
+    from codex_client.session import SessionOptions, open_session
+    from codex_client.sockets import Listener, SocketTransport, connect_ws, keepalive
 
     ws = keepalive(await connect_ws("127.0.0.1", server.port))
     options = SessionOptions(
@@ -188,7 +188,7 @@ async def client_session(server: Server, validate: bool) -> Any:
 
 
 async def client_interrupts(server: Server, samples: int) -> list[tuple[float, float]]:
-    from client.events import MessageDelta
+    from codex_client.events import MessageDelta
 
     out: list[tuple[float, float]] = []
     async with await client_session(server, validate=True) as session:
@@ -210,7 +210,7 @@ async def client_interrupts(server: Server, samples: int) -> list[tuple[float, f
 
 
 async def bare_flood(port: int) -> tuple[int, float]:
-    from client.sockets import connect_ws
+    from codex_client.sockets import connect_ws
 
     bare = Bare(await connect_ws("127.0.0.1", port))
     thread_id = await bare.handshake()

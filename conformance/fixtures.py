@@ -2,7 +2,7 @@
 
 - ``fake_codex``: the ``fake-codex`` executable, with the argv / environment that make it serve a
   scenario, for a client under test in any language; ``fake_codex.release("X.Y.Z")`` plays that release.
-- ``codex_session``: an open, initialized client :class:`~client.session.Session` against the
+- ``codex_session``: an open, initialized client :class:`~codex_client.session.Session` against the
   in-process fake (a trio fixture: an ``async def`` test that takes it runs under trio without any
   configuration of yours, ``trio_mode`` or not; pick the scenario with ``@pytest.mark.codex_scenario("NAME")``,
   default ``plain``, and the release with ``@pytest.mark.codex_release("X.Y.Z")``; use pytest-trio's
@@ -81,7 +81,7 @@ TRIO_FIXTURES = ("codex_session",)
 # (a plain async fixture there is "an async fixture with no plugin that handled it").
 @trio_fixture
 async def codex_session(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[object]:
-    from client.session import open_session
+    from codex_client.session import open_session
     from fake_server.inprocess import serve_in_process
     from harness.runner import approval_policy, session_options
 
@@ -154,6 +154,6 @@ def client_env(no_leaked_processes: str) -> dict[str, str]:
     Start an outside client with ``env=client_env``: it and everything it starts inherit the marker, so the
     no-leak check fails the test on whatever of it is still alive afterwards.
     """
-    from client.process import RUN_MARKER_ENV
+    from codex_client.process import RUN_MARKER_ENV
 
     return {**os.environ, RUN_MARKER_ENV: no_leaked_processes}

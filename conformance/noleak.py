@@ -1,7 +1,7 @@
 """No leaks, provably: an autouse fixture that fails a test leaving a marked process alive.
 
 Every child the client starts carries ``CODEX_HARNESS_RUN_MARKER=<marker>`` in its environment
-(:mod:`client.process`), and grandchildren inherit it. Each test gets a fresh marker; after
+(:mod:`codex_client.process`), and grandchildren inherit it. Each test gets a fresh marker; after
 the test, ``/proc/*/environ`` of this user's processes is scanned for it (other users' environments
 are unreadable anyway). Survivors get a bounded grace to finish dying (a SIGKILLed process is
 reaped asynchronously), then they are killed by pid so they cannot disturb later tests, and the test
@@ -19,8 +19,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from client.process import set_run_marker
-from sandbox.proctree import procfs
+from codex_client.process import set_run_marker
+from codex_sandbox.proctree import procfs
 
 GRACE_S = 2.0
 def marked_processes(marker: str) -> list[int]:

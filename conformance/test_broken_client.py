@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from client import usage as client_usage
+from codex_client import usage as client_usage
 from contracts.checks import run_all
 from contracts.record import SessionRecord
 from contracts.trace import TraceWriter

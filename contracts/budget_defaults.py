@@ -1,5 +1,5 @@
 """The client's default budgets, in one place: a scenario's ``[client]`` plan (:class:`contracts.scenario.ClientPlan`),
-the record's :class:`contracts.record.Budgets`, our client's options (``client.options``) and the scenario
+the record's :class:`contracts.record.Budgets`, our client's options (``codex_client.options``) and the scenario
 builder all read them from here, so a default changes in one line."""
 
 from __future__ import annotations

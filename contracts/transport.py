@@ -11,7 +11,7 @@ there is a process.
   its exit, its kill, its stderr. A socket transport to a server someone else started has none.
 - :class:`Transport`: what a target yields and a session runs on: ``stream`` and ``process`` (or None).
 
-The client's session (``client.session``) and the fake's runtime (``fake_server.runtime``) see only
+The client's session (``codex_client.session``) and the fake's runtime (``fake_server.runtime``) see only
 these, so a new transport is a new stream (and, when it starts a server, a handle).
 """
 

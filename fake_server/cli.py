@@ -66,9 +66,10 @@ def _auth_flags(args: argparse.Namespace) -> Any:
     return AuthFlags(**{field: getattr(args, flag) for flag, field in _AUTH_FLAGS})
 
 
-#: The real binary's options (``codex --help`` / ``codex app-server --help`` of the default release) that change nothing the fake
-#: plays: accepted and ignored, each with whether it takes a value. Any other option is refused as the real binary
-#: refuses it (exit 2), so a client passing a flag the release does not know fails here as it would there.
+#: The real binary's options (``codex --help`` / ``codex app-server --help`` of the default release) that change
+#: nothing the fake plays: accepted and ignored, each with whether it takes a value. Any other option is refused
+#: as the real binary refuses it (exit 2), so a client passing a flag the release does not know fails here as it
+#: would there.
 TOP_LEVEL_FLAGS = {
     ("-i", "--image"): True,
     ("-m", "--model"): True,  # observed: top-level -m / -s / -a do not reach app-server's threads

@@ -6,13 +6,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from codex_sandbox import confine, interrupts
 from contracts.argparsing import ArgumentParser
 from contracts.exitcodes import USAGE, UsageError, exit_code
 from contracts.pipes import quiet_after_broken_pipe
 from contracts.text import escaped_output
 from contracts.version import version_line
 from harness.commands import COMMAND_MODULES
-from sandbox import confine, interrupts
 
 
 def build_parser() -> ArgumentParser:
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command: list[str] = []  # the subcommand, once parsed (for the interrupt's message)
     code: int | None = None
     signalled = False
-    with interrupts.handled():  # SIGTERM: everything the command started ends, exit 143 (sandbox.interrupts)
+    with interrupts.handled():  # SIGTERM: everything the command started ends, exit 143 (codex_sandbox.interrupts)
         try:
             # A nursery hands what ended it over wrapped in an exception group (trio's strict groups): the
             # interrupt, the closed pipe and the usage error are found wherever they are in it.

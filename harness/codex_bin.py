@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from codex_sandbox import confine
+from codex_sandbox.bounded_run import Finished, OutputOverflow, run_capped
+from codex_sandbox.confine import ConfinementUnavailable
 from contracts.exitcodes import InternalError
-from sandbox import confine
-from sandbox.bounded_run import Finished, OutputOverflow, run_capped
-from sandbox.confine import ConfinementUnavailable
 
 _VERSION_RE = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?)")
 
@@ -87,7 +87,7 @@ def codex_version(binary: str | os.PathLike[str], timeout: float | None = None) 
 
 
 def _plain(text: str) -> str:
-    from client.stderr import strip_ansi
+    from codex_client.stderr import strip_ansi
 
     return strip_ansi(text)
 
@@ -146,18 +146,18 @@ def run_binary(
     """Run a binary's one-shot command: bounded, confined, scrubbed — the one way the harness does it.
 
     In a temporary run directory (``run``, else a fresh one removed afterwards) that is its ``CODEX_HOME``,
-    ``HOME``, ``TMPDIR`` and cwd, the only place it can write (:mod:`sandbox.confine`); the environment
-    without ``OPENAI_*`` / ``CODEX_*`` (plus the run marker of :mod:`client.process`); at most
+    ``HOME``, ``TMPDIR`` and cwd, the only place it can write (:mod:`codex_sandbox.confine`); the environment
+    without ``OPENAI_*`` / ``CODEX_*`` (plus the run marker of :mod:`codex_client.process`); at most
     ``timeout`` seconds, whatever its children do with its pipes, and at most ``max_stdout`` /
-    ``max_stderr`` bytes read (:func:`sandbox.bounded_run.run_capped`).
-    Raises ``subprocess.TimeoutExpired``, :class:`~sandbox.bounded_run.OutputOverflow`,
-    :class:`~sandbox.confine.ConfinementUnavailable`, ``OSError``.
+    ``max_stderr`` bytes read (:func:`codex_sandbox.bounded_run.run_capped`).
+    Raises ``subprocess.TimeoutExpired``, :class:`~codex_sandbox.bounded_run.OutputOverflow`,
+    :class:`~codex_sandbox.confine.ConfinementUnavailable`, ``OSError``.
     """
     launcher = confine.current()
     if run is None:
         with run_dir() as fresh:
             return run_binary(argv, timeout, max_stdout=max_stdout, max_stderr=max_stderr, run=fresh)
-    from client.process import child_environment
+    from codex_client.process import child_environment
 
     env = child_environment(run.env(os.environ))  # + the run marker, by which a leftover is found
     where = confine.layout(argv[0], writable=[run.root], cwd=run.workdir, scratch=run.root, path_env=env.get("PATH"))

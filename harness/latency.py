@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from client.events import ItemStarted, TurnEvent
+from codex_client.events import ItemStarted, TurnEvent
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord
 from contracts.report.latency import METRICS, CaseResult, Sample, nearest_rank, percentiles, summary_line

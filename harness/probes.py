@@ -21,7 +21,7 @@ from typing import Any, Final
 import orjson
 import trio
 
-from client.errors import ClientError, RequestTimeout
+from codex_client.errors import ClientError, RequestTimeout
 from contracts import bounded_parse, probe_refs
 from contracts.jsonrpc import RpcError
 from contracts.messages import NOTSET

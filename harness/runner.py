@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 import trio.testing
 
-from client.errors import ClientError
-from client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
-from client.session import SessionOptions, open_session
+from codex_client.errors import ClientError
+from codex_client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
+from codex_client.session import SessionOptions, open_session
+from codex_sandbox import workdirs
 from contracts import stable_params
 from contracts.checks import CONTRACT_NAMES, Check, run_all, shown
 from contracts.checks import scenario as scenario_check
@@ -44,7 +45,6 @@ from harness.budgets import MAX_RUN_S, plan_budgets, scenario_deadline_s
 from harness.probes import ProbeState, run_probes
 from harness.report_dir import ReportDir
 from harness.targets import TARGET_NAMES, TargetRun, TargetUnavailable, open_target
-from sandbox import workdirs
 
 if TYPE_CHECKING:
     from fake_server.profiles import Profile

@@ -8,12 +8,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from client.stderr import strip_ansi
+from codex_client.stderr import strip_ansi
+from codex_sandbox.bounded_run import OutputOverflow
+from codex_sandbox.confine import ConfinementUnavailable
 from contracts import schema_store
 from contracts.exitcodes import UsageError
 from harness.codex_bin import run_binary, run_dir
-from sandbox.bounded_run import OutputOverflow
-from sandbox.confine import ConfinementUnavailable
 
 GENERATE_TIMEOUT_S = 60.0
 

@@ -12,7 +12,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.connection import (
+from codex_client.connection import (
     ApprovalClosed,
     ApprovalOpened,
     ClientConnection,
@@ -24,10 +24,10 @@ from client.connection import (
     TurnFinished,
     TurnIdKnown,
 )
-from client.errors import LineTooLong
-from client.events import ApprovalRequested, MessageDeltas, TurnEnded, UsageUpdated
-from client.tracerecords import TraceRecord
-from client.turncore import TurnCore
+from codex_client.errors import LineTooLong
+from codex_client.events import ApprovalRequested, MessageDeltas, TurnEnded, UsageUpdated
+from codex_client.tracerecords import TraceRecord
+from codex_client.turncore import TurnCore
 from contracts.messages import ErrorResponse, Response
 from contracts.wire import LineFraming
 

@@ -1,5 +1,5 @@
 """The session's helpers (turn, supervisor, server_requests, teardown) work against the driver protocol
-(:mod:`client.driver`): they use exactly its members, and the session has every one of them.
+(:mod:`codex_client.driver`): they use exactly its members, and the session has every one of them.
 
 The protocol is what keeps the helpers from needing the session's module (``tests/test_layers.py`` checks the
 circle is gone); these tests keep it honest: a member a helper uses but the protocol does not declare (a reach
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from client import driver
-from client.approvals import accept_all
-from client.memory import memory_pair
-from client.options import SessionOptions
-from client.session import Session
+from codex_client import driver
+from codex_client.approvals import accept_all
+from codex_client.memory import memory_pair
+from codex_client.options import SessionOptions
+from codex_client.session import Session
 
 CLIENT = Path(driver.__file__).resolve().parent
 #: helper module -> how it names the driver: a parameter (``driver``), or an attribute (``self.session``)
@@ -78,7 +78,7 @@ def test_no_helper_imports_the_session_or_guesses_at_attributes(name: str) -> No
     of them is declared (the driver protocol, :class:`contracts.transport.ProcessHandle`)."""
     tree = ast.parse((CLIENT / name).read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert "client.session" not in imported
+    assert "codex_client.session" not in imported
     guessed = [
         ast.unparse(node)
         for node in ast.walk(tree)
@@ -97,7 +97,7 @@ def test_the_events_of_a_core_call_are_taken_in_one_place_only() -> None:
     import ast
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "client"
+    root = Path(__file__).resolve().parents[1] / "codex_client"
     sites = []
     for path in sorted(root.glob("*.py")):
         if path.name == "connection.py":  # the core itself

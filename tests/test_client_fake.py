@@ -14,10 +14,10 @@ import pytest
 import trio
 import trio.testing
 
-from client.approvals import ApprovalRequest
-from client.errors import ClientError
-from client.process import spawn_process
-from client.session import Session, SessionOptions, open_session
+from codex_client.approvals import ApprovalRequest
+from codex_client.errors import ClientError
+from codex_client.process import spawn_process
+from codex_client.session import Session, SessionOptions, open_session
 from contracts.faults import transport_problem
 from contracts.jsonrpc import RpcError
 from contracts.scenario import Scenario

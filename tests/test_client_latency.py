@@ -18,9 +18,9 @@ from pathlib import Path
 
 import trio
 
-from client.events import MessageDelta
-from client.process import spawn_process
-from client.session import SessionOptions, open_session
+from codex_client.events import MessageDelta
+from codex_client.process import spawn_process
+from codex_client.session import SessionOptions, open_session
 from contracts.scenario_file import dump
 from fake_server import builder as b
 from harness.targets.fake import fake_codex_argv

@@ -12,14 +12,14 @@ import escaper
 import pytest
 import trio
 
-from client.errors import ClientError, LineTooLong, SessionClosed, TransportClosed
-from client.events import MessageDelta
-from client.process import RUN_MARKER_ENV, child_environment, run_marker, spawn_process
-from client.session import SessionOptions, open_session
-from client.stderr import StderrTail, redact
+from codex_client.errors import ClientError, LineTooLong, SessionClosed, TransportClosed
+from codex_client.events import MessageDelta
+from codex_client.process import RUN_MARKER_ENV, child_environment, run_marker, spawn_process
+from codex_client.session import SessionOptions, open_session
+from codex_client.stderr import StderrTail, redact
+from codex_sandbox import proctree
+from codex_sandbox.proctree import Confinement
 from conformance.noleak import marked_processes
-from sandbox import proctree
-from sandbox.proctree import Confinement
 
 # A minimal app-server: enough protocol for one plain turn, plus the misbehaviours under test.
 MINI_SERVER = textwrap.dedent(

@@ -15,8 +15,8 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client.memory import ScriptedPeer, memory_pair
-from client.session import SessionOptions, open_session
+from codex_client.memory import ScriptedPeer, memory_pair
+from codex_client.session import SessionOptions, open_session
 from contracts.messages import Request
 from contracts.trace import check_bundle
 

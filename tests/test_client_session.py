@@ -1,4 +1,4 @@
-"""The client against a scripted peer (client.memory), under trio's MockClock."""
+"""The client against a scripted peer (codex_client.memory), under trio's MockClock."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import orjson
 import pytest
 import trio
 
-from client.approvals import (
+from codex_client.approvals import (
     APPROVAL_METHODS,
     ApprovalRequest,
     accept_all,
@@ -17,7 +17,7 @@ from client.approvals import (
     decline_all,
     in_order,
 )
-from client.errors import (
+from codex_client.errors import (
     ClientError,
     LineTooLong,
     RequestTimeout,
@@ -26,7 +26,7 @@ from client.errors import (
     SessionClosed,
     TurnBusy,
 )
-from client.events import (
+from codex_client.events import (
     ApprovalAnswered,
     ApprovalRequested,
     MessageDelta,
@@ -34,8 +34,8 @@ from client.events import (
     TurnStarted,
     UsageUpdated,
 )
-from client.memory import ScriptedPeer, memory_pair
-from client.session import Session, SessionOptions, open_session
+from codex_client.memory import ScriptedPeer, memory_pair
+from codex_client.session import Session, SessionOptions, open_session
 from contracts.messages import Notification
 from contracts.usage import UsageBuckets
 
@@ -915,7 +915,7 @@ async def test_late_events_of_the_previous_turn_do_not_touch_the_next(autojump_c
 
 
 async def test_batches_hand_out_a_read_of_deltas_as_one_batch(autojump_clock: trio.testing.MockClock) -> None:
-    from client.events import MessageDeltas
+    from codex_client.events import MessageDeltas
     from contracts.wire import encode_frame
 
     base = {"threadId": THREAD, "turnId": "t1", "itemId": "msg-1"}

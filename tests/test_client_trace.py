@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from client.trace import ClientTrace
+from codex_client.trace import ClientTrace
 from contracts.trace import TraceInvalid, check_bundle, read_bundle
 
 CMD = {"type": "commandExecution", "id": "call_1", "command": "ls", "cwd": "/w", "status": "inProgress"}

@@ -1,4 +1,4 @@
-"""The turn lifecycle's transition table (client/turnphase.py): every step the table lacks is refused with
+"""The turn lifecycle's transition table (codex_client/turnphase.py): every step the table lacks is refused with
 a typed error, before anything changes; the core's turn follows the table on its real paths."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import itertools
 
 import pytest
 
-from client.connection import ClientConnection, TurnFinished
-from client.errors import ClientError
-from client.turnphase import TRANSITIONS, IllegalTurnTransition, Phase, Step, advance
+from codex_client.connection import ClientConnection, TurnFinished
+from codex_client.errors import ClientError
+from codex_client.turnphase import TRANSITIONS, IllegalTurnTransition, Phase, Step, advance
 
 ILLEGAL = [(p, s) for p, s in itertools.product(Phase, Step) if s not in TRANSITIONS[p]]
 LEGAL = [(p, s) for p, s in itertools.product(Phase, Step) if s in TRANSITIONS[p]]

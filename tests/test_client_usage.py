@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.usage import TurnUsage, UsageLedger, breakdown
+from codex_client.usage import TurnUsage, UsageLedger, breakdown
 from contracts.usage import UsageBuckets
 
 FIELDS = ("inputTokens", "cachedInputTokens", "cacheWriteInputTokens", "outputTokens", "reasoningOutputTokens")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from client.process import run_marker, set_run_marker
+from codex_client.process import run_marker, set_run_marker
 from conformance.noleak import marked_processes
 from harness.codex_bin import CodexNotFound, codex_version
 

@@ -1,4 +1,4 @@
-"""The confined launcher (``sandbox.confine``) and the one way a binary's one-shot commands run
+"""The confined launcher (``codex_sandbox.confine``) and the one way a binary's one-shot commands run
 (``harness.codex_bin.run_binary``: bounded, confined, scrubbed). No real codex needed: stand-in scripts.
 
 Each mechanism (bubblewrap, unshare) is proved on this machine; on one where a mechanism cannot confine,
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from client.process import run_marker, set_run_marker
+from codex_client.process import run_marker, set_run_marker
+from codex_sandbox import confine
+from codex_sandbox.bounded_run import OutputOverflow, run_capped
 from conformance.noleak import marked_processes
 from harness.codex_bin import CodexNotFound, codex_version, run_binary
 from harness.targets.fake import fake_codex_argv
-from sandbox import confine
-from sandbox.bounded_run import OutputOverflow, run_capped
 
 MECHANISMS = list(confine.MECHANISMS)
 

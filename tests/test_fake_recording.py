@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from client.process import child_environment
+from codex_client.process import child_environment
 from fake_server import recording
 from fake_server.catalogue import load_builtin
 from harness.outside.record import read_recordings

@@ -16,9 +16,9 @@ import orjson
 import pytest
 import trio
 
-from client import usage as client_usage
-from client.connection import TurnFinished
-from client.session import Session
+from codex_client import usage as client_usage
+from codex_client.connection import TurnFinished
+from codex_client.session import Session
 from harness import cli, runner
 from harness.fuzz.driver import FuzzReport, fuzz
 from harness.fuzz.shrink import scenario_size

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from client import usage as client_usage
+from codex_client import usage as client_usage
 from harness import cli
 
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from client import turn as client_turn
-from client.connection import ClientConnection
+from codex_client import turn as client_turn
+from codex_client.connection import ClientConnection
 from harness.fuzz.stateful import SessionMachine
 
 SessionMachine.TestCase.settings = settings(

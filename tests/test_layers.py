@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-#: What each package may import besides itself: contracts <- sandbox <- client, contracts <- fake_server,
-#: {client, fake_server, sandbox} <- harness <- conformance. The client never sees the fake (it is tested against
-#: it from outside), and the fake never sees the sandbox or the client.
+#: What each package may import besides itself: contracts <- codex_sandbox <- codex_client,
+#: contracts <- fake_server, {codex_client, fake_server, codex_sandbox} <- harness <- conformance. The client never
+#: sees the fake (it is tested against it from outside), and the fake never sees the sandbox or the client.
 ALLOWED: dict[str, frozenset[str]] = {
     "contracts": frozenset(),
-    "sandbox": frozenset({"contracts"}),
-    "client": frozenset({"contracts", "sandbox"}),
+    "codex_sandbox": frozenset({"contracts"}),
+    "codex_client": frozenset({"contracts", "codex_sandbox"}),
     "fake_server": frozenset({"contracts"}),
-    "harness": frozenset({"contracts", "sandbox", "client", "fake_server"}),
-    "conformance": frozenset({"contracts", "sandbox", "client", "fake_server", "harness"}),
+    "harness": frozenset({"contracts", "codex_sandbox", "codex_client", "fake_server"}),
+    "conformance": frozenset({"contracts", "codex_sandbox", "codex_client", "fake_server", "harness"}),
 }
 LAYERS = tuple(ALLOWED)
 
@@ -466,13 +466,13 @@ def test_own_and_public_names_are_fine(tmp_path: Path) -> None:
     [
         ("contracts", "from harness.runner import run_many\n"),
         ("contracts", "def f():\n    import fake_server.engine\n"),
-        ("fake_server", "if TYPE_CHECKING:\n    from client import Session\n"),
+        ("fake_server", "if TYPE_CHECKING:\n    from codex_client import Session\n"),
         ("fake_server", "import importlib\nm = importlib.import_module('harness.cli')\n"),
         ("harness", "from conformance.plugin import pytest_addoption\n"),
-        ("client", "from fake_server.engine import Engine\n"),
-        ("client", "from harness.budgets import run_deadline_s\n"),
-        ("sandbox", "from client.process import spawn_process\n"),
-        ("fake_server", "from sandbox import proctree\n"),
+        ("codex_client", "from fake_server.engine import Engine\n"),
+        ("codex_client", "from harness.budgets import run_deadline_s\n"),
+        ("codex_sandbox", "from codex_client.process import spawn_process\n"),
+        ("fake_server", "from codex_sandbox import proctree\n"),
     ],
 )
 def test_planted_upward_import_is_found(package: str, source: str) -> None:
@@ -482,7 +482,8 @@ def test_planted_upward_import_is_found(package: str, source: str) -> None:
 def test_downward_and_sibling_imports_are_fine() -> None:
     source = "from contracts.wire import LineDecoder\nimport fake_server.engine\nfrom harness import runner\n"
     assert upward_imports(source, "harness") == []
-    assert upward_imports("from sandbox import proctree\nfrom contracts.wire import LineDecoder\n", "client") == []
+    source = "from codex_sandbox import proctree\nfrom contracts.wire import LineDecoder\n"
+    assert upward_imports(source, "codex_client") == []
 
 
 def test_shared_data_is_read_from_the_repo_only() -> None:

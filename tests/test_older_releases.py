@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from client.usage import UsageLedger
+from codex_client.usage import UsageLedger
 from contracts import releases, schema_store, stable_params
 from contracts.checks.usage import wire_usage
 from contracts.checks.wire_index import WireIndex

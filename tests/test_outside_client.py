@@ -17,11 +17,11 @@ import escaper
 import orjson
 import pytest
 
+from codex_sandbox import proctree
+from codex_sandbox.proctree import procfs as procs
 from contracts.exitcodes import FAILED, OK, USAGE
 from fake_server.catalogue import builtin_names
 from harness.cli import main
-from sandbox import proctree
-from sandbox.proctree import procfs as procs
 
 CLIENTS = Path(__file__).resolve().parents[1] / "conformance" / "clients"
 CAREFUL = [sys.executable, str(CLIENTS / "careful.py")]

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from codex_sandbox import proctree
 from contracts.exitcodes import USAGE
 from contracts.scenario import Scenario
 from fake_server.catalogue import load_builtin
 from harness.cli import main
 from harness.outside.command import DEFAULT_JOBS, MAX_JOBS, run_clients
 from harness.outside.runner import ClientSpec
-from sandbox import proctree
 
 CLIENTS = Path(__file__).resolve().parents[1] / "conformance" / "clients"
 CAREFUL = [sys.executable, str(CLIENTS / "careful.py")]

@@ -1,4 +1,4 @@
-"""The process-tree tracker (sandbox.proctree): what a tree starts cannot outlive it, on every confinement.
+"""The process-tree tracker (codex_sandbox.proctree): what a tree starts cannot outlive it, on every confinement.
 
 Real processes with real, bounded timeouts. The escaping helper (tests/escaper.py) leaves its session and
 changes pid every millisecond with an empty environment: only a PID namespace or a cgroup holds it.
@@ -16,9 +16,9 @@ import escaper
 import pytest
 import trio
 
-from sandbox import proctree
-from sandbox.proctree import cgroup, detect, pidns, procfs
-from sandbox.proctree.base import Confinement
+from codex_sandbox import proctree
+from codex_sandbox.proctree import cgroup, detect, pidns, procfs
+from codex_sandbox.proctree.base import Confinement
 
 ROOT = os.geteuid() == 0
 
@@ -202,7 +202,7 @@ def test_a_tree_dies_with_a_harness_killed_by_sigkill(tmp_path: Path) -> None:
     heartbeat = tmp_path / "heartbeat"
     harness = (
         "import os, sys, trio\n"
-        "from sandbox import proctree\n"
+        "from codex_sandbox import proctree\n"
         "async def main():\n"
         f"    async with proctree.open_tree({escaper.argv(heartbeat)!r}, env=dict(os.environ)) as tree:\n"
         "        print('started', flush=True)\n"

@@ -1,5 +1,5 @@
 """The real target is hermetic for the filesystem: whatever a scenario makes the binary do, it writes only in
-the run's directory and cannot read the user's secrets (``sandbox.confine``).
+the run's directory and cannot read the user's secrets (``codex_sandbox.confine``).
 
 One confined real session, ``[config] sandbox = "danger-full-access"`` (the binary's own sandbox off), tries
 every way a scenario has to reach out: probe steps ``fs/writeFile`` to absolute paths outside and
@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 import tomli_w
 
+from codex_sandbox import confine
 from contracts.scenario_file import loads
 from harness.runner import ScenarioRun, run_one
-from sandbox import confine
 
 pytestmark = pytest.mark.real_codex
 

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from client.stderr import StderrTail, strip_ansi
+from codex_client.stderr import StderrTail, strip_ansi
+from codex_sandbox import confine
 from contracts.scenario_file import loads
 from harness.runner import run_one
 from harness.targets import real
-from sandbox import confine
 
 TRACED = "connect,sendto,sendmsg,sendmmsg"
 #: A turn that runs a command in the sandbox, then streams a message for about 1.5 s, so start-up work of

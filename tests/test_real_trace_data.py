@@ -114,7 +114,7 @@ def test_reducer_agrees_on_real_run_bundles(codex_bin: Path, tmp_path: Path, nam
 @pytest.mark.real_codex
 @pytest.mark.parametrize("name", CROSS_CHECK_SCENARIOS)
 def test_reducer_agrees_on_fake_process_client_bundle(codex_bin: Path, tmp_path: Path, name: str) -> None:
-    """The client's own bundle (client/trace.py) replays with the real reducer."""
+    """The client's own bundle (codex_client/trace.py) replays with the real reducer."""
     bundles = bundles_of_run(codex_bin, tmp_path, name, "fake-process")
     assert disagreements(codex_bin, tmp_path, {"client": bundles["client"]}) == []
     assert check_bundle(bundles["client"]).verdict == "closed"  # so the reducer accepted it

@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from client.process import child_environment
+from codex_client.process import child_environment
 from harness.outside.record import read_recordings
 
 N = 100_000

@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from client.approvals import ApprovalRequest
+from codex_client.approvals import ApprovalRequest
 from contracts.expect import Expect, ExpectTurn
 from contracts.record import SessionRecord, WireEntry
 from contracts.scenario import (

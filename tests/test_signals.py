@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from sandbox import proctree
-from sandbox.proctree import procfs
+from codex_sandbox import proctree
+from codex_sandbox.proctree import procfs
 
 START_S = 60.0  # an interpreter and a server starting on a loaded machine
 EXIT_S = 30.0
@@ -351,7 +351,7 @@ def test_release_learn_plays_no_queued_session_after_an_interrupt(monkeypatch: p
 
     def progress(line: str) -> None:
         raised.append(time.monotonic())
-        raise KeyboardInterrupt  # what sandbox.interrupts raises on SIGTERM
+        raise KeyboardInterrupt  # what codex_sandbox.interrupts raises on SIGTERM
 
     monkeypatch.setattr(learn, "_record_one", record_one)
     monkeypatch.setattr(learn, "_scenario", lambda spec, root: None)

@@ -15,10 +15,10 @@ import trio
 import trio.testing
 from transport_check import Connect, check_transport, serve_echo
 
-from client.errors import LineTooLong, MessageTooLarge
-from client.memory import memory_pair
-from client.process import spawn_process
-from client.session import SessionOptions, open_session
+from codex_client.errors import LineTooLong, MessageTooLarge
+from codex_client.memory import memory_pair
+from codex_client.process import spawn_process
+from codex_client.session import SessionOptions, open_session
 from contracts.checks import run_all
 from contracts.checks import scenario as scenario_check
 from contracts.record import SessionRecord

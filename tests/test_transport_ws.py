@@ -205,9 +205,9 @@ def test_a_websocket_scenario_over_stdio_is_skipped_saying_why(tmp_path: Path) -
 async def test_fake_codex_records_each_websocket_connection_on_its_own(tmp_path: Path) -> None:
     """An outside client that starts ``fake-codex app-server --listen ws://…`` (as it would ``$CODEX_BIN``) and
     connects twice: two recordings, one per connection, each the whole session as on stdio."""
-    from client.process import spawn_process
-    from client.session import SessionOptions, open_session
-    from client.sockets import Listener, SocketTransport, connect_ws, wait_for_port
+    from codex_client.process import spawn_process
+    from codex_client.session import SessionOptions, open_session
+    from codex_client.sockets import Listener, SocketTransport, connect_ws, wait_for_port
     from harness.targets.fake import fake_codex_argv
 
     record = tmp_path / "rec"

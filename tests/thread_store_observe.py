@@ -81,7 +81,7 @@ Home = Callable[[bool], AbstractAsyncContextManager[tuple[Server, Path]]]
 
 @asynccontextmanager
 async def _session(argv: Any, env: Any, cwd: Path) -> AsyncIterator[Conn]:
-    from client.process import spawn_process
+    from codex_client.process import spawn_process
 
     async with spawn_process(argv, cwd=cwd, env=env) as process:
         conn = Conn(process)

@@ -32,7 +32,7 @@ from wsproto.events import BytesMessage, CloseConnection
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
-from client.sockets import LISTENING, MAX_SOCKET_PATH  # noqa: E402
+from codex_client.sockets import LISTENING, MAX_SOCKET_PATH  # noqa: E402
 from contracts.fidelity import AMBIENT_METHODS  # noqa: E402
 from contracts.unix_socket import physical_name  # noqa: E402
 from contracts.websocket import WsStream, client_handshake  # noqa: E402
@@ -64,7 +64,7 @@ Start = Callable[[str, list[str]], AbstractAsyncContextManager[Server]]
 
 
 def fake_start(tmp: Path) -> Start:
-    from client.process import spawn_process
+    from codex_client.process import spawn_process
     from harness.codex_bin import scrubbed_env
     from harness.targets.fake import fake_codex_argv
 
@@ -86,7 +86,7 @@ def fake_start(tmp: Path) -> Start:
 
 
 def real_start(codex: Path, tmp: Path) -> Start:
-    from client.process import spawn_process
+    from codex_client.process import spawn_process
     from fake_server.catalogue import resolve
     from harness.targets.real import real_target
 

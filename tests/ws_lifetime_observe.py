@@ -34,7 +34,7 @@ import trio
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
-from client.sockets import LISTENING  # noqa: E402
+from codex_client.sockets import LISTENING  # noqa: E402
 from contracts.fidelity import AMBIENT_METHODS  # noqa: E402
 from contracts.websocket import WsStream, client_handshake  # noqa: E402
 from harness.learn.observe_io import write_observed  # noqa: E402
@@ -57,7 +57,7 @@ Start = Callable[[], AbstractAsyncContextManager[Server]]
 
 
 def fake_start(tmp: Path, release: str | None = None) -> Start:
-    from client.process import spawn_process
+    from codex_client.process import spawn_process
     from harness.codex_bin import scrubbed_env
     from harness.targets.fake import fake_codex_argv
 
@@ -79,7 +79,7 @@ def fake_start(tmp: Path, release: str | None = None) -> Start:
 
 
 def real_start(codex: Path, tmp: Path) -> Start:
-    from client.process import spawn_process
+    from codex_client.process import spawn_process
     from fake_server.catalogue import resolve
     from harness.targets.real import real_target
 

@@ -18,12 +18,12 @@ import argparse
 import json
 import sys
 
+from codex_sandbox import confine
 from contracts.exitcodes import FAILED, INVALID_INPUT, OK
 from contracts.fidelity import render
 from contracts.text import one_line
 from harness import scenario_lookup, store_option
 from harness.fidelity_run import fidelity_diff, select_binary
-from sandbox import confine
 
 NAME = "diff"
 HELP = "play a scenario on the fake and on the real codex; print the structural difference of the server sides"

@@ -146,7 +146,7 @@ def _jobs(args: argparse.Namespace) -> int:
     if not 1 <= args.jobs <= MAX_LANES:
         raise UsageError(f"--jobs must be in 1..{MAX_LANES}, not {args.jobs}")
     if args.jobs > 1:
-        from sandbox import proctree
+        from codex_sandbox import proctree
 
         if not proctree.confinement().confined:
             why = proctree.confinement().detail

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 
+from codex_sandbox import confine
 from contracts.exitcodes import UsageError
 from contracts.report import LatencyPart, Report, judge
 from harness import scenario_lookup
@@ -20,7 +21,6 @@ from harness.latency import CASES, METRICS, Sample, run_case
 from harness.report.documents import latency_samples_json
 from harness.report.terminal import latency_lines, result_line
 from harness.targets import TargetUnavailable
-from sandbox import confine
 
 NAME = "latency"
 HELP = "measure interrupt→turn/completed and cancel→Result over fresh server processes (nearest-rank percentiles)"

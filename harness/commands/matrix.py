@@ -20,6 +20,7 @@ import argparse
 import time
 from pathlib import Path
 
+from codex_sandbox import confine
 from contracts import schema_store
 from contracts.exitcodes import UsageError
 from harness.release_step import (  # noqa: F401 (the matrix's own names, as before)
@@ -28,7 +29,6 @@ from harness.release_step import (  # noqa: F401 (the matrix's own names, as bef
     neighbours,
     write_matrix,
 )
-from sandbox import confine
 
 NAME = "matrix"
 HELP = "validate several codex releases and print them side by side (schema changes, contracts, fidelity, latency)"

@@ -17,12 +17,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from codex_sandbox import confine
 from contracts.exitcodes import FAILED, INVALID_INPUT, OK, InternalError, UsageError
 from contracts.record import MAX_RECORD_COPY_BYTES
 from contracts.safe_dir import CopyBudget, SafeDir, write_file
 from harness import scenario_lookup, store_option
 from harness.transcript import handshake_problem
-from sandbox import confine
 
 NAME = "record"
 HELP = "play a scenario on the real codex offline and write its transcript ({t, dir, msg} lines)"

@@ -14,11 +14,11 @@ import sys
 import time
 from pathlib import Path
 
+from codex_sandbox import confine
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK
 from contracts.releases import ReleaseError
 from contracts.text import one_line
-from sandbox import confine
 
 NAME = "release"
 HELP = "learn a codex release's folder (schema pin, methods, answers, trace format, turn flow) from its binary"

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import orjson
 
-from client.sockets import TRANSPORTS
-from client.stderr import terminal_lines
+from codex_client.sockets import TRANSPORTS
+from codex_client.stderr import terminal_lines
+from codex_sandbox import confine
 from contracts.exitcodes import INVALID_INPUT, UsageError
 from contracts.heap import collector_paused
 from contracts.report import BaselineEntry, Report, checks_json, judge, load_baseline
@@ -38,7 +39,6 @@ from harness.report import junit_xml, render_table
 from harness.report_dir import ReportDir
 from harness.runner import ScenarioRun, run_many
 from harness.targets import TARGET_NAMES
-from sandbox import confine
 
 NAME = "run"
 HELP = "run the contract suite: scenarios x target, a table of what holds, exit 1 when a contract fails"

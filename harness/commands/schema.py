@@ -10,6 +10,7 @@ from typing import Final
 
 import orjson
 
+from codex_sandbox import confine
 from contracts import schema_store
 from contracts.exitcodes import FAILED, OK, UsageError
 from contracts.protocol_index import Union, build_index
@@ -17,7 +18,6 @@ from contracts.releases import default_version
 from contracts.schema_diff import Change, ChangeKind, SchemaDiff, diff_bundles
 from harness.codex_bin import CodexNotFound, codex_version, find_codex
 from harness.schema_pin import generate_both, same_as_pinned, user_store_to_write
-from sandbox import confine
 
 NAME = "schema"
 HELP = "pin the wire schema of a codex binary, or diff two pinned releases"

@@ -154,7 +154,7 @@ def _show(args: argparse.Namespace, path: Path, saved: list[Check] | None = None
 
         print(f"HTML: {write_show_html(Path(args.html), record, entries, checks, path)}")
     if record is not None and record.stderr_tail.strip():
-        from client.stderr import terminal_lines  # records made before tails were stripped of colour
+        from codex_client.stderr import terminal_lines  # records made before tails were stripped of colour
 
         tail = terminal_lines(record.stderr_tail, 10)
         print("\nstderr tail:\n" + "\n".join(f"  {line}" for line in tail))

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from codex_sandbox import confine
 from harness.release_validation import Ask, validate_release
-from sandbox import confine
 
 NAME = "validate-release"
 HELP = "pin a codex release's schema, diff it, run the real-binary suite, fidelity diffs and latency; one report"

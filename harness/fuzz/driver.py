@@ -230,7 +230,7 @@ class _Campaign:
             for thread in threads:
                 thread.join()
         except BaseException:  # Ctrl-C: no lane plays on, and every open tree is killed until the lanes are back
-            from sandbox import proctree
+            from codex_sandbox import proctree
 
             with self.lock:
                 self.stopped = True

@@ -132,7 +132,7 @@ class SessionHarness:
         return pending.decision
 
     async def _main(self) -> None:
-        from client.session import SessionOptions, open_session
+        from codex_client.session import SessionOptions, open_session
         from fake_server.inprocess import serve_in_process
 
         self._token = trio.lowlevel.current_trio_token()
@@ -232,7 +232,7 @@ class SessionHarness:
         entry = self.active
 
         async def op() -> None:
-            from client.errors import ClientError
+            from codex_client.errors import ClientError
             from contracts.jsonrpc import RpcError
 
             if entry is None:
@@ -271,7 +271,7 @@ class SessionHarness:
 
     def resume(self) -> None:
         async def op() -> None:
-            from client.errors import ClientError
+            from codex_client.errors import ClientError
             from contracts.jsonrpc import RpcError
 
             try:

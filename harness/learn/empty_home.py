@@ -53,7 +53,7 @@ def record(codex: Path, work: Path) -> dict[str, Any] | None:
 
 
 async def _record(codex: Path, work: Path) -> dict[str, Any]:
-    from client.process import spawn_process
+    from codex_client.process import spawn_process
     from fake_server.catalogue import resolve
     from harness.targets.real import real_target
 

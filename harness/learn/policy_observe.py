@@ -284,7 +284,7 @@ async def play_case(server: Server, case: Case) -> dict[str, Any]:
 
 @asynccontextmanager
 async def _session(argv: Any, env: Any, cwd: Path) -> AsyncIterator[Conn]:
-    from client.process import spawn_process
+    from codex_client.process import spawn_process
 
     async with spawn_process(argv, cwd=cwd, env=env) as process:
         conn = Conn(process)

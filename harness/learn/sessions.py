@@ -104,7 +104,7 @@ def _record_one(session: Session, codex: Path, work: Path, stop: threading.Event
 def _end_running(futures: list[concurrent.futures.Future[Session]]) -> None:
     """Kill again, until every running session ended (bounded): one that started its binary just after the
     signal handler's kill would otherwise play its whole session while the process exits."""
-    from sandbox import proctree
+    from codex_sandbox import proctree
 
     deadline = time.monotonic() + proctree.STOP_S
     while any(f.running() for f in futures) and time.monotonic() < deadline:
@@ -132,7 +132,7 @@ def record_sessions(
             progress(f"[{done}/{len(sessions)}] {session.name}: {state} ({session.seconds:.1f} s)")
     except BaseException:
         # SIGTERM / Ctrl-C (a KeyboardInterrupt here): the queued sessions are dropped and none starts again; the
-        # running ones' binaries were killed by the signal handler (sandbox.interrupts), so their threads end at
+        # running ones' binaries were killed by the signal handler (codex_sandbox.interrupts), so their threads end at
         # once. Waiting for the pool as ``with`` does played the whole queue first (231 s).
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)

@@ -27,13 +27,13 @@ from typing import TypeVar
 
 import trio
 
+from codex_sandbox import proctree, workdirs
 from contracts.exitcodes import UsageError
 from contracts.releases import default_version
 from contracts.scenario import Scenario
 from harness import budgets
 from harness.outside.runner import TARGET, TARGETS, ClientSpec, check_command, deadline_for, run_outside_one
 from harness.report_dir import ReportDir
-from sandbox import proctree, workdirs
 
 T = TypeVar("T")
 
@@ -350,7 +350,7 @@ def client_exits(runs: list) -> list[str]:
     """Lines for the terminal: a client that exited non-zero (or was killed by a signal) or started no server,
     with the end of its stderr, once per distinct way it ended (a client that dies at import says it once, with
     the scenarios it did it in, not once per scenario)."""
-    from client.stderr import terminal_lines
+    from codex_client.stderr import terminal_lines
     from contracts.checks.client_run import client_end
 
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}

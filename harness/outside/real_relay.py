@@ -154,9 +154,9 @@ def _mock_thread(
 
 def serve(spec_path: Path, args: list[str]) -> int:
     """Run one server for the client and record it; the server's exit status."""
-    from client.process import child_environment
+    from codex_client.process import child_environment
+    from codex_sandbox import confine
     from contracts.scenario_file import load
-    from sandbox import confine
 
     try:
         with open(spec_path, "rb") as fh:

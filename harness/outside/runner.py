@@ -1,6 +1,6 @@
 """Play one scenario against an outside client and judge what the fake saw.
 
-The client runs in a process tree of its own (:mod:`sandbox.proctree`: a PID namespace, else a cgroup, else
+The client runs in a process tree of its own (:mod:`codex_sandbox.proctree`: a PID namespace, else a cgroup, else
 its session, the run marker and the harness's descendants) with ``CODEX_BIN`` = the shim (also first on
 ``PATH``), ``FAKE_CODEX_SCENARIO`` (absolute), ``CODEX_HARNESS_PLAN``, ``CODEX_HARNESS_RESULT`` and the run
 marker. It gets the run deadline (harness.budgets.run_deadline_s, the formula of docs/clients.md; or ``deadline_s``),
@@ -23,7 +23,9 @@ from typing import Any
 import orjson
 import trio
 
-from client.process import run_marker
+from codex_client.process import run_marker
+from codex_sandbox import confine, proctree, workdirs
+from codex_sandbox.proctree import procfs
 from contracts import safe_read
 from contracts.checks import Check, client_plan, registry, run_all
 from contracts.checks import client_run as client_contract
@@ -51,8 +53,6 @@ from harness.outside.relay import RELAY_ENV
 from harness.outside.result import read_result, turn_results
 from harness.outside.shim import DEFAULT_PROFILE, SHIM_STARTS, read_starts, write_shim
 from harness.targets.real import home_config, write_mock_config
-from sandbox import confine, proctree, workdirs
-from sandbox.proctree import procfs
 
 TARGET = "fake-process"
 REAL = "real"
@@ -117,7 +117,7 @@ class ClientRun:
     left_running: list[str] = field(default_factory=list)
     stdout_tail: str = ""
     stderr_tail: str = ""
-    #: how the client's tree was confined (sandbox.proctree), or "not confined: why"
+    #: how the client's tree was confined (codex_sandbox.proctree), or "not confined: why"
     confinement: str = ""
     #: processes of the client's tree that ran the real binary (or an app-server) outside the relay it was given
     bypassed: list[str] = field(default_factory=list)
@@ -320,7 +320,7 @@ def run_client(
     server_env: str | None = None,
     watch: BypassWatch | None = None,
 ) -> ClientRun:
-    """Run the client to its end or deadline in a tree of its own (:mod:`sandbox.proctree`): nothing it
+    """Run the client to its end or deadline in a tree of its own (:mod:`codex_sandbox.proctree`): nothing it
     started survives it. ``server_env``: the ``NAME=value`` every server (and what it starts) inherits from the
     shim, so what a server started is told from the client's own helpers. ``watch``: looks for a server started
     around the shim while the client runs."""

@@ -57,7 +57,7 @@ async def in_process(
         if isinstance(pipe, WsPipe):
             failure = await _connect_in_process(pipe, server)
             if failure is not None:
-                from client.sockets import NoConnection, SocketTransport
+                from codex_client.sockets import NoConnection, SocketTransport
 
                 connection = SocketTransport(NoConnection(failure), server, failure=failure)
         # The release profile played ($FAKE_CODEX_RELEASE, else the scenario's): its schema judges the frames.
@@ -79,7 +79,7 @@ async def in_process(
 
 async def _connect_in_process(pipe: Any, server: Any) -> str | None:
     """Our client's upgrade; what went wrong when it did not open (a refusal is the scenario's fault: struck)."""
-    from client.sockets import keepalive
+    from codex_client.sockets import keepalive
     from contracts.websocket import HandshakeFailed, UpgradeRefused
     from fake_server.effects import FaultStruck
 
@@ -111,9 +111,9 @@ async def fake_process(
     release: str | None = None,
     transport: str = "stdio",
 ) -> AsyncIterator[TargetRun]:
-    from client.process import child_environment, spawn_process
-    from client.sockets import listen_arg, open_socket_transport
-    from sandbox import proctree
+    from codex_client.process import child_environment, spawn_process
+    from codex_client.sockets import listen_arg, open_socket_transport
+    from codex_sandbox import proctree
 
     if transport not in PROCESS_TRANSPORTS:
         raise TargetUnavailable(f"fake-codex serves {', '.join(PROCESS_TRANSPORTS)}, not {transport}")
@@ -140,7 +140,7 @@ async def fake_process(
     # fake-codex's cwd is its sessions' working directory: a folder of its own when the scenario puts files there.
     cwd = write_files(work_dir / "workdir", scenario.client.files) if scenario.client.files else work_dir
     # In a process tree of its own: what it leaves behind (a scenario's grandchild) dies with the run, even a
-    # run killed by SIGKILL (sandbox.proctree).
+    # run killed by SIGKILL (codex_sandbox.proctree).
     async with spawn_process(argv, cwd=cwd, env=env, confine=proctree.confinement()) as process:
         connection: Any = process
         meta = {"argv": argv, "transport": transport}

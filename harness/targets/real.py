@@ -4,7 +4,7 @@ For one scenario, :func:`real_target` prepares an isolated run — a fresh ``COD
 ``config.toml`` points at a mock Responses API on 127.0.0.1 (``docs/real-binary.md``, "How a real run is set up"), a
 private ``TMPDIR`` and ``HOME``, a work directory, an environment scrubbed of ``OPENAI_*`` / ``CODEX_*`` — and
 yields the argv / env / cwd to start ``codex app-server --listen stdio://`` with, behind the confined
-launcher (:mod:`sandbox.confine`: it writes only in that run directory and its trace root; the process
+launcher (:mod:`codex_sandbox.confine`: it writes only in that run directory and its trace root; the process
 transport starts it), the mock's recorded requests, and the pinned schema release matching the
 binary's version. Leaving the block stops the mock and removes the temporary directories.
 """
@@ -23,13 +23,13 @@ import orjson
 import tomli_w
 import trio
 
+from codex_sandbox import confine
 from contracts.exitcodes import InternalError
 from contracts.scenario import CommandItem, FileChangeItem, Scenario, ServerConfig
 from contracts.unix_socket import private_dir, socket_home
 from fake_server.responses_api import MockResponsesServer, RecordedRequest, serve_responses_api
 from harness.codex_bin import CodexNotFound, RunDir, codex_version, run_dir
 from harness.targets.base import write_files
-from sandbox import confine
 
 TARGET = "real"
 PROVIDER_ID = "mock_provider"
@@ -64,7 +64,7 @@ class SchemaNotPinned(RealTargetError):
 class RealTarget:
     """One prepared real-binary run. ``argv`` / ``env`` / ``cwd`` are what to start the server with.
 
-    ``argv`` is ``server_argv`` behind the confined launcher (:mod:`sandbox.confine`): the server can write
+    ``argv`` is ``server_argv`` behind the confined launcher (:mod:`codex_sandbox.confine`): the server can write
     only in the run directory and the trace root, and cannot read the homes.
     """
 
@@ -205,7 +205,7 @@ def socket_folder(argv: tuple[str, ...], run_root: Path, mechanism: str) -> Path
     """Where a confined ``--listen unix://PATH`` server's socket is, on the host (None: nothing to prepare).
 
     The real binary binds its socket in ``/tmp/codex-daemon-<uid>/`` (named by the SHA-256 of PATH) and links
-    PATH to it. Confined, its ``/tmp`` is its own and its uid :data:`sandbox.confine.SANDBOX_ID`: this folder of
+    PATH to it. Confined, its ``/tmp`` is its own and its uid :data:`codex_sandbox.confine.SANDBOX_ID`: this folder of
     the run's (private, 0700, made the one way, :func:`contracts.unix_socket.private_dir`) is bound there, and
     our client connects to the socket in it (the link's text names the path inside). Never the host's
     ``/tmp/codex-daemon-<uid>``, which another user may have made. Unconfined, the binary uses and checks that
@@ -272,7 +272,7 @@ async def real_target(
 
     Raises :class:`ScenarioNotSupported` for a fake-only scenario, :class:`SchemaNotPinned` when
     ``require_pinned_schema`` and the binary's release is not pinned, :class:`RealTargetError` when
-    the binary cannot report its version or cannot be confined (:mod:`sandbox.confine`; ``--unconfined``
+    the binary cannot report its version or cannot be confined (:mod:`codex_sandbox.confine`; ``--unconfined``
     lifts that). The caller starts the process from ``argv`` / ``env`` /
     ``cwd`` and must have stopped it before the block ends (the directories are removed then).
     """

@@ -8,11 +8,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from codex_sandbox import confine
 from contracts import transport as transports
 from contracts.scenario import Scenario
 from harness.codex_bin import CodexNotFound, codex_version, find_codex
 from harness.targets.base import TargetRun, TargetUnavailable
-from sandbox import confine
 
 
 def select_codex(codex: Path | None) -> Path:
@@ -28,7 +28,7 @@ def select_codex(codex: Path | None) -> Path:
 def preflight(codex: Path | None, *, require_pinned_schema: bool = True) -> tuple[Path, str]:
     """Can the real target run at all? The binary and its version, else TargetUnavailable saying why.
 
-    Asked once, before any scenario: no way to confine it (:mod:`sandbox.confine`), a missing,
+    Asked once, before any scenario: no way to confine it (:mod:`codex_sandbox.confine`), a missing,
     non-executable or broken binary (``/bin/false``, one that hangs on ``--version``: bounded by
     :func:`harness.codex_bin.version_timeout`), or a release without a pinned schema, would otherwise skip
     every scenario one by one.
@@ -62,8 +62,8 @@ async def real(
         from harness.targets.real import RealTargetError, real_target
     except ImportError as exc:
         raise TargetUnavailable(f"the real target is not available: {exc}") from exc
-    from client.process import spawn_process
-    from client.sockets import listen_arg, open_socket_transport
+    from codex_client.process import spawn_process
+    from codex_client.sockets import listen_arg, open_socket_transport
 
     if transport not in transports.WIRE:
         raise TargetUnavailable(f"the real target is reached over {', '.join(transports.WIRE)}, not {transport}")
