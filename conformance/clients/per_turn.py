@@ -24,6 +24,7 @@ class PerTurnClient(careful.Client):
         self.server: careful.Server | None = None  # type: ignore[assignment]
         self.approvals_seen, self.alive = 0, False
         self.thread_id: str | None = None
+        self.thread_total: dict[str, Any] | None = None  # the thread's usage total, as careful.Client keeps it
         self.protocol_error: str | None = None
 
     def start_server(self, plan: dict[str, Any], resume: bool) -> bool:
