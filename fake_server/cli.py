@@ -125,7 +125,9 @@ def _parser() -> ArgumentParser:
         help=f"the release to play: {', '.join(profiles.names())} (default: ${profiles.RELEASE_ENV}, "
         f"else the scenario's release, else {releases.default_version()})",
     )
-    parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="accepted, ignored")
+    parser.add_argument(
+        "-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="a config override, as codex takes it"
+    )
     parser.add_argument("--record", dest="record_top", metavar="DIR", help="as app-server --record")
     _accept(parser, TOP_LEVEL_FLAGS)
     sub = parser.add_subparsers(dest="command")
