@@ -93,8 +93,8 @@ async def open_tree(
     :class:`ConfinementFailed` the machinery's.
     """
     tree = new_tree(how or confinement(), marker)
+    count = ends()  # before the registration: a kill between the two finds nothing started, and is seen below
     token = register(tree.kill)
-    count = ends()
     try:
         await tree.start(argv, env=env, cwd=cwd, stdio={"stdin": stdin, "stdout": stdout, "stderr": stderr})
         if ended_since(count):  # the signal path's kill came while this tree was starting: it found nothing yet
