@@ -71,12 +71,25 @@ def _auth_flags(args: argparse.Namespace) -> Any:
 #: as the real binary refuses it (exit 2), so a client passing a flag the release does not know fails here as it
 #: would there.
 TOP_LEVEL_FLAGS = {
+    ("--remote",): True,
+    ("--remote-auth-token-env",): True,
+    ("--strict-config",): False,
     ("-i", "--image"): True,
     ("-m", "--model"): True,  # observed: top-level -m / -s / -a do not reach app-server's threads
+    ("--oss",): False,
+    ("--local-provider",): True,
     ("-p", "--profile"): True,
     ("-s", "--sandbox"): True,
+    ("--approve-for-me",): False,
+    ("--dangerously-bypass-approvals-and-sandbox",): False,
+    ("--dangerously-bypass-hook-trust",): False,
     ("-C", "--cd"): True,
+    ("--worktree",): False,
+    ("--add-dir",): True,
     ("-a", "--ask-for-approval"): True,
+    ("--search",): False,
+    ("--no-alt-screen",): False,
+    ("--no-daemon",): False,
 }
 APP_SERVER_FLAGS = {
     ("--startup-sign-out",): False,
@@ -91,12 +104,14 @@ APP_SERVER_FLAGS = {
 BAD_ARGUMENTS = 2
 
 
-def _accept(parser: ArgumentParser, flags: dict[tuple[str, ...], bool]) -> None:
+def _accept(parser: ArgumentParser, flags: dict[tuple[str, ...], bool], level: str) -> None:
     for names, takes_value in flags.items():
+        # a dest of each level's own: argparse lets a subcommand's default overwrite what the top level parsed
+        dest = f"{level}_{names[-1].lstrip('-').replace('-', '_')}"
         if takes_value:
-            parser.add_argument(*names, action="append", metavar="VALUE", help="accepted, ignored")
+            parser.add_argument(*names, dest=dest, action="append", metavar="VALUE", help="accepted, ignored")
         else:
-            parser.add_argument(*names, action="store_true", help="accepted, ignored")
+            parser.add_argument(*names, dest=dest, action="store_true", help="accepted, ignored")
 
 
 def _refused(unknown: list[str], command: str | None) -> int:
@@ -129,7 +144,9 @@ def _parser() -> ArgumentParser:
         "-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="a config override, as codex takes it"
     )
     parser.add_argument("--record", dest="record_top", metavar="DIR", help="as app-server --record")
-    _accept(parser, TOP_LEVEL_FLAGS)
+    _accept(parser, TOP_LEVEL_FLAGS, "top")
+    parser.add_argument("--enable", dest="top_enable", action="append", default=[], metavar="FEATURE", help="as -c")
+    parser.add_argument("--disable", dest="top_disable", action="append", default=[], metavar="FEATURE", help="as -c")
     sub = parser.add_subparsers(dest="command")
     app = sub.add_parser(
         "app-server", allow_abbrev=False, help="serve app-server sessions on stdio, a websocket or a unix socket"
@@ -156,7 +173,7 @@ def _parser() -> ArgumentParser:
     app.add_argument("--enable", action="append", default=[], metavar="FEATURE", help="as -c features.FEATURE=true")
     app.add_argument("--disable", action="append", default=[], metavar="FEATURE", help="as -c features.FEATURE=false")
     app.add_argument("--stdio", action="store_true", help="as --listen stdio://")
-    _accept(app, APP_SERVER_FLAGS)
+    _accept(app, APP_SERVER_FLAGS, "app")
     app.add_argument(
         "--fault",
         action="append",
@@ -240,7 +257,8 @@ def _main(argv: Sequence[str] | None) -> int:
     from fake_server.catalogue import resolve
     from fake_server.recording import open_recorder
 
-    features = [f"features.{name}=true" for name in args.enable] + [f"features.{name}=false" for name in args.disable]
+    enabled, disabled = [*args.top_enable, *args.enable], [*args.top_disable, *args.disable]
+    features = [f"features.{name}=true" for name in enabled] + [f"features.{name}=false" for name in disabled]
     serving.CONFIG_OVERRIDES[:] = [*args.config, *args.app_config, *features]
     if args.stdio:
         args.listen = "stdio://"
