@@ -69,14 +69,20 @@ def test_a_learned_release_plays_its_own_turn_flow(release: str, tmp_path: Path)
     assert codex_version(codex) == release
     listing = tmp_path / "reference.txt"
     listing.write_text(LISTING)
-    store = tmp_path / "store"
+    for attempt in range(2):
+        # Once more in a fresh store when a session still differs: on a loaded machine the real binary can stream
+        # one more delta before a steer lands (docs/releases.md names the race); twice is a finding.
+        store = tmp_path / f"store-{attempt}"
+        with schema_store.using_user_store(store):
+            assert attempt or release not in profiles.names()
+            started = time.monotonic()
+            learned = learner.learn(codex, store, reference=listing)
+            took = time.monotonic() - started
+            assert took < BUDGET_S, f"learning took {took:.0f} s"
+        if not learned.remaining:
+            break
+    assert not learned.remaining, learned.remaining
     with schema_store.using_user_store(store):
-        assert release not in profiles.names()
-        started = time.monotonic()
-        learned = learner.learn(codex, store, reference=listing)
-        took = time.monotonic() - started
-        assert took < BUDGET_S, f"learning took {took:.0f} s"
-        assert not learned.remaining, learned.remaining
         assert learned.base == "0.163.0"
         switches = learned.description["fake"]["switches"]
         assert switches["input_while_streaming"] == "waits"
