@@ -31,13 +31,14 @@ from contracts.scenario_file import check_unique_names
 from contracts.version import harness_version
 from harness import budgets, scenario_lookup, shards, store_option
 from harness import report_dir as report_dir_check
+from harness.client_under_test import ClientUnderTest, CommandClient, OurClient
 from harness.html import write_index_html
-from harness.outside.command import add_client_arguments, client_spec, describe, jobs_from_args, run_clients
+from harness.outside.command import add_client_arguments, client_spec, describe, jobs_from_args
 from harness.outside.runner import ClientSpec
 from harness.progress import Progress
 from harness.report import junit_xml, render_table
 from harness.report_dir import ReportDir
-from harness.runner import ScenarioRun, run_many
+from harness.runner import ScenarioRun
 from harness.targets import TARGET_NAMES
 
 NAME = "run"
@@ -249,27 +250,13 @@ def _play(
     ended: Callable[[ScenarioRun, int, int], None],
     shown: Progress | None,
 ) -> list[ScenarioRun]:
-    started = shown.started if shown is not None else None
-    if client is not None:
-        return run_clients(
-            client,
-            scenarios,
-            report_dir=report,
-            progress=ended,
-            jobs=jobs,
-            targets=targets,
-            codex=real,
-            started=started,
-        )
-    return run_many(
-        scenarios,
-        targets,
-        codex=codex,
-        report_dir=report,
-        progress=ended,
-        transport=args.transport,
-        started=started,
+    under_test: ClientUnderTest = (
+        CommandClient(client, jobs=jobs, real=real)
+        if client is not None
+        else OurClient(transport=args.transport, codex=codex)
     )
+    started = shown.started if shown is not None else None
+    return under_test.play(scenarios, targets, report=report, ended=ended, started=started)
 
 
 def _report(

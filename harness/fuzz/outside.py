@@ -1,7 +1,7 @@
 """``fuzz --client-cmd``: the fuzzer's generated scenarios played against an outside client.
 
-Each example is played exactly as ``run --client-cmd`` plays a scenario (:func:`harness.outside.runner.
-run_outside_one`: its own process tree, home, plan and deadline, on fake-process) and judged by the same
+Each example is played exactly as ``run --client-cmd`` plays a scenario (:class:`harness.client_under_test.
+CommandClient`: its own process tree, home, plan and deadline, on fake-process) and judged by the same
 contracts and levels. A finding is a failed ``must`` check not in the baseline; ``should`` failures and known
 ones are not findings (a baseline entry matches by contract and check: generated scenarios have no stable
 names). The shrunk scenario is replayed once more: a failure that does not come back is reported as flaky, a
@@ -10,16 +10,16 @@ finding of its own kind.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Sequence
 
 from contracts.checks import Check
 from contracts.report import BaselineEntry
 from contracts.scenario import Scenario
+from harness.client_under_test import CommandClient, play_one_staggered
 from harness.fuzz.invariants import Example
 from harness.outside.command import StartGate
-from harness.outside.runner import ClientSpec, run_outside_one
+from harness.outside.runner import ClientSpec
 
 
 def is_known(check: Check, baseline: Sequence[BaselineEntry]) -> bool:
@@ -44,12 +44,10 @@ def outside_player(
     """How the fuzzer plays one example on the outside client: the checks it fails are its findings only.
     ``gate``: examples played at once (``--jobs``) start staggered, as ``run --jobs`` starts scenarios."""
 
+    client = CommandClient(spec)
+
     def play(scenario: Scenario, target: str) -> Example:
-        if gate is None:
-            run = run_outside_one(scenario, spec)
-        else:
-            one = functools.partial(run_outside_one, scenario, spec)
-            run = gate.play(f"codex-harness-fuzz-{scenario.name}-", lambda root: one(work_root=root))
+        run = play_one_staggered(client, scenario, target, gate)
         found = {id(c) for c in findings(run.checks, baseline)}
         # Everything else is kept, but not as a failure: the driver shrinks on failures only.
         kept = [c if c.status != "fail" or id(c) in found else _not_a_finding(c) for c in run.checks]
