@@ -32,6 +32,7 @@ import orjson
 
 from contracts import bounded_parse, safe_read
 from contracts.exitcodes import InvalidInput
+from contracts.jsonval import as_object
 
 MAX_CONFIG_BYTES = 1024 * 1024
 BUILTIN_PROVIDER = "openai"
@@ -162,7 +163,7 @@ def _table(key: str, value: dict[str, Any], shown: Any, recorded_cfg: dict[str, 
     the release shows beside any it is given (in the recorded answer, not set by the recorded file: ``features``
     shows ``network_proxy`` once the table is there), then ``value``."""
     base = shown if isinstance(shown, dict) else {}
-    recorded_table = recorded_cfg.get(key) if isinstance(recorded_cfg.get(key), dict) else {}
+    recorded_table = as_object(recorded_cfg.get(key))
     recorded_set = recorded_user.get(key) if isinstance(recorded_user, dict) else None
     recorded_set = recorded_set if isinstance(recorded_set, dict) else {}
     beside = {k: v for k, v in recorded_table.items() if k not in base and k not in recorded_set}
