@@ -76,8 +76,8 @@ def summarize(frame: dict[str, Any]) -> str:
         msg = f" error: {_clip(error.get('message', ''), 40)}" if isinstance(error, dict) else ""
         return f"turn {_id(turn.get('id'))} {_clip(turn.get('status'), _NAME)}{msg}"
     if method == "thread/status/changed":
-        status = as_object(params.get("status"))
-        return _clip(status.get("type"), _NAME)
+        thread_status = as_object(params.get("status"))
+        return _clip(thread_status.get("type"), _NAME)
     if method == "thread/tokenUsage/updated":
         usage = as_object(params.get("tokenUsage"))
         return f"last {_usage(usage.get('last'))}; total {_usage(usage.get('total'))}"
@@ -90,8 +90,8 @@ def summarize(frame: dict[str, Any]) -> str:
     if method == "serverRequest/resolved":
         return f"request {_id(params.get('requestId'))}"
     if method in ("turn/start", "turn/steer"):
-        inputs = params.get("input") if isinstance(params.get("input"), list) else []
-        texts = [i.get("text", "") for i in inputs if isinstance(i, dict)]
+        inputs = params.get("input")
+        texts = [i.get("text", "") for i in inputs if isinstance(i, dict)] if isinstance(inputs, list) else []
         return _quoted(" ".join(str(t) for t in texts), 40)
     if method == "turn/interrupt":
         return f"turn {_id(params.get('turnId'))}"
