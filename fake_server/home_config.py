@@ -193,7 +193,7 @@ def config_answer(
                 config[key] = copy.deepcopy(UNSET[key])
     template_providers = recorded_cfg.get("model_providers")
     template = next(iter(template_providers.values()), None) if isinstance(template_providers, dict) else None
-    recorded_provider_cfg = next(iter((recorded_user.get("model_providers") or {}).values()), {})
+    recorded_provider_cfg: Any = next(iter((recorded_user.get("model_providers") or {}).values()), {})
     for key, value in setup.effective.items():
         if key not in config and key not in recorded_cfg:
             continue  # not a setting this release shows
@@ -208,7 +208,7 @@ def config_answer(
         else:
             config[key] = value
     user_name = {"type": "user", "file": f"{codex_home}/config.toml", "profile": None}
-    layers = [{"name": user_name, "version": _version(setup.user), "config": setup.user}]
+    layers: list[dict[str, Any]] = [{"name": user_name, "version": _version(setup.user), "config": setup.user}]
     if setup.flags:
         layers.insert(0, {"name": {"type": "sessionFlags"}, "version": _version(setup.flags), "config": setup.flags})
     origins: dict[str, Any] = {}

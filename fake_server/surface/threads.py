@@ -471,7 +471,11 @@ def section_list(call: Call) -> dict[str, Any]:
 
 
 def section_create(call: Call) -> dict[str, Any]:
-    section = {"id": call.world.ids.uuid7(call.world.now_ms), "name": call.params.get("name"), "appearance": None}
+    section: dict[str, Any] = {
+        "id": call.world.ids.uuid7(call.world.now_ms),
+        "name": call.params.get("name"),
+        "appearance": None,
+    }
     if "appearance" in call.params:
         section["appearance"] = call.params["appearance"]
     call.state.sections[section["id"]] = section
