@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 CODEX_VERSION := $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' contracts/releases/default.json)
 CODEX  := .tools/node_modules/.bin/codex
 
-.PHONY: run test test-fast lint install codex codex-releases clean screenshots reference docs
+.PHONY: run test test-fast lint typecheck install codex codex-releases clean screenshots reference docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -84,8 +84,13 @@ reference: $(BIN)/.installed $(CODEX)
 docs: $(BIN)/.installed
 	$(BIN)/python scripts/docs.py
 
+## mypy over the six packages, at the level [tool.mypy] in pyproject.toml sets; 0 errors, or lint (and CI) fails.
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy
+
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
+	$(MAKE) --no-print-directory typecheck
 
 clean:
 	rm -rf $(VENV) .tools

@@ -84,12 +84,14 @@ class ApprovalTable:
     def resolved(self, params: dict[str, Any], t: float) -> None:
         """``serverRequest/resolved``: the server cleared the request (answered or not)."""
         request_id = params.get("requestId")
-        pending = self.pending.get(request_id) if isinstance(request_id, int | str) else None
+        if not isinstance(request_id, int | str):
+            return
+        pending = self.pending.get(request_id)
         if pending is None or pending.resolved:
             return
         pending.resolved = True
         if pending.turn is not None and pending.turn.running:
-            pending.turn.emit(ApprovalResolved(t, request_id))  # type: ignore[arg-type]
+            pending.turn.emit(ApprovalResolved(t, request_id))
         self.trace.other(
             "approval.resolved", {"request_id": request_id, "local": False}, turn_id=pending.request.turn_id
         )
@@ -107,13 +109,13 @@ class ApprovalTable:
             if decision == ERROR_DECISION:
                 message = reason or "approval refused by the client"
                 answer: Message = self.endpoint.respond_error(request.request_id, INTERNAL_ERROR, message)
-                if live:
-                    turn.emit(ApprovalAnswered(t, request.request_id, request.method, error=message, reason=reason))  # type: ignore[union-attr]
+                if live and turn is not None:
+                    turn.emit(ApprovalAnswered(t, request.request_id, request.method, error=message, reason=reason))
                 meta: dict[str, Any] = {"request_id": request.request_id, "error": message}
             else:
                 answer = self.endpoint.respond(request.request_id, answer_for(request, decision))
-                if live:
-                    turn.emit(  # type: ignore[union-attr]
+                if live and turn is not None:
+                    turn.emit(
                         ApprovalAnswered(t, request.request_id, request.method, decision=decision, reason=reason)
                     )
                 meta = {"request_id": request.request_id, "decision": decision}

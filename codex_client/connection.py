@@ -25,7 +25,15 @@ from typing import Any, Final
 from codex_client.approvals import Decision
 from codex_client.approvaltable import ApprovalTable, PendingApproval
 from codex_client.errors import ClientError, MessageTooLarge, ServerExited, too_large
-from codex_client.events import InterruptAnswered, InterruptSent, MessageDeltas, TurnEnded, UsageUpdated
+from codex_client.events import (
+    InterruptAnswered,
+    InterruptSent,
+    ItemCompleted,
+    ItemStarted,
+    MessageDeltas,
+    TurnEnded,
+    UsageUpdated,
+)
 from codex_client.notifications import KNOWN_NOTIFICATIONS, thread_of
 from codex_client.tracemarks import tool_status, turn_status
 from codex_client.tracerecords import TraceClosed, TraceQueue, TraceRecord
@@ -458,11 +466,10 @@ class ClientConnection:
             self.learn_turn_id(turn, named)
         for event in turn.state.on_notification(method, params, t):
             turn.emit(event)
-            if getattr(event, "item_type", None) in TOOL_ITEM_TYPES:
-                if method == "item/started":
-                    self._tool_started(turn, event.item_id, event.item_type, event.item)  # type: ignore[union-attr]
-                elif method == "item/completed":
-                    self._tool_ended(turn, event.item_id, event.status, event.item)  # type: ignore[union-attr]
+            if isinstance(event, ItemStarted) and method == "item/started" and event.item_type in TOOL_ITEM_TYPES:
+                self._tool_started(turn, event.item_id, event.item_type, event.item)
+            elif isinstance(event, ItemCompleted) and method == "item/completed" and event.item_type in TOOL_ITEM_TYPES:
+                self._tool_ended(turn, event.item_id, event.status, event.item)
         if method == "turn/completed" and turn.state.completed:
             self._on_turn_completed(turn, t)
 

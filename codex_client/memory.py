@@ -57,7 +57,8 @@ class MemoryTransport(NoProcess):
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         try:
-            return await self._from_server.receive_some(max_bytes)
+            # trio's memory stream hands out a bytearray: the bytes this transport promises, as a pipe's read is
+            return bytes(await self._from_server.receive_some(max_bytes))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return b""
 
@@ -122,7 +123,7 @@ class ScriptedPeer:
             if self.eof:
                 return None
             try:
-                data = await self._from_client.receive_some(65536)
+                data = bytes(await self._from_client.receive_some(65536))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
             if not data:
@@ -165,7 +166,10 @@ class ScriptedPeer:
     def stream(self) -> LineStream:
         """The server's end as a message stream (newline-framed, as the client's end): instead of the
         methods here, never both."""
-        return LineStream(self._to_client.send_all, self._from_client.receive_some, self._to_client.aclose)
+        return LineStream(self._to_client.send_all, self._receive_from_client, self._to_client.aclose)
+
+    async def _receive_from_client(self, max_bytes: int) -> bytes:
+        return bytes(await self._from_client.receive_some(max_bytes))
 
     def close_output(self) -> None:
         """The server's stdout closes: the client's reader sees EOF."""

@@ -145,7 +145,7 @@ class ProcessTransport:
         if stdout is None:
             return b""
         try:
-            return await stdout.receive_some(max_bytes)
+            return bytes(await stdout.receive_some(max_bytes))  # a pipe's read is bytes already: no copy
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return b""
 
@@ -317,9 +317,17 @@ async def spawn_process(
                 start_new_session=True,
             )
         else:
-            pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
             tree = await stack.enter_async_context(
-                proctree.open_tree(child_argv, env=child_env, cwd=cwd, marker=mark, how=confine, **pipes)
+                proctree.open_tree(
+                    child_argv,
+                    env=child_env,
+                    cwd=Path(cwd) if cwd is not None else None,
+                    marker=mark,
+                    how=confine,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
             )
             process = TreeProcess(tree)
             stack.callback(process.close)

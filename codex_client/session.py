@@ -261,8 +261,8 @@ class Session:
                     scope = self._policy_scopes[pending.request.request_id] = trio.CancelScope()
                     self._spawn(run_policy, self, pending, scope)
                 case ApprovalClosed(request_id=request_id):
-                    if (scope := self._policy_scopes.get(request_id)) is not None:
-                        scope.cancel()
+                    if (policy_scope := self._policy_scopes.get(request_id)) is not None:
+                        policy_scope.cancel()
                 case SendFrame(message=message):
                     self._spawn(send_answer, self, message)
                 case KillServer():

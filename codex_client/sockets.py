@@ -158,10 +158,10 @@ async def wait_for_path(process: Any, path: Path, timeout: float = START_TIMEOUT
 
 
 async def _upgrade(stream: trio.abc.Stream, what: str, token: str | None, max_message: int | None) -> WsStream:
-    kwargs = {} if max_message is None else {"max_message": max_message}
+    limit = DEFAULT_MAX_LINE if max_message is None else max_message  # None: the handshake's own default
     try:
         with trio.fail_after(CONNECT_TIMEOUT_S):
-            return keepalive(await client_handshake(stream, token=token, **kwargs))
+            return keepalive(await client_handshake(stream, token=token, max_message=limit))
     except UpgradeRefused as exc:
         await trio.aclose_forcefully(stream)
         raise ConnectFailed(f"{what}: {exc}") from exc

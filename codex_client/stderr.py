@@ -61,7 +61,7 @@ class StderrTail:
         self.total = 0
         self._buf = bytearray()
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray) -> None:
         self.total += len(data)
         self._buf += data
         keep = self.limit + _MARGIN

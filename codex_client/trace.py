@@ -67,8 +67,8 @@ def _tool_shape(item_type: str, item: dict[str, Any]) -> tuple[str, dict[str, An
     if item_type == "commandExecution":
         return "exec_command", {"type": "exec_command"}, {"cmd": item.get("command"), "workdir": item.get("cwd")}
     if item_type == "fileChange":
-        changes = item.get("changes") if isinstance(item.get("changes"), list) else []
-        paths = [c.get("path") for c in changes if isinstance(c, dict)]
+        changes = item.get("changes")
+        paths = [c.get("path") for c in changes if isinstance(c, dict)] if isinstance(changes, list) else []
         return "apply_patch", {"type": "apply_patch"}, {"paths": paths}
     server, tool = str(item.get("server", "")), str(item.get("tool", ""))
     return tool or "mcp", {"type": "mcp", "server": server, "tool": tool}, {"arguments": "[not recorded]"}

@@ -148,7 +148,7 @@ class Turn:
         )
         turn_id = result.get("turnId") if isinstance(result, dict) else None
         self.emit(Steered(self.session.now(), turn_id or self.id))
-        return turn_id or self.id  # type: ignore[return-value]
+        return turn_id or self.id
 
     async def wait(self) -> TurnResult:
         """Wait for the Result (bounded by the turn deadline, the inactivity watchdog and the budget)."""

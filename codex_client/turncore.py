@@ -70,10 +70,10 @@ class EventBuffer:
     def take(self) -> TurnEvent:
         """The next event (raises IndexError when empty); a batch is unrolled one delta at a time."""
         head = self.items[0]
-        if type(head) is not MessageDeltas:
+        if not isinstance(head, MessageDeltas):
             self.items.popleft()
             self.count -= 1
-            return head  # type: ignore[return-value]
+            return head
         i = self._cursor
         event = MessageDelta(head.t, head.item_ids[i], head.deltas[i], head.first_n + i)
         i += 1

@@ -28,7 +28,7 @@ from types import FrameType
 
 from codex_sandbox import proctree, workdirs
 
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 #: Handled by :func:`_on_sigterm` (SIGINT is trio's, or Python's default handler).
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []

@@ -20,6 +20,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from pytest_trio import trio_fixture
@@ -27,6 +28,9 @@ from pytest_trio import trio_fixture
 from contracts.scenario import Scenario
 from harness import scenario_lookup
 from harness.targets.fake import fake_codex_argv
+
+if TYPE_CHECKING:
+    from harness.runner import ScenarioRun
 
 DEFAULT_SCENARIO = "plain"
 
@@ -96,7 +100,7 @@ async def codex_session(request: pytest.FixtureRequest, tmp_path: Path) -> Async
 
 
 @pytest.fixture
-def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., object]:
+def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., ScenarioRun]:
     """``run_scenario(spec, target="fake", codex=None, client=None, client_deadline=None, release=None,
     budgets=None)`` → ScenarioRun.
 
@@ -118,7 +122,7 @@ def run_scenario(tmp_path: Path, pytestconfig: pytest.Config) -> Callable[..., o
         client_deadline: float | None = None,
         release: str | None = None,
         budgets: dict[str, int] | None = None,
-    ) -> object:
+    ) -> ScenarioRun:
         scenario = _scenario(spec)
         if budgets and client is None:  # our own client keeps the budgets it is given (harness.budgets)
             from harness.budgets import with_budgets

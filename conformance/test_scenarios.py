@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from harness import scenario_lookup
 from harness.report import render_table
+
+if TYPE_CHECKING:
+    from harness.runner import ScenarioRun
 
 FAKE_TARGETS = ("fake", "fake-process")
 
@@ -63,7 +67,7 @@ def test_every_scenario_says_why_a_target_is_left_out() -> None:
 
 
 def test_contracts_hold(
-    scenario_spec: str, target: str, run_scenario: Callable[..., object], request: pytest.FixtureRequest
+    scenario_spec: str, target: str, run_scenario: Callable[..., ScenarioRun], request: pytest.FixtureRequest
 ) -> None:
     scenario = scenario_lookup.resolve(scenario_spec)
     supported, reason = scenario.supports(target)
@@ -71,9 +75,9 @@ def test_contracts_hold(
         pytest.skip(reason)
     codex = request.getfixturevalue("codex_bin") if target == "real" else None
     run = run_scenario(scenario, target, codex=codex)
-    if run.skipped:  # type: ignore[attr-defined]
-        pytest.skip(run.skipped)  # type: ignore[attr-defined]
-    failures = [c for c in run.checks if c.status == "fail"]  # type: ignore[attr-defined]
+    if run.skipped:
+        pytest.skip(run.skipped)
+    failures = [c for c in run.checks if c.status == "fail"]
     if failures:
-        table = render_table(run.checks, ascii_only=True, show_skips=False)  # type: ignore[attr-defined]
+        table = render_table(run.checks, ascii_only=True, show_skips=False)
         pytest.fail(f"{len(failures)} contract check(s) failed; replay: codex-harness show {run.saved_to}\n{table}")

@@ -128,7 +128,7 @@ class Param:
             return self.expected()
         if self.choices and value not in self.choices:
             return self.expected()
-        size = len(value) if isinstance(value, str) else value if self.type is int else None
+        size = len(value) if isinstance(value, str) else value if self.type is int and isinstance(value, int) else None
         if size is not None and not (self.min or 0) <= size <= (size if self.max is None else self.max):
             return self.expected()
         return None

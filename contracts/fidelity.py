@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
+from contracts.jsonval import as_object
 from contracts.text import one_line
 
 AMBIENT_METHODS: Final = frozenset(
@@ -70,15 +71,15 @@ def shape(frame: Any) -> Shape | None:
         return ("request", method)
     if method in AMBIENT_METHODS:
         return None
-    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    params = as_object(frame.get("params"))
     if method in ("item/started", "item/completed"):
-        item = params.get("item") if isinstance(params.get("item"), dict) else {}
+        item = as_object(params.get("item"))
         return (method, item.get("type"), item.get("status"))
     if method in ("turn/started", "turn/completed"):
-        turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
+        turn = as_object(params.get("turn"))
         return (method, turn.get("status"))
     if method == "thread/status/changed":
-        status = params.get("status") if isinstance(params.get("status"), dict) else {}
+        status = as_object(params.get("status"))
         flags = status.get("activeFlags")
         return (method, status.get("type"), tuple(sorted(flags)) if isinstance(flags, list) else None)
     if method == "error":

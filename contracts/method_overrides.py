@@ -127,6 +127,7 @@ def _error(error: Any) -> dict[str, Any]:
 
 
 def _fault(value: Any, make_fault: Any) -> Any:
+    kind: object  # as the table says: check_fault judges it
     if isinstance(value, str):
         kind, params = value, {}
     elif isinstance(value, Mapping):

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from contracts.expect import Expect, ExpectTurn
+from contracts.jsonval import as_object
 
 #: Server requests that ask the client to approve (v2, and the v1 names still in the schema).
 APPROVAL_METHODS = frozenset(
@@ -48,7 +49,7 @@ def _turn_facts(wire: list[Any]) -> tuple[set[str], dict[str, str], bool]:
         if not isinstance(frame, dict):
             continue
         method = frame.get("method")
-        params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+        params = as_object(frame.get("params"))
         if entry.dir == "c2s":
             if method == "turn/interrupt" and isinstance(params.get("turnId"), str):
                 asked.add(params["turnId"])
@@ -62,7 +63,7 @@ def _turn_facts(wire: list[Any]) -> tuple[set[str], dict[str, str], bool]:
             else:
                 unnamed = True
         elif method == "turn/completed":
-            turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
+            turn = as_object(params.get("turn"))
             if isinstance(turn.get("id"), str) and isinstance(turn.get("status"), str):
                 ended.setdefault(turn["id"], turn["status"])
     return asked, ended, unnamed

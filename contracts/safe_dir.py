@@ -414,8 +414,8 @@ class SafeDir:
             budget.note(f"{shown}: {size} bytes, cut at {copied} (the record's copy budget)")
 
 
-def _write_all(fd: int, chunks: Iterable[bytes]) -> None:
-    pending: list[bytes] = []
+def _write_all(fd: int, chunks: Iterable[bytes | bytearray | memoryview]) -> None:
+    pending: list[bytes | bytearray | memoryview] = []
     held = 0
     for chunk in chunks:
         pending.append(chunk)

@@ -270,7 +270,7 @@ def open_bounded(
     except BaseException:
         os.close(fd)
         raise
-    return io.BufferedReader(_BoundedRaw(fd, limit, path), buffer_size=buffering)  # type: ignore[return-value]
+    return io.BufferedReader(_BoundedRaw(fd, limit, path), buffer_size=buffering)
 
 
 def entries(

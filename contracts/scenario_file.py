@@ -6,6 +6,7 @@ reading our code. The format is documented in ``docs/scenarios.md``.
 
 from __future__ import annotations
 
+import builtins
 import re
 import tomllib
 from dataclasses import MISSING, fields
@@ -124,10 +125,10 @@ class _Reader:
             raise self.error(name, expected, value)
         return value
 
-    def bool(self, name: str, default: bool) -> bool:
+    def bool(self, name: builtins.str, default: bool) -> bool:
         return self.get(name, bool, default, "true or false")
 
-    def strs(self, name: str, choices: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    def strs(self, name: builtins.str, choices: tuple[builtins.str, ...] | None = None) -> tuple[builtins.str, ...]:
         value = self.get(name, list, [], "a list of strings")
         for i, v in enumerate(value):
             if not isinstance(v, str) or (choices and v not in choices):
@@ -135,7 +136,7 @@ class _Reader:
                 raise ScenarioError(self.source, f"{self.key(name)}[{i}]", expected, v)
         return tuple(value)
 
-    def tables(self, name: str) -> list[_Reader]:
+    def tables(self, name: builtins.str) -> list[_Reader]:
         value = self.get(name, list, [], "an array of tables")
         out = []
         for i, item in enumerate(value):
@@ -144,11 +145,11 @@ class _Reader:
             out.append(_Reader(self.source, item, f"{self.key(name)}[{i}]"))
         return out
 
-    def table(self, name: str) -> _Reader:
+    def table(self, name: builtins.str) -> _Reader:
         value = self.get(name, dict, {}, "a table")
         return _Reader(self.source, value, self.key(name))
 
-    def done(self, allowed_extra: tuple[str, ...] = ()) -> None:
+    def done(self, allowed_extra: tuple[builtins.str, ...] = ()) -> None:
         unknown = sorted(set(self.data) - self.used - set(allowed_extra))
         if unknown:
             raise self.error(unknown[0], f"a known key (known: {', '.join(sorted(self.used)) or 'none'})")

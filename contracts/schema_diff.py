@@ -201,7 +201,7 @@ def summary(schema: Any) -> str:
     if "$ref" in schema:
         return schema["$ref"]
     if "anyOf" in schema or "oneOf" in schema:
-        parts = sorted({summary(v) for v in schema.get("anyOf", schema.get("oneOf", []))})
+        parts = sorted({summary(v) for v in (schema["anyOf"] if "anyOf" in schema else schema["oneOf"])})
         return "|".join(parts)
     kind = schema.get("type")
     if isinstance(kind, list):

@@ -111,9 +111,9 @@ def escaped_output(stdout: bool = True, stderr: bool = True) -> Iterator[None]:
     whatever the block raises)."""
     saved = sys.stdout, sys.stderr
     if stdout and not isinstance(sys.stdout, TerminalStream):
-        sys.stdout = TerminalStream(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = TerminalStream(sys.stdout)
     if stderr and not isinstance(sys.stderr, TerminalStream):
-        sys.stderr = TerminalStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = TerminalStream(sys.stderr)
     try:
         yield
     finally:

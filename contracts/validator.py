@@ -132,7 +132,7 @@ class Validator:
                 pass
         if validator is None:
             key = self._key(frame, direction, request_method)
-            if type(key) is list:
+            if isinstance(key, list):
                 return key
             validator = self._compiled.get(key) or self._compile(key)
             if key[0] not in ("response", "error"):
@@ -316,7 +316,7 @@ class Validator:
         Lists the violations, then the pure ``jsonschema`` best match with the schema location.
         """
         key = self._key(frame, direction, request_method)
-        if type(key) is list:
+        if isinstance(key, list):
             return "\n".join(v.message for v in key)
         violations = self.validate(frame, direction, request_method)
         if not violations:

@@ -396,7 +396,7 @@ async def client_handshake(
         if seen > MAX_UPGRADE_RESPONSE and refused is None:
             raise HandshakeFailed(f"the upgrade answer is over {MAX_UPGRADE_RESPONSE} bytes")
         try:
-            conn.receive_data(data or None)
+            conn.receive_data(bytes(data) or None)
             events: list[Event] = list(conn.events())
         except (LocalProtocolError, RemoteProtocolError) as exc:
             raise HandshakeFailed(f"the upgrade answer is not HTTP: {exc}") from None

@@ -135,7 +135,7 @@ def parse_payloads(payloads: Sequence[Incoming]) -> list[dict[str, Any] | Item]:
         if not line:
             continue
         try:
-            obj = loads(line)  # type: ignore[arg-type]
+            obj = loads(line)
         except orjson.JSONDecodeError as exc:
             if type(line) is WireError:
                 append(line)
@@ -330,7 +330,7 @@ class MessageFraming:
         """``messages`` as received, a message over the cap replaced by its error (the list itself when none is)."""
         cap = self.max_line
         if not messages or max(map(len, messages)) <= cap:
-            return messages if isinstance(messages, list) else list(messages)  # type: ignore[return-value]
+            return messages if isinstance(messages, list) else list(messages)
         return [self.oversized(m) if len(m) > cap else m for m in messages]
 
     def oversized(self, message: bytes) -> WireError:

@@ -91,7 +91,7 @@ TOP_LEVEL_FLAGS = {
     ("--no-alt-screen",): False,
     ("--no-daemon",): False,
 }
-APP_SERVER_FLAGS = {
+APP_SERVER_FLAGS: dict[tuple[str, ...], bool] = {
     ("--startup-sign-out",): False,
     ("--print-startup-config",): False,
     ("--startup-client-info",): True,

@@ -32,6 +32,7 @@ import orjson
 
 from contracts import bounded_parse, safe_read
 from contracts.exitcodes import InvalidInput
+from contracts.jsonval import as_object
 
 MAX_CONFIG_BYTES = 1024 * 1024
 BUILTIN_PROVIDER = "openai"
@@ -162,7 +163,7 @@ def _table(key: str, value: dict[str, Any], shown: Any, recorded_cfg: dict[str, 
     the release shows beside any it is given (in the recorded answer, not set by the recorded file: ``features``
     shows ``network_proxy`` once the table is there), then ``value``."""
     base = shown if isinstance(shown, dict) else {}
-    recorded_table = recorded_cfg.get(key) if isinstance(recorded_cfg.get(key), dict) else {}
+    recorded_table = as_object(recorded_cfg.get(key))
     recorded_set = recorded_user.get(key) if isinstance(recorded_user, dict) else None
     recorded_set = recorded_set if isinstance(recorded_set, dict) else {}
     beside = {k: v for k, v in recorded_table.items() if k not in base and k not in recorded_set}
@@ -192,7 +193,7 @@ def config_answer(
                 config[key] = copy.deepcopy(UNSET[key])
     template_providers = recorded_cfg.get("model_providers")
     template = next(iter(template_providers.values()), None) if isinstance(template_providers, dict) else None
-    recorded_provider_cfg = next(iter((recorded_user.get("model_providers") or {}).values()), {})
+    recorded_provider_cfg: Any = next(iter((recorded_user.get("model_providers") or {}).values()), {})
     for key, value in setup.effective.items():
         if key not in config and key not in recorded_cfg:
             continue  # not a setting this release shows
@@ -207,7 +208,7 @@ def config_answer(
         else:
             config[key] = value
     user_name = {"type": "user", "file": f"{codex_home}/config.toml", "profile": None}
-    layers = [{"name": user_name, "version": _version(setup.user), "config": setup.user}]
+    layers: list[dict[str, Any]] = [{"name": user_name, "version": _version(setup.user), "config": setup.user}]
     if setup.flags:
         layers.insert(0, {"name": {"type": "sessionFlags"}, "version": _version(setup.flags), "config": setup.flags})
     origins: dict[str, Any] = {}

@@ -42,9 +42,16 @@ CHANNEL_CHUNKS = 256  # bounded like a pipe: a client that never reads stalls th
 class Pipe(Protocol):
     """An in-memory connection: the client's end, the server's end, and what the process does to it."""
 
-    client: MessageStream
-    server: MessageStream  # the engine's end: sending after its output closed drops the messages
     output_closed: bool
+
+    # Read-only: an implementation keeps its own kind of stream there (a LineStream, a MessageEnd...).
+    @property
+    def client(self) -> MessageStream: ...
+
+    @property
+    def server(self) -> MessageStream:
+        """The engine's end: sending after its output closed drops the messages."""
+        ...
 
     def close_server_input(self) -> None:
         """The process is gone: what the client sends from now on fails (TransportClosed)."""

@@ -53,7 +53,7 @@ def read(path: Path) -> list[tuple[int, ...]]:
     for line in data.splitlines():
         try:
             entry = bounded_parse.loads_json(line)
-            struck = (int(entry["turn"]), int(entry["index"]))
+            struck: tuple[int, ...] = (int(entry["turn"]), int(entry["index"]))
             if "sent" in entry and "received" in entry:
                 struck += (int(entry["sent"]), int(entry["received"]))
             out.append(struck)

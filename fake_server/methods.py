@@ -9,6 +9,7 @@ those that may omit ``params`` come from the schema too. It is read on the first
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from contracts.releases import MethodTable
@@ -21,7 +22,7 @@ def unknown_variant_message(method: str, table: MethodTable) -> str:
 
 
 @functools.cache
-def pinned_client_requests(release: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def pinned_client_requests(release: str) -> tuple[Mapping[str, Any], dict[str, Any]]:
     """The pinned experimental schema of ``release`` and its client requests by method (indexed once per
     release); raises what loading the pin raises."""
     from contracts import schema_store

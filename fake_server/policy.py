@@ -100,4 +100,4 @@ def outcome(table: dict[str, Any] | None, settings: Settings, item: CommandItem 
         return legacy
     if isinstance(item, FileChangeItem) and not item.approval and found in ("ask", "review"):
         return "run"  # the scenario says this patch needs no approval: kept (the real binary has no such patch)
-    return found  # type: ignore[return-value]
+    return found

@@ -190,7 +190,7 @@ def from_release(release: Release) -> Profile:
         trace,
         not_written=frozenset(tuple(pair) for pair in fake.get("not_written", ())),
         origin=release,
-        **{name: switches.get(name, switch.neutral) for name, switch in SWITCHES.items()},  # type: ignore[arg-type]
+        **{name: switches.get(name, switch.neutral) for name, switch in SWITCHES.items()},
     )
     _ = profile.shapes  # a folder whose shapes the engine cannot fill fails here, not mid-session
     return profile

@@ -7,6 +7,7 @@ A program (:mod:`fake_server.turns`) yields :class:`~fake_server.state.Sleep` (r
 
 from __future__ import annotations
 
+import functools
 import traceback
 from typing import Any
 
@@ -35,7 +36,7 @@ def resume(box: Outbox, run: TurnRun, value: Any = None) -> None:
         if isinstance(wait, Sleep):
             if wait.ms <= 0:
                 continue
-            run.timer = box.after(wait.ms, lambda r=run, p=program: _wake(box, r, p))
+            run.timer = box.after(wait.ms, functools.partial(_wake, box, run, program))
             return
         if isinstance(wait, NextAnswer):
             if run.answers:

@@ -34,6 +34,8 @@ class Park:
 
 Wait: TypeAlias = Sleep | NextAnswer | Park
 Program: TypeAlias = Generator[Wait, Any, None]
+#: A part of a program that tells its caller whether to go on (``more = yield from part(...)``).
+ProgramPart: TypeAlias = Generator[Wait, Any, bool]
 
 
 @dataclass(slots=True)

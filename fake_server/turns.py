@@ -17,7 +17,7 @@ from contracts.scenario import CommandItem, Fault, FileChangeItem, MessageItem, 
 from fake_server import policy, programs, shapes, sse
 from fake_server.faults import Strike, strike
 from fake_server.outbox import Outbox
-from fake_server.state import Answer, NextAnswer, Program, Sleep, ThreadState, Tool, ToolFinished, TurnRun
+from fake_server.state import Answer, NextAnswer, Program, ProgramPart, Sleep, ThreadState, Tool, ToolFinished, TurnRun
 
 _ROOT = PurePosixPath("/")  # messages and reasoning carry no workdir
 ACCEPTING = ("accept", "acceptForSession")
@@ -312,7 +312,7 @@ def _model_loop(box: Outbox, thread: ThreadState, run: TurnRun) -> Program:
         run.response_index += 1
 
 
-def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: ModelResponse) -> Program:
+def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: ModelResponse) -> ProgramPart:
     """Play one model response; returns True when the model is called again."""
     box.trace("inference_started", turn_id=run.turn_id, model=thread.model)
     if response.end == "http_error":
@@ -357,7 +357,7 @@ def _play_response(box: Outbox, thread: ThreadState, run: TurnRun, response: Mod
     return True
 
 
-def _cut_stream(box: Outbox, thread: ThreadState, run: TurnRun, response: ModelResponse) -> Program:
+def _cut_stream(box: Outbox, thread: ThreadState, run: TurnRun, response: ModelResponse) -> ProgramPart:
     """A response that ended ``failed`` or ``disconnect``: a retry while retries last, else a failed turn."""
     if response.end == "failed":
         box.notify("account/rateLimits/updated", run.shapes.rate_limits())
@@ -594,12 +594,13 @@ def _decision(response: Response | ErrorResponse) -> str:
     return "decline"  # an unparseable answer counts as a decline
 
 
-def _settle_tools(box: Outbox, thread: ThreadState, run: TurnRun) -> Program:
+def _settle_tools(box: Outbox, thread: ThreadState, run: TurnRun) -> ProgramPart:
     """Start what needs no approval, then handle approval answers and tool ends as they come.
 
     Tools run concurrently, as in the real server: an accepted command that takes time completes
     after a decline that was answered later (``two_approvals``). True when an answer cancelled the turn.
     """
+    tool: Tool | None
     for tool in run.tools:
         if tool.request_id is None and not tool.done:
             if tool.outcome == "review":

@@ -263,7 +263,7 @@ async def read_request(stream: trio.abc.Stream) -> Head:
             data = b""
         seen = seen or bool(data)
         try:
-            conn.receive_data(data)
+            conn.receive_data(bytes(data))  # a socket's read is bytes already: no copy
         except h11.RemoteProtocolError:
             return Head(None, garbage=True)
 

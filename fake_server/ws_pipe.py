@@ -17,7 +17,7 @@ import trio
 
 from contracts.transport import CONNECTION_WORDS
 from contracts.websocket import WsStream, client_handshake
-from contracts.wire import Incoming
+from contracts.wire import DEFAULT_MAX_LINE, Incoming
 from fake_server.effects import TransportFault
 from fake_server.ws_auth import Policy
 from fake_server.ws_serve import Upgrade, carry_out, upgrade
@@ -131,8 +131,8 @@ class WsPipe:
 
     async def connect(self, *, token: str | None = None, max_message: int | None = None) -> WsStream:
         """Our client's upgrade (UpgradeRefused / HandshakeFailed as on a socket)."""
-        kwargs = {} if max_message is None else {"max_message": max_message}
-        self._client = await client_handshake(self._client_bytes, token=token, **kwargs)
+        limit = DEFAULT_MAX_LINE if max_message is None else max_message  # None: the handshake's own default
+        self._client = await client_handshake(self._client_bytes, token=token, max_message=limit)
         return self._client
 
     async def server_ws(self) -> WsStream | None:

@@ -32,6 +32,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from contracts import bounded_parse, safe_read
 from contracts.exitcodes import UsageError
@@ -134,7 +135,7 @@ def with_budgets(scenario: Scenario, budgets: Mapping[str, int]) -> Scenario:
 
     A scenario changed so is no longer its file (``source`` None): a fake that plays it is given it written out,
     and an outside client's ``played as given`` compares with what it was given."""
-    changed = {k: v for k, v in budgets.items() if getattr(scenario.client, k) != v}
+    changed: dict[str, Any] = {k: v for k, v in budgets.items() if getattr(scenario.client, k) != v}  # fields by name
     if not changed:
         return scenario
     client = dataclasses.replace(scenario.client, **changed)

@@ -519,7 +519,7 @@ def _play_and_judge(
     target: str,
     work_dir: Path,
     codex: Path | None,
-    save_dir: Path | None,
+    save_dir: Path | Slot | None,
     contracts: tuple[str, ...],
     release: str | None,
     transport: str = "stdio",

@@ -14,6 +14,7 @@ from typing import Any
 
 from contracts.checks import Check
 from contracts.checks.wire_index import id_key, is_request, is_response, turn_id_of
+from contracts.jsonval import as_object
 from contracts.record import WireEntry
 from contracts.text import one_line
 
@@ -45,7 +46,7 @@ def _usage(b: Any) -> str:
 
 def summarize(frame: dict[str, Any]) -> str:
     """A short, method-aware summary of one frame's params or result."""
-    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    params = as_object(frame.get("params"))
     method = frame.get("method")
     if method is not None and not isinstance(method, str):
         return f"!! method is not a string: {_clip(method, 40)}"
@@ -66,22 +67,22 @@ def summarize(frame: dict[str, Any]) -> str:
     if method in ("item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
         return _quoted(params.get("delta", ""), 40)
     if method in ("item/started", "item/completed"):
-        item = params.get("item") if isinstance(params.get("item"), dict) else {}
+        item = as_object(params.get("item"))
         status = f" {_clip(item['status'], _NAME)}" if item.get("status") else ""
         return f"{_clip(item.get('type'), _NAME)} {_id(item.get('id'))}{status}"
     if method in ("turn/started", "turn/completed"):
-        turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
+        turn = as_object(params.get("turn"))
         error = turn.get("error")
         msg = f" error: {_clip(error.get('message', ''), 40)}" if isinstance(error, dict) else ""
         return f"turn {_id(turn.get('id'))} {_clip(turn.get('status'), _NAME)}{msg}"
     if method == "thread/status/changed":
-        status = params.get("status") if isinstance(params.get("status"), dict) else {}
-        return _clip(status.get("type"), _NAME)
+        thread_status = as_object(params.get("status"))
+        return _clip(thread_status.get("type"), _NAME)
     if method == "thread/tokenUsage/updated":
-        usage = params.get("tokenUsage") if isinstance(params.get("tokenUsage"), dict) else {}
+        usage = as_object(params.get("tokenUsage"))
         return f"last {_usage(usage.get('last'))}; total {_usage(usage.get('total'))}"
     if method == "error":
-        err = params.get("error") if isinstance(params.get("error"), dict) else {}
+        err = as_object(params.get("error"))
         return f"willRetry={_id(params.get('willRetry'))} {_clip(err.get('message', ''), 50)}"
     if method.endswith("requestApproval"):
         what = params.get("command") or params.get("reason") or ""
@@ -89,13 +90,13 @@ def summarize(frame: dict[str, Any]) -> str:
     if method == "serverRequest/resolved":
         return f"request {_id(params.get('requestId'))}"
     if method in ("turn/start", "turn/steer"):
-        inputs = params.get("input") if isinstance(params.get("input"), list) else []
-        texts = [i.get("text", "") for i in inputs if isinstance(i, dict)]
+        inputs = params.get("input")
+        texts = [i.get("text", "") for i in inputs if isinstance(i, dict)] if isinstance(inputs, list) else []
         return _quoted(" ".join(str(t) for t in texts), 40)
     if method == "turn/interrupt":
         return f"turn {_id(params.get('turnId'))}"
     if method == "initialize":
-        info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        info = as_object(params.get("clientInfo"))
         return f"{_clip(info.get('name'), _NAME)} {_clip(info.get('version'), _ID)}"
     return _clip(",".join(f"{k}" for k in params))
 
@@ -237,7 +238,7 @@ def _frame_line(entry: WireEntry, prefix: str, requests: _Requests, windows: _Wi
 
 def _notification_marks(frame: dict[str, Any], windows: _Windows) -> list[str]:
     method = frame.get("method")
-    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    params = as_object(frame.get("params"))
     if method == "item/started" and isinstance(params.get("item"), dict):
         item = params["item"]
         return [windows.opened(f"item:{item.get('id')}", f"{_clip(item.get('type'), _NAME)} {_id(item.get('id'))}")]

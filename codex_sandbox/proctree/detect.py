@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from codex_sandbox.proctree import cgroup, pidns
-from codex_sandbox.proctree.base import Confinement
+from codex_sandbox.proctree.base import Confinement, Kind
 from contracts.exitcodes import UsageError
 
 CONFINE_ENV = "CODEX_HARNESS_PROCTREE"
@@ -49,14 +49,18 @@ def _detect(wanted: str) -> Confinement:
                 return Confinement("pid-namespace", f"a PID namespace ({how})", launcher=tuple(launcher))
             tried.append(f"no PID namespace: {why}")
     if wanted in ("auto", "cgroup"):
-        for version, kind, what in ((2, "cgroup-v2", "cgroup v2"), (1, "cgroup-v1", "cgroup v1 freezer")):
+        cgroups: tuple[tuple[int, Kind, str], ...] = (
+            (2, "cgroup-v2", "cgroup v2"),
+            (1, "cgroup-v1", "cgroup v1 freezer"),
+        )
+        for version, kind, what in cgroups:
             parent = _own_cgroup(version)
             if parent is None:
                 tried.append(f"no {what} mounted")
                 continue
             why = cgroup.probe(parent, version)
             if why is None:
-                return Confinement(kind, f"{what} ({parent})", cgroup_parent=parent)  # type: ignore[arg-type]
+                return Confinement(kind, f"{what} ({parent})", cgroup_parent=parent)
             tried.append(f"no {what}: {why}")
     return Confinement("none", "not confined: " + "; ".join(tried))
 

@@ -115,9 +115,10 @@ def main(argv: list[str]) -> None:
         os.dup2(null, fd)  # the launcher's stdio: nothing of the tree's
     main_pid, failed = _start(command, stdio)
     ctl.send(b"execfail " + failed if failed else f"started {main_pid}".encode())
+    watched: list[socket.socket | int] = [ctl, wake_r]
     while True:
         try:
-            ready, _, _ = select.select([ctl, wake_r], [], [], 1.0)
+            ready, _, _ = select.select(watched, [], [], 1.0)
         except InterruptedError:
             continue
         if wake_r in ready:

@@ -101,8 +101,8 @@ def probe(launcher: Sequence[str], timeout: float = START_TIMEOUT_S) -> str | No
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         _, err = proc.communicate(timeout=timeout)
-        said = err.decode("utf-8", "replace").strip().splitlines()
-        return f"{Path(launcher[0]).name}: {said[-1][:200] if said else exc}"
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        return f"{Path(launcher[0]).name}: {lines[-1][:200] if lines else exc}"
     finally:
         ours.close()
         if proc.poll() is None:

@@ -33,11 +33,14 @@ import json
 import queue
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import careful  # the reference client, next to this file
+if TYPE_CHECKING:  # the type checker reads the sibling as the package module it is
+    from conformance.clients import careful
+else:
+    import careful  # the reference client, next to this file
 
 #: "Forever", as a wait the queue accepts (an infinite timeout is refused); the harness's deadline comes first.
 NEVER_S = 24 * 3600.0
@@ -124,24 +127,26 @@ def plant(flags: set[str]) -> None:
 
 def _leak_late_deltas() -> None:
     """The text of a turn is every delta read while it runs, whichever turn the delta names."""
-    state: dict[str, list[str]] = {"text": []}
+    read: dict[str, list[str]] = {"text": []}
     pump, run_turn, result = careful.Client.pump, careful.Client.run_turn, careful.Client.result
 
     def pump_all(self: careful.Client, deadline: float, on_message: Any) -> bool:
         def seen(message: dict[str, Any]) -> bool:
             if message.get("method") == "item/agentMessage/delta":
-                state["text"].append((message.get("params") or {}).get("delta", ""))
+                read["text"].append((message.get("params") or {}).get("delta", ""))
             return bool(on_message(message))
 
         return bool(pump(self, deadline, seen))
 
     def fresh_turn(self: careful.Client, number: int, spec: dict[str, Any]) -> dict[str, Any]:
-        state["text"] = []
+        read["text"] = []
         return run_turn(self, number, spec)
 
-    def leaky_result(self: careful.Client, number: int, status: str, turn: dict[str, Any], *rest: Any) -> dict:
-        out = result(self, number, status, turn, *rest)
-        return {**out, "final_text": "".join(state["text"])}
+    def leaky_result(
+        self: careful.Client, number: int, status: str, state: dict[str, Any], turn_id: str, error: str | None
+    ) -> dict:
+        out = result(self, number, status, state, turn_id, error)
+        return {**out, "final_text": "".join(read["text"])}
 
     careful.Client.pump = pump_all  # type: ignore[method-assign]
     careful.Client.run_turn = fresh_turn  # type: ignore[method-assign]
@@ -157,8 +162,8 @@ def _wait_longer(*, forever: bool, past_eof: bool) -> None:
             # The bug: the end of the stream is taken for silence, and waited on until the deadline.
             original_get = self.server.inbox.get
 
-            def get(timeout: float | None = None) -> Any:
-                message = original_get(timeout=timeout)
+            def get(block: bool = True, timeout: float | None = None) -> Any:
+                message = original_get(block, timeout=timeout)
                 if message is None:
                     self.server.inbox.put(None)  # keep the marker for later readers
                     careful.time.sleep(max(0.0, deadline - careful.time.monotonic()))
@@ -213,8 +218,9 @@ def _unbounded_waits(
     def stuck(self: careful.Client) -> bool:
         """Whether the bug holds the client past its deadline now."""
         server: Any = self.server
-        out = getattr(server, "interrupts_out", set())
-        if lines and getattr(server, "partial", b""):
+        out: set[Any] = getattr(server, "interrupts_out", set())
+        partial: bytes = getattr(server, "partial", b"")
+        if lines and partial:
             return True  # blocked in readline on a line that never ends
         if requests and out:
             return True  # awaiting the interrupt's answer
@@ -224,7 +230,7 @@ def _unbounded_waits(
         server: Any = self.server
 
         def seen(message: dict[str, Any]) -> bool:
-            out = getattr(server, "interrupts_out", set())
+            out: set[Any] = getattr(server, "interrupts_out", set())
             answered = "id" in message and "method" not in message and message["id"] in out
             if answered:
                 out.discard(message["id"])

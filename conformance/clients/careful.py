@@ -381,8 +381,8 @@ class Client:
         if turn_id is None:
             # Never started (refused, or unanswered within the request budget): it used nothing and has no text,
             # both known, so both reported.
-            error = f"turn/start failed: {answer}" if answer else "turn/start unanswered within the request budget"
-            return {"turn": number, "status": "failed", "error": error, "final_text": "", "usage": buckets([])}
+            why = f"turn/start failed: {answer}" if answer else "turn/start unanswered within the request budget"
+            return {"turn": number, "status": "failed", "error": why, "final_text": "", "usage": buckets([])}
         actions = [a for a in planned if a.do in ("cancel", "steer")]
         schedule = triggers.ActionSchedule(actions)  # what to do when (times: time.monotonic())
         held = {self.approvals_seen + n for n in triggers.held_approvals(actions)}  # by the session's count

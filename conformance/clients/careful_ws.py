@@ -23,14 +23,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Ping, RejectConnection, Request, TextMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import careful
+if TYPE_CHECKING:  # the type checker reads the sibling as the package module it is
+    from conformance.clients import careful
+else:
+    import careful
 
 LISTENING = re.compile(rb"listening on: ws://([0-9.]+):(\d+)")
 START_S = 30.0

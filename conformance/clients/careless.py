@@ -33,12 +33,13 @@ def main() -> int:
         stderr=subprocess.DEVNULL,
     )
     assert server.stdin is not None and server.stdout is not None
+    stdin, stdout = server.stdin, server.stdout  # as locals, the functions below see them narrowed
     # The helper keeps the server's stdin open after we are gone, so the server never sees EOF.
     subprocess.Popen(["sleep", "60"], pass_fds=(server.stdin.fileno(),), start_new_session=True)
 
     def send(frame: dict) -> None:
-        server.stdin.write(json.dumps(frame).encode() + b"\n")  # type: ignore[union-attr]
-        server.stdin.flush()  # type: ignore[union-attr]
+        stdin.write(json.dumps(frame).encode() + b"\n")
+        stdin.flush()
 
     def read_until(done: str, first_s: float = SILENCE_S) -> bytes:
         # Linear in what it reads (a 40 MiB line is 640 reads): appending to bytes and searching the whole
@@ -46,10 +47,10 @@ def main() -> int:
         buffered = bytearray()
         needle = done.encode()
         while True:
-            ready, _, _ = select.select([server.stdout], [], [], first_s if not buffered else SILENCE_S)
+            ready, _, _ = select.select([stdout], [], [], first_s if not buffered else SILENCE_S)
             if not ready:
                 return bytes(buffered)
-            chunk = os.read(server.stdout.fileno(), 65536)  # type: ignore[union-attr]
+            chunk = os.read(stdout.fileno(), 65536)
             if not chunk:
                 return bytes(buffered)
             seen = max(0, len(buffered) - len(needle) + 1)

@@ -12,10 +12,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import careful
+if TYPE_CHECKING:  # the type checker reads the sibling as the package module it is
+    from conformance.clients import careful
+else:
+    import careful
 
 
 class PerTurnClient(careful.Client):

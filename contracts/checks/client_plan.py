@@ -33,13 +33,14 @@ import bisect
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from contracts.checks.base import Check, wire_lines
 from contracts.checks.client_run import CONTRACT as CLIENT
 from contracts.checks.registry import Rule
 from contracts.checks.wire_index import WireIndex, shared
 from contracts.heap import collector_paused
+from contracts.jsonval import as_object
 from contracts.record import SessionRecord
 
 NAME = "client"
@@ -174,11 +175,15 @@ def _servers(records: Sequence[SessionRecord]) -> list[_Server]:
     return out
 
 
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _process_t(server: dict[str, Any]) -> float | None:
     """When the client started this server's process: before the recording started, by at most
     :data:`MAX_START_S` (a larger gap is not a process start: not believed)."""
     process_t, started_t = server.get("process_started_t"), server.get("started_t")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (process_t, started_t)):
+    if not (_is_number(process_t) and _is_number(started_t)):
         return None
     return float(process_t) if 0 <= started_t - process_t <= MAX_START_S else None
 
@@ -487,7 +492,7 @@ class _Judge:
             entry = entries[pos]
             frame = entry.frame if entry.dir == "s2c" and isinstance(entry.frame, dict) else None
             method = frame.get("method") if frame else None
-            if not isinstance(method, str):
+            if frame is None or not isinstance(method, str):
                 continue
             hit = {
                 "started": method == "turn/started",
@@ -509,8 +514,8 @@ class _Judge:
         default = str(rules.get("default", "accept"))
         held: dict[int, set[int]] = {}
         for k, planned in enumerate(plan_turns):
-            number = _int(planned.get("turn"), k + 1)
-            held[number] = {
+            planned_number = _int(planned.get("turn"), k + 1)
+            held[planned_number] = {
                 _int(a.get("n"), 1)
                 for a in _actions(planned)
                 if a.get("do") == "cancel" and a.get("at") == "approval_pending"
@@ -710,7 +715,7 @@ def _check(records: Sequence[SessionRecord]) -> Check:
     make = CLIENT.maker(primary)
     facts = primary.meta.get("outside") or {}
     plan_turns = [t for t in facts.get("plan_turns") or () if isinstance(t, dict)]
-    plan = facts.get("plan") if isinstance(facts.get("plan"), dict) else {}
+    plan = as_object(facts.get("plan"))
     if not plan_turns:
         return make(PLAN_FOLLOWED, "skip", "the record holds no plan")
     unsupported, numbers = unsupported_turns(facts), plan_numbers(facts)

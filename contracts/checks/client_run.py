@@ -30,11 +30,12 @@ the client).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from contracts.checks.base import Check, Maker
 from contracts.checks.registry import OUTSIDE_CLIENT, Contract, Rule
 from contracts.checks.wire_index import WireIndex, id_key, shared
+from contracts.jsonval import as_object
 from contracts.record import SessionRecord, WireEntry
 
 NAME = "client"
@@ -138,7 +139,7 @@ def _client_moves(server: dict[str, Any], wire: list[WireEntry]) -> list[tuple[f
     reason and its ``stdin_closed_t``, and the ``stdin closed`` / ``signal NAME`` notes of the wire (all there is
     when the process was killed before it could write ``end.json``)."""
     moves: list[tuple[float, str]] = []
-    end = server.get("end") if isinstance(server.get("end"), dict) else {}
+    end = as_object(server.get("end"))
     if end.get("reason") in ("stdin_closed", "signal") and _number(end.get("t")):
         signal = str(end.get("signal") or "a signal")[:20]
         what = "closed its stdin" if end["reason"] == "stdin_closed" else f"sent {signal}"
@@ -162,7 +163,7 @@ def _cleanup_request(entry: WireEntry) -> bool:
     return frame is not None and "id" in frame and isinstance(method, str) and method != "turn/interrupt"
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -287,9 +288,9 @@ def _interrupts(make: Maker, record: SessionRecord, index: WireIndex, facts: dic
             continue
         gave_up = how in ("client", "sigkill") and end_t is not None
         allowed = budget + record.budgets.teardown_s
-        if gave_up and any(request.t < e.t <= end_t and _cleanup_request(e) for e in record.wire):
+        if gave_up and end_t is not None and any(request.t < e.t <= end_t and _cleanup_request(e) for e in record.wire):
             allowed += record.budgets.request_s  # one bounded request before it ended the server, as in server ended
-        if gave_up and end_t - request.t <= allowed + SLACK_S:
+        if gave_up and end_t is not None and end_t - request.t <= allowed + SLACK_S:
             continue
         what = f"{done[0] - request.t:.3f} s later" if done else "never"
         bad.append(f"interrupt at t={request.t:.3f}: turn/completed {what}, and the client did not end the server")
@@ -309,7 +310,7 @@ def _played_as_given(make: Maker, server: dict[str, Any], facts: dict[str, Any])
     play = server.get("play")
     if not isinstance(play, dict):
         play = {"scenario_hash": server.get("scenario_hash"), "release": server.get("profile")}
-    sources = server.get("play_sources") if isinstance(server.get("play_sources"), dict) else {}
+    sources = as_object(server.get("play_sources"))
     changed = []
     for key, want in expected.items():
         got = play.get(key)

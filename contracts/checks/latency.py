@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts.checks.base import Check, Maker
+from contracts.checks.base import Check, Maker, Status
 from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex
 from contracts.record import SessionRecord, TurnResult
@@ -136,7 +136,7 @@ def check(record: SessionRecord) -> list[Check]:
             f"{clock}client overhead {_ms(overhead)} = cancel→Result {_ms(elapsed)} "
             f"- interrupt→turn/completed {_ms(server)}, bound {_ms(OVERHEAD_BOUND_S)}"
         )
-        status = "pass" if overhead <= OVERHEAD_BOUND_S else "fail"
+        status: Status = "pass" if overhead <= OVERHEAD_BOUND_S else "fail"
         checks.append(make(f"{label} interrupt overhead", status, detail, at=where))
         checks.append(_interrupt_logged(make, record, result, label, logs))
     if record.teardown:

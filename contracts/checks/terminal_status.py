@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.checks.base import Check, Maker
+from contracts.checks.base import Check, Maker, Status
 from contracts.checks.client_run import wire_turns
 from contracts.checks.registry import Contract, Rule
 from contracts.checks.wire_index import WireIndex
+from contracts.jsonval import as_object
 from contracts.record import SessionRecord, TurnResult
 
 NAME = "terminal_status"
@@ -216,8 +217,8 @@ def _final_text(
     )
 
 
-#: turn/completed's status on the wire -> the Result status that reports it
-_REPORTS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
+#: turn/completed's status on the wire (looked up with whatever a peer sent) -> the Result status that reports it
+_REPORTS: dict[object, str] = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
 
 
 def _unsupported_course(
@@ -231,7 +232,7 @@ def _unsupported_course(
         turn_id = order[result.index]
     completions = index.turn_completions(turn_id) if turn_id else []
     frame = completions[0][1].frame or {} if completions else {}
-    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    params = as_object(frame.get("params"))
     turn = params.get("turn") if isinstance(params, dict) else None
     ended = _REPORTS.get(turn.get("status")) if isinstance(turn, dict) else None
     played = (ended,) if ended else ("timeout", "failed")
@@ -281,7 +282,7 @@ def check(record: SessionRecord) -> list[Check]:
                 make(f"{label} status", "skip", f"[expect] declares no status for {label} (got {result.status})")
             )
         else:
-            allowed = expected.statuses
+            allowed: tuple[str, ...] = expected.statuses
             raced = completed_after_cancel(index, result)
             why = ""
             if raced:
@@ -321,7 +322,7 @@ def check(record: SessionRecord) -> list[Check]:
             checks.append(make(f"{label} turn/completed consumed", "pass", f"{result.completed_consumed} consumed"))
         if expected is not None and expected.server_status is not None:
             got = result.server_status or "none"
-            status = "pass" if got == expected.server_status else "fail"
+            status: Status = "pass" if got == expected.server_status else "fail"
             checks.append(
                 make(
                     f"{label} server status",

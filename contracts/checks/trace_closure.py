@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts import transport
-from contracts.checks.base import Check, Maker
+from contracts.checks.base import Check, Maker, Status
 from contracts.checks.registry import Contract, Rule
 from contracts.record import SessionRecord
 from contracts.trace import TraceVerdict, check_bundle
@@ -54,7 +54,7 @@ def _verdict(result: TraceVerdict) -> tuple[str, list[str]]:
     return str(result.verdict), problems
 
 
-def _judge(make: Maker, name: str, bundle: Path | None, expected: str, checker: Any, absent: str) -> Check:
+def _judge(make: Maker, name: str, bundle: Path | None, expected: str, checker: Any, absent: Status) -> Check:
     if expected == "none":
         if bundle is None:
             return make(name, "pass", "no bundle, as [expect] declares")

@@ -26,6 +26,7 @@ from contracts.checks.registry import Contract, Rule
 from contracts.checks.terminal_status import completed_after_cancel
 from contracts.checks.wire_index import WireIndex
 from contracts.expect import ExpectTurn
+from contracts.jsonval import as_object
 from contracts.record import SessionRecord, TurnResult
 from contracts.usage import UsageBuckets
 
@@ -170,8 +171,8 @@ def _turn_by_order(turns: list[dict[str, Any]], index: int) -> str | None:
     return turn_id if isinstance(turn_id, str) else None
 
 
-#: turn/completed's status on the wire -> the Result status that reports it
-_REPORTS = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
+#: turn/completed's status on the wire (looked up with whatever a peer sent) -> the Result status that reports it
+_REPORTS: dict[object, str] = {"completed": "completed", "interrupted": "aborted", "failed": "failed"}
 
 
 def _outcome_on_wire(index: WireIndex, turn_id: str | None) -> str | None:
@@ -180,7 +181,7 @@ def _outcome_on_wire(index: WireIndex, turn_id: str | None) -> str | None:
     if not completions:
         return None
     frame = completions[0][1].frame or {}
-    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+    params = as_object(frame.get("params"))
     turn = params.get("turn") if isinstance(params, dict) else None
     return _REPORTS.get(turn.get("status")) if isinstance(turn, dict) else None
 

@@ -462,10 +462,11 @@ class _Replay:
         capture_obj = value.get("capture")
         capture = "complete"
         if capture_obj is not None:
-            capture = capture_obj.get("status") if isinstance(capture_obj, dict) else None
-            if capture not in CAPTURE_STATUSES:
+            status = capture_obj.get("status") if isinstance(capture_obj, dict) else None
+            if not isinstance(status, str) or status not in CAPTURE_STATUSES:
                 expected = ", ".join(f"`{c}`" for c in CAPTURE_STATUSES)
-                raise _parse_error(line, f"unknown variant `{capture}`, expected one of {expected}")
+                raise _parse_error(line, f"unknown variant `{status}`, expected one of {expected}")
+            capture = status
         if top:
             expected_kind = CHECKED_SLOT_KINDS.get((etype, slot))
             if expected_kind is not None and kind != expected_kind:

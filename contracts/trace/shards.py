@@ -164,7 +164,7 @@ def decode_shard(data: bytes, shard: int, *, max_decompressed: int) -> DecodedSh
 
 
 def _feed(
-    dobj: zstandard.ZstdDecompressionObj,  # type: ignore[name-defined]
+    dobj: zstandard.ZstdDecompressionObj,
     data: bytes,
     start: int,
     end: int,

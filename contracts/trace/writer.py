@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypedDict
 
 import orjson
 import zstandard
@@ -474,6 +474,13 @@ class ThreadWindow(_Window):
         self.end("aborted")
 
 
+class _TurnContext(TypedDict):
+    """The keywords that place an event in its turn (``TraceWriter._emit``'s)."""
+
+    thread_id: str
+    codex_turn_id: str
+
+
 class TurnWindow(_Window):
     kind = "codex_turn"
 
@@ -483,7 +490,7 @@ class TurnWindow(_Window):
         self._tool_ids = itertools.count(1)
         self._inferences: list[InferenceWindow] = []
 
-    def _ctx(self) -> dict[str, str]:
+    def _ctx(self) -> _TurnContext:
         return {"thread_id": self.thread_id, "codex_turn_id": self.id}
 
     def leak(self) -> None:

@@ -276,7 +276,7 @@ _REQUIRED: dict[str, tuple[tuple[str, type | None], ...]] = {
     "turn/interrupt": (("threadId", str), ("turnId", str)),
 }
 _OPTIONAL_STRINGS = ("cwd", "model", "approvalPolicy", "sandbox")
-_EXPECTED = {str: "a string", list: "a sequence", dict: "struct"}
+_EXPECTED: dict[type, str] = {str: "a string", list: "a sequence", dict: "struct"}
 
 
 def check_params(method: str, params: Any) -> dict[str, Any]:

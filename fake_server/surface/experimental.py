@@ -225,7 +225,9 @@ def search_session_update(call: Call) -> Any:
 
 
 def search_session_stop(call: Call) -> dict[str, Any]:
-    call.state.search_sessions.pop(call.params.get("sessionId"), None)
+    session = call.params.get("sessionId")
+    if session is not None:  # None names no session (an empty id is refused at the start)
+        call.state.search_sessions.pop(session, None)
     return {}
 
 

@@ -7,8 +7,9 @@ table holds gets the smallest answer its pinned response schema accepts (:mod:`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contracts.messages import INVALID_REQUEST, NOTSET
 from fake_server.surface import config_account, experimental, fs_search, plugins, threads
@@ -16,6 +17,9 @@ from fake_server.surface.call import Call
 from fake_server.surface.errors import RequestError
 from fake_server.surface.params import problem as params_problem
 from fake_server.surface.schema_answer import minimal_result
+
+if TYPE_CHECKING:
+    from fake_server.outbox import Outbox
 
 Handler = Callable[[Call], Any]
 
@@ -64,4 +68,9 @@ def dispatch(call: Call) -> None:
         for method, note in call.notes_after:
             box.notify(method, note)
         for delay_ms, method, note in call.notes_later:
-            box.after(delay_ms, lambda method=method, note=note: box.notify(method, note))
+            box.after(delay_ms, functools.partial(_notify, box, method, note))
+
+
+def _notify(box: Outbox, method: str, note: dict[str, Any]) -> None:
+    """A notification sent later: a timer's callback (what ``notify`` returns is not wanted there)."""
+    box.notify(method, note)

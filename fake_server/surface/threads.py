@@ -15,6 +15,7 @@ import posixpath
 import time
 from typing import Any
 
+from contracts.jsonval import as_object
 from fake_server.ids import uuid_error
 from fake_server.state import ThreadExtra, ThreadState
 from fake_server.surface.call import Call
@@ -470,7 +471,11 @@ def section_list(call: Call) -> dict[str, Any]:
 
 
 def section_create(call: Call) -> dict[str, Any]:
-    section = {"id": call.world.ids.uuid7(call.world.now_ms), "name": call.params.get("name"), "appearance": None}
+    section: dict[str, Any] = {
+        "id": call.world.ids.uuid7(call.world.now_ms),
+        "name": call.params.get("name"),
+        "appearance": None,
+    }
     if "appearance" in call.params:
         section["appearance"] = call.params["appearance"]
     call.state.sections[section["id"]] = section
@@ -527,7 +532,7 @@ def needs_loaded(call: Call) -> Any:
 def review_start(call: Call) -> dict[str, Any]:
     """The review turn's answer as the real server writes it; the review itself (a model turn) is not played."""
     thread, _extra = loaded_thread(call, call.params.get("threadId"))
-    target = call.params.get("target") if isinstance(call.params.get("target"), dict) else {}
+    target = as_object(call.params.get("target"))
     review = "current changes" if target.get("type") == "uncommittedChanges" else str(target.get("type", "review"))
     turn_id = call.world.ids.uuid7(call.world.now_ms)
     shapes = call.world.shapes

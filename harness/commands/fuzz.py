@@ -159,11 +159,16 @@ def _database(args: argparse.Namespace) -> Any:
     """hypothesis's own example database (never a store of ours): DIR read and written, each --database-ro read."""
     if not args.database and not args.database_ro:
         return None
-    from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
+    from hypothesis.database import (
+        DirectoryBasedExampleDatabase,
+        ExampleDatabase,
+        MultiplexedDatabase,
+        ReadOnlyDatabase,
+    )
 
     for where in [args.database, *args.database_ro]:
         if where and Path(where).exists() and (Path(where).is_symlink() or not Path(where).is_dir()):
             raise UsageError(f"--database {where}: not a directory")
-    parts = [DirectoryBasedExampleDatabase(args.database)] if args.database else []
+    parts: list[ExampleDatabase] = [DirectoryBasedExampleDatabase(args.database)] if args.database else []
     parts += [ReadOnlyDatabase(DirectoryBasedExampleDatabase(d)) for d in args.database_ro]
     return parts[0] if len(parts) == 1 else MultiplexedDatabase(*parts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import orjson
 
@@ -22,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows: list[dict[str, object]] = []
+    rows: list[dict[str, Any]] = []  # the --json rows: JSON values
     specs = [(n, n) for n in scenario_lookup.builtin_names()]
     for directory in args.dir:
         specs += [(p.stem, str(p)) for p in scenario_lookup.scenario_files(directory)]
@@ -57,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:  # a scenario file's strings, shown one line each (contracts.text)
         r["name"], r["description"] = one_line(r["name"], 80), one_line(r.get("description", ""), 300)
     name_w = max(len(str(r["name"])) for r in rows)
-    targets_w = max(len(",".join(r["targets"])) for r in rows)  # type: ignore[arg-type]
+    targets_w = max(len(",".join(r["targets"])) for r in rows)
     for r in rows:
         if "error" in r:
             print(f"{str(r['name']).ljust(name_w)}  {'-'.ljust(targets_w)}  INVALID: {one_line(r['error'], 400)}")
         else:
-            print(f"{str(r['name']).ljust(name_w)}  {','.join(r['targets']).ljust(targets_w)}  {r['description']}")  # type: ignore[arg-type]
+            print(f"{str(r['name']).ljust(name_w)}  {','.join(r['targets']).ljust(targets_w)}  {r['description']}")
     print(f"\n{len(rows)} scenario(s); fake = in-process fake, fake-process = fake-codex app-server, real = codex")
     return FAILED if broken else OK

@@ -152,6 +152,7 @@ def _show(args: argparse.Namespace, path: Path, saved: list[Check] | None = None
     if args.html:
         from harness.html.show import write_show_html
 
+        assert isinstance(entries, list)  # --html: a wire file was read whole above, a record's wire is a list
         print(f"HTML: {write_show_html(Path(args.html), record, entries, checks, path)}")
     if record is not None and record.stderr_tail.strip():
         from codex_client.stderr import terminal_lines  # records made before tails were stripped of colour

@@ -199,7 +199,7 @@ class SessionHarness:
             raise AssertionError(self.errors[-1])
         if "error" in box:
             raise box["error"]
-        return box["value"]  # type: ignore[no-any-return]
+        return box["value"]
 
     # --- operations --------------------------------------------------------------------------------
 

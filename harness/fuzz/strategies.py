@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hypothesis import reject
 from hypothesis import strategies as st
@@ -139,12 +139,13 @@ def model_responses(draw: st.DrawFn, last: bool = True, errors: bool = True) -> 
 
     A response that is not ``last`` in its turn calls a tool, so the model is asked again.
     """
-    items: list[ModelItem] = draw(_TEXT_ITEMS)
+    items: list[ModelItem] = list(draw(_TEXT_ITEMS))
     if not last or draw(_BOOL):
-        items.append(draw(_TOOL))
+        tool = draw(_TOOL)
+        items.append(tool)
         if draw(_TWO):
             # Two approvals at once: both requests are out before either is answered.
-            items[-1] = replace(items[-1], approval=True)  # type: ignore[type-var]
+            items[-1] = replace(tool, approval=True)
             items.append(replace(draw(_TOOL), approval=True))
     end = "completed"
     if last and errors and not any(isinstance(i, CommandItem | FileChangeItem) for i in items):
@@ -370,7 +371,9 @@ def _scenarios(
             decisions = tuple(draw(st.lists(_DECISION, min_size=1, max_size=needs_approval)))
         else:
             default = draw(_DECISION)
-    budgets = {"interrupt_budget_ms": 2000, "turn_timeout_ms": 5001} if real_time else draw(client_budgets())
+    budgets: dict[str, Any] = (  # plan fields by name
+        {"interrupt_budget_ms": 2000, "turn_timeout_ms": 5001} if real_time else draw(client_budgets())
+    )
     plan = ClientPlan(approval=default, approvals=decisions, **budgets)
     two_at_once = any(
         sum(1 for i in r.items if getattr(i, "approval", False)) > 1 for t in scripts for r in t.responses
@@ -435,14 +438,14 @@ def _scenarios(
         for i in range(count):
             walked = _walk(scripts[i], plan, i + 1, offset, config)
             offset += walked.approvals_seen
-            options = _interrupt_faults(walked, i == count - 1, not ending_used)
+            placements = _interrupt_faults(walked, i == count - 1, not ending_used)
             if any(f.at == "after_end" for f in scripts[i].faults):
-                options = []  # both would strike at the interrupt: their order is the fake's business
-            options = [p for p in options if p.kind in fault_kinds]
+                placements = []  # both would strike at the interrupt: their order is the fake's business
+            placements = [p for p in placements if p.kind in fault_kinds]
             # A held approval is rare and is where most interrupt faults apply: always give it one there.
-            if not options or (walked.cancel is not None and not walked.cancel.approval_held and not draw(_BOOL)):
+            if not placements or (walked.cancel is not None and not walked.cancel.approval_held and not draw(_BOOL)):
                 continue
-            placement = _pick(draw, options)
+            placement = _pick(draw, placements)
             fault = Fault(placement.kind, "interrupt", 1, params(draw, placement, budget, real_time))
             ending_used = ending_used or placement.ending
             scripts[i] = replace(scripts[i], faults=(*scripts[i].faults, fault))

@@ -29,6 +29,7 @@ from typing import Any
 from contracts.checks import Check
 from contracts.checks.scenario import scripted_faults, struck_faults
 from contracts.checks.wire_index import id_key, is_request, is_response, turn_id_of
+from contracts.jsonval import as_object
 from contracts.record import ModelEntry, SessionRecord, WireEntry
 from contracts.text import one_line
 from harness.timeline import summarize
@@ -214,7 +215,7 @@ _NOT_STRUCK: Any = object()
 def _fault_label(fault: dict[str, Any], turn: int, n: int) -> str:
     if fault.get("at") == "request":
         return f"⚡ {fault.get('kind')} at request {fault.get('method')} ([[methods]])"
-    params = fault.get("params") if isinstance(fault.get("params"), dict) else {}
+    params = as_object(fault.get("params"))
     shown = "".join(f" {k}={v}" for k, v in list(params.items())[:3])
     point = fault.get("at", "")
     return f"⚡ {fault.get('kind')}{shown} at {point}" + (f" #{n}" if n != 1 else "") + f" (turn {turn + 1})"
@@ -406,7 +407,7 @@ class _Builder:
 
     def _windows(self, frame: dict[str, Any], row: Row, here: int) -> None:
         method = frame.get("method")
-        params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+        params = as_object(frame.get("params"))
         if method == "item/started" and isinstance(params.get("item"), dict):
             item = params["item"]
             what = f"{_clip(str(item.get('type')), METHOD_WIDTH)} {_clip(str(item.get('id')), ID_WIDTH)}"
@@ -646,7 +647,7 @@ def _intervals(record: SessionRecord, builder: _Builder, at: Any) -> list[Interv
         frame = entry.frame
         if entry.dir != "c2s" or not isinstance(frame, dict) or frame.get("method") != "turn/interrupt":
             continue
-        params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+        params = as_object(frame.get("params"))
         turn_id = params.get("turnId")
         for later in range(pos + 1, len(wire)):
             other = wire[later]

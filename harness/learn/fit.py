@@ -139,7 +139,8 @@ def fit_release(
         for value in switch.values:
             if value == getattr(profile, name):
                 continue
-            trial = dataclasses.replace(profile, **{name: value})
+            change: dict[str, Any] = {name: value}  # a switch's field, named at run time
+            trial = dataclasses.replace(profile, **change)
             trial_score, _ = measure(model, trial, work)
             if trial_score < score:
                 progress(f"switch {name} = {value!r}: {_said(trial_score, len(model))}")

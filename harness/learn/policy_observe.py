@@ -327,7 +327,9 @@ def real_server(codex: Path, tmp: Path) -> Server:
         ) as target:
             outside = target.workdir.parent / "outside"
             outside.mkdir()
-            target.mock.schedule.scenario = scenario(outside)  # the patch path is known only now
+            schedule = target.mock.schedule
+            assert schedule is not None  # serve_responses_api gives its mock one
+            schedule.scenario = scenario(outside)  # the patch path is known only now
             config = tomllib.loads(target.config_path.read_text())
             config.pop("approval_policy", None)
             config.pop("sandbox_mode", None)
@@ -397,7 +399,7 @@ def scenario_toml(sc: Scenario) -> str:
     for turn in sc.turns:
         responses = []
         for response in turn.responses:
-            items = []
+            items: list[dict[str, Any]] = []
             for item in response.items:
                 if isinstance(item, MessageItem):
                     items.append({"type": "message", "text": item.text, "deltas": list(item.deltas)})
@@ -406,6 +408,7 @@ def scenario_toml(sc: Scenario) -> str:
                         {"type": "command", "command": item.command, "call_id": item.call_id, "approval": item.approval}
                     )
                 else:
+                    assert isinstance(item, FileChangeItem)  # the observing scenarios hold no reasoning item
                     items.append(
                         {"type": "file_change", "path": item.path, "content": item.content, "call_id": item.call_id}
                     )

@@ -299,9 +299,9 @@ class Relay:
             self.abandon(f"server could not start: {exc.strerror or exc}", 127)
             return 127
         assert self.child.stdin is not None and self.child.stdout is not None
-        for signum in self._pending:  # what the client sent while the server was starting reaches it now
+        for pending in self._pending:  # what the client sent while the server was starting reaches it now
             try:
-                os.killpg(self.child.pid, signum)
+                os.killpg(self.child.pid, pending)
             except OSError:
                 pass
         to_server = os.dup(self.child.stdin.fileno())

@@ -34,7 +34,7 @@ SCHEMA_NAME = "result.schema.json"
 @cache
 def result_schema() -> dict[str, Any]:
     text = resources.files("harness.outside").joinpath(SCHEMA_NAME).read_bytes()
-    return orjson.loads(text)  # type: ignore[no-any-return]
+    return orjson.loads(text)
 
 
 @cache

@@ -688,9 +688,9 @@ def build_records(
         records[0].results = turn_results(read)
         # What the server sent for each turn is a wire fact, not the client's report.
         wire_turns = client_contract.wire_turns(WireIndex.build(session_record(records).wire))
-        for result in records[0].results:
-            turn = wire_turns[result.index] if result.index < len(wire_turns) else None
-            result.server_status = turn["status"] if turn else None
+        for turn_result in records[0].results:
+            turn = wire_turns[turn_result.index] if turn_result.index < len(wire_turns) else None
+            turn_result.server_status = turn["status"] if turn else None
     return records
 
 

@@ -45,6 +45,8 @@ async def open_target(
     elif name == "fake-process":
         from harness.targets.fake import fake_process
 
+        if release is not None and not isinstance(release, str):  # a profile object lives in this process only
+            raise TargetUnavailable("fake-process plays a release by its name, not a profile object")
         async with fake_process(
             scenario, work_dir=work_dir, scenario_file=scenario_file, release=release, transport=transport
         ) as run:

@@ -295,8 +295,7 @@ async def real_target(
     with run_dir("codex-harness-real-", base_dir) if shared is None else nullcontext(shared) as run:
         if shared is None:
             write_files(run.workdir, scenario.client.files)
-        counted = {"turn_counter": turn_counter} if turn_counter is not None else {}
-        async with serve_responses_api(scenario, workdir=PurePosixPath(run.workdir), **counted) as mock:
+        async with serve_responses_api(scenario, workdir=PurePosixPath(run.workdir), turn_counter=turn_counter) as mock:
             if shared is None:
                 (run.codex_home / "config.toml").write_text(tomli_w.dumps(config_toml(config, mock.base_url)))
                 own: tuple[str, ...] = ()
