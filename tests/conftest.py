@@ -50,7 +50,8 @@ PROCESS_MODULES: frozenset[str] = frozenset(
     """
     test_baseline_file test_bench_smoke test_bench_validate test_buggy_client test_cli_names test_cli_run_latency
     test_client_process test_codex_bin test_confine test_docs_generated test_docs_recipes test_fake_listen
-    test_fake_pending_input test_fake_process test_fake_real_fidelity test_fake_recording test_fake_says
+    test_fake_pending_input test_fake_process test_fake_vs_real_script test_html_browser test_matrix_html
+    test_outside_foreseen_exit test_fake_real_fidelity test_fake_recording test_fake_says
     test_fake_surface test_fake_surface_observed test_fake_surface_ws test_fake_trace test_fuzz_outside
     test_hostile_files test_hostile_inputs test_html_real test_matrix test_method_overrides test_never_green
     test_outside_client test_outside_client_dies test_outside_jobs test_outside_real test_outside_templating
@@ -73,6 +74,7 @@ PROCESS_TESTS: frozenset[str] = frozenset(
         "test_check_registry::test_every_check_of_an_outside_client_is_declared",
         "test_client_fake::test_fault_scenario_as_a_process",
         "test_client_latency::test_interrupt_overhead_against_the_fake_process",
+        "test_fake_flags::test_the_real_binary_options_are_accepted",
         "test_html_report::test_the_fault_ledger_places_a_fault_whose_point_never_shows[fake-process]",
         "test_layers::test_shared_data_is_read_from_the_repo_only",
         "test_runner_play::test_fake_process_target_records_real_time_exit_and_server_trace",
@@ -113,6 +115,8 @@ SLOW_TESTS: frozenset[str] = frozenset(
     }
 )
 
+#: The markers of the tests that may start a process (the guard below fails any other that does).
+PROCESS_MARKERS: tuple[str, ...] = ("process", "real_codex", "clients")
 #: The markers of the tests ``--fast`` leaves out.
 SLOW_MARKERS: tuple[str, ...] = ("process", "real_codex", "clients", "fuzz", "slow")
 
@@ -128,8 +132,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "process: starts a process (left out by --fast; docs/tests.md)")
     config.addinivalue_line("markers", "slow: starts no process but takes seconds (left out by --fast)")
-    if config.getoption("--fast"):
-        _ProcessGuard.install()
+    _ProcessGuard.install()  # in every run: an unmarked test that starts a process fails in CI too
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -147,6 +150,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if _listed(item, SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
     if not config.getoption("--fast"):
+        # The outside clients' catalogues take minutes each, mostly waiting out a hung client's deadline: started
+        # first they overlap the rest of the suite instead of ending it alone on one worker.
+        items.sort(key=lambda item: item.get_closest_marker("clients") is None)
         return
     kept, left = [], []
     for item in items:
@@ -157,9 +163,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class _ProcessGuard:
-    """Under ``--fast``: a test that starts a process (seen by an audit hook: ``subprocess.Popen``, which trio and
+    """A test not marked as one that starts a process (seen by an audit hook: ``subprocess.Popen``, which trio and
     asyncio use too, ``os.posix_spawn``, ``os.fork``, ``os.system``, ``os.exec``) fails after it ran, naming
-    itself, so that the fast set stays fast as tests are added."""
+    itself, in every run (``make test`` in CI as well as ``--fast``), so that the fast set stays fast as tests are
+    added."""
 
     EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.system", "os.exec"})
     current: ClassVar[list[str]] = []  # the node id of the test running in this process
@@ -190,10 +197,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_runtest_call(item: pytest.Item) -> object:
     result = yield
     started = _ProcessGuard.started.pop(item.nodeid, None)
-    if started is not None and item.config.getoption("--fast"):
+    if started is not None and not any(item.get_closest_marker(m) for m in PROCESS_MARKERS):
         pytest.fail(
-            f"--fast: this test started a process ({started}); mark it @pytest.mark.process or list its module "
-            "in PROCESS_MODULES of tests/conftest.py (docs/tests.md)",
+            f"this test started a process ({started}) but is not marked as one, so make test-fast would run it: "
+            "mark it @pytest.mark.process or list it in PROCESS_MODULES or PROCESS_TESTS of tests/conftest.py "
+            "(docs/tests.md)",
             pytrace=False,
         )
     return result
