@@ -68,11 +68,13 @@ def test_marked():
 
 
 @pytest.mark.process
-def test_under_fast_a_test_that_starts_a_process_fails(pytester: pytest.Pytester) -> None:
+def test_an_unmarked_test_that_starts_a_process_fails_in_every_run(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(Path(conftest.__file__).read_text(encoding="utf-8"))
     pytester.makepyfile(test_inner=INNER)
     fast = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "--fast", "-rf")
     fast.assert_outcomes(passed=1, failed=1, deselected=1)
-    fast.stdout.fnmatch_lines(["*_ test_starts_one _*", "--fast: this test started a process (subprocess.Popen*"])
-    whole = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
-    whole.assert_outcomes(passed=3)
+    said = "this test started a process (subprocess.Popen* but is not marked as one*"
+    fast.stdout.fnmatch_lines(["*_ test_starts_one _*", said])
+    whole = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-rf")
+    whole.assert_outcomes(passed=2, failed=1)  # CI's whole run fails it too: it would slip into make test-fast
+    whole.stdout.fnmatch_lines(["*_ test_starts_one _*", said])
