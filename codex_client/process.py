@@ -121,6 +121,9 @@ class ProcessTransport:
         self._stdin_closed = False
         self.killed = False
         self.killed_at: float | None = None  # trio clock of the first kill: the backstop's reap bound counts from it
+        #: set once stderr reached its end (or its reader was cancelled): the child can exit before its last words
+        #: are read, so a caller quoting them after the exit waits for this first (bounded)
+        self.stderr_ended = trio.Event()
         self.stream = LineStream(
             self.send, self.receive, self.close_input, abort=self._drop_pipes, report_overflow=True
         )
@@ -267,11 +270,14 @@ class ProcessTransport:
         # shielded from the caller's cancellation: a child whose stderr is not drained blocks writing it and
         # answers no interrupt; the context manager's exit cancels ``scope`` once the child is reaped
         stderr = self.child.stderr
-        if stderr is None:
-            return
-        with scope, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            while chunk := await stderr.receive_some(65536):
-                self._tail.feed(chunk)
+        try:
+            if stderr is None:
+                return
+            with scope, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                while chunk := await stderr.receive_some(65536):
+                    self._tail.feed(chunk)
+        finally:
+            self.stderr_ended.set()
 
 
 @contextlib.asynccontextmanager

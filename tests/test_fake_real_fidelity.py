@@ -176,8 +176,13 @@ SCRIPTS: dict[str, tuple[Scenario, list[Step]]] = {
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 async def test_raw_scripts_match_real_binary(name: str, codex_bin: Path) -> None:
     s, steps = SCRIPTS[name]
-    real = await _play_real(s, steps, codex_bin)
-    differences = diff_server_sides(_play_fake(s, steps), real, collapse_deltas=True)
+    fake = _play_fake(s, steps)
+    differences = diff_server_sides(fake, await _play_real(s, steps, codex_bin), collapse_deltas=True)
+    if differences:
+        # On a loaded machine the real binary may stream one more delta between two of the script's requests (the
+        # mock paces the stream on the wall clock): played once more, a difference of the binary's stays, a
+        # difference of the load goes. Twice is a failure.
+        differences = diff_server_sides(fake, await _play_real(s, steps, codex_bin), collapse_deltas=True)
     assert differences == [], render(differences)
 
 

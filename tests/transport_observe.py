@@ -245,6 +245,9 @@ async def startup(start: Start, listen: str, extra: list[str]) -> dict[str, Any]
                     exit_code = server.process.exit_code
                     break
                 await trio.sleep(0.02)
+        if exit_code is not None:  # its last words may still be in the pipe when it is reaped (a loaded machine)
+            with trio.move_on_after(STEP_S):
+                await server.process.stderr_ended.wait()
         said = error_line(server.process.stderr_tail()).replace(str(server.folder), "{run}") if exit_code else ""
         return {"exit": exit_code, "error": said}
 
