@@ -26,6 +26,9 @@ once, the ``exit N`` and ``stdout EOF`` notes of one ending. The lines of each v
 which frames were sent, their bytes and their virtual times are compared as they are. Two runs of one checkout
 then print the same lines; ``--twice`` shows it.
 
+``--transport ws`` (or ``unix``) has our client reach the fake over a socket: the websocket faults' scenarios
+are played only there (the lines are labelled ``RELEASE/ws``). ``--release X`` plays one release only.
+
 With ``--client-cmd "CMD ARGS"`` an outside client is judged instead, on ``--target fake-process`` (real
 processes, real time): its frames vary from run to run, so only the verdicts are printed (``frames=-``).
 
