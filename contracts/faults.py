@@ -17,9 +17,12 @@ It lives in ``contracts`` (not in the fake) because loading a scenario file must
 without importing the fake, and the fuzzer's truth must be derived without it (layers point one way).
 
 Adding a kind: one entry here (with its effect and placements, or ``not_fuzzed`` and why), one
-``@strikes("kind")`` function in ``fake_server.faults``, and ``python -m contracts.faults`` to print
-the docs tables to paste. Nothing under ``harness/fuzz`` changes, unless the kind's effect needs a
-course the fuzzer's walk does not know yet (``contracts.fault_fuzz.COURSES``).
+``@strikes("kind")`` function in ``fake_server.faults`` (a websocket kind gives there what the
+connection does, ``on_socket`` or ``on_upgrade``; an interrupt course sets a field of its
+``Course``), and ``python -m contracts.faults`` to print the docs tables to paste. No other module
+names a kind (tests/test_fault_registry.py fails on one that does). Nothing under ``harness/fuzz``
+changes, unless the kind's effect needs a course the fuzzer's walk does not know yet
+(``contracts.fault_fuzz.COURSES``).
 """
 
 from __future__ import annotations
@@ -188,11 +191,15 @@ class FaultSpec:
     slow: str = ""
     #: the transports it acts on (``run --transport``); a scenario with it is skipped on the others
     transports: tuple[str, ...] = transport.WIRE
+    #: the parameter counting the agent message deltas the kind adds to its turn, which a client's counted
+    #: triggers see too (``contracts.scenario_rules``); "": none
+    adds_deltas: str = ""
     param_map: Mapping[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "param_map", {p.name: p for p in self.params})
         assert self.default_point in self.points, self.kind
+        assert not self.adds_deltas or self.adds_deltas in self.param_map, self.kind
         check_spec(self)
 
     @property
@@ -492,6 +499,7 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             "`count` deltas for the turn's last message (after the end: for the finished turn)",
             (_count(2, "deltas sent"),),
             effect=Effect("mark", allows=(_FRAMES_INVALID, ("protocol", "late_events"))),
+            adds_deltas="count",
             fuzz=(Place(("after_end",), rank=8, draws=(_COUNT_2,)),),
         ),
         FaultSpec(

@@ -25,9 +25,10 @@ from typing import Any, Final
 
 from contracts.exitcodes import InvalidInput
 from contracts.expect import Expect
-from contracts.faults import POINTS, fake_only
+from contracts.faults import FAULTS, POINTS, fake_only
 from contracts.scenario import (
     CommandItem,
+    Fault,
     FileChangeItem,
     MessageItem,
     ModelResponse,
@@ -164,7 +165,7 @@ def _check_actions(s: Scenario) -> None:
         bounds = point_bounds(script, s.config.stream_max_retries)
         # What the client counts beyond the model's items: the user message's item/started, late deltas.
         bounds["item_started"] += 1
-        bounds["delta"] += sum(int(f.param("count")) for f in script.faults if f.kind == "late_events")
+        bounds["delta"] += sum(_added_deltas(f) for f in script.faults)
         if action.n > bounds[action.at]:
             raise RuleBroken(
                 f"client.actions[{i}].n",
@@ -172,6 +173,19 @@ def _check_actions(s: Scenario) -> None:
                 "so this action would never fire",
                 action.n,
             )
+
+
+def _added_deltas(fault: Fault) -> int:
+    """The agent message deltas a fault adds to its turn (its row's ``adds_deltas`` parameter)."""
+    spec = FAULTS.get(fault.kind)
+    return int(fault.param(spec.adds_deltas)) if spec is not None and spec.adds_deltas else 0
+
+
+def _exit_status(fault: Fault) -> int | None:
+    """The status a fault ends the server with (its row's effect's ``exit`` parameter); None: it ends none."""
+    spec = FAULTS.get(fault.kind)
+    effect = spec.effect if spec is not None else None
+    return int(fault.param(effect.exit)) if effect is not None and effect.exit else None
 
 
 def _check_ids(s: Scenario) -> None:
@@ -207,7 +221,7 @@ def _check_course(s: Scenario, e: Expect, prefix: str) -> None:
             raise RuleBroken(f"{key}.usage.reasoning", "reasoning <= output (output includes reasoning)",
                              turn.usage.reasoning)
     if e.server_exit is not None:
-        crashes = sorted({int(f.param("exit_code")) for f in s.faults if f.kind == "crash"})
+        crashes = sorted({code for f in s.faults if (code := _exit_status(f)) is not None})
         possible = [0, *SIGNAL_EXITS, *crashes]
         if e.server_exit not in possible:
             raise RuleBroken(

@@ -274,6 +274,8 @@ class WsStream:
                 return bytes(await self._stream.receive_some(READ_CHUNK))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return b""
+        if self._ping_at is None and self._conn.state is not ConnectionState.OPEN:
+            return b""  # our close frame is out (no ping may follow it): a keepalive of silence ends the wait
         if self._ping_at is None:
             self._ping_at = trio.current_time()
             try:

@@ -1,20 +1,24 @@
-"""The fault registry's fake half: one strike function per kind, and :func:`strike`, the one place a
-point of the timeline is counted and its faults strike.
+"""The fault registry's fake half: one row per kind with all its behaviour, and :func:`strike`, the one
+place a point of the timeline is counted and its faults strike.
 
-:data:`REGISTRY` maps each kind to its :class:`~contracts.faults.FaultSpec` (default point, points,
-parameters with bounds, the "fake only" flag, description) and its strike function; importing this
-module fails when the two halves disagree. Strike functions act through the
-:class:`~fake_server.outbox.Outbox` only. Kinds that act ``now`` write or exit at the point; kinds
-that change the ``course`` of the turn set a flag on the run, ask the caller to wait
-(:attr:`Strike.sleep_ms`) or are read by the caller from the returned :class:`Strike` (the interrupt
-kinds): the registry's point lists say where each has an effect, and loading refuses any other.
+:data:`REGISTRY` maps each kind to its row: its :class:`~contracts.faults.FaultSpec` (default point,
+points, parameters with bounds, the "fake only" flag, description), its strike function and, for the
+websocket kinds, what the connection does (``on_socket``, ``on_upgrade``); importing this module fails
+when the two halves disagree. Nothing else in the fake names a kind: a new kind is a row of
+:data:`contracts.faults.FAULTS` and a ``@strikes`` function here.
+
+Strike functions act through the :class:`~fake_server.outbox.Outbox` only. Kinds that act ``now``
+write or exit at the point; kinds that change the ``course`` of the turn set a flag on the run, ask
+the caller to wait (:attr:`Strike.sleep_ms`) or say how the interrupt goes on (:class:`Course`, read
+by :func:`fake_server.turns.interrupt`): the registry's point lists say where each has an effect, and
+loading refuses any other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -23,7 +27,26 @@ from contracts.scenario import Fault
 from fake_server.outbox import Outbox
 from fake_server.state import ThreadState, TurnRun
 
+if TYPE_CHECKING:  # the socket handlers only call its methods: the engine imports no websocket code
+    from contracts.websocket import WsStream
+
 _STDERR_LINE: Final = "WARN codex_core::flood: " + "x" * 200 + "\n"
+#: The websocket close code of a server going away (RFC 6455 §7.4.1).
+GOING_AWAY: Final = 1001
+
+
+@dataclass(slots=True)
+class Course:
+    """How the faults struck at a ``turn/interrupt`` change its course (:func:`fake_server.turns.interrupt`).
+
+    Each field is set by one strike function; when two faults set one field, the first in scenario order
+    holds (``None`` / False: the interrupt's own course)."""
+
+    ignored: bool = False  # never answered, the turn runs on
+    delay_ms: int | None = None  # the abort lands this much later, the turn running on meanwhile
+    resolved_order: str | None = None  # serverRequest/resolved "before" or "after" the turn ends
+    unanswered: bool = False  # the turn ends, the {} answer is never sent
+    late: tuple[int, bool] | None = None  # (delay_ms, never): idle and turn/completed come late, or never
 
 
 @dataclass(slots=True)
@@ -36,26 +59,44 @@ class Hit:
     thread: ThreadState | None = None
     frame: dict[str, Any] | None = None
     sleep_ms: int = 0
+    course: Course = field(default_factory=Course)
 
 
 StrikeFn = Callable[[Hit, Fault], None]
+#: What a websocket connection does when the kind strikes; True: the connection is gone after it.
+SocketFn = Callable[["WsStream", Mapping[str, Any]], Awaitable[bool]]
+#: A kind that answers the websocket upgrade itself: the refusal's HTTP status and body.
+UpgradeFn = Callable[[Fault], tuple[int, str]]
 
 
 @dataclass(frozen=True, slots=True)
 class Registered:
+    """One kind's row: its declaration and everything the fake does for it."""
+
     spec: FaultSpec
     strike: StrikeFn
+    on_socket: SocketFn | None = None
+    on_upgrade: UpgradeFn | None = None
 
 
 _STRIKES: dict[str, StrikeFn] = {}
+_SOCKET: dict[str, SocketFn] = {}
+_UPGRADE: dict[str, UpgradeFn] = {}
 
 
-def strikes(kind: str) -> Callable[[StrikeFn], StrikeFn]:
-    """Register the strike function of ``kind`` (one per kind of :data:`contracts.faults.FAULTS`)."""
+def strikes(
+    kind: str, *, on_socket: SocketFn | None = None, on_upgrade: UpgradeFn | None = None
+) -> Callable[[StrikeFn], StrikeFn]:
+    """Register the strike function of ``kind`` (one per kind of :data:`contracts.faults.FAULTS`), and what a
+    websocket connection does for it."""
 
     def register(fn: StrikeFn) -> StrikeFn:
         assert kind in FAULTS and kind not in _STRIKES, kind
         _STRIKES[kind] = fn
+        if on_socket is not None:
+            _SOCKET[kind] = on_socket
+        if on_upgrade is not None:
+            _UPGRADE[kind] = on_upgrade
         return fn
 
     return register
@@ -67,12 +108,7 @@ class Strike:
 
     faults: tuple[Fault, ...] = ()
     sleep_ms: int = 0
-
-    def get(self, kind: str) -> Fault | None:
-        return next((f for f in self.faults if f.kind == kind), None)
-
-    def __contains__(self, kind: object) -> bool:
-        return any(f.kind == kind for f in self.faults)
+    course: Course = field(default_factory=Course)
 
 
 NOTHING: Final = Strike()
@@ -104,24 +140,38 @@ def strike(
             box.fault_struck(turn, index, fault)
             REGISTRY[fault.kind].strike(hit, fault)
             struck.append(fault)
-    return Strike(tuple(struck), hit.sleep_ms) if hit is not None else NOTHING
+    return Strike(tuple(struck), hit.sleep_ms, hit.course) if hit is not None else NOTHING
 
 
 # --- course kinds ---------------------------------------------------------------------------------
 
 
-def _read_by_caller(hit: Hit, fault: Fault) -> None:
-    """The caller reads this kind from the returned :class:`Strike` (the interrupt handling)."""
+@strikes("completion_after_interrupt")
+def _completion_after_interrupt(hit: Hit, fault: Fault) -> None:
+    if hit.course.late is None:
+        hit.course.late = (int(fault.param("delay_ms")), bool(fault.param("never")))
 
 
-for _kind in (
-    "completion_after_interrupt",
-    "interrupt_ignored",
-    "interrupt_delayed",
-    "interrupt_answer_missing",
-    "resolved_order",
-):
-    strikes(_kind)(_read_by_caller)
+@strikes("interrupt_ignored")
+def _interrupt_ignored(hit: Hit, fault: Fault) -> None:
+    hit.course.ignored = True
+
+
+@strikes("interrupt_delayed")
+def _interrupt_delayed(hit: Hit, fault: Fault) -> None:
+    if hit.course.delay_ms is None:
+        hit.course.delay_ms = int(fault.param("delay_ms"))
+
+
+@strikes("interrupt_answer_missing")
+def _interrupt_answer_missing(hit: Hit, fault: Fault) -> None:
+    hit.course.unanswered = True
+
+
+@strikes("resolved_order")
+def _resolved_order(hit: Hit, fault: Fault) -> None:
+    if hit.course.resolved_order is None:
+        hit.course.resolved_order = str(fault.param("order"))
 
 
 @strikes("delayed_completion")
@@ -272,17 +322,41 @@ def _slow_reader(hit: Hit, fault: Fault) -> None:
 
 
 def _transport(hit: Hit, fault: Fault) -> None:
-    """Carried out by the deployment's connection (fake_server.ws_serve); refused at run time on stdio."""
+    """Carried out by the deployment's connection (its ``on_socket``, fake_server.ws_serve.carry_out); refused
+    at run time on stdio."""
     hit.box.transport_fault(fault.kind, {p: fault.param(p) for p in FAULTS[fault.kind].param_map})
 
 
-for _kind in ("ws_close", "ws_ping_silent", "ws_fragment"):
-    strikes(_kind)(_transport)
+async def _close_socket(ws: WsStream, params: Mapping[str, Any]) -> bool:
+    if params.get("frame"):
+        await ws.close_with_frame(GOING_AWAY)
+    else:
+        await ws.close_raw()
+    return True
 
 
-@strikes("ws_refuse_upgrade")
+async def _ping_silent(ws: WsStream, params: Mapping[str, Any]) -> bool:
+    ws.answer_pings = False
+    return False
+
+
+async def _fragment(ws: WsStream, params: Mapping[str, Any]) -> bool:
+    ws.frame_size = max(1, int(params.get("size", 16)))
+    return False
+
+
+strikes("ws_close", on_socket=_close_socket)(_transport)
+strikes("ws_ping_silent", on_socket=_ping_silent)(_transport)
+strikes("ws_fragment", on_socket=_fragment)(_transport)
+
+
+def _refusal(fault: Fault) -> tuple[int, str]:
+    return int(fault.param("status")), str(fault.param("body"))
+
+
+@strikes("ws_refuse_upgrade", on_upgrade=_refusal)
 def _refuse_upgrade(hit: Hit, fault: Fault) -> None:
-    """Nothing here: the upgrade is refused before any message (fake_server.ws_serve.refusal_of)."""
+    """Nothing here: the upgrade is refused before any message (its ``on_upgrade``, fake_server.ws_serve)."""
 
 
 @strikes("overload")
@@ -294,7 +368,9 @@ def _complete() -> dict[str, Registered]:
     missing = sorted(set(FAULTS) - set(_STRIKES))
     if missing:
         raise ImportError(f"fault kinds without a strike function: {', '.join(missing)}")
-    return {kind: Registered(spec, _STRIKES[kind]) for kind, spec in FAULTS.items()}
+    return {
+        kind: Registered(spec, _STRIKES[kind], _SOCKET.get(kind), _UPGRADE.get(kind)) for kind, spec in FAULTS.items()
+    }
 
 
 #: kind -> (spec, strike function): the whole registry, in the table's order.

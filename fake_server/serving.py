@@ -257,9 +257,8 @@ async def serve_socket(
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             refuse = refusal_of(scenario)
-            if refuse is not None:  # struck as soon as the server serves: every upgrade is refused
-                index = next(i for i, f in enumerate(scenario.turns[0].faults) if f.kind == "ws_refuse_upgrade")
-                _ledger_append(FaultStruck(0, index, "ws_refuse_upgrade", "initialize", 1))
+            if refuse is not None and refuse.struck is not None:  # struck as soon as the server serves
+                _ledger_append(refuse.struck)
 
             def refused(n: int) -> None:
                 """A refused upgrade is recorded too: an outside client's judge sees the server it started refuse it."""

@@ -13,9 +13,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from contracts.messages import ErrorResponse, JsonId, Response
-from contracts.scenario import CommandItem, Fault, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
+from contracts.scenario import CommandItem, FileChangeItem, MessageItem, ModelResponse, ReasoningItem, Usage
 from fake_server import policy, programs, shapes, sse
-from fake_server.faults import Strike, strike
+from fake_server.faults import Course, strike
 from fake_server.outbox import Outbox
 from fake_server.state import Answer, NextAnswer, Program, ProgramPart, Sleep, ThreadState, Tool, ToolFinished, TurnRun
 
@@ -182,13 +182,12 @@ def _emit_pending(box: Outbox, run: TurnRun) -> None:
 
 def interrupt(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonId | None) -> None:
     """Abort the turn as turn/interrupt does; ``request_id`` None: the request was already answered."""
-    struck = strike(box, "interrupt", run)
-    if box.silent or "interrupt_ignored" in struck:
+    course = strike(box, "interrupt", run).course
+    if box.silent or course.ignored:
         return  # exited or hung; or the request stays unanswered and the turn runs on
     if request_id is not None:
         run.pending_interrupts.append(request_id)
-    delayed = struck.get("interrupt_delayed")
-    if delayed is not None:
+    if course.delay_ms is not None:
         # The real binary stores the request and answers it when the abort lands (observed a few ms later): here
         # ``delay_ms`` later, the turn running on meanwhile; interrupts arriving meanwhile wait with it (join).
         run.landing = True
@@ -196,11 +195,11 @@ def interrupt(box: Outbox, thread: ThreadState, run: TurnRun, request_id: JsonId
         def land() -> None:
             run.landing = False
             if not run.ended and not box.silent:
-                _land(box, thread, run, struck)
+                _land(box, thread, run, course)
 
-        box.after(int(delayed.param("delay_ms")), land)
+        box.after(course.delay_ms, land)
         return
-    _land(box, thread, run, struck)
+    _land(box, thread, run, course)
 
 
 def join_interrupt(run: TurnRun, request_id: JsonId) -> bool:
@@ -212,24 +211,22 @@ def join_interrupt(run: TurnRun, request_id: JsonId) -> bool:
     return True
 
 
-def _land(box: Outbox, thread: ThreadState, run: TurnRun, struck: Strike) -> None:
+def _land(box: Outbox, thread: ThreadState, run: TurnRun, course: Course) -> None:
     """The abort itself: the turn's program stops, the stored interrupts are answered, the turn ends interrupted."""
     programs.stop(box, run)
     if run.deferred_usage is not None:
         usage, run.deferred_usage = run.deferred_usage, None
         emit_usage(box, thread, run, usage)
-    ordered = struck.get("resolved_order")
-    order = str(ordered.param("order")) if ordered is not None else "after"
+    order = course.resolved_order or "after"
     pending = _abandon_pending(box, run, traced=True)
     if order == "before":
         _resolved(box, run, pending)
-    if "interrupt_answer_missing" not in struck:
+    if not course.unanswered:
         for rid in run.pending_interrupts:
             box.respond(rid, {})
     run.pending_interrupts.clear()
-    late = struck.get("completion_after_interrupt")
-    if late is not None:
-        _complete_late(box, thread, run, late)
+    if course.late is not None:
+        _complete_late(box, thread, run, *course.late)
     else:
         set_status(box, thread, {"type": "idle"})
         _end_turn(box, thread, run, "interrupted", None)
@@ -238,18 +235,18 @@ def _land(box: Outbox, thread: ThreadState, run: TurnRun, struck: Strike) -> Non
     strike(box, "after_end", run)
 
 
-def _complete_late(box: Outbox, thread: ThreadState, run: TurnRun, late: Fault) -> None:
-    """completion_after_interrupt: the turn is over now; idle and turn/completed come later, or never."""
+def _complete_late(box: Outbox, thread: ThreadState, run: TurnRun, delay_ms: int, never: bool) -> None:
+    """The turn is over now; idle and turn/completed come ``delay_ms`` later, or never (Course.late)."""
     run.ended = True
     thread.active = None
     thread.history.append(history_turn(box, run, "interrupted"))
-    if not late.param("never"):
+    if not never:
 
         def complete_late() -> None:
             set_status(box, thread, {"type": "idle"})
             _turn_completed(box, thread, run, "interrupted", None)
 
-        box.after(int(late.param("delay_ms")), complete_late)
+        box.after(delay_ms, complete_late)
     box.trace("turn_ended", turn_id=run.turn_id, status="interrupted")
 
 

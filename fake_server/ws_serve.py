@@ -25,6 +25,7 @@ from contracts.unix_socket import bind_listening
 from contracts.websocket import SERVER_MAX_FRAME, SERVER_MAX_MESSAGE, WsStream
 from contracts.wire import Incoming
 from fake_server.effects import FaultStruck, TraceEvent, TransportFault
+from fake_server.faults import REGISTRY
 from fake_server.ws_auth import Policy
 from fake_server.ws_http import Listen, answer, bad_request, http_date, read_request
 
@@ -32,7 +33,6 @@ from fake_server.ws_http import Listen, answer, bad_request, http_date, read_req
 UPGRADE_TIMEOUT_S: Final = 10.0
 #: the real binary answers each ping twice (its socket layer and the server each send a pong).
 PONGS_PER_PING: Final = 2
-GOING_AWAY: Final = 1001
 #: Websocket sessions at once; a new one past it takes the place of the longest idle (see :class:`_Slots`).
 MAX_CONNECTIONS: Final = 256
 #: Connections still sending their request head at once (a health check among them is answered at once).
@@ -94,11 +94,13 @@ class _Slots:
 
 @dataclass(slots=True)
 class Upgrade:
-    """The transport faults a scenario asks of the upgrade (``ws_refuse_upgrade``): status and body."""
+    """The transport faults a scenario asks of the upgrade (a kind with an ``on_upgrade``): status and body."""
 
     refuse_status: int | None = None
     refuse_body: str = ""
     refused: int = 0  # upgrades refused so far
+    #: the ledger's entry for the fault that refuses (struck as soon as the server serves)
+    struck: FaultStruck | None = None
 
 
 async def upgrade(
@@ -197,26 +199,20 @@ class ConnectionIo:
 
 
 async def carry_out(ws: WsStream, effect: TransportFault) -> bool:
-    """Do a websocket fault to ``ws``; True when the connection is gone after it."""
-    if effect.kind == "ws_close":
-        if effect.params.get("frame"):
-            await ws.close_with_frame(GOING_AWAY)
-        else:
-            await ws.close_raw()
-        return True
-    if effect.kind == "ws_ping_silent":
-        ws.answer_pings = False
-    elif effect.kind == "ws_fragment":
-        ws.frame_size = max(1, int(effect.params.get("size", 16)))
-    return False
+    """Do a websocket fault to ``ws`` (its kind's ``on_socket``); True when the connection is gone after it."""
+    act = REGISTRY[effect.kind].on_socket
+    return await act(ws, effect.params) if act is not None else False
 
 
 def refusal_of(scenario: Any) -> Upgrade | None:
-    """The ``ws_refuse_upgrade`` fault of a scenario's first turn (at ``initialize``), as the upgrade's answer."""
+    """The first fault of a scenario's first turn that answers the upgrade itself (its kind's ``on_upgrade``), as
+    the upgrade's answer."""
     turns = getattr(scenario, "turns", ())
-    for fault in turns[0].faults if turns else ():
-        if fault.kind == "ws_refuse_upgrade":
-            return Upgrade(int(fault.param("status")), str(fault.param("body")))
+    for index, fault in enumerate(turns[0].faults if turns else ()):
+        refuse = REGISTRY[fault.kind].on_upgrade
+        if refuse is not None:
+            status, body = refuse(fault)
+            return Upgrade(status, body, struck=FaultStruck(0, index, fault.kind, "initialize", 1))
     return None
 
 

@@ -215,3 +215,50 @@ def test_counted_bounds_hold_for_generated_turns(script: TurnScript, retries: in
             continue
         probe = dataclasses.replace(_counted_bound_scenario(script, point, n), config=config, client=patient)
         assert bool(play(probe).server.engine.struck) == strikes, (point, n)
+
+
+# A fault is one row: its kind is named in its two row modules and nowhere else in the packages. The strings
+# left are other words that happen to be spelled as a kind, each said why.
+_ROW_MODULES = ("contracts/faults.py", "fake_server/faults.py")
+_NOT_A_FAULT = {
+    ("fake_server/recording.py", "crash"): "how a recorded session ended (recording.END_REASONS)",
+    ("contracts/checks/client_plan.py", "crash"): "how a recorded session ended",
+    ("contracts/wire.py", "oversized_line"): "a wire error's kind (what the reader saw)",
+    ("contracts/wire.py", "invalid_utf8"): "a wire error's kind (what the reader saw)",
+    ("conformance/test_broken_client.py", "interrupt_ignored"): "a built-in scenario's name",
+}
+
+
+def _kinds_named(source: str) -> list[tuple[int, str]]:
+    """(line, kind) of each string that spells a fault kind, docstrings left out."""
+    tree = ast.parse(source)
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    return [
+        (n.lineno, n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in FAULTS and id(n) not in docs
+    ]
+
+
+def test_a_fault_kind_is_named_only_in_its_row() -> None:
+    found = []
+    for package in ("contracts", "fake_server", "harness", "codex_client", "codex_sandbox", "conformance"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            where = path.relative_to(ROOT).as_posix()
+            if where in _ROW_MODULES:
+                continue
+            found += [f"{where}:{n} {kind!r}" for n, kind in _kinds_named(path.read_text(encoding="utf-8"))
+                      if (where, kind) not in _NOT_A_FAULT]
+    assert not found, "a fault kind switched on outside its row (add the behaviour to the row): " + ", ".join(found)
+
+
+def test_a_switch_on_a_kind_name_is_found() -> None:
+    planted = 'def f(fault):\n    """hang: a docstring may name it"""\n    if fault.kind == "hang":\n        return 1\n'
+    assert _kinds_named(planted) == [(3, "hang")]
+    assert _kinds_named('kinds = ("ws_close", "other")\n') == [(1, "ws_close")]
+
+
+def test_each_websocket_kind_carries_its_connection_behaviour_in_its_row() -> None:
+    for kind, row in fake_faults.REGISTRY.items():
+        on_sockets_only = "stdio" not in row.spec.transports
+        assert on_sockets_only == (row.on_socket is not None or row.on_upgrade is not None), kind

@@ -265,6 +265,23 @@ async def test_keepalive_pings_a_silent_server_and_gives_up_without_a_pong(
             nursery.cancel_scope.cancel()
 
 
+async def test_the_keepalive_does_not_ping_a_connection_it_is_closing(autojump_clock: trio.testing.MockClock) -> None:
+    """Our client sent its close frame and reads on until the server's: a keepalive falling due meanwhile must
+    not ping (wsproto refuses a ping once the close is sent; it escaped the client as an error)."""
+    pipe = WsPipe()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pipe.server_ws)
+        client = await pipe.connect()
+        client.keepalive = 5.0
+        server_ws = await pipe.server_ws()
+        assert server_ws is not None
+        server_ws.close_reply = False  # the server never answers the close frame
+        await client.send_eof()
+        with trio.move_on_after(30):
+            assert await client.receive() == []
+        nursery.cancel_scope.cancel()
+
+
 def _tiny_frames(frames: int) -> bytes:
     """One text message as ``frames`` masked frames of two bytes (a zero mask: the payload as it is)."""
     first = b"\x01\x82\x00\x00\x00\x00" + b'["'

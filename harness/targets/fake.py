@@ -81,14 +81,12 @@ async def _connect_in_process(pipe: Any, server: Any) -> str | None:
     """Our client's upgrade; what went wrong when it did not open (a refusal is the scenario's fault: struck)."""
     from codex_client.sockets import keepalive
     from contracts.websocket import HandshakeFailed, UpgradeRefused
-    from fake_server.effects import FaultStruck
 
     try:
         keepalive(await pipe.connect())
     except (UpgradeRefused, HandshakeFailed) as exc:
-        if pipe.refuse is not None:
-            index = next(i for i, f in enumerate(server.scenario.turns[0].faults) if f.kind == "ws_refuse_upgrade")
-            server.faults_struck.append(FaultStruck(0, index, "ws_refuse_upgrade", "initialize", 1))
+        if pipe.refuse is not None and pipe.refuse.struck is not None:
+            server.faults_struck.append(pipe.refuse.struck)
         return str(exc)
     return None
 
