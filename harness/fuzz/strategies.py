@@ -69,9 +69,9 @@ _TEXT = st.sampled_from(("Hello!", "Hello from the model.", "a", "Done, the test
 #: A legal agent message over 64 KiB (its item/completed is one frame that size, and so is a delta of it in fewer
 #: than two chunks): a client's line cap is for hostile lines far beyond it (large_message_1mib plays 1 MiB).
 LARGE_TEXT = "large frame 0123" * 5000
-_MESSAGE_TEXT = st.sampled_from(
-    ("Hello!", "Hello from the model.", "a", "Done, the tests pass. é", "x" * 40, LARGE_TEXT)
-)
+#: Whether a message is that large: its own draw (one in four), so that it comes whatever else the turn holds.
+_LARGE = st.sampled_from((False, False, False, True))
+_LARGE_TEXT = st.just(LARGE_TEXT)
 _CHUNKS = st.integers(1, 6)
 _DELAYS = st.sampled_from((0, 10, 100, 1000))
 _DURATIONS = st.sampled_from((0, 50, 1000, 30000))
@@ -107,7 +107,7 @@ def _streamed(draw: st.DrawFn, texts: st.SearchStrategy[str] = _TEXT) -> tuple[s
 
 @st.composite
 def message_items(draw: st.DrawFn) -> MessageItem:
-    text, deltas, delay = _streamed(draw, _MESSAGE_TEXT)
+    text, deltas, delay = _streamed(draw, _LARGE_TEXT if draw(_LARGE) else _TEXT)
     return MessageItem(text, deltas, delay)
 
 
