@@ -296,8 +296,9 @@ FAULTS: Final[dict[str, FaultSpec]] = {
             "the interrupt lands `delay_ms` later (the turn runs on until then); a `turn/interrupt` arriving "
             "meanwhile is answered `{}` with it, as the real binary answers two sent back to back",
             (_delay("delay_ms", 500),),
-            not_fuzzed="it matters to a client that interrupts twice, which no plan the fuzzer draws does; "
-            "`interrupt_twice` covers it",
+            not_fuzzed="the turn runs on for `delay_ms` after the interrupt, which the walk does not play (the "
+            "fuzzer's second cancel comes with the first, and is refused once the turn is over); `interrupt_twice` "
+            "covers it",
         ),
         FaultSpec(
             "interrupt_answer_missing",

@@ -74,7 +74,8 @@ def test_no_kill_after_the_interrupt_budget_is_found_and_shrunk(
         real_kill_turn(self, turn, reason)
 
     monkeypatch.setattr(Session, "kill_turn", no_kill_on_budget)
-    _found_and_replayed(_fuzz(tmp_path, examples=600), "trace_closure", tmp_path)
+    # A rare draw (an ignored interrupt needs a held approval in the last turn): about 1 example in 200-500.
+    _found_and_replayed(_fuzz(tmp_path, examples=2000), "trace_closure", tmp_path)
 
 
 def test_approval_left_unanswered_is_found_and_shrunk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

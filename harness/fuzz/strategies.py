@@ -66,6 +66,12 @@ __all__ = [
 
 # Strategies built once: hypothesis validates a strategy on first use, which dominates small draws.
 _TEXT = st.sampled_from(("Hello!", "Hello from the model.", "a", "Done, the tests pass. é", "x" * 40))
+#: A legal agent message over 64 KiB (its item/completed is one frame that size, and so is a delta of it in fewer
+#: than two chunks): a client's line cap is for hostile lines far beyond it (large_message_1mib plays 1 MiB).
+LARGE_TEXT = "large frame 0123" * 5000
+#: Whether a message is that large: its own draw (one in four), so that it comes whatever else the turn holds.
+_LARGE = st.sampled_from((False, False, False, True))
+_LARGE_TEXT = st.just(LARGE_TEXT)
 _CHUNKS = st.integers(1, 6)
 _DELAYS = st.sampled_from((0, 10, 100, 1000))
 _DURATIONS = st.sampled_from((0, 50, 1000, 30000))
@@ -93,15 +99,15 @@ def usages(draw: st.DrawFn) -> Usage:
     return Usage(input=inp, cached=draw(st.integers(0, inp)), output=out, reasoning=draw(st.integers(0, out)))
 
 
-def _streamed(draw: st.DrawFn) -> tuple[str, tuple[str, ...], int]:
-    text = draw(_TEXT)
+def _streamed(draw: st.DrawFn, texts: st.SearchStrategy[str] = _TEXT) -> tuple[str, tuple[str, ...], int]:
+    text = draw(texts)
     chunks = draw(_CHUNKS)
     return text, split_text(text, chunks), draw(_DELAYS)
 
 
 @st.composite
 def message_items(draw: st.DrawFn) -> MessageItem:
-    text, deltas, delay = _streamed(draw)
+    text, deltas, delay = _streamed(draw, _LARGE_TEXT if draw(_LARGE) else _TEXT)
     return MessageItem(text, deltas, delay)
 
 
@@ -170,6 +176,17 @@ def client_budgets(draw: st.DrawFn) -> dict[str, int]:
         "turn_timeout_ms": draw(st.sampled_from((60001, 20001))),
         "teardown_ms": draw(st.sampled_from((3000, 1000))),
     }
+
+
+#: The budgets of a plan on the real clock (a process target): short, so that an example a client hangs in ends
+#: soon (its deadline follows them, harness.fuzz.outside.example_deadline_s), yet far above what the fake takes to
+#: answer a request (milliseconds) or to start (a second or two on a loaded machine).
+REAL_TIME_BUDGETS: dict[str, int] = {
+    "interrupt_budget_ms": 2000,
+    "turn_timeout_ms": 5001,
+    "request_timeout_ms": 5000,
+    "startup_timeout_ms": 10000,
+}
 
 
 # --- faults ------------------------------------------------------------------------------------
@@ -272,6 +289,57 @@ def _triggers(steps: list[Step], do: str, real_time: bool = False) -> list[Clien
     return out
 
 
+#: On the real clock, the wait a cancel at a streaming trigger lands in: far longer than a client takes to read
+#: one frame and send one request, even on a loaded machine, so the cancel lands there every time.
+REAL_TIME_WAIT_MS = 2000
+
+
+def _slow_first_stream(script: TurnScript) -> TurnScript:
+    """``script`` whose first model item, when it streams (a message, reasoning), waits :data:`REAL_TIME_WAIT_MS`
+    before each delta: the turn is still streaming when a cancel sent at `started`, the item's start or a delta
+    reaches the server (the fixed catalogue's ``cancel_at_started`` waits 200 ms a delta, on the real clock too)."""
+    if not script.responses or not script.responses[0].items:
+        return script
+    first = script.responses[0].items[0]
+    if not isinstance(first, MessageItem | ReasoningItem) or not first.deltas:
+        return script
+    response = replace(
+        script.responses[0], items=(replace(first, delay_ms=REAL_TIME_WAIT_MS), *script.responses[0].items[1:])
+    )
+    return replace(script, responses=(response, *script.responses[1:]))
+
+
+def _lands_on_slow_stream(steps: list[Step], action: ClientAction) -> bool:
+    """Whether ``action`` (a trigger, not a delay) lands in a streaming wait of :data:`REAL_TIME_WAIT_MS`."""
+    if action.at not in _TRIGGER_STEP:
+        return False
+    landing = landing_for(steps, action)
+    if landing is None:
+        return False
+    wait = steps[landing.index]
+    return wait.kind == "sleep" and wait.origin == "stream" and wait.ms >= REAL_TIME_WAIT_MS
+
+
+_TWICE_CANCEL = st.sampled_from((False, False, True))
+
+
+def _twice(draw: st.DrawFn, chosen: tuple[ClientAction, ...], scripts: list[TurnScript]) -> tuple[ClientAction, ...]:
+    """The actions, a turn's cancel sometimes asked twice at once (a user pressing cancel twice).
+
+    Both are due at the same moment, so the outcome is the first's: the interrupt ends the turn once, and the
+    second is answered with it or refused once the turn is over (a client may send both, or one; the plan
+    check asks for one). Not where a fault strikes at the interrupt: the second request would find the turn
+    still running (the fault's course) and land an interrupt of its own.
+    """
+    out: list[ClientAction] = []
+    for action in chosen:
+        out.append(action)
+        script = scripts[action.turn - 1]
+        if action.do == "cancel" and not any(f.at == "interrupt" for f in script.faults) and draw(_TWICE_CANCEL):
+            out.append(action)
+    return tuple(out)
+
+
 def _interrupt_faults(truth: TurnTruth, last: bool, ending_left: bool) -> list[Placement]:
     """Placements that may attach to this turn's interrupt (the cancel or the deadline), certain in outcome."""
     landing = truth.cancel
@@ -371,9 +439,7 @@ def _scenarios(
             decisions = tuple(draw(st.lists(_DECISION, min_size=1, max_size=needs_approval)))
         else:
             default = draw(_DECISION)
-    budgets: dict[str, Any] = (  # plan fields by name
-        {"interrupt_budget_ms": 2000, "turn_timeout_ms": 5001} if real_time else draw(client_budgets())
-    )
+    budgets: dict[str, Any] = REAL_TIME_BUDGETS if real_time else draw(client_budgets())  # plan fields by name
     plan = ClientPlan(approval=default, approvals=decisions, **budgets)
     two_at_once = any(
         sum(1 for i in r.items if getattr(i, "approval", False)) > 1 for t in scripts for r in t.responses
@@ -421,6 +487,17 @@ def _scenarios(
             options = (
                 [] if what == "none" else _triggers(walked.steps, "steer" if what == "steer" else "cancel", real_time)
             )
+            if real_time and (what == "steer" or (what == "cancel" and draw(_BOOL))):
+                # A cancel at a streaming trigger (`started`, an item, a delta), made certain on the real clock; it
+                # takes the steer's share too, which the real clock never draws. The trigger's kind is drawn first,
+                # then its occurrence: `started` (one) is as likely as the deltas (many).
+                slowed = _slow_first_stream(scripts[i])
+                steps = _walk(slowed, plan, i + 1, offset, config).steps
+                streaming = [a for a in _triggers(steps, "cancel") if _lands_on_slow_stream(steps, a)]
+                kinds = list(dict.fromkeys(a.at for a in streaming))
+                if kinds:
+                    at = _pick(draw, kinds)
+                    scripts[i], options = slowed, [a for a in streaming if a.at == at]
             if two_at_once:
                 options = [a for a in options if a.at != "approval_pending"]  # the other request would race
             if what == "cancel_on_approval":
@@ -449,6 +526,9 @@ def _scenarios(
             fault = Fault(placement.kind, "interrupt", 1, params(draw, placement, budget, real_time))
             ending_used = ending_used or placement.ending
             scripts[i] = replace(scripts[i], faults=(*scripts[i].faults, fault))
+
+    if actions:
+        plan = replace(plan, actions=_twice(draw, plan.actions, scripts))
 
     turns = tuple(scripts)
     try:

@@ -76,7 +76,7 @@ def _first(plan: ClientPlan, turn: int, do: str) -> ClientAction | None:
     return next((a for a in plan.actions_for(turn) if a.do == do), None)
 
 
-def _end_time(steps: list[Step]) -> int | None:
+def end_time(steps: list[Step]) -> int | None:
     """When the turn ends on its own (turn/completed or the server gone), None when it never does."""
     for s in steps:
         if s.kind == "completed":
@@ -136,7 +136,7 @@ def walk_turn(
             raise RacyScenario(f"turn {turn}: cancel at {cancel.at} {cancel.n} races the server")
         if landing is not None and landing.t >= deadline:
             landing = None
-    end = _end_time(steps)
+    end = end_time(steps)
     if landing is None and (end is None or end >= deadline):
         if end == deadline:
             raise RacyScenario(f"turn {turn}: the turn deadline races the end of the turn")
@@ -145,6 +145,10 @@ def walk_turn(
             raise RacyScenario(f"turn {turn}: the turn deadline falls on a step")
     if landing is not None:
         _judge_cancel(truth, script, landing, plan.interrupt_budget_ms, status)
+        if any(_gone(f) for f in truth.fired if f.at in ("interrupt", "usage")):
+            # The server exited (or closed its stdout) after the cancel, before it confirmed the turn ended: the
+            # turn ended with the server mid-turn, `failed` (docs/client-rules.md §3), as right as the cancel's status.
+            truth.also = (*truth.also, "failed")
         if any(effect(f.kind).fails_turn for f in truth.fired) and truth.status != "failed":
             # As in _judge: a client may fail the turn for the unknown server request that struck before the
             # cancel or the deadline, whatever else ended it.
@@ -156,7 +160,7 @@ def walk_turn(
 
 def _triggered(steps: list[Step], action: ClientAction) -> bool:
     if action.at == "delay":
-        end = _end_time(steps)
+        end = end_time(steps)
         return end is None or action.delay_ms <= end
     return trigger_index(steps, action) is not None
 
@@ -206,6 +210,10 @@ def _judge(truth: TurnTruth) -> None:
         # Failing the turn after answering an unknown server request with an error is our client's rule
         # (docs/client.md); a client that lets it complete as the server says is as correct.
         truth.status, truth.also = "failed", ("completed",)
+    elif any(e.fails_turn for e in fired) and truth.status != "failed":
+        # As a completed turn: failing it for the unknown server request is as right as what ended it (an
+        # approval answered "cancel").
+        truth.also = ("failed",)
 
 
 def _judge_cancel(truth: TurnTruth, script: TurnScript, landing: Landing, budget_ms: int, status: str) -> None:
