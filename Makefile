@@ -30,7 +30,7 @@ OLDER_CODEX    := $(foreach v,$(OLDER_RELEASES),.tools/codex-$(v)/node_modules/.
 .tools/codex-%/node_modules/.bin/codex:
 	npm install --silent --no-audit --no-fund --prefix .tools/codex-$* @openai/codex@$*
 
-# A release with no folder in the package, learned in the suite (`codex-harness release learn`, tests/test_real_learn.py).
+# A release with no folder in the package, learned in the suite (`codex-harness release learn`, tests/real/test_real_learn.py).
 LEARNED_RELEASES := 0.160.0 0.150.0
 LEARNED_CODEX    := $(foreach v,$(LEARNED_RELEASES),.tools/codex-$(v)/node_modules/.bin/codex)
 
@@ -47,7 +47,7 @@ screenshots: $(BIN)/.installed
 
 # The package's bytecode, written once before the tests: every fake-codex and client the suite starts imports it,
 # and an interpreter run with PYTHONDONTWRITEBYTECODE (as CI machines may) would compile the sources at each start
-# (about a fifth of a process test's CPU time, measured on tests/test_fake_process.py and test_fake_says.py).
+# (about a fifth of a process test's CPU time, measured on tests/process/test_fake_process.py and test_fake_says.py).
 COMPILE = $(BIN)/python -m compileall -q contracts fake_server harness conformance >/dev/null
 
 # Workers of the whole suite: two per core, at most 16. Most of its time is spent waiting (a hung client's deadline,

@@ -5,7 +5,7 @@ parts of it in their own modules: the turn (:mod:`~codex_client.turn`), the turn
 (:mod:`~codex_client.supervisor`), the approval tasks (:mod:`~codex_client.server_requests`) and the
 teardown (:mod:`~codex_client.teardown`). They work against :class:`Driver`, declared here below all five, so
 that none of them needs the session's module and the session is free to import them: no circle, and what a
-helper may touch of the session is written down in one place (``tests/test_client_driver.py`` checks that the
+helper may touch of the session is written down in one place (``tests/unit/test_client_driver.py`` checks that the
 helpers use exactly these members and that the session has them all).
 
 Turns are named by their core (:class:`~codex_client.turncore.TurnCore`); :meth:`Driver.turn_for` gives the

@@ -431,7 +431,7 @@ def _own_installation(hidden: list[str]) -> list[str]:
     script) runs on them, through launchers whose ``#!`` chain cannot be followed from here."""
     import importlib.util
 
-    # Found, not imported: the sandbox sits below the packages that use it (tests/test_layers.py).
+    # Found, not imported: the sandbox sits below the packages that use it (tests/unit/test_layers.py).
     specs = [importlib.util.find_spec(name) for name in PACKAGES]
     found = [str(Path(spec.origin).parent) for spec in specs if spec is not None and spec.origin is not None]
     places = {sys.prefix, sys.base_prefix, *found}

@@ -40,7 +40,7 @@ PER_SCENARIO = os.environ.get("CODEX_HARNESS_PER_SCENARIO") == "1"
 #: 14 scenarios, the official one on 5, idle until a 73 s deadline), but with two such catalogues at once on a
 #: loaded 2-core machine the clients started last took over 20 s to start their server and failed the 20 s
 #: deadline of hang_alive and drop_turn_completed: a verdict of the load. At the default every measurement held
-#: every verdict equal to the one played alone (bench/jobs.py, tests/test_outside_jobs.py).
+#: every verdict equal to the one played alone (bench/jobs.py, tests/process/test_outside_jobs.py).
 SUITE_JOBS = DEFAULT_JOBS
 #: A row of a known-failures table: | `scenario` | contract / check | fail|flaky | why | reproduce |
 _ROW = re.compile(

@@ -20,7 +20,7 @@ Adding a kind: one entry here (with its effect and placements, or ``not_fuzzed``
 ``@strikes("kind")`` function in ``fake_server.faults`` (a websocket kind gives there what the
 connection does, ``on_socket`` or ``on_upgrade``; an interrupt course sets a field of its
 ``Course``), and ``python -m contracts.faults`` to print the docs tables to paste. No other module
-names a kind (tests/test_fault_registry.py fails on one that does). Nothing under ``harness/fuzz``
+names a kind (tests/unit/test_fault_registry.py fails on one that does). Nothing under ``harness/fuzz``
 changes, unless the kind's effect needs a course the fuzzer's walk does not know yet
 (``contracts.fault_fuzz.COURSES``).
 """

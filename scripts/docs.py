@@ -9,7 +9,7 @@ Two kinds of marker, both invisible where Markdown is rendered:
   scenarios, those over stdio, the fault kinds), so no such number is typed by hand.
 
 ``python scripts/docs.py`` rewrites them in place; ``--check`` changes nothing and exits 1 naming every stale one
-(tests/test_docs_generated.py runs it).
+(tests/process/test_docs_generated.py runs it).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "process")]
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) [^>]*-->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)", re.S)
 COUNT = re.compile(r"(<!-- count: (?P<name>[\w-]+) -->)(?P<body>[^<]*)(<!-- /count -->)")

@@ -7,6 +7,7 @@ or the package, so each test's store lives under its own temporary directory.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import ClassVar
 
@@ -25,7 +26,7 @@ def _private_schema_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
 #: sessions run one at a time. The ``xdist_group`` mark does the same, but pytest-xdist 3.8 under pytest 9.2
 #: silently drops it (it writes the group into a node id field pytest no longer reads: pytest-xdist#1386),
 #: so the scheduler is told here by module.
-XDIST_GROUPS: dict[str, str] = {"tests/test_real_releases.py": "real_releases"}
+XDIST_GROUPS: dict[str, str] = {"tests/real/test_real_releases.py": "real_releases"}
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -44,36 +45,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 # --- cost: what `make test-fast` runs (docs/tests.md) ------------------------------------------------------------
 
-#: Test modules that start processes (fake-codex, a client, a relay, git, a venv, the real binary) in all or
-#: most of their tests: marked ``process`` here, so that ``--fast`` (``make test-fast``) leaves them out.
-PROCESS_MODULES: frozenset[str] = frozenset(
-    """
-    test_baseline_file test_bench_smoke test_bench_validate test_buggy_client test_cli_names test_cli_run_latency
-    test_client_process test_codex_bin test_confine test_docs_generated test_docs_recipes test_fake_listen
-    test_fake_pending_input test_fake_process test_fake_vs_real_script test_html_browser test_matrix_html
-    test_outside_foreseen_exit test_fake_real_fidelity test_fake_recording test_fake_says
-    test_fake_surface test_fake_surface_observed test_fake_surface_ws test_fake_trace test_fuzz_outside
-    test_hostile_files test_hostile_inputs test_html_real test_matrix test_method_overrides test_never_green
-    test_outside_client test_outside_client_dies test_outside_jobs test_outside_real test_outside_templating
-    test_outside_unsupported_parts test_policy_observed test_probe_refs test_proctree test_progress test_real_codex
-    test_real_confined test_real_diff_cli test_real_driver test_real_fidelity test_real_hermetic test_real_learn
-    test_real_releases test_real_target test_real_trace_data test_real_validate_release test_record
-    test_reference_set test_relay test_release_folders test_release_learn test_release_profiles test_report_dir
-    test_report_table test_schema_diff test_schema_pin test_schema_real test_show_agrees test_signals
-    test_thread_store test_trace_formats test_trace_real_codex test_transport_fidelity
-    """.split()
-)
+#: The folders of tests/ whose modules start processes (fake-codex, a client, a relay, git, a venv, the real
+#: binary) in all or most of their tests (docs/tests.md): each of their tests is marked ``process`` here, so that
+#: ``--fast`` (``make test-fast``) leaves them out. tests/unit holds the rest.
+PROCESS_FOLDERS: frozenset[Path] = frozenset(Path(__file__).resolve().parent / name for name in ("process", "real"))
 
-#: One test (all its parameters, or one: ``name[id]``) that starts a process in a module whose other tests start
-#: none. A test may also be marked ``@pytest.mark.process`` itself. ``real_codex`` and ``clients`` tests count as
-#: process tests too. Under ``--fast`` a test that starts a process anyway fails, naming these tables (the guard
-#: below): they were filled from what it found.
+
+@functools.cache
+def _in_process_folder(folder: Path) -> bool:
+    return folder.resolve() in PROCESS_FOLDERS
+
+
+#: One test (all its parameters, or one: ``name[id]``) that starts a process in a module of tests/unit, whose other
+#: tests start none. A test may also be marked ``@pytest.mark.process`` itself. ``real_codex`` and ``clients`` tests
+#: count as process tests too. Under ``--fast`` a test that starts a process anyway fails, naming these tables (the
+#: guard below): they were filled from what it found.
 PROCESS_TESTS: frozenset[str] = frozenset(
     {
         "test_budgets::test_a_client_waiting_longer_than_the_plan_by_design_passes_with_its_declared_budget",
         "test_check_registry::test_every_check_of_an_outside_client_is_declared",
         "test_client_fake::test_fault_scenario_as_a_process",
-        "test_client_latency::test_interrupt_overhead_against_the_fake_process",
         "test_fake_flags::test_the_real_binary_options_are_accepted",
         "test_html_report::test_the_fault_ledger_places_a_fault_whose_point_never_shows[fake-process]",
         "test_layers::test_shared_data_is_read_from_the_repo_only",
@@ -136,16 +127,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Under ``--fast`` a module of :data:`PROCESS_MODULES` is not even imported: each worker's collection is a
-    quarter of the fast run's CPU time, and these modules are the heavier half of it."""
-    if config.getoption("--fast") and collection_path.suffix == ".py" and collection_path.stem in PROCESS_MODULES:
+    """Under ``--fast`` tests/process and tests/real are not even collected: each worker's collection is a quarter
+    of the fast run's CPU time, and these modules are the heavier half of it."""
+    if config.getoption("--fast") and collection_path.is_dir() and _in_process_folder(collection_path):
         return True
     return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.stem in PROCESS_MODULES or _listed(item, PROCESS_TESTS):
+        if _in_process_folder(item.path.parent) or _listed(item, PROCESS_TESTS):
             item.add_marker(pytest.mark.process)
         if _listed(item, SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
@@ -200,8 +191,8 @@ def pytest_runtest_call(item: pytest.Item) -> object:
     if started is not None and not any(item.get_closest_marker(m) for m in PROCESS_MARKERS):
         pytest.fail(
             f"this test started a process ({started}) but is not marked as one, so make test-fast would run it: "
-            "mark it @pytest.mark.process or list it in PROCESS_MODULES or PROCESS_TESTS of tests/conftest.py "
-            "(docs/tests.md)",
+            "mark it @pytest.mark.process or list it in PROCESS_TESTS of tests/conftest.py "
+            "(or move its module to tests/process: docs/tests.md)",
             pytrace=False,
         )
     return result

@@ -35,7 +35,7 @@ WAIT_FOR = (
     "item/fileChange/requestApproval",
     "item/started",
 )
-#: The probes of the methods beyond the turn core (tests/test_fake_surface.py).
+#: The probes of the methods beyond the turn core (tests/process/test_fake_surface.py).
 SURFACE_PROBES = (
     "account_login",
     "config_account",
@@ -47,7 +47,7 @@ SURFACE_PROBES = (
     "threads_after_turn",
     "threads_fresh",
 )
-#: Pending input (tests/test_fake_pending_input.py): probe -> the scenario its model side played.
+#: Pending input (tests/process/test_fake_pending_input.py): probe -> the scenario its model side played.
 PENDING_PROBES = {
     "pending_start_then_steer": "tests/data/real/scenarios/pending_busy.toml",
     "pending_steer_then_start": "tests/data/real/scenarios/pending_busy.toml",

@@ -16,8 +16,9 @@ A session whose home has no ``config.toml`` would reach for the network at start
 the update check: ``harness.targets.real.HERMETIC_CONFIG``); with ``--isolate`` (the default when ``unshare``
 can) the whole observation runs in a network namespace of its own, where only loopback exists.
 
-``tests/data/real/<version>/surface/observed.json`` is the real binary's; ``tests/test_fake_surface_observed.py``
-compares the fake with it on every run, and (``real_codex``) the live binary with the fake.
+``tests/data/real/<version>/surface/observed.json`` is the real binary's;
+``tests/process/test_fake_surface_observed.py`` compares the fake with it on every run, and (``real_codex``) the live
+binary with the fake.
 
 Record again: ``.venv/bin/python tests/surface_observe.py --codex .tools/node_modules/.bin/codex
 --out tests/data/real/0.171.0/surface/observed.json`` (another release: its binary and its folder).

@@ -8,7 +8,7 @@ reads, resumes and continues them; and what ``config/read``, ``modelProvider/lis
 ``model`` are with the harness's mock-provider ``config.toml``, with an empty home and with ``-c`` overrides.
 Every answer is reduced to what a client relies on (ids as labels ``T0``, ``T1``…, paths relative to the home,
 errors by message). ``tests/data/real/<version>/thread_store/observed.json`` is the real binary's;
-``tests/test_thread_store.py`` compares the fake with it on every run.
+``tests/process/test_thread_store.py`` compares the fake with it on every run.
 
 Record again: ``.venv/bin/python tests/thread_store_observe.py --codex .tools/node_modules/.bin/codex
 --out tests/data/real/0.171.0/thread_store/observed.json``.

@@ -7,8 +7,8 @@ One server: connection 1 starts a thread and a turn whose message streams for ab
 reads the thread with its turns (the first turn's status and message), resumes it and starts a turn (which
 answer it gets: the scenario's second turn, or its first again). Then the server gets SIGTERM: its exit code,
 and whether its rollout trace bundles are closed. ``tests/data/real/<version>/transports/ws_lifetime.json`` is the
-real binary's; ``tests/test_fake_surface_ws.py`` compares the fake with it on every run (and the live binary under
-``real_codex``).
+real binary's; ``tests/process/test_fake_surface_ws.py`` compares the fake with it on every run (and the live binary
+under ``real_codex``).
 
 Record again: ``.venv/bin/python tests/ws_lifetime_observe.py --codex .tools/node_modules/.bin/codex --out
 tests/data/real/0.171.0/transports/ws_lifetime.json`` (0.163.0: ``.tools/codex-0.163.0/node_modules/.bin/codex``,

@@ -3,7 +3,7 @@
 
 With no flag it is the careful reference client (it imports and runs it) and passes every built-in scenario.
 Each flag plants one bug, and each fails a check of the scenario that catches it (``conformance`` keeps a
-test per flag: tests/test_buggy_client.py). Usage: ``codex-harness run --client-cmd "python
+test per flag: tests/process/test_buggy_client.py). Usage: ``codex-harness run --client-cmd "python
 conformance/clients/buggy.py --line-cap-64k"``.
 
 =================================  ==========================================================================

@@ -29,7 +29,7 @@ alive what the *server* started, fails a ``should``.
 
 A check name ``turn N …`` stands for one check per turn (``turn 1 status``, ``turn 2 status``, …), and
 ``server N: …`` is the check of the N-th server an outside client started. A name the contract does not
-declare gets the contract's own level and citation (``tests/test_check_registry.py`` finds such names on the
+declare gets the contract's own level and citation (``tests/unit/test_check_registry.py`` finds such names on the
 built-in catalogue and on the reference outside clients).
 """
 

@@ -536,7 +536,7 @@ def _scenarios(
         turns, truth = reached_only(turns, plan, truth, config)
     except RacyScenario:
         # A combination the walk cannot judge exactly (should not happen: the placement above avoids
-        # races); dropping it keeps the truth exact. tests/test_fuzz_strategies.py bounds how often.
+        # races); dropping it keeps the truth exact. tests/unit/test_fuzz_strategies.py bounds how often.
         reject()
     kinds_text = ", ".join(sorted({f.kind for t in turns for f in t.faults})) or "no faults"
     return Scenario(

@@ -378,7 +378,7 @@ def trigger_index(steps: list[Step], action: ClientAction) -> int | None:
     oracle built on the interpreter it checks would move its prediction with every bug of that interpreter
     (an action counted one moment late, a userMessage item not counted, an approval held that should be
     answered) and pass it. Only the rules are shared, as written in docs/scenarios.md; that the two readings
-    agree is tested (tests/test_triggers.py).
+    agree is tested (tests/unit/test_triggers.py).
     """
     if action.at == "started":
         return next((i for i, s in enumerate(steps) if s.kind == "started"), None)

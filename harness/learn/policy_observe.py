@@ -11,7 +11,7 @@ reduced to what a client relies on: the server requests (method and, for a comma
 reason), the tool item's status, whether the command's file / the patched file exists afterwards, how many model
 requests the turn made, and its status.
 
-``tests/data/real/<version>/policy/observed.json`` is the real binary's; ``tests/test_policy_observed.py``
+``tests/data/real/<version>/policy/observed.json`` is the real binary's; ``tests/process/test_policy_observed.py``
 compares the fake with it on every run, and the release folder's ``policy.json`` (the table the fake plays) is
 derived from it (``harness.learn.policy``).
 

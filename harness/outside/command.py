@@ -107,7 +107,7 @@ def default_jobs() -> int:
     A scenario mostly waits (for the client, for the fake's scripted pauses, for a hung client's deadline);
     its CPU is two interpreters starting (the client's and fake-codex) and the judging. Two per core overlap
     the waits while the starts still find a core; more queue on the CPU and stretch what every process
-    times itself (bench/jobs.py measures the catalogue both ways, tests/test_outside_jobs.py holds the
+    times itself (bench/jobs.py measures the catalogue both ways, tests/process/test_outside_jobs.py holds the
     verdicts equal)."""
     return max(2, min(MAX_JOBS, 2 * cores()))
 

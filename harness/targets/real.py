@@ -38,7 +38,7 @@ SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 #: What keeps a real run on this machine. The real binary syncs the curated plugin marketplace at
 #: start-up (``git ls-remote https://github.com/openai/plugins.git``, then api.github.com, then
 #: chatgpt.com); the ``plugins`` feature gates that sync and the remote plugin catalogue. Analytics and
-#: the update check are the other start-up calls home. ``tests/test_real_hermetic.py`` proves under
+#: the update check are the other start-up calls home. ``tests/process/test_real_hermetic.py`` proves under
 #: strace that with these settings a session connects to nothing but 127.0.0.1 (and that without them it
 #: does not).
 HERMETIC_CONFIG: dict[str, Any] = {
