@@ -13,6 +13,7 @@ import shlex
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
+from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException, HypothesisWarning
 
 from contracts.checks import Check
 from contracts.exitcodes import Finding
@@ -158,7 +159,11 @@ def fuzz(
             seeded = seed_value if lanes == 1 else seed_value * MAX_LANES + lane
             share = examples if lanes == 1 else -(-examples // lanes)
             campaign.lanes.append(_Lane(campaign, own, share, seeded, shrink, database))
-        campaign.run()
+        with warnings.catch_warnings():
+            # hypothesis describes a failing example by its repr, which nobody reads here (the shrunk scenario is
+            # written as TOML): an 80,000-byte message made it warn on the user's terminal at every finding
+            warnings.filterwarnings("ignore", message="Generating overly large repr", category=HypothesisWarning)
+            campaign.run()
     finally:
         quiet()
         report.seconds = time.perf_counter() - campaign.started
