@@ -72,7 +72,8 @@ def example_deadline_s(scenario: Scenario) -> float:
     """What a client that keeps the scenario's budgets may take on it, by its truth: the start-up budget, each turn
     as long as the server plays it (a turn it ends on its own), or up to where the cancel or the turn deadline
     lands plus the interrupt budget and one request budget (the formula's per-turn terms), then the teardown,
-    plus :data:`TURN_SLACK_MS` a turn and :data:`~harness.budgets.DEADLINE_EXTRA_S`. Never above the run deadline
+    plus :data:`TURN_SLACK_MS` and one start-up budget a turn (a client that starts a server per turn) and
+    :data:`~harness.budgets.DEADLINE_EXTRA_S`. Never above the run deadline
     (:func:`~harness.budgets.scenario_deadline_s`, the formula every run uses), which a scenario the walk cannot judge
     keeps.
 
@@ -86,7 +87,8 @@ def example_deadline_s(scenario: Scenario) -> float:
         return worst
     total_ms = plan.startup_timeout_ms + plan.teardown_ms
     for turn in truth.turns:
-        total_ms += TURN_SLACK_MS + turn.approvals_seen * plan.approval_delay_ms
+        # A client may start a server per turn (a correct style): each turn has room for one more start-up.
+        total_ms += TURN_SLACK_MS + plan.startup_timeout_ms + turn.approvals_seen * plan.approval_delay_ms
         if turn.cancel is not None:
             total_ms += turn.cancel.t + plan.interrupt_budget_ms + plan.request_timeout_ms
             continue
