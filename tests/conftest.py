@@ -22,11 +22,17 @@ def _private_schema_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     return data_home / "codex-harness" / "schemas"
 
 
-#: Test modules whose tests share one xdist worker under ``--dist loadgroup`` (``make test``): their real
-#: sessions run one at a time. The ``xdist_group`` mark does the same, but pytest-xdist 3.8 under pytest 9.2
-#: silently drops it (it writes the group into a node id field pytest no longer reads: pytest-xdist#1386),
-#: so the scheduler is told here by module.
-XDIST_GROUPS: dict[str, str] = {"tests/real/test_real_releases.py": "real_releases"}
+#: Test modules whose tests share one xdist worker under ``--dist loadgroup`` (``make test``): the real releases'
+#: sessions run one at a time; the docs recipes build their wheel and venv once (a module fixture: spread over
+#: workers, each built its own, two minutes of pip each); the outside fuzz campaigns do not overlap. The
+#: ``xdist_group`` mark would say the same, but pytest-xdist 3.8 under pytest 9.2 silently drops it (it writes the
+#: group into a node id field pytest no longer reads: pytest-xdist#1386), so the scheduler is told here by module,
+#: and a test marked ``xdist_group`` is refused at collection (it would not be grouped).
+XDIST_GROUPS: dict[str, str] = {
+    "tests/real/test_real_releases.py": "real_releases",
+    "tests/process/test_docs_recipes.py": "docs_recipes",
+    "tests/process/test_fuzz_outside.py": "fuzz_outside",
+}
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -140,10 +146,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.process)
         if _listed(item, SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
+    marked = sorted({item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("xdist_group")})
+    if marked:
+        raise pytest.UsageError(f"xdist_group is dropped by this pytest-xdist: list {marked} in XDIST_GROUPS instead")
     if not config.getoption("--fast"):
-        # The outside clients' catalogues take minutes each, mostly waiting out a hung client's deadline: started
-        # first they overlap the rest of the suite instead of ending it alone on one worker.
-        items.sort(key=lambda item: item.get_closest_marker("clients") is None)
+        # Longest first: the outside clients' catalogues take minutes each, mostly waiting out a hung client's
+        # deadline, and a group runs its tests one after another on one worker. Started first they overlap the rest
+        # of the suite instead of ending it alone on one worker.
+        items.sort(key=_cost_rank)
         return
     kept, left = [], []
     for item in items:
@@ -151,6 +161,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
+
+
+def _cost_rank(item: pytest.Item) -> int:
+    """0 for a client catalogue, 1 for a test of a grouped module (:data:`XDIST_GROUPS`), 2 for the rest."""
+    if item.get_closest_marker("clients") is not None:
+        return 0
+    return 1 if item.nodeid.split("::", 1)[0] in XDIST_GROUPS else 2
 
 
 class _ProcessGuard:

@@ -31,7 +31,6 @@ CI_SCENARIOS = ["plain", "command_approval"]
 #: What a checkout holds beside the source: environments, installed binaries, reports, build leftovers.
 NOT_SOURCE = (".git", ".venv", ".tools", "reports", "build", "*.egg-info", "__pycache__", ".*_cache")
 
-pytestmark = pytest.mark.xdist_group("docs_recipes")
 
 
 def doc_block(doc: str, marker: str, language: str) -> str:

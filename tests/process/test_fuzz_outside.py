@@ -25,7 +25,6 @@ BUGGY = f"{sys.executable} {CLIENTS / 'buggy.py'} --die-on-garbage"
 CAREFUL = f"{sys.executable} {CLIENTS / 'careful.py'}"
 MAX_EXAMPLES = 40  # the known-bad flag is found within this many (9 on seed 1, 7 unseeded, as measured)
 
-pytestmark = pytest.mark.xdist_group("fuzz_outside")
 
 
 def _examples(out: str) -> int:

@@ -32,7 +32,6 @@ OLDER = ("0.163.0", "0.169.0")
 RELEASES = (*OLDER, "0.171.0")
 #: scenario -> why it is not compared on the older releases (empty: every model-level scenario is)
 EXCLUDED: dict[str, str] = {}
-GROUP = pytest.mark.xdist_group("real_releases")
 
 
 def model_level_scenarios() -> list[str]:
@@ -53,14 +52,12 @@ def release_binary(release: str, codex_bin: Path) -> Path:
 
 
 @pytest.mark.real_codex
-@GROUP
 @pytest.mark.parametrize("release", RELEASES)
 def test_the_binary_is_the_release_of_its_profile(release: str, codex_bin: Path) -> None:
     assert codex_version(release_binary(release, codex_bin)) == release
 
 
 @pytest.mark.real_codex
-@GROUP
 @pytest.mark.parametrize("name", [n for n in model_level_scenarios() if n not in EXCLUDED])
 @pytest.mark.parametrize("release", OLDER)
 def test_profile_and_release_agree(release: str, name: str, codex_bin: Path, tmp_path: Path) -> None:
@@ -74,7 +71,6 @@ def test_profile_and_release_agree(release: str, name: str, codex_bin: Path, tmp
 
 
 @pytest.mark.real_codex
-@GROUP
 @pytest.mark.parametrize("name", ["command_approval", "interrupt_pending_approval"])
 @pytest.mark.parametrize("release", RELEASES)
 def test_trace_closure_is_judged_on_each_release(release: str, name: str, codex_bin: Path, tmp_path: Path) -> None:
@@ -90,7 +86,6 @@ def test_trace_closure_is_judged_on_each_release(release: str, name: str, codex_
 
 
 @pytest.mark.real_codex
-@GROUP
 @pytest.mark.parametrize(("release", "accepted"), [("0.163.0", True), ("0.169.0", False)])
 def test_each_reducer_on_an_event_after_the_rollout_ended(
     release: str, accepted: bool, codex_bin: Path, tmp_path: Path
@@ -114,7 +109,6 @@ def test_each_reducer_on_an_event_after_the_rollout_ended(
 
 
 @pytest.mark.real_codex
-@GROUP
 def test_validate_release_judges_the_trace_closure_of_0_169(codex_bin: Path, tmp_path: Path) -> None:
     """The issue's acceptance: every trace_closure check is judged on 0.169.0 (schema 2), none fails for the
     format, and the fidelity diff compares with the fake playing 0.169.0."""

@@ -29,7 +29,6 @@ def differences(real: Any, fake: Any, path: str = "") -> list[str]:
     return [] if real == fake else [f"{path}: real {json.dumps(real)[:200]}, fake {json.dumps(fake)[:200]}"]
 
 
-@pytest.mark.xdist_group("transport_observe")
 def test_the_fake_answers_as_the_recorded_real_binary(tmp_path: Path) -> None:
     recorded = json.loads(RECORDED.read_text())
     observed = trio.run(observe, fake_start(tmp_path), tmp_path)
