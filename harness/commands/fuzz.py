@@ -8,6 +8,7 @@ shrunk scenario file and its failing checks; exit 1 on a failure.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -125,13 +126,31 @@ def run(args: argparse.Namespace) -> int:
         database=_database(args),
         max_time_s=args.max_time,
         jobs=jobs,
+        replay=_replay(args),
     )
-    report.client_cmd = args.client_cmd
     if play is not None and report.failure is not None and report.failure.scenario is not None:
         if not report.failure.flaky and not report.failure.error and not play(report.failure.scenario, target).failures:
             report.failure.flaky = True  # the shrunk scenario did not fail again: a flaky client is a finding too
     print(report.text())
     return 0 if report.failure is None else 1
+
+
+def _replay(args: argparse.Namespace) -> str:
+    """What the reproduce line adds after ``codex-harness run`` for an outside client: its command and every
+    option that shaped how its examples were played (a failure under 0.163.0's profile, or a declared budget,
+    may not come back without them)."""
+    if args.client_cmd is None:
+        return ""
+    words = ["--client-cmd", args.client_cmd]
+    if args.release:
+        words += ["--release", args.release]
+    for budget in args.budget:
+        words += ["--budget", budget]
+    if args.budgets:
+        words += ["--budgets", args.budgets]
+    if args.client_deadline is not None:
+        words += ["--client-deadline", f"{args.client_deadline:g}"]
+    return shlex.join(words)
 
 
 def _jobs(args: argparse.Namespace) -> int:

@@ -9,7 +9,6 @@ hypothesis shrinks the example, and the smallest failing scenario is written wit
 from __future__ import annotations
 
 import logging
-import shlex
 import tempfile
 import threading
 import time
@@ -30,7 +29,7 @@ from contracts.scenario_file import dumps
 from harness.fuzz import invariants
 from harness.fuzz.coverage import Coverage
 from harness.fuzz.invariants import Example, run_example
-from harness.fuzz.shrink import scenario_size, simplify, write_failure
+from harness.fuzz.shrink import reproduce_line, scenario_size, simplify, write_failure
 from harness.fuzz.strategies import scenarios
 from harness.fuzz.table import FUZZED, SLOW
 
@@ -74,8 +73,9 @@ class FuzzReport:
     failure: Failure | None = None
     target: str = "fake"
     seed: int = 0
-    #: ``fuzz --client-cmd``: the outside client's command (the reproduce line names it)
-    client_cmd: str | None = None
+    #: ``fuzz --client-cmd``: what the reproduce line adds after ``codex-harness run`` (shell-quoted): the client's
+    #: command and the options that shaped its play (release, budgets, deadline), without which it may not fail again
+    replay: str = ""
     #: examples not played because ``max_time_s`` ran out
     timed_out: int = 0
     #: shrinking candidates not played because ``max_time_s`` ran out (the failure written is not the smallest)
@@ -109,11 +109,7 @@ class FuzzReport:
                 size = scenario_size(self.failure.scenario)
                 lines.append(f"  shrunk scenario: {self.failure.scenario_file} ({size})")
                 lines.append(f"  failing checks: {self.failure.checks_file}")
-                client = f" --client-cmd {shlex.quote(self.client_cmd)}" if self.client_cmd else ""
-                lines.append(
-                    f"  reproduce: codex-harness run{client} --target {self.target} --scenario "
-                    f"{self.failure.scenario_file}"
-                )
+                lines.append(f"  reproduce: {reproduce_line(self.target, self.failure.scenario_file, self.replay)}")
             lines.append("RESULT: FAIL")
         return "\n".join(lines)
 
@@ -132,6 +128,7 @@ def fuzz(
     database: ExampleDatabase | None = None,
     max_time_s: float | None = None,
     jobs: int = 1,
+    replay: str = "",
 ) -> FuzzReport:
     """Run ``examples`` generated scenarios on ``target``; on a failure, shrink it and write it under ``out``.
 
@@ -193,7 +190,7 @@ def fuzz(
     if report.failure is not None and report.failure.scenario is not None:
         directory = out if out is not None else Path(tempfile.mkdtemp(prefix="codex-harness-fuzz-"))
         report.failure.scenario_file, report.failure.checks_file = write_failure(
-            report.failure.scenario, report.failure.checks, directory, target=target, seed=seed_value
+            report.failure.scenario, report.failure.checks, directory, target=target, seed=seed_value, replay=replay
         )
     return report
 

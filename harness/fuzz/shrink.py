@@ -39,8 +39,20 @@ def failure_name(scenario: Scenario, prefix: str = "fuzz_failure") -> str:
     return f"{prefix}_{digest}"
 
 
+def reproduce_line(target: str, scenario_file: Path, replay: str = "") -> str:
+    """The command that plays a written failure again: ``replay`` is what ``fuzz --client-cmd`` adds (the client's
+    command and the options that shaped its play, shell-quoted)."""
+    return f"codex-harness run{' ' + replay if replay else ''} --target {target} --scenario {scenario_file}"
+
+
 def write_failure(
-    scenario: Scenario, checks: list[Check], out_dir: Path, *, target: str = "fake", seed: int | None = None
+    scenario: Scenario,
+    checks: list[Check],
+    out_dir: Path,
+    *,
+    target: str = "fake",
+    seed: int | None = None,
+    replay: str = "",
 ) -> tuple[Path, Path]:
     """Write ``NAME.toml`` (the scenario, named after its content) and ``NAME.checks.json``; returns both paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +71,7 @@ def write_failure(
         "target": target,
         "seed": seed,
         "size": scenario_size(named),
-        "reproduce": f"codex-harness run --target {target} --scenario {toml_path}",
+        "reproduce": reproduce_line(target, toml_path, replay),
         "failing": [c.to_dict() | {"scenario": name} for c in failing],
     }
     checks_path = write_file(out_dir / f"{name}.checks.json", orjson.dumps(body, option=orjson.OPT_INDENT_2))

@@ -52,3 +52,19 @@ def test_out_must_be_a_directory(tmp_path: Path) -> None:
     path = tmp_path / "file"
     path.write_text("x")
     assert cli.main(["fuzz", "--examples", "1", "--out", str(path)]) == 3
+
+
+def test_the_reproduce_line_of_an_outside_client_keeps_what_shaped_its_play() -> None:
+    """A finding under 0.163.0's profile, a declared budget or a set deadline may not come back without them: the
+    reproduce line (printed, and in NAME.checks.json) names them with the client's command, quoted for a shell."""
+    import argparse
+    import shlex
+
+    from harness.commands import fuzz as fuzz_command
+
+    parser = argparse.ArgumentParser()
+    fuzz_command.add_arguments(parser)
+    argv = ["--client-cmd", "python my client.py", "--release", "0.163.0", "--budget", "turn_timeout_ms=9000"]
+    replay = fuzz_command._replay(parser.parse_args([*argv, "--client-deadline", "30"]))
+    assert shlex.split(replay) == [*argv, "--client-deadline", "30"]
+    assert fuzz_command._replay(parser.parse_args([])) == ""
