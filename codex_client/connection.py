@@ -194,6 +194,8 @@ class ClientConnection:
         self.has_process = has_process
         self._position = 0  # messages (lines, on stdio) received before the current read (for reports only)
         self._read: tuple[list[Incoming], int] = ([], 0)  # the current read and the position of its first message
+        #: the current read's payloads when its n-th item came from its n-th payload (for the wire record)
+        self._lines: list[Incoming] | None = None
 
     # --- plumbing -----------------------------------------------------------------------------------
 
@@ -288,6 +290,8 @@ class ClientConnection:
         self._read = (payloads, self._position)
         self._position += len(payloads)
         items = parse_payloads(payloads)
+        # Each payload gives at most one item, in order: as many items as payloads is one line per item.
+        self._lines = payloads if len(items) == len(payloads) else None
         if not self._all_deltas(items, t):
             self._dispatch(items, t)
         return self.take_events()
@@ -323,7 +327,8 @@ class ClientConnection:
 
     def _take_deltas(self, turn: TurnCore, frames: list[Any], params: list[Any], first: int, t: float) -> None:
         """A run of the running turn's delta frames (``first``: the run's index among the read's items)."""
-        self.record.received_run(t, frames)
+        lines = self._lines
+        self.record.received_run(t, frames, None if lines is None else lines[first : first + len(frames)])  # type: ignore[arg-type]
         if self.checker is not None:
             for i in self.checker.check_deltas(frames):
                 self._violation(t, frames[i], first + i)
@@ -394,7 +399,8 @@ class ClientConnection:
     def _on_item(self, item: Any, t: float, index: int | None) -> None:
         """One frame (or bad line) off the general path."""
         if type(item) is dict:  # a notification, as a bare frame
-            self.record.received_run(t, [item])
+            lines = self._lines
+            self.record.received_run(t, [item], None if lines is None or index is None else lines[index : index + 1])  # type: ignore[arg-type]
             if self.checker is not None and (violations := self.checker.session_validator.validate(item, "s2c")):
                 self._violation(t, item, index, violations)
             params = item.get("params")
