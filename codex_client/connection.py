@@ -172,7 +172,7 @@ class ClientConnection:
         self.ledger = UsageLedger()
         self._events: list[Event] = []
         #: what the client trace should record: queued among the events, written by the driver
-        self._trace = TraceQueue(self._queue)
+        self._trace = TraceQueue(self._events.append)  # not a method of self: no reference cycle to the record
         self.approvals = ApprovalTable(self.endpoint, self._trace)
         self.turns: list[TurnCore] = []
         self.active: TurnCore | None = None
@@ -201,11 +201,10 @@ class ClientConnection:
 
     def take_events(self) -> list[Event]:
         """What the driver must do, in order, since the last call (the one way out of the core)."""
-        events, self._events = self._events, []
+        # one list for the connection's life: the trace queue appends to it
+        events = self._events.copy()
+        self._events.clear()
         return events
-
-    def _queue(self, event: Event) -> None:
-        self._events.append(event)
 
     @property
     def wire(self) -> list[WireEntry]:
