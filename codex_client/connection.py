@@ -172,7 +172,7 @@ class ClientConnection:
         self.ledger = UsageLedger()
         self._events: list[Event] = []
         #: what the client trace should record: queued among the events, written by the driver
-        self._trace = TraceQueue(self._queue)
+        self._trace = TraceQueue(self._events.append)  # not a method of self: no reference cycle to the record
         self.approvals = ApprovalTable(self.endpoint, self._trace)
         self.turns: list[TurnCore] = []
         self.active: TurnCore | None = None
@@ -194,16 +194,17 @@ class ClientConnection:
         self.has_process = has_process
         self._position = 0  # messages (lines, on stdio) received before the current read (for reports only)
         self._read: tuple[list[Incoming], int] = ([], 0)  # the current read and the position of its first message
+        #: the current read's payloads when its n-th item came from its n-th payload (for the wire record)
+        self._lines: list[Incoming] | None = None
 
     # --- plumbing -----------------------------------------------------------------------------------
 
     def take_events(self) -> list[Event]:
         """What the driver must do, in order, since the last call (the one way out of the core)."""
-        events, self._events = self._events, []
+        # one list for the connection's life: the trace queue appends to it
+        events = self._events.copy()
+        self._events.clear()
         return events
-
-    def _queue(self, event: Event) -> None:
-        self._events.append(event)
 
     @property
     def wire(self) -> list[WireEntry]:
@@ -288,6 +289,8 @@ class ClientConnection:
         self._read = (payloads, self._position)
         self._position += len(payloads)
         items = parse_payloads(payloads)
+        # Each payload gives at most one item, in order: as many items as payloads is one line per item.
+        self._lines = payloads if len(items) == len(payloads) else None
         if not self._all_deltas(items, t):
             self._dispatch(items, t)
         return self.take_events()
@@ -323,7 +326,8 @@ class ClientConnection:
 
     def _take_deltas(self, turn: TurnCore, frames: list[Any], params: list[Any], first: int, t: float) -> None:
         """A run of the running turn's delta frames (``first``: the run's index among the read's items)."""
-        self.record.received_run(t, frames)
+        lines = self._lines
+        self.record.received_run(t, frames, None if lines is None else lines[first : first + len(frames)])  # type: ignore[arg-type]
         if self.checker is not None:
             for i in self.checker.check_deltas(frames):
                 self._violation(t, frames[i], first + i)
@@ -394,7 +398,8 @@ class ClientConnection:
     def _on_item(self, item: Any, t: float, index: int | None) -> None:
         """One frame (or bad line) off the general path."""
         if type(item) is dict:  # a notification, as a bare frame
-            self.record.received_run(t, [item])
+            lines = self._lines
+            self.record.received_run(t, [item], None if lines is None or index is None else lines[index : index + 1])  # type: ignore[arg-type]
             if self.checker is not None and (violations := self.checker.session_validator.validate(item, "s2c")):
                 self._violation(t, item, index, violations)
             params = item.get("params")

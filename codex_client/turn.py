@@ -18,6 +18,7 @@ core's :class:`~codex_client.turncore.TurnCore`, reached as :attr:`Turn.core`.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Final
@@ -25,7 +26,7 @@ from typing import Any, Final
 import trio
 
 from codex_client.driver import Driver
-from codex_client.errors import ClientError, is_interrupt
+from codex_client.errors import ClientError, SessionClosed, is_interrupt
 from codex_client.events import Steered, TurnEvent
 from codex_client.turncore import Queued, TurnCore, UserInput
 from codex_client.turnstate import TurnState
@@ -41,13 +42,24 @@ class Turn:
     """One turn of a session. Create it with :meth:`Session.turn`."""
 
     def __init__(self, session: Driver, core: TurnCore) -> None:
-        self.session = session
+        # Weak: the session keeps its turns (``Session.turns``), and a turn that kept its session too made the
+        # pair a reference cycle, so a closed session and its whole wire record outlived the last reference
+        # until CPython's next full collection (rare once the record keeps no tracked object per frame).
+        self._session = weakref.ref(session)
         self.core = core
         self.id_known = trio.Event()
         self.finished = trio.Event()
         self.wake = trio.Event()  # the supervisor looks again
         self.lot = trio.lowlevel.ParkingLot()  # the consumer parks here while no event is queued
         self._interrupt_scope: trio.CancelScope | None = None
+
+    @property
+    def session(self) -> Driver:
+        """The session of the turn; SessionClosed once nothing else holds it (it was closed before that)."""
+        session = self._session()
+        if session is None:
+            raise SessionClosed("the session of this turn is closed")
+        return session
 
     # --- context manager --------------------------------------------------------------------------
 
@@ -131,6 +143,8 @@ class Turn:
 
     def request_cancel(self, status: str, error: str) -> None:
         """Fix the Result's status (``aborted``, ``timeout``) and hand the turn to its supervisor."""
+        if self.result is not None and self._session() is None:
+            return  # an ended turn of a session gone: nothing to cancel, as its connection would say
         if self.session.connection.request_cancel(self.core, status, error, self.session.now()):
             self.wake.set()
 

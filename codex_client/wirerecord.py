@@ -1,9 +1,14 @@
 """The client core's wire record and its inline schema check (sans-IO).
 
 :class:`WireRecord` keeps every frame sent and received and every note, in order, each with its time on the
-session clock. Runs of received notification frames are kept as ``(t, frames)`` pairs and turned into
-:class:`~contracts.record.WireEntry` objects only when the record is read (or before an entry of another kind
-is appended), so the order and the timestamps stay the wire's and the read path builds no object per frame.
+session clock. Received notification frames are kept with the time of their read and turned into
+:class:`~contracts.record.WireEntry` objects only when the record is read, so the order and the timestamps stay
+the wire's and the read path builds no object per frame. A frame whose line the reader still has is kept as
+that line (``bytes``) rather than as the parsed frame, parsed again when the record is read: a parsed frame is a
+dict the garbage collector tracks, a line is not. A record that held one tracked dict per frame made every
+long turn promote them into the oldest generation, so CPython ran a full collection (every object of the
+process, the schemas included) about once per quarter of the heap the turn kept: a flood of 20,000 deltas
+paid ≈ 70 ms of collection, more than its own reading. Lines are also a third of the memory.
 
 :class:`FrameChecker` validates frames as they pass (``SessionOptions.validate_frames``): the agent message
 deltas of one read in ONE ``jsonschema-rs`` call (a schema whose items are the delta notification's schema),
@@ -13,9 +18,12 @@ one, so each breach is reported with its frame and the stdout line it came on.
 
 from __future__ import annotations
 
+from array import array
+from itertools import repeat
 from typing import Any, Final, NamedTuple
 
 import jsonschema_rs
+import orjson
 
 from contracts.protocol_index import Union
 from contracts.record import WireEntry
@@ -39,28 +47,42 @@ class WireRecord:
 
     def __init__(self) -> None:
         self._entries: list[WireEntry] = []
-        self._runs: list[tuple[float, list[dict[str, Any]]]] = []
+        # After ``_entries``, in wire order, what is not an entry yet: a received notification as its line
+        # (``bytes``) or its frame (a ``dict``), or an entry of another kind as it is; ``_times[i]`` is when
+        # ``_tail[i]`` was read. Flat, so that a read of one frame keeps no container of its own either.
+        self._tail: list[Any] = []
+        self._times = array("d")
 
     @property
     def entries(self) -> list[WireEntry]:
-        if self._runs:
-            self._flush()
+        if self._tail:
+            self._settle()
         return self._entries
 
-    def _flush(self) -> None:
+    def _settle(self) -> None:
         entries = self._entries
-        for t, frames in self._runs:
-            entries.extend([WireEntry(t, "s2c", frame=frame) for frame in frames])
-        self._runs.clear()
+        loads = orjson.loads  # each line parsed once already, with its depth bounded: the same frame again
+        for t, part in zip(self._times, self._tail, strict=True):
+            kind = type(part)
+            if kind is WireEntry:
+                entries.append(part)
+            else:
+                entries.append(WireEntry(t, "s2c", frame=part if kind is dict else loads(part)))
+        self._tail.clear()
+        del self._times[:]
 
     def append(self, entry: WireEntry) -> None:
-        if self._runs:
-            self._flush()
-        self._entries.append(entry)
+        if self._tail:
+            self._tail.append(entry)
+            self._times.append(entry.t)
+        else:
+            self._entries.append(entry)
 
-    def received_run(self, t: float, frames: list[dict[str, Any]]) -> None:
-        """Notification frames read at ``t``, in order (the list is kept as it is: do not reuse it)."""
-        self._runs.append((t, frames))
+    def received_run(self, t: float, frames: list[dict[str, Any]], lines: list[bytes] | None = None) -> None:
+        """Notification frames read at ``t``, in order; ``lines``: the lines they were parsed from, one each (kept
+        instead of the frames)."""
+        self._tail.extend(frames if lines is None else lines)
+        self._times.extend(repeat(t, len(frames)))
 
 
 class FrameChecker:

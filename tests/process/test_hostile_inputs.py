@@ -1311,11 +1311,15 @@ def test_the_depth_is_measured_on_the_text_not_what_strings_hold() -> None:
 
     ok = '{"a": "[[[[{{{{\\"[[[[", "b": ' + "[" * 126 + "]" * 126 + "}"
     assert bounded_parse.loads_json(ok)["a"].startswith("[[[[")
+    assert bounded_parse.loads_json(ok.encode())["a"].startswith("[[[[")  # bytes: a reader's line, its own path
     for deep in ("[" * 128 + "]" * 128, '{"a":' * 128 + "1" + "}" * 128, "[{" * 64 + "}]" * 64, "[" * 5000):
-        with pytest.raises(bounded_parse.JsonTooDeep):
-            bounded_parse.loads_json(deep)
+        for text in (deep, deep.encode(), bytearray(deep.encode())):
+            with pytest.raises(bounded_parse.JsonTooDeep):
+                bounded_parse.loads_json(text)
     with pytest.raises(orjson.JSONDecodeError):  # every "not JSON" handler catches it
         bounded_parse.loads_json("[" * 600 + "]" * 600)
+    with pytest.raises(orjson.JSONDecodeError):
+        bounded_parse.loads_json(b"[" * 600 + b"]" * 600)
     toml = 'x = "[[[[" # [[[[\ny = \'\'\'[[[[\'\'\'\n[t]\nz = [[1]]\n'
     assert bounded_parse.loads_toml(toml) == {"x": "[[[[", "y": "[[[[", "t": {"z": [[1]]}}
 

@@ -5,6 +5,7 @@ The tests write the wire as stdio does (newline-delimited JSON) and hand the cor
 
 from __future__ import annotations
 
+import gc
 import weakref
 from typing import Any
 
@@ -89,6 +90,30 @@ def test_a_read_of_deltas_is_one_batch_recorded_in_order() -> None:
     frames = [e.frame for e in conn.wire if e.dir == "s2c"]
     assert [f["params"]["delta"] for f in frames[1:]] == [f"d{i} " for i in range(500)]
     assert turn.last_activity == 1.0
+
+
+def test_the_record_keeps_no_tracked_object_per_frame_read() -> None:
+    """A long turn's record holds the lines it read, not one dict per frame that the garbage collector tracks.
+
+    Known-bad: a record of parsed frames kept 2,500 tracked dicts here, and on a real flood it made CPython run
+    a full collection of the whole process (≈ 70 ms) about every quarter-heap of frames a turn kept."""
+    conn, turn = running(validate=True)
+    plan = note("turn/plan/updated", {"threadId": THREAD, "turnId": TURN, "plan": []})
+    reads = [b"".join(delta(f"d{i} ") for i in range(2000)), delta("a") + plan + b"\n" + delta("b")]
+    reads += [delta(f"z{i}") for i in range(500)]
+    gc.collect()
+    before = len(gc.get_objects())
+    for t, data in enumerate(reads):
+        receive(conn, data, 1.0 + t)
+        turn.events.take_all()  # the consumer reads the turn
+    gc.collect()
+    assert len(gc.get_objects()) - before < 200
+    # read back: the same frames, in wire order, with the times they were read at
+    wire = [e for e in conn.wire if e.dir == "s2c"][1:]
+    expected = [(1.0 + t, orjson.loads(one)) for t, data in enumerate(reads) for one in data.split(b"\n") if one]
+    assert [(e.t, e.frame) for e in wire] == expected
+    texts = [f"d{i} " for i in range(2000)] + ["a", "b"] + [f"z{i}" for i in range(500)]
+    assert turn.state.partial_text == "".join(texts)
 
 
 def test_one_invalid_delta_among_20000_in_one_read_is_reported_with_its_line() -> None:

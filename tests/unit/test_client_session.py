@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import orjson
@@ -155,6 +157,42 @@ async def test_plain_turn_completes_with_usage_and_text(autojump_clock: trio.tes
     init = session.wire[0].frame
     assert init is not None and init["method"] == "initialize"
     assert init["params"]["capabilities"] == {"experimentalApi": False}
+
+
+async def test_a_closed_session_is_freed_at_once_its_turns_kept(autojump_clock: trio.testing.MockClock) -> None:
+    """No reference cycle holds a closed session: its wire record goes with the last reference, not at CPython's
+    next full collection (known-bad: the turns and the session, and the core and its trace queue, were cycles)."""
+    transport, peer = memory_pair()
+
+    async def server() -> None:
+        await handshake(peer)
+        await thread_start(peer)
+        await turn_begin(peer, "turn-1")
+        await message(peer, "turn-1", "msg-1", ["Hello ", "world"])
+        await turn_end(peer, "turn-1")
+        await serve_until_eof(peer)
+
+    gc.collect()
+    gc.disable()  # only reference counts may free it
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            async with open_session(transport, opts(validate_frames=True)) as session:
+                await session.start_thread(cwd="/work")
+                async with session.turn("Say hello") as turn:
+                    pass
+            nursery.cancel_scope.cancel()
+        assert len(session.wire) > 10
+        gone = weakref.ref(session)
+        del session
+        assert gone() is None
+    finally:
+        gc.enable()
+    # what the turn is stays the caller's; a turn of a session gone has nothing to cancel or steer
+    assert turn.result is not None and turn.result.final_text == "Hello world"
+    turn.cancel()
+    with pytest.raises(SessionClosed):
+        await turn.steer("more")
 
 
 async def run_client(peer_script: Any, body: Any, **options: Any) -> Session:
