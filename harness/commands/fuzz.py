@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> str:
     """What the reproduce line adds after ``codex-harness run`` for an outside client: its command and every
-    option that shaped how its examples were played (a failure under 0.163.0's profile, or a declared budget,
+    option that shaped how its examples were played (a failure under an older release's profile, or a budget,
     may not come back without them)."""
     if args.client_cmd is None:
         return ""
