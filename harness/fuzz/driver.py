@@ -186,10 +186,13 @@ def fuzz(
             if campaign.over_time():  # --max-time: the smallest failing scenario so far is the one written
                 report.shrink_cut += 1
                 return []
+            report.examples += 1  # the structural pass's candidates are examples played too
             try:
-                return player(candidate, target).failures
+                failing = player(candidate, target).failures
             except Exception as exc:
-                return [Check(candidate.name, target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", repr(exc))]
+                failing = [Check(candidate.name, target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", repr(exc))]
+            report.failed += bool(failing)
+            return failing
 
         quiet = _quiet_client_logs()
         try:

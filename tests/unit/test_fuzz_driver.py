@@ -183,5 +183,6 @@ def test_under_max_time_hypothesis_shrinks_for_its_share_and_the_structural_pass
     first = next(t for t, failing in plays if failing) - started
     share_ends = first + (6.0 - first) * HYPOTHESIS_SHARE
     assert any(t - started > share_ends + 0.1 for t, _ in plays)  # the structural pass played after it
+    assert report.examples == len(plays) and report.failed == sum(f for _, f in plays)  # its candidates counted
     shrunk = load(report.failure.scenario_file)
     assert [f.kind for f in shrunk.faults] == ["crash"] and len(shrunk.turns) == 1, report.text()
