@@ -80,6 +80,8 @@ class FuzzReport:
     timed_out: int = 0
     #: shrinking candidates not played because ``max_time_s`` ran out (the failure written is not the smallest)
     shrink_cut: int = 0
+    #: hypothesis's shrinking candidates not played past its share of the time left (:data:`HYPOTHESIS_SHARE`)
+    hypothesis_cut: int = 0
 
     @property
     def rate(self) -> float:
@@ -95,6 +97,11 @@ class FuzzReport:
         ]
         if self.timed_out:
             lines.append(f"--max-time reached: {self.timed_out} example(s) not played")
+        if self.hypothesis_cut:
+            lines.append(
+                f"hypothesis's shrinking had its share of --max-time: {self.hypothesis_cut} candidate(s) not played; "
+                "whole turns, faults and actions were cut after it"
+            )
         if self.shrink_cut:
             lines.append(
                 f"--max-time reached while shrinking: {self.shrink_cut} smaller candidate(s) not played; the "
@@ -176,10 +183,13 @@ def fuzz(
             if campaign.over_time():  # --max-time: the smallest failing scenario so far is the one written
                 report.shrink_cut += 1
                 return []
+            report.examples += 1  # the structural pass's candidates are examples played too
             try:
-                return player(candidate, target).failures
+                failing = player(candidate, target).failures
             except Exception as exc:
-                return [Check(candidate.name, target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", repr(exc))]
+                failing = [Check(candidate.name, target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", repr(exc))]
+            report.failed += bool(failing)
+            return failing
 
         quiet = _quiet_client_logs()
         try:
@@ -195,6 +205,12 @@ def fuzz(
     return report
 
 
+#: The share of the time left under ``max_time_s``, when a failure is found, that hypothesis's shrinking may spend;
+#: the structural pass (:func:`harness.fuzz.shrink.simplify`: whole turns, faults, actions) has the rest. Each
+#: candidate that still fails costs a whole example, and one a client hangs in costs its whole deadline (tens of
+#: seconds on the real clock): hypothesis's many small steps would spend all of the time on a few parameters, while
+#: one structural cut removes a turn or a fault at the same price.
+HYPOTHESIS_SHARE = 0.5
 #: Failing scenarios a lane remembers (hypothesis accepts at most 500 shrinks; a few failures each)
 MAX_REMEMBERED = 2000
 #: Lanes at most (``--jobs``): each holds a client, a fake process and their pipes, bounded like ``run --jobs``.
@@ -217,6 +233,8 @@ class _Campaign:
         self.lock = threading.Lock()
         self.lanes: list[_Lane] = []
         self.owner: _Lane | None = None
+        #: when hypothesis's shrinking stops (seconds of the campaign): set when the failure is found
+        self.shrink_until: float | None = None
         self.stopped = False  # an interrupt: no lane plays another example
         self.started = time.perf_counter()
 
@@ -248,13 +266,17 @@ class _Campaign:
         with self.lock:
             if self.stopped or (self.owner is not None and self.owner is not lane):
                 return None
-            if self.max_time_s is not None and self._elapsed() > self.max_time_s:
-                if self.owner is None:
-                    report.timed_out += 1
-                    return None
-                # Shrinking past --max-time: a failure already seen fails again from memory (hypothesis replays
+            over = self.max_time_s is not None and self._elapsed() > self.max_time_s
+            if over and self.owner is None:
+                report.timed_out += 1
+                return None
+            if self.owner is not None and (over or self._elapsed() > (self.shrink_until or float("inf"))):
+                # Shrinking past its time: a failure already seen fails again from memory (hypothesis replays
                 # its smallest one last), anything else passes unplayed, so the shrinker stops where it is.
-                report.shrink_cut += 1
+                if over:
+                    report.shrink_cut += 1
+                else:
+                    report.hypothesis_cut += 1
                 known = lane.failed.get(dumps(scenario))
                 return None if known is None else Example(scenario, self.target, known)
             report.examples += 1
@@ -276,6 +298,9 @@ class _Campaign:
                 self.progress(report)
             if example.failures and self.owner is None:
                 self.owner = lane
+                if self.max_time_s is not None:
+                    now = self._elapsed()
+                    self.shrink_until = now + max(0.0, self.max_time_s - now) * HYPOTHESIS_SHARE
             if self.owner is not lane:  # another lane's failure came first: this one is not shrunk too
                 return None
             if example.failures and len(lane.failed) < MAX_REMEMBERED:

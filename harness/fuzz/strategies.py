@@ -219,6 +219,10 @@ def _pick(draw: st.DrawFn, options: Sequence[T]) -> T:
     return options[draw(st.integers(0, len(options) - 1))]
 
 
+#: Whether a turn that another follows gets a fault after its end of its own draw (one in three).
+_AT_BOUNDARY = st.sampled_from((False, False, True))
+
+
 def _passive_faults(
     draw: st.DrawFn,
     steps: list[Step],
@@ -226,10 +230,25 @@ def _passive_faults(
     first: bool,
     max_faults: int,
     real_time: bool = False,
+    followed: bool = False,
 ) -> list[tuple[Fault, Placement]]:
+    """Up to ``max_faults`` faults at the points of a walked turn. ``followed``: another turn comes after this one.
+
+    The boundary between two turns is where a client must tell one turn's frames from the next's (a late delta of
+    turn 1 is not turn 2's text), and a turn followed by another that ends on its own is a rare shape among the
+    draws (two turns, no ending fault in the first): such a turn gets an after-end placement of its own draw, in
+    the table's order and weights, not only the after-end share of the drawn count.
+    """
     placed: list[tuple[Fault, Placement]] = []
     used: set[tuple[str, int]] = set()
-    for _ in range(draw(st.integers(0, max_faults))):
+    count = draw(st.integers(0, max_faults))
+    boundary = [p for p in allowed if "after_end" in p.place.where] if followed else []
+    if boundary and any(s.kind == "end" for s in steps) and draw(_AT_BOUNDARY):
+        placement = _pick(draw, boundary)
+        used.add(("after_end", 1))
+        placed.append((Fault(placement.kind, "after_end", 1, params(draw, placement, 2000, real_time)), placement))
+        count -= 1
+    for _ in range(count):
         placement = _pick(draw, allowed)
         points = [p for p in _points(steps, placement, first) if p not in used]
         if not points:
@@ -320,7 +339,7 @@ def _lands_on_slow_stream(steps: list[Step], action: ClientAction) -> bool:
     return wait.kind == "sleep" and wait.origin == "stream" and wait.ms >= REAL_TIME_WAIT_MS
 
 
-_TWICE_CANCEL = st.sampled_from((False, False, True))
+_TWICE_CANCEL = st.sampled_from((False, True))
 
 
 def _twice(draw: st.DrawFn, chosen: tuple[ClientAction, ...], scripts: list[TurnScript]) -> tuple[ClientAction, ...]:
@@ -467,7 +486,7 @@ def _scenarios(
         allowed = tuple(p for p in passive if (last and not ending_used) or not p.ending)
         if not allowed:
             continue
-        placed = _passive_faults(draw, walked.steps, allowed, i == 0, max_faults, real_time)
+        placed = _passive_faults(draw, walked.steps, allowed, i == 0, max_faults, real_time, followed=not last)
         if any(effect(f.kind).uses_decisions for f, _ in placed):
             # Its answer may take a decision index in some runners: keep decisions uniform.
             plan = replace(plan, approvals=())
@@ -487,7 +506,16 @@ def _scenarios(
             options = (
                 [] if what == "none" else _triggers(walked.steps, "steer" if what == "steer" else "cancel", real_time)
             )
-            if real_time and (what == "steer" or (what == "cancel" and draw(_BOOL))):
+            if two_at_once:
+                options = [a for a in options if a.at != "approval_pending"]  # the other request would race
+            if what == "cancel_on_approval":
+                # Held approvals are where interrupt faults bite hardest: give them their own weight.
+                options = [a for a in options if a.at == "approval_pending"]
+            # On the real clock a turn with no held approval has nothing for that share (most turns): it goes to a
+            # cancel at a streaming trigger instead, so a cancel (and a cancel asked twice) is drawn in most turns
+            # that stream, not only in the few with an approval.
+            unheld = what == "cancel_on_approval" and not options
+            if real_time and (what == "steer" or unheld or (what == "cancel" and draw(_BOOL))):
                 # A cancel at a streaming trigger (`started`, an item, a delta), made certain on the real clock; it
                 # takes the steer's share too, which the real clock never draws. The trigger's kind is drawn first,
                 # then its occurrence: `started` (one) is as likely as the deltas (many).
@@ -498,11 +526,6 @@ def _scenarios(
                 if kinds:
                     at = _pick(draw, kinds)
                     scripts[i], options = slowed, [a for a in streaming if a.at == at]
-            if two_at_once:
-                options = [a for a in options if a.at != "approval_pending"]  # the other request would race
-            if what == "cancel_on_approval":
-                # Held approvals are where interrupt faults bite hardest: give them their own weight.
-                options = [a for a in options if a.at == "approval_pending"]
             if options:
                 chosen.append(replace(_pick(draw, options), turn=i + 1))
             plan = replace(plan, actions=tuple(chosen))

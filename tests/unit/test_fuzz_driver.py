@@ -154,3 +154,35 @@ def test_max_time_ends_the_shrinking_too(tmp_path: Path) -> None:
     failure = report.failure
     assert failure is not None and not failure.flaky and failure.error is None, failure and failure.summary()
     assert failure.scenario_file is not None and load(failure.scenario_file).faults
+
+
+def test_under_max_time_hypothesis_shrinks_for_its_share_and_the_structural_pass_has_the_rest(tmp_path: Path) -> None:
+    """A failure that costs much to play (a client that hangs: its whole deadline) is not shrunk by hypothesis alone
+    until --max-time: at its share of the time left, whole turns and faults are cut, so the written scenario holds
+    the fault that fails and nothing else that the cuts could reach."""
+    import time
+
+    from contracts.checks import Check
+    from harness.fuzz.driver import HYPOTHESIS_SHARE
+
+    plays: list[tuple[float, bool]] = []
+
+    def play(scenario: Scenario, target: str) -> Example:
+        failing = any(f.kind == "crash" for f in scenario.faults)
+        if failing:
+            time.sleep(0.4)  # each failing candidate is slow, as a hang is
+        plays.append((time.perf_counter(), failing))
+        checks = [Check(scenario.name, target, "terminal_status", "x", "fail")] if failing else []
+        return Example(scenario, target, checks)
+
+    started = time.perf_counter()
+    report = fuzz(300, seed_value=2, out=tmp_path, play=play, fault_kinds=FEW, max_time_s=6.0)
+    assert time.perf_counter() - started < 15
+    assert report.failure is not None and report.failure.scenario_file is not None
+    assert report.hypothesis_cut > 0 and "hypothesis's shrinking had its share" in report.text()
+    first = next(t for t, failing in plays if failing) - started
+    share_ends = first + (6.0 - first) * HYPOTHESIS_SHARE
+    assert any(t - started > share_ends + 0.1 for t, _ in plays)  # the structural pass played after it
+    assert report.examples == len(plays) and report.failed == sum(f for _, f in plays)  # its candidates counted
+    shrunk = load(report.failure.scenario_file)
+    assert [f.kind for f in shrunk.faults] == ["crash"] and len(shrunk.turns) == 1, report.text()
