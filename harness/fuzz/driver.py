@@ -151,7 +151,7 @@ def fuzz(
     examples overlap while every example keeps the one-scenario shape a database entry has whatever ``jobs``
     was. The first lane to fail owns the failure and shrinks it alone: the other lanes play nothing more.
     """
-    report = FuzzReport(target=target, seed=seed_value)
+    report = FuzzReport(target=target, seed=seed_value, replay=replay)
     player = play if play is not None else (lambda s, t: run_example(s, t))
     campaign = _Campaign(report, player, target, max_time_s, progress)
     lanes = max(1, min(jobs, examples))
