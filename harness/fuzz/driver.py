@@ -59,7 +59,7 @@ class Failure:
         if self.error:
             lines.insert(0, f"  error: {self.error[:500]}")
         if self.flaky:
-            lines.insert(0, "  flaky: the failure did not reproduce on replay")
+            lines.insert(0, "  flaky: the example failed, then passed when played again (a verdict of timing)")
         return "\n".join(lines)
 
 
@@ -360,9 +360,10 @@ class _Lane:
             self.test()
         except ExampleFailed:
             pass
-        except (FlakyFailure, FlakyReplay) as exc:
+        except (FlakyFailure, FlakyReplay):
+            # hypothesis's message is the example's repr (tens of lines): the written scenario says it better
             if last:
-                self.failure = Failure(last[0].scenario, last[0].checks, flaky=True, error=str(exc)[:500])
+                self.failure = Failure(last[0].scenario, last[0].checks, flaky=True)
         except (HypothesisException, Exception) as exc:
             with self.campaign.lock:  # a generator or runner bug is this lane's failure unless another owns one
                 if self.campaign.owner is None:

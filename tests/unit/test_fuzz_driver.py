@@ -186,3 +186,24 @@ def test_under_max_time_hypothesis_shrinks_for_its_share_and_the_structural_pass
     assert report.examples == len(plays) and report.failed == sum(f for _, f in plays)  # its candidates counted
     shrunk = load(report.failure.scenario_file)
     assert [f.kind for f in shrunk.faults] == ["crash"] and len(shrunk.turns) == 1, report.text()
+
+
+def test_a_failure_that_does_not_come_back_is_reported_flaky_in_one_line(tmp_path: Path) -> None:
+    """A verdict that depends on timing fails once and passes when hypothesis plays the example again: the report
+    says so in one line and names the failing check; hypothesis's message (the example's repr) is not shown."""
+    from contracts.checks import Check
+
+    failed: list[str] = []
+
+    def play(scenario: Scenario, target: str) -> Example:
+        if failed or not scenario.faults:
+            return Example(scenario, target)
+        failed.append(scenario.name)
+        return Example(scenario, target, [Check(scenario.name, target, "client", "deadline", "fail", "late")])
+
+    report = fuzz(50, seed_value=2, out=tmp_path, play=play, fault_kinds=FEW)
+    assert report.failure is not None and report.failure.flaky, report.text()
+    summary = report.failure.summary()
+    assert "flaky: the example failed, then passed when played again" in summary
+    assert "client / deadline: late" in summary
+    assert "error:" not in summary and "Scenario(" not in summary, summary
