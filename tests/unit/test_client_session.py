@@ -105,6 +105,14 @@ async def serve_until_eof(peer: ScriptedPeer) -> None:
     peer.exit(0)
 
 
+async def hello_streamed(peer: ScriptedPeer) -> None:
+    """The handshake, a thread, and turn-1 streaming "Hello world" (the turn left open)."""
+    await handshake(peer)
+    await thread_start(peer)
+    await turn_begin(peer, "turn-1")
+    await message(peer, "turn-1", "msg-1", ["Hello ", "world"])
+
+
 def opts(**kw: Any) -> SessionOptions:
     base: dict[str, Any] = {"teardown_timeout": 1.0, "interrupt_budget": 0.5}
     base.update(kw)
@@ -115,10 +123,7 @@ async def test_plain_turn_completes_with_usage_and_text(autojump_clock: trio.tes
     transport, peer = memory_pair()
 
     async def server() -> None:
-        await handshake(peer)
-        await thread_start(peer)
-        await turn_begin(peer, "turn-1")
-        await message(peer, "turn-1", "msg-1", ["Hello ", "world"])
+        await hello_streamed(peer)
         await peer.notify(
             "thread/tokenUsage/updated",
             {"threadId": THREAD, "turnId": "turn-1", "tokenUsage": usage((100, 40, 20), (100, 40, 20))},
@@ -165,10 +170,7 @@ async def test_a_closed_session_is_freed_at_once_its_turns_kept(autojump_clock: 
     transport, peer = memory_pair()
 
     async def server() -> None:
-        await handshake(peer)
-        await thread_start(peer)
-        await turn_begin(peer, "turn-1")
-        await message(peer, "turn-1", "msg-1", ["Hello ", "world"])
+        await hello_streamed(peer)
         await turn_end(peer, "turn-1")
         await serve_until_eof(peer)
 
