@@ -13,27 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from support import paths
+from support.careful_wrap import careful_on_rewritten_plan
 
-CAREFUL = paths.REPO / "conformance" / "clients" / "careful.py"
-
-#: careful.py reading a plan whose inputs ``REWRITE`` changed first (what a templating client sends).
-_WRAPPER = (
-    "import json, os, sys, tempfile\n"
-    f"sys.path.insert(0, {str(CAREFUL.parent)!r})\n"
-    "plan = json.load(open(os.environ['CODEX_HARNESS_PLAN']))\n"
-    "texts = [t['input'] for t in plan['turns']]\n"
-    "REWRITE\n"
-    "fd, path = tempfile.mkstemp(suffix='.json')\n"
-    "os.write(fd, json.dumps(plan).encode()); os.close(fd)\n"
-    "os.environ['CODEX_HARNESS_PLAN'] = path\n"
-    "import careful\n"
-    "try:\n"
-    "    code = careful.main()\n"
-    "finally:\n"
-    "    os.unlink(path)\n"
-    "sys.exit(code)\n"
-)
 #: A system preamble, role tags and the transcript of the earlier turns around each turn's text.
 _TEMPLATING = (
     "for k, turn in enumerate(plan['turns']):\n"
@@ -46,7 +27,7 @@ _REPEATING = "plan['turns'][1]['input'] = texts[0]"
 
 def _client(tmp_path: Path, rewrite: str) -> list[str]:
     script = tmp_path / "wrapped.py"
-    script.write_text(_WRAPPER.replace("REWRITE", rewrite))
+    script.write_text(careful_on_rewritten_plan(rewrite))
     return [sys.executable, str(script)]
 
 
@@ -100,7 +81,7 @@ def test_one_bounded_cleanup_request_on_a_hung_server_is_within_the_run_deadline
     client = dataclasses.replace(scenario.client, **short, startup_timeout_ms=5000)
     scenario = dataclasses.replace(scenario, name="hang_alive_cleanup", client=client, source=None)
     script = tmp_path / "cleanup.py"
-    script.write_text(_WRAPPER.replace("REWRITE", "").replace("import careful\n", "import careful\n" + _CLEANUP))
+    script.write_text(careful_on_rewritten_plan("", after_import=_CLEANUP))
     run = run_scenario(scenario, client=[sys.executable, str(script)])
     failed = [(c.contract, c.name) for c in run.checks if c.status == "fail"]
     assert failed == [], [c for c in run.checks if c.status == "fail"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from support import paths
+from support.careful_wrap import careful_on_rewritten_plan
 
 from contracts.checks import client_run
 from contracts.exitcodes import OK, USAGE, UsageError
@@ -28,9 +28,6 @@ from fake_server.catalogue import load_builtin
 from harness import budgets
 from harness.cli import main
 from harness.outside.runner import deadline_for
-
-CAREFUL = paths.REPO / "conformance" / "clients" / "careful.py"
-
 
 # --- what can be declared, and what is refused ---------------------------------------------------------------
 
@@ -195,21 +192,7 @@ def test_an_outside_client_that_waits_10_minutes_by_design_passes_when_it_declar
 
 
 #: careful.py waiting 3 s on a turn by design, whatever the plan says (a client with its own patience).
-_PATIENT = (
-    "import json, os, sys, tempfile\n"
-    f"sys.path.insert(0, {str(CAREFUL.parent)!r})\n"
-    "plan = json.load(open(os.environ['CODEX_HARNESS_PLAN']))\n"
-    "plan['budgets']['turn_timeout_ms'] = 3000\n"
-    "fd, path = tempfile.mkstemp(suffix='.json')\n"
-    "os.write(fd, json.dumps(plan).encode()); os.close(fd)\n"
-    "os.environ['CODEX_HARNESS_PLAN'] = path\n"
-    "import careful\n"
-    "try:\n"
-    "    code = careful.main()\n"
-    "finally:\n"
-    "    os.unlink(path)\n"
-    "sys.exit(code)\n"
-)
+_PATIENT = careful_on_rewritten_plan("plan['budgets']['turn_timeout_ms'] = 3000")
 
 
 def _short_silence() -> Scenario:
