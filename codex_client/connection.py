@@ -398,8 +398,8 @@ class ClientConnection:
     def _on_item(self, item: Any, t: float, index: int | None) -> None:
         """One frame (or bad line) off the general path."""
         if type(item) is dict:  # a notification, as a bare frame
-            lines = self._lines
-            self.record.received_run(t, [item], None if lines is None or index is None else lines[index : index + 1])  # type: ignore[arg-type]
+            line = None if self._lines is None or index is None else self._lines[index]
+            self.record.received(t, item, line if type(line) is bytes else None)
             if self.checker is not None and (violations := self.checker.session_validator.validate(item, "s2c")):
                 self._violation(t, item, index, violations)
             params = item.get("params")

@@ -78,6 +78,11 @@ class WireRecord:
         else:
             self._entries.append(entry)
 
+    def received(self, t: float, frame: dict[str, Any], line: bytes | None = None) -> None:
+        """One notification frame read at ``t``; ``line``: the line it was parsed from (kept instead of it)."""
+        self._tail.append(frame if line is None else line)
+        self._times.append(t)
+
     def received_run(self, t: float, frames: list[dict[str, Any]], lines: list[bytes] | None = None) -> None:
         """Notification frames read at ``t``, in order; ``lines``: the lines they were parsed from, one each (kept
         instead of the frames)."""
