@@ -75,6 +75,11 @@ def _violation(kind: str, path: str, expected: str, got: str, what: str) -> Viol
     return Violation(kind, path, expected, got, f"{path or '/'}: {what}")
 
 
+def _refs_in(schema: Any) -> set[str]:
+    """The names of the definitions a schema refers to, by ``#/definitions/NAME``."""
+    return set(_DEF_REF_RE.findall(orjson.dumps(schema).decode()))
+
+
 def _strip(schema: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in schema.items() if k not in ("$schema", "definitions")}
 
@@ -224,17 +229,18 @@ class Validator:
         compiled = self._compiled[key] = jsonschema_rs.Draft7Validator(self.schema_for(key))
         return compiled
 
-    def _refs(self, schema: Any) -> set[str]:
-        # Keyed by identity: definitions are objects of the bundle, alive as long as this validator.
-        found = self._ref_cache.get(id(schema))
+    def _refs(self, definition: Any) -> set[str]:
+        # Keyed by identity, so only for a definition of the bundle: alive as long as this validator, its id is
+        # never another object's. A schema built for one call is freed after it, and a later one may get its id.
+        found = self._ref_cache.get(id(definition))
         if found is None:
-            found = self._ref_cache[id(schema)] = set(_DEF_REF_RE.findall(orjson.dumps(schema).decode()))
+            found = self._ref_cache[id(definition)] = _refs_in(definition)
         return found
 
     def _prune(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Keep only the definitions the schema reaches: a union file carries hundreds it does not need."""
         definitions = schema.get("definitions", {})
-        todo = self._refs({k: v for k, v in schema.items() if k != "definitions"})
+        todo = _refs_in({k: v for k, v in schema.items() if k != "definitions"})  # built here: not cached by id
         kept: dict[str, Any] = {}
         while todo:
             name = todo.pop()
