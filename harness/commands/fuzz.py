@@ -42,7 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(docs/clients.md), a failed must check is a finding",
     )
     parser.add_argument("--client-deadline", metavar="SECONDS", type=float, help="as run --client-deadline")
-    parser.add_argument("--release", metavar="X", help="the release profile the fake plays for --client-cmd")
+    parser.add_argument(
+        "--release",
+        metavar="X",
+        help="the release profile the fake plays for --client-cmd: examples are drawn and judged on its approval "
+        "table, and name it",
+    )
     parser.add_argument("--baseline", metavar="FILE", help="known findings (as run --baseline): not reported again")
     parser.add_argument(
         "--database",
@@ -93,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
         if exc.name != "hypothesis":
             raise
         raise UsageError("fuzz needs hypothesis: pip install 'codex-harness[fuzz]'") from None
+    if args.release:
+        from fake_server import profiles
+
+        profiles.get(args.release)  # unknown: a usage error listing the profiles, before any example is drawn
     examples, seed_value = args.examples, args.seed
     if args.shard:
         k, n = shards.parse(args.shard)
@@ -114,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
         play = outside_player(spec, baseline, gate=StartGate() if jobs > 1 else None)
     elif args.baseline:
         raise UsageError("--baseline goes with --client-cmd (our own client has no known findings)")
+    elif args.release:
+        # Our client's examples are judged on the server's own trace as well, which the fuzzer's truth follows for
+        # the default release alone (an older release's switches change it); an outside client's never are.
+        raise UsageError("--release goes with --client-cmd (our own client is fuzzed on the default release)")
     report = fuzz(
         examples,
         seed_value=seed_value,
@@ -127,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         max_time_s=args.max_time,
         jobs=jobs,
         replay=_replay(args),
+        release=getattr(args, "release", None),
     )
     if play is not None and report.failure is not None and report.failure.scenario is not None:
         if not report.failure.flaky and not report.failure.error and not play(report.failure.scenario, target).failures:

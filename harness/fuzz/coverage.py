@@ -33,7 +33,9 @@ def scenario_coverage(scenario: Scenario) -> tuple[set[str], set[str]]:
         actions.add(f"cancel@{action.at}" if action.do == "cancel" else action.do)
     if len(scenario.turns) > 1:
         actions.add("second_turn")
-    arrived = sum(t.approvals_seen for t in derive(scenario.turns, scenario.client, scenario.config).turns)
+    arrived = sum(
+        t.approvals_seen for t in derive(scenario.turns, scenario.client, scenario.config, scenario.release).turns
+    )
     actions.update(f"decision:{scenario.client.decision(i)}" for i in range(arrived))
     return faults & set(ALL_FAULTS), actions
 

@@ -136,6 +136,7 @@ def fuzz(
     max_time_s: float | None = None,
     jobs: int = 1,
     replay: str = "",
+    release: str | None = None,
 ) -> FuzzReport:
     """Run ``examples`` generated scenarios on ``target``; on a failure, shrink it and write it under ``out``.
 
@@ -150,6 +151,9 @@ def fuzz(
     database and ``max_time_s``. Hypothesis drives one example at a time per campaign, so lanes are how
     examples overlap while every example keeps the one-scenario shape a database entry has whatever ``jobs``
     was. The first lane to fail owns the failure and shrinks it alone: the other lanes play nothing more.
+
+    ``release``: the release profile the fake plays (an outside client's ``--release``); the scenarios are drawn
+    and judged on its tables, and name it.
     """
     report = FuzzReport(target=target, seed=seed_value, replay=replay)
     player = play if play is not None else (lambda s, t: run_example(s, t))
@@ -159,7 +163,11 @@ def fuzz(
     try:
         for lane in range(1, lanes + 1):
             # On the real clock only actions that cannot race are drawn (see scenarios(real_time=True)).
-            own = strategy if strategy is not None else scenarios(fault_kinds=fault_kinds, real_time=target != "fake")
+            own = (
+                strategy
+                if strategy is not None
+                else scenarios(fault_kinds=fault_kinds, real_time=target != "fake", release=release)
+            )
             seeded = seed_value if lanes == 1 else seed_value * MAX_LANES + lane
             share = examples if lanes == 1 else -(-examples // lanes)
             campaign.lanes.append(_Lane(campaign, own, share, seeded, shrink, database))

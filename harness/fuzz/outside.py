@@ -82,7 +82,7 @@ def example_deadline_s(scenario: Scenario) -> float:
     plan = scenario.client
     worst = scenario_deadline_s(scenario)
     try:
-        truth = derive(scenario.turns, plan, scenario.config)
+        truth = derive(scenario.turns, plan, scenario.config, scenario.release)
     except (RacyScenario, ValueError):
         return worst
     total_ms = plan.startup_timeout_ms + plan.teardown_ms

@@ -145,7 +145,7 @@ def simplify(
             if tries >= budget:
                 break
             try:
-                truth = derive(candidate.turns, candidate.client, candidate.config)
+                truth = derive(candidate.turns, candidate.client, candidate.config, candidate.release)
                 candidate = replace(candidate, expect=truth.expect)
             except RacyScenario:
                 continue

@@ -372,7 +372,11 @@ def _interrupt_faults(truth: TurnTruth, last: bool, ending_left: bool) -> list[P
 
 
 def reached_only(
-    turns: tuple[TurnScript, ...], plan: ClientPlan, truth: SessionTruth, config: ServerConfig | None = None
+    turns: tuple[TurnScript, ...],
+    plan: ClientPlan,
+    truth: SessionTruth,
+    config: ServerConfig | None = None,
+    release: str | None = None,
 ) -> tuple[tuple[TurnScript, ...], SessionTruth]:
     """The turns keeping only the faults the walk says strike, and their truth.
 
@@ -388,13 +392,15 @@ def reached_only(
     )
     if all(len(a.faults) == len(b.faults) for a, b in zip(kept, turns, strict=True)):
         return turns, truth
-    return kept, derive(kept, plan, config)
+    return kept, derive(kept, plan, config, release)
 
 
-def _walk(script: TurnScript, plan: ClientPlan, turn: int, offset: int, config: ServerConfig) -> TurnTruth:
+def _walk(
+    script: TurnScript, plan: ClientPlan, turn: int, offset: int, config: ServerConfig, release: str | None
+) -> TurnTruth:
     """:func:`walk_turn`, dropping the example (not failing it) in the unexpected case of a race."""
     try:
-        return walk_turn(script, plan, turn, offset, config)
+        return walk_turn(script, plan, turn, offset, config, release)
     except RacyScenario:
         reject()
 
@@ -421,6 +427,7 @@ def scenarios(
     max_faults: int = 2,
     name: str = "fuzz",
     real_time: bool = False,
+    release: str | None = None,
 ) -> st.SearchStrategy[Scenario]:
     """A whole scenario with its ``[expect]``.
 
@@ -429,8 +436,10 @@ def scenarios(
     ``faults=False`` / ``actions=False`` draw model steps only / no client actions.
     ``real_time=True`` draws for a target on the real clock (``fake-process``): short waits, and client
     actions only where no timing can race (a held approval, a silent server).
+    ``release``: the release profile the fake will play (None: the default release). Its table says what each tool
+    call does under the drawn settings, so the walk and the fake agree; the scenario names it.
     """
-    return _scenarios(max_turns, faults, actions, check_kinds(fault_kinds), max_faults, name, real_time)
+    return _scenarios(max_turns, faults, actions, check_kinds(fault_kinds), max_faults, name, real_time, release)
 
 
 @st.composite
@@ -443,6 +452,7 @@ def _scenarios(
     max_faults: int,
     name: str,
     real_time: bool,
+    release: str | None,
 ) -> Scenario:
     count = draw(st.integers(1, max_turns))
     scripts = [draw(turn_scripts()) for _ in range(count)]
@@ -479,7 +489,7 @@ def _scenarios(
     offset = 0
     for i in range(count):
         last = i == count - 1
-        walked = _walk(scripts[i], plan, i + 1, offset, config)
+        walked = _walk(scripts[i], plan, i + 1, offset, config, release)
         offset += walked.approvals_seen
         if not faults or not passive:
             continue
@@ -499,7 +509,7 @@ def _scenarios(
         offset = 0
         for i in range(count):
             # Earlier turns' actions are in the plan: a cancel there changes which decisions this turn gets.
-            walked = _walk(scripts[i], plan, i + 1, offset, config)
+            walked = _walk(scripts[i], plan, i + 1, offset, config, release)
             if i > 0 and draw(_BOOL):
                 chosen.append(ClientAction(turn=i + 1, do="resume"))
             what = draw(_WHAT)
@@ -520,7 +530,7 @@ def _scenarios(
                 # takes the steer's share too, which the real clock never draws. The trigger's kind is drawn first,
                 # then its occurrence: `started` (one) is as likely as the deltas (many).
                 slowed = _slow_first_stream(scripts[i])
-                steps = _walk(slowed, plan, i + 1, offset, config).steps
+                steps = _walk(slowed, plan, i + 1, offset, config, release).steps
                 streaming = [a for a in _triggers(steps, "cancel") if _lands_on_slow_stream(steps, a)]
                 kinds = list(dict.fromkeys(a.at for a in streaming))
                 if kinds:
@@ -529,14 +539,14 @@ def _scenarios(
             if options:
                 chosen.append(replace(_pick(draw, options), turn=i + 1))
             plan = replace(plan, actions=tuple(chosen))
-            offset += _walk(scripts[i], plan, i + 1, offset, config).approvals_seen
+            offset += _walk(scripts[i], plan, i + 1, offset, config, release).approvals_seen
     plan = replace(plan, actions=tuple(chosen))
 
     # Faults at the interrupt, for turns whose cancel lands cleanly.
     if faults:
         offset = 0
         for i in range(count):
-            walked = _walk(scripts[i], plan, i + 1, offset, config)
+            walked = _walk(scripts[i], plan, i + 1, offset, config, release)
             offset += walked.approvals_seen
             placements = _interrupt_faults(walked, i == count - 1, not ending_used)
             if any(f.at == "after_end" for f in scripts[i].faults):
@@ -555,8 +565,8 @@ def _scenarios(
 
     turns = tuple(scripts)
     try:
-        truth = derive(turns, plan, config)
-        turns, truth = reached_only(turns, plan, truth, config)
+        truth = derive(turns, plan, config, release)
+        turns, truth = reached_only(turns, plan, truth, config, release)
     except RacyScenario:
         # A combination the walk cannot judge exactly (should not happen: the placement above avoids
         # races); dropping it keeps the truth exact. tests/unit/test_fuzz_strategies.py bounds how often.
@@ -569,6 +579,7 @@ def _scenarios(
         client=plan,
         expect=truth.expect,
         config=config,
+        release=release,
     )
 
 

@@ -94,19 +94,25 @@ def config_for(turns: tuple[TurnScript, ...] | list[TurnScript], config: ServerC
 
 
 def walk_turn(
-    script: TurnScript, plan: ClientPlan, turn: int, approval_offset: int, config: ServerConfig | None = None
+    script: TurnScript,
+    plan: ClientPlan,
+    turn: int,
+    approval_offset: int,
+    config: ServerConfig | None = None,
+    release: str | None = None,
 ) -> TurnTruth:
     """The steps of turn ``turn`` (1-based) with its faults and client actions applied, and its truth.
 
-    ``config``: the scenario's server settings, which decide what each tool call does (asked, run, refused);
-    by default that of a scenario holding only this turn.
+    ``config``: the scenario's server settings, which decide what each tool call does (asked, run, refused),
+    as the table of ``release`` (the one the fake plays; None: the default release) says; by default the
+    settings of a scenario holding only this turn.
 
     Raises :class:`RacyScenario` for a client action (or the turn deadline) that races the server.
     """
     cancel = _first(plan, turn, "cancel")
     steer = _first(plan, turn, "steer")
     hold = _held(cancel, approval_offset)
-    outcome_of = tool_outcomes(config_for((script,), config))
+    outcome_of = tool_outcomes(config_for((script,), config), release)
     walker = Walker(script, plan, approval_offset, hold, outcome_of)
     walker.walk()
     faults = list(script.faults)
@@ -290,9 +296,11 @@ def _interrupt_outcome(
         raise ValueError(f"fault {interrupt.kind}: the truth has no rule for course {course} at the interrupt")
 
 
-def derive(turns: tuple[TurnScript, ...], plan: ClientPlan, config: ServerConfig | None = None) -> SessionTruth:
+def derive(
+    turns: tuple[TurnScript, ...], plan: ClientPlan, config: ServerConfig | None = None, release: str | None = None
+) -> SessionTruth:
     """The truth of a scenario made of ``turns`` played by a client following ``plan``, under the server settings
-    ``config`` (by default the loader's for those turns).
+    ``config`` (by default the loader's for those turns), on the fake's profile of ``release`` (None: the default).
 
     Raises :class:`RacyScenario` when a client action races the server (a generator bug).
     """
@@ -309,7 +317,7 @@ def derive(turns: tuple[TurnScript, ...], plan: ClientPlan, config: ServerConfig
             truth.ends_session = True
             session.turns.append(truth)
             continue
-        truth = walk_turn(script, plan, number, offset, config_for(turns, config))
+        truth = walk_turn(script, plan, number, offset, config_for(turns, config), release)
         offset += truth.approvals_seen
         session.turns.append(truth)
     session.fired = [f for t in session.turns for f in t.fired]

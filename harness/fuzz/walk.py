@@ -129,10 +129,11 @@ def usage_buckets(usages: tuple[Usage, ...] | list[Usage]) -> UsageBuckets:
 WORKDIR = "/RUN/workdir"
 
 
-def tool_outcomes(config: ServerConfig) -> Callable[[CommandItem | FileChangeItem], str]:
+def tool_outcomes(config: ServerConfig, release: str | None = None) -> Callable[[CommandItem | FileChangeItem], str]:
     """What the fake does with each tool call of a scenario under ``config`` (our client sets no approval
-    settings of its own), from the same release table the fake reads (:mod:`fake_server.policy`)."""
-    table = profiles.default().policy()
+    settings of its own), from the table the fake reads (:mod:`fake_server.policy`): that of the release it plays
+    (``release``, the scenario's; else the default release). A release learned later may answer a setting otherwise."""
+    table = (profiles.get(release) if release else profiles.default()).policy()
     settings = policy.Settings(config.approval_policy, config.sandbox)
     return lambda item: policy.outcome(table, settings, item, WORKDIR)
 

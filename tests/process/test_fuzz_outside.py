@@ -81,9 +81,15 @@ def test_bad_options_are_usage_errors(extra: list[str], says: str, capsys: pytes
     assert says in capsys.readouterr().err
 
 
-def test_jobs_need_an_outside_client(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["fuzz", "--examples", "1", "--jobs", "2"]) == USAGE
+@pytest.mark.parametrize("extra", [["--jobs", "2"], ["--release", "0.163.0"]])
+def test_jobs_and_a_release_need_an_outside_client(extra: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "--examples", "1", *extra]) == USAGE
     assert "--client-cmd" in capsys.readouterr().err
+
+
+def test_an_unknown_release_is_refused_before_any_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "--client-cmd", CAREFUL, "--examples", "1", "--release", "9.9.9"]) == USAGE
+    assert "no release profile '9.9.9'" in capsys.readouterr().err
 
 
 def test_a_baseline_entry_is_known_in_any_turn() -> None:

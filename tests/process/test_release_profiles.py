@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from support import paths
+from support.learned_release import store_with_unnamed_release
 from support.virtual import VirtualServer
 
 from contracts.checks import run_all
@@ -449,29 +450,12 @@ def test_the_switches_of_a_release_come_from_its_folder() -> None:
     assert profiles.switches_of("0.169.1") == {} and profiles.switches_of(None) == {}
 
 
-def _store_with_unnamed_release(store: Path, version: str = "0.170.0", like: str = "0.169.0") -> Path:
-    """A store holding ``version`` whose data is ``like``'s (a release learned with the same behaviour)."""
-    import shutil
-
-    from contracts import releases
-
-    folder = store / f"codex-cli-{version}"
-    shutil.copytree(releases.SHIPPED_ROOT / f"codex-cli-{like}", folder)
-    meta = orjson.loads((folder / "meta.json").read_bytes())
-    meta["codex_version"] = meta["produced_by"]["binary_version"] = version
-    (folder / "meta.json").write_bytes(orjson.dumps(meta))
-    description = orjson.loads((folder / "release.json").read_bytes())
-    description["release"] = version
-    (folder / "release.json").write_bytes(orjson.dumps(description))
-    return store
-
-
 CLI = (sys.executable, "-m", "harness.cli")
 
 
 def test_run_and_record_take_a_store(tmp_path: Path) -> None:
     """``run --store`` finds a learned release the fake plays; it gets the verdict of 0.169.0 (same switches)."""
-    store = _store_with_unnamed_release(tmp_path / "store")
+    store = store_with_unnamed_release(tmp_path / "store")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "FAKE_CODEX_"))}
     for version in ("0.170.0", "0.169.0"):
         done = subprocess.run(
