@@ -69,10 +69,26 @@ def handled() -> Iterator[None]:
     try:
         yield
     finally:
+        _received.clear()  # a library call after the block is no command of the block's to end (check())
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         if not callable(previous_int):
             signal.signal(signal.SIGINT, previous_int if previous_int is not None else signal.SIG_DFL)
+
+
+def check() -> None:
+    """Between two units of a long command (a scenario, an example, a session): raise the interrupt again if a SIGTERM
+    or SIGHUP came. Its ``KeyboardInterrupt`` normally unwinds the command by itself, but Python turns one raised in
+    some calls into another exception (contracts.exitcodes.interrupt_in), which a handler deep in a run may take for
+    a verdict and go on: the command then stops here, before the next unit and before any report. In the main thread
+    only, where a signal's handler runs: a worker thread's unit ends with its run, which the interrupt unwinds."""
+    if _received and threading.current_thread() is threading.main_thread():
+        raise KeyboardInterrupt
+
+
+def pending() -> bool:
+    """A SIGTERM or SIGHUP came during the block (:func:`handled`)."""
+    return bool(_received)
 
 
 def received() -> int:

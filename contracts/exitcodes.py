@@ -59,3 +59,38 @@ def exit_code(exc: BaseException) -> int:
         if isinstance(exc, family):
             return code
     return FAILED
+
+
+#: How many exceptions of a chain (causes, contexts, group members) :func:`interrupt_in` reads at the most.
+_CHAIN_LIMIT: Final = 64
+
+
+def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM through ``codex_sandbox.interrupts``) that ``exc`` stands for:
+    ``exc`` itself, a member of its group, or the cause or context it was raised from; None when there is none.
+
+    Python turns an interrupt raised inside some calls into another exception, with the interrupt as its cause: in a
+    descriptor's ``__set_name__`` while a class is made (a dataclass of a module imported lazily, mid-run) into
+    ``RuntimeError``; in orjson's ``default`` into ``JSONEncodeError``. A handler that makes an exception a verdict
+    (``except Exception``: a scenario's runner error, a contract that raised) would so judge the interrupt and go on.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < _CHAIN_LIMIT:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return None
+
+
+def reraise_interrupt(exc: BaseException) -> None:
+    """In a handler that makes ``exc`` a verdict: raise the interrupt it stands for (:func:`interrupt_in`), if any."""
+    interrupt = interrupt_in(exc)
+    if interrupt is not None:
+        raise interrupt

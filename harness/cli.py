@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not signalled:
                 raise
             # Beside the interrupt: what killing the run's processes made fail on the way out. Not a finding.
-        if signalled:
+        # A SIGTERM whose interrupt something swallowed on the way (interrupts.check): the command was still ended.
+        if signalled or interrupts.pending():
             return interrupts.interrupted(command[0] if command else None)
     assert code is not None
     return code

@@ -26,10 +26,11 @@ import trio.testing
 from codex_client.errors import ClientError
 from codex_client.events import ApprovalRequested, ItemStarted, MessageDelta, TurnEvent, TurnStarted
 from codex_client.session import SessionOptions, open_session
-from codex_sandbox import workdirs
+from codex_sandbox import interrupts, workdirs
 from contracts import stable_params
 from contracts.checks import CONTRACT_NAMES, Check, run_all, shown
 from contracts.checks import scenario as scenario_check
+from contracts.exitcodes import reraise_interrupt
 from contracts.faults import transport_problem
 from contracts.heap import collector_paused
 from contracts.jsonrpc import RpcError
@@ -402,6 +403,7 @@ async def _play_async(
                     if not run.virtual_time:
                         await _settle_resolved(session, run.transport.process)
             except Exception as exc:  # the client let an exception escape: a finding, recorded
+                reraise_interrupt(exc)
                 escaped.append("".join(traceback.format_exception_only(exc)).strip())
             finally:
                 # Also when the run limit cancels the session: the record keeps what happened so far.
@@ -505,11 +507,13 @@ def run_one(
         outcome.checks = [Check(scenario.name, target, *named, "fail", detail, "")]
         return outcome
     started = time.perf_counter()
+    interrupts.check()
     try:
         with workdirs.work_dir(f"codex-harness-{scenario.name}-", work_root) as work_dir:
             _play_and_judge(outcome, scenario, target, work_dir, codex, save_dir, contracts, release, transport)
     finally:
         outcome.wall_s = time.perf_counter() - started
+    interrupts.check()  # a SIGTERM whose interrupt the run took for a verdict: no verdict, no next scenario
     return outcome
 
 
@@ -534,6 +538,7 @@ def _play_and_judge(
         outcome.checks = skipped_checks(scenario.name, target, outcome.skipped)
         return
     except Exception as exc:
+        reraise_interrupt(exc)  # an interrupt Python turned into another exception (an import's class creation)
         detail = "".join(traceback.format_exception(exc)[-3:]).strip()
         outcome.checks = [Check(scenario.name, target, RUNNER_CONTRACT, "play", "fail", detail, "")]
         return

@@ -36,6 +36,7 @@ from contracts.checks import client_run, client_plan, scenario
 from contracts import played_path
 from contracts.checks import registry, wire_index
 from contracts.checks.base import LEVELS, STATUSES, Check, Level, Status, shown, worst
+from contracts.exitcodes import reraise_interrupt
 from contracts.heap import collector_paused
 from contracts.record import SessionRecord
 
@@ -65,6 +66,7 @@ def _run_all(record: SessionRecord, contracts: tuple[str, ...]) -> list[Check]:
         try:
             checks.extend(registry.judge_of(name)(record))
         except Exception as exc:  # a crashing contract must show up as red, not abort the report
+            reraise_interrupt(exc)
             level, citation = registry.level_and_citation(name, "contract")
             detail = f"contract raised {exc!r}"
             checks.append(Check(record.scenario, record.target, name, "contract", "fail", detail, citation, (), level))

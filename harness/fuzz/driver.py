@@ -23,7 +23,7 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException, HypothesisWarning
 
 from contracts.checks import Check
-from contracts.exitcodes import Finding
+from contracts.exitcodes import Finding, reraise_interrupt
 from contracts.scenario import Scenario
 from contracts.scenario_file import dumps
 from harness.fuzz import invariants
@@ -195,6 +195,7 @@ def fuzz(
             try:
                 failing = player(candidate, target).failures
             except Exception as exc:
+                reraise_interrupt(exc)
                 failing = [Check(candidate.name, target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", repr(exc))]
             report.failed += bool(failing)
             return failing
@@ -295,6 +296,7 @@ class _Campaign:
         try:
             example = self.player(scenario, self.target)
         except Exception as exc:  # the runner or a contract broke on this example: a finding, shrunk like any
+            reraise_interrupt(exc)
             why = f"{type(exc).__name__}: {exc}"
             crash = Check(scenario.name, self.target, invariants.NAME, invariants.EXAMPLE_PLAYED, "fail", why)
             example = Example(scenario, self.target, [crash])
@@ -373,6 +375,7 @@ class _Lane:
             if last:
                 self.failure = Failure(last[0].scenario, last[0].checks, flaky=True)
         except (HypothesisException, Exception) as exc:
+            reraise_interrupt(exc)
             with self.campaign.lock:  # a generator or runner bug is this lane's failure unless another owns one
                 if self.campaign.owner is None:
                     self.campaign.owner = self

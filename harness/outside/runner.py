@@ -24,13 +24,13 @@ import orjson
 import trio
 
 from codex_client.process import run_marker
-from codex_sandbox import confine, proctree, workdirs
+from codex_sandbox import confine, interrupts, proctree, workdirs
 from codex_sandbox.proctree import procfs
 from contracts import safe_read
 from contracts.checks import Check, client_plan, registry, run_all
 from contracts.checks import client_run as client_contract
 from contracts.checks.wire_index import WireIndex
-from contracts.exitcodes import UsageError
+from contracts.exitcodes import UsageError, reraise_interrupt
 from contracts.record import SessionRecord
 from contracts.safe_dir import Slot
 from contracts.scenario import Scenario
@@ -847,6 +847,7 @@ def run_outside_one(
     if outcome.skipped:
         return outcome
     started = time.perf_counter()
+    interrupts.check()
     try:
         with workdirs.work_dir(f"codex-harness-client-{scenario.name}-", work_root) as work_dir:
             work_fd = safe_read.open_dir(work_dir)  # held before the client runs: nothing planted in it is followed
@@ -856,6 +857,7 @@ def run_outside_one(
                 except (ClientCannotStart, UsageError):  # the command or the release: the caller's usage error
                     raise
                 except Exception as exc:
+                    reraise_interrupt(exc)
                     detail = "".join(traceback.format_exception(exc)[-3:]).strip()
                     outcome.checks = [Check(scenario.name, target, "runner", "play", "fail", detail, "")]
                     return outcome
@@ -867,4 +869,5 @@ def run_outside_one(
                 os.close(work_fd)
     finally:
         outcome.wall_s = time.perf_counter() - started
+    interrupts.check()  # a SIGTERM whose interrupt the run took for a verdict: no verdict, no next scenario
     return outcome
