@@ -620,14 +620,15 @@ MUTATIONS: list[Mutation] = [
         "accept",
         problem_id="call_1",
     ),
+    # The wall clock is for display: the order is seq's (the real writer reads the clock outside its seq lock, and
+    # codex-cli 0.171.0 wrote a step back of 1 ms). Said as a warning, never judged.
     Mutation(
         "tool_end_time_before_start",
         IPA,
         edit_lines(_at("tool_call_ended", _set(["wall_time_unix_ms"], 1796022620000))),
-        "violation",
-        "before its start",
+        "closed",
+        "before its start at",
         "accept",
-        problem_id="call_1",
     ),
     Mutation(
         "tool_end_after_interrupted_turn_end",
@@ -665,7 +666,7 @@ MUTATIONS: list[Mutation] = [
         "wall_time_backwards",
         DEC,
         edit_lines(_at("history_item_accepted", _set(["wall_time_unix_ms"], 1796022000000), nth=2)),
-        "violation",
+        "closed",
         "went backwards",
         "accept",
     ),
