@@ -98,10 +98,6 @@ def run(args: argparse.Namespace) -> int:
         if exc.name != "hypothesis":
             raise
         raise UsageError("fuzz needs hypothesis: pip install 'codex-harness[fuzz]'") from None
-    if args.release:
-        from fake_server import profiles
-
-        profiles.get(args.release)  # unknown: a usage error listing the profiles, before any example is drawn
     examples, seed_value = args.examples, args.seed
     if args.shard:
         k, n = shards.parse(args.shard)

@@ -140,18 +140,23 @@ def test_jobs_never_exceed_the_examples_asked() -> None:
     assert report.examples == len(played) == 1
 
 
-def test_max_time_ends_the_shrinking_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The campaign's clock is a virtual one that only the plays move (0.5 s a failing one): on the real clock a
-    loaded CI machine's slower generation made the wall time the test's own verdict, not the driver's."""
+def _virtual_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The campaign's clock (``driver.time.perf_counter``), moved only by the test's plays: ``now[0]``. On the real
+    clock a loaded CI machine's slower generation made the wall time the verdict, not the driver's time share."""
     import time
     import types
 
     from harness.fuzz import driver
 
     now = [0.0]
-    monkeypatch.setattr(
-        driver, "time", types.SimpleNamespace(perf_counter=lambda: now[0], monotonic=time.monotonic, sleep=time.sleep)
-    )
+    clock = types.SimpleNamespace(perf_counter=lambda: now[0], monotonic=time.monotonic, sleep=time.sleep)
+    monkeypatch.setattr(driver, "time", clock)
+    return now
+
+
+def test_max_time_ends_the_shrinking_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing play costs 0.5 s of the campaign's clock (:func:`_virtual_clock`), another 10 ms."""
+    now = _virtual_clock(monkeypatch)
     plays: list[float] = []
 
     def play(scenario: Scenario, target: str) -> Example:
@@ -177,19 +182,12 @@ def test_under_max_time_hypothesis_shrinks_for_its_share_and_the_structural_pass
     until --max-time: at its share of the time left, whole turns and faults are cut, so the written scenario holds
     the fault that fails and nothing else that the cuts could reach.
 
-    The campaign's clock is a virtual one that only the plays move (0.4 s a failing one, 10 ms another): on the
-    real clock a loaded machine's slower generation ate the structural pass's share (CI once wrote 2 faults)."""
-    import time
-    import types
-
+    A failing play costs 0.4 s of the campaign's clock (:func:`_virtual_clock`), another 10 ms: on the real clock a
+    loaded machine's slower generation ate the structural pass's share (CI once wrote 2 faults)."""
     from contracts.checks import Check
-    from harness.fuzz import driver
     from harness.fuzz.driver import HYPOTHESIS_SHARE
 
-    now = [0.0]
-    monkeypatch.setattr(
-        driver, "time", types.SimpleNamespace(perf_counter=lambda: now[0], monotonic=time.monotonic, sleep=time.sleep)
-    )
+    now = _virtual_clock(monkeypatch)
     plays: list[tuple[float, bool]] = []
 
     def play(scenario: Scenario, target: str) -> Example:
