@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contracts.exitcodes import Finding
+from contracts.exitcodes import Finding, interrupt_in
 from contracts.jsonrpc import RpcError
 from contracts.transport import TransportClosed
 from contracts.wire import WireError, WireErrorKind
@@ -103,8 +103,7 @@ def single_exception(group: BaseExceptionGroup) -> BaseException:
 
 
 def is_interrupt(exc: BaseException | None) -> bool:
-    """``exc`` is (or its group holds) a ``KeyboardInterrupt``: Ctrl-C or SIGTERM (codex_sandbox.interrupts) ends the
-    run, so a block leaving with it kills its server at once instead of waiting out a graceful end."""
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.subgroup(KeyboardInterrupt) is not None
-    return isinstance(exc, KeyboardInterrupt)
+    """``exc`` stands for a ``KeyboardInterrupt`` (:func:`contracts.exitcodes.interrupt_in`: it is one, its group holds
+    one, or one is its cause): Ctrl-C or SIGTERM (codex_sandbox.interrupts) ends the run, so a block leaving with it
+    kills its server at once instead of waiting out a graceful end."""
+    return exc is not None and interrupt_in(exc) is not None
